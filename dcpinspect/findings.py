@@ -1,0 +1,34 @@
+"""Findings: what the validator says about frames and streams."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+SEVERITIES = ("info", "warning", "error")
+
+
+class Problem(NamedTuple):
+    """A fact noticed while decoding, named by the rule that judges it."""
+
+    rule: str
+    message: str
+    offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    rule: str
+    cls: str  # EINVAL, ERANGE, KEY_ENOENT, or another named class
+    severity: str  # info, warning, error
+    message: str
+    offset: int | None = None
+    ref: str = ""
+
+    def to_json(self) -> dict:
+        out = {"rule": self.rule, "class": self.cls, "severity": self.severity, "message": self.message}
+        if self.offset is not None:
+            out["offset"] = self.offset
+        if self.ref:
+            out["ref"] = self.ref
+        return out

@@ -1,0 +1,252 @@
+"""Decode one MCBP frame into a :class:`Message` (sans-I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..findings import Finding, Problem
+from .catalog import Body, OpSpec
+from .codecs.errors import CodecError
+from .codecs.frameinfo import describe_frame_info, parse_frame_infos
+from .header import HEADER_SIZE, parse_header
+from .keys import decode_key
+from .layout import Field, Layout
+from .names import FLEX_MAGICS, MAGICS, REQUEST_MAGICS, SUCCESS_LIKE_STATUS, status_name
+from .registry import lookup
+from .tap import ENGINE_LAYOUTS
+from .values import decode_value
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeContext:
+    """What the connection negotiated, as far as the caller knows."""
+
+    collections: bool | None = None  # None: unknown, decide per key
+    max_inflate: int = 20 * 1024 * 1024
+    max_value_text: int = 4096
+
+
+DEFAULT_CONTEXT = DecodeContext()
+
+
+@dataclass(slots=True)
+class Section:
+    name: str  # framing_extras, extras, engine_specific, key, value
+    offset: int  # absolute
+    size: int
+    layout: Layout | None = None
+    fields: list[Field] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Message:
+    offset: int
+    data: bytes
+    magic: int
+    opcode: int
+    framing_length: int
+    key_length: int
+    extras_length: int
+    datatype: int
+    vbucket: int | None
+    status: int | None
+    body_length: int
+    opaque: int
+    cas: int
+    spec: OpSpec | None
+    truncated: bool = False
+    frame_infos: list[dict] = field(default_factory=list)
+    stream_id: int | None = None
+    fields: dict[str, Any] = field(default_factory=dict)  # JSON-ready, by spec name
+    values: dict[str, Any] = field(default_factory=dict)  # raw integers of fixed layouts
+    key: bytes = b""
+    collection_id: int | None = None
+    key_source: str = ""
+    value: bytes = b""
+    sections: list[Section] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def is_request(self) -> bool:
+        return self.magic in REQUEST_MAGICS
+
+    @property
+    def known_magic(self) -> bool:
+        return self.magic in MAGICS
+
+    @property
+    def name(self) -> str:
+        return self.spec.name if self.spec else f"UNKNOWN_0x{self.opcode:02x}"
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    @property
+    def body(self) -> Body | None:
+        """The body description that applies to this frame (None if unchecked)."""
+        if self.spec is None:
+            return None
+        if self.is_request:
+            return self.spec.request
+        if self.status in SUCCESS_LIKE_STATUS:
+            return self.spec.response
+        return None
+
+    @property
+    def status_name(self) -> str | None:
+        return None if self.status is None else status_name(self.status)
+
+    def section(self, name: str) -> Section | None:
+        for s in self.sections:
+            if s.name == name:
+                return s
+        return None
+
+
+def decode_frame(
+    data: bytes,
+    offset: int = 0,
+    ctx: DecodeContext = DEFAULT_CONTEXT,
+) -> Message:
+    """Decode ``data`` (one frame, possibly cut short) found at stream ``offset``."""
+    if len(data) < HEADER_SIZE:
+        padded = data + bytes(HEADER_SIZE - len(data))
+        msg = _new_message(padded, offset)
+        msg.data = data
+        msg.truncated = True
+        msg.problems.append(Problem("truncated", f"frame has {len(data)} of 24 header bytes", offset))
+        return msg
+    msg = _new_message(data, offset)
+    body_have = len(data) - HEADER_SIZE
+    if body_have < msg.body_length:
+        msg.truncated = True
+        msg.problems.append(
+            Problem("truncated", f"body has {body_have} of {msg.body_length} bytes", offset + len(data))
+        )
+    need = msg.framing_length + msg.extras_length + msg.key_length
+    if need > msg.body_length:
+        msg.problems.append(
+            Problem(
+                "lengths-exceed-body",
+                f"framing {msg.framing_length} + extras {msg.extras_length} + key {msg.key_length} = {need} "
+                f"> total body {msg.body_length}",
+                offset + 8,
+            )
+        )
+    _decode_body(msg, ctx)
+    return msg
+
+
+def _new_message(data: bytes, offset: int) -> Message:
+    h = parse_header(data)
+    request = h.magic in REQUEST_MAGICS
+    return Message(
+        offset=offset,
+        data=data,
+        magic=h.magic,
+        opcode=h.opcode,
+        framing_length=h.framing_length,
+        key_length=h.key_length,
+        extras_length=h.extras_length,
+        datatype=h.datatype,
+        vbucket=h.vbucket_or_status if request else None,
+        status=None if request else h.vbucket_or_status,
+        body_length=h.body_length,
+        opaque=h.opaque,
+        cas=h.cas,
+        spec=lookup(h.magic, h.opcode),
+    )
+
+
+def _decode_body(msg: Message, ctx: DecodeContext) -> None:
+    data = msg.data
+    end = min(len(data), HEADER_SIZE + msg.body_length)
+    pos = HEADER_SIZE
+    body = msg.body
+
+    def take(name: str, size: int) -> tuple[int, int]:
+        nonlocal pos
+        start = pos
+        stop = min(pos + size, end)
+        pos = max(stop, pos)
+        msg.sections.append(Section(name, msg.offset + start, stop - start))
+        return start, stop
+
+    if msg.framing_length:
+        start, stop = take("framing_extras", msg.framing_length)
+        _decode_framing(msg, data[start:stop], msg.offset + start)
+    start, stop = take("extras", msg.extras_length)
+    _decode_extras(msg, body, data, start, stop)
+    if body is not None and body.engine_specific and "engine_specific_length" in msg.values:
+        start, stop = take("engine_specific", msg.values["engine_specific_length"])
+        _decode_engine_specific(msg, data, start, stop)
+    start, stop = take("key", msg.key_length)
+    key_kind = body.key_kind if body is not None else "text"
+    msg.sections[-1].fields = decode_key(msg, data[start:stop], msg.offset + start, key_kind, ctx)
+    value_start = pos
+    value_stop = end
+    msg.value = data[value_start:value_stop]
+    section = Section("value", msg.offset + value_start, value_stop - value_start)
+    msg.sections.append(section)
+    if msg.value or (body is not None and body.value_kind == "snapshot_marker"):
+        kind = body.value_kind if body is not None else ("error" if msg.status not in (None, 0) else "auto")
+        section.fields = decode_value(kind, msg, msg.value, section.offset, ctx)
+        for f in section.fields:
+            msg.fields.setdefault(f.name, f.value)
+
+
+def _decode_framing(msg: Message, raw: bytes, base: int) -> None:
+    try:
+        infos = parse_frame_infos(raw)
+    except CodecError as exc:
+        msg.problems.append(Problem("frame-info-encoding", str(exc), base))
+        return
+    for fi in infos:
+        info = describe_frame_info(fi, msg.is_request)
+        info["offset"] = base + fi.offset
+        info["size"] = fi.header_size + fi.length
+        msg.frame_infos.append(info)
+        if info.get("problem"):
+            msg.problems.append(Problem("frame-info-invalid", f"{info['name']}: {info['problem']}", base + fi.offset))
+        if msg.is_request and info["id"] == 2 and isinstance(info.get("value"), int):
+            msg.stream_id = info["value"]
+    if msg.stream_id is not None:
+        msg.fields["stream_id"] = msg.stream_id
+    if msg.magic not in FLEX_MAGICS:
+        msg.problems.append(Problem("frame-info-encoding", "framing extras on a non-flexible magic", base))
+
+
+def _decode_extras(msg: Message, body: Body | None, data: bytes, start: int, stop: int) -> None:
+    section = msg.sections[-1]
+    if body is None or body.extras is None or stop <= start:
+        if stop > start:
+            section.fields = [_blob("extras", "Extras", data[start:stop], msg.offset + start)]
+        return
+    layout = body.extras.get(stop - start) if stop - start == msg.extras_length else None
+    if layout is None:
+        section.fields = [_blob("extras", "Extras", data[start:stop], msg.offset + start)]
+        return
+    section.layout = layout
+    section.fields = layout.describe(data, start, msg.offset + start)
+    msg.fields.update({f.name: f.value for f in section.fields})
+    msg.values.update(layout.values(data, start))
+
+
+def _decode_engine_specific(msg: Message, data: bytes, start: int, stop: int) -> None:
+    section = msg.sections[-1]
+    for layout in ENGINE_LAYOUTS.get(msg.opcode, ()):
+        if layout.size == stop - start:
+            section.layout = layout
+            section.fields = layout.describe(data, start, msg.offset + start)
+            msg.fields.update({f.name: f.value for f in section.fields})
+            msg.values.update(layout.values(data, start))
+            return
+    if stop > start:
+        section.fields = [_blob("engine_specific", "Engine specific", data[start:stop], msg.offset + start)]
+
+
+def _blob(name: str, label: str, raw: bytes, offset: int) -> Field:
+    return Field(name, label, offset, len(raw), raw.hex(), raw.hex(" ") if raw else "(empty)")

@@ -1,0 +1,68 @@
+"""Keys: plain text, or a collection-id LEB128 prefix plus the logical key (spec/dcp.md §5)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..findings import Problem
+from .codecs.errors import CodecError
+from .codecs.leb128 import decode_uleb128
+from .layout import Field
+
+if TYPE_CHECKING:
+    from .frame import DecodeContext, Message
+
+RESERVED_COLLECTION_IDS = range(1, 8)
+
+
+def key_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _looks_prefixed(raw: bytes) -> bool:
+    """Without negotiation known: a text key never starts with a control byte."""
+    first = raw[0]
+    if 0x20 <= first < 0x7F:
+        return False
+    try:
+        cid, used = decode_uleb128(raw)
+    except CodecError:
+        return False
+    return (cid == 0 or cid >= 8) and used < len(raw)
+
+
+def decode_key(msg: "Message", raw: bytes, base: int, kind: str, ctx: "DecodeContext") -> list[Field]:
+    if not raw:
+        return []
+    prefixed = kind == "document" and (
+        ctx.collections if ctx.collections is not None else _looks_prefixed(raw)
+    )
+    if not prefixed:
+        msg.key = raw
+        text = key_text(raw)
+        msg.fields["key"] = text
+        return [Field("key", "Key", base, len(raw), text, text)]
+    msg.key_source = "negotiated" if ctx.collections is not None else "guessed"
+    try:
+        cid, used = decode_uleb128(raw)
+    except CodecError as exc:
+        msg.problems.append(Problem("collection-key-leb128", f"key prefix: {exc}", base))
+        msg.key = raw
+        text = key_text(raw)
+        msg.fields["key"] = text
+        return [Field("key", "Key", base, len(raw), text, text)]
+    logical = raw[used:]
+    msg.key = logical
+    msg.collection_id = cid
+    text = key_text(logical)
+    msg.fields["collection_id"] = cid
+    msg.fields["key"] = text
+    if not logical:
+        msg.problems.append(Problem("collection-key-empty", "logical key is empty after the collection id", base))
+    if cid in RESERVED_COLLECTION_IDS:
+        msg.problems.append(Problem("collection-id-reserved", f"collection id {cid} is reserved on the wire", base))
+    children = (
+        Field("collection_id", "Collection ID", base, used, cid, f"0x{cid:x} ({cid}, leb128 {raw[:used].hex(' ')})"),
+        Field("logical_key", "Logical key", base + used, len(logical), text, text),
+    )
+    return [Field("key", "Key", base, len(raw), text, text, children)]

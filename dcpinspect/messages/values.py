@@ -1,0 +1,375 @@
+"""Value decoders, one per kind named in the message tables."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Callable
+
+from ..findings import Problem
+from . import dcp, tap
+from .codecs.errors import CodecError
+from .codecs.leb128 import decode_uleb128
+from .codecs.snappy import inflate
+from .codecs.sysevent import decode_sysevent_value
+from .codecs.xattr import parse_xattrs
+from .codecs.xerror import parse_xerror
+from .keys import key_text
+from .layout import Field, Layout, seqno, u16, u64
+from .names import DATATYPE_JSON, DATATYPE_SNAPPY, DATATYPE_XATTR, FEATURES
+
+if TYPE_CHECKING:
+    from .frame import DecodeContext, Message
+
+Decoder = Callable[["Message", bytes, int, "DecodeContext"], list[Field]]
+
+VBUCKET_SEQNO = Layout("vbucket_seqno", u16("vbucket", "Vbucket", show="dec"), seqno("seqno", "Seqno"))
+COUNTER = Layout("counter", u64("counter", "Counter", show="both"))
+CHECKPOINT_ID = Layout("checkpoint_id", u64("checkpoint_id", "Checkpoint ID", show="both"))
+ERROR_MAP_VERSION = Layout("error_map_version", u16("error_map_version", "Version", show="dec"))
+
+
+def _printable(text: str) -> bool:
+    return all(c.isprintable() or c in "\t\r\n" for c in text)
+
+
+def bytes_field(name: str, label: str, raw: bytes, base: int, ctx: "DecodeContext", children=()) -> Field:
+    """A byte string as UTF-8 text when it is text, else as hex (``<name>_hex``)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and _printable(text):
+        shown = text if len(text) <= ctx.max_value_text else text[: ctx.max_value_text] + "…"
+        return Field(name, label, base, len(raw), shown, shown, tuple(children))
+    return Field(f"{name}_hex", label, base, len(raw), raw.hex(), raw.hex(" "), tuple(children))
+
+
+def _repeated(layout: Layout, name: str, label: str, raw: bytes, base: int, msg: "Message") -> list[Field]:
+    count, rest = divmod(len(raw), layout.size)
+    if rest:
+        msg.problems.append(Problem("value-size", f"{label}: {len(raw)} bytes is not a multiple of {layout.size}", base))
+    rows = []
+    for i in range(count):
+        parts = layout.describe(raw, i * layout.size, base + i * layout.size)
+        rows.append(Field(f"{name}[{i}]", f"{label} [{i}]", base + i * layout.size, layout.size,
+                          {p.name: p.value for p in parts}, "", tuple(parts)))
+    return [Field(name, label, base, len(raw), [r.value for r in rows], f"{count} entries", tuple(rows))]
+
+
+def _fixed(layout: Layout, raw: bytes, base: int, msg: "Message", what: str) -> list[Field]:
+    if len(raw) != layout.size:
+        msg.problems.append(Problem("value-size", f"{what}: value is {len(raw)} bytes, expected {layout.size}", base))
+        return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
+    return layout.describe(raw, 0, base)
+
+
+def _auto(msg, raw, base, ctx):
+    if msg.datatype & (DATATYPE_SNAPPY | DATATYPE_XATTR):
+        return _document(msg, raw, base, ctx)
+    if msg.datatype & DATATYPE_JSON:
+        return _json(msg, raw, base, ctx)
+    return [bytes_field("value", "Value", raw, base, ctx)]
+
+
+def _text(msg, raw, base, ctx):
+    return [bytes_field("value", "Value", raw, base, ctx)]
+
+
+def _json(msg, raw, base, ctx):
+    try:
+        json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        msg.problems.append(Problem("json-invalid", "value is not valid JSON", base))
+    return [bytes_field("value", "Value", raw, base, ctx)]
+
+
+def _document(msg, raw, base, ctx):
+    data, out, children = raw, [], []
+    if msg.datatype & DATATYPE_SNAPPY:
+        try:
+            data = inflate(raw, ctx.max_inflate)
+        except CodecError as exc:
+            msg.problems.append(Problem("snappy-invalid", str(exc), base))
+            return [Field("value_hex", "Value (snappy, not inflated)", base, len(raw), raw.hex(), raw.hex(" "))]
+        out.append(Field("value_inflated_length", "Inflated length", base, len(raw), len(data), f"{len(data)} bytes"))
+    if msg.datatype & DATATYPE_XATTR:
+        try:
+            pairs, body_at = parse_xattrs(data)
+        except CodecError as exc:
+            msg.problems.append(Problem("xattr-invalid", str(exc), base))
+        else:
+            xattrs = {k: _maybe_json(v) for k, v in pairs}
+            inner = base if msg.datatype & DATATYPE_SNAPPY else None
+            rows = tuple(
+                Field(f"xattrs.{k}", k, inner if inner is not None else base, 0, xattrs[k], v) for k, v in pairs
+            )
+            size = body_at if inner is None else len(raw)
+            out.append(Field("xattrs", "Xattrs", base, size, xattrs, f"{len(pairs)} pairs, {body_at} bytes", rows))
+            if inner is None:
+                base += body_at
+            data = data[body_at:]
+    if msg.datatype & DATATYPE_JSON and data:
+        try:
+            json.loads(data)
+        except (ValueError, UnicodeDecodeError):
+            msg.problems.append(Problem("json-invalid", "datatype JSON but the body is not valid JSON", base))
+    out.append(bytes_field("value", "Value", data, base, ctx, children))
+    return out
+
+
+def _maybe_json(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _features(msg, raw, base, ctx):
+    if len(raw) % 2:
+        msg.problems.append(Problem("value-size", f"feature list has odd length {len(raw)}", base))
+    rows, names = [], []
+    for i in range(0, len(raw) - 1, 2):
+        code = int.from_bytes(raw[i : i + 2], "big")
+        name = FEATURES.get(code, f"0x{code:04x}")
+        names.append(name)
+        rows.append(Field(f"features[{i // 2}]", "Feature", base + i, 2, name, f"0x{code:04x} ({name})"))
+    return [Field("features", "Features", base, len(raw), names, ", ".join(names) or "(none)", tuple(rows))]
+
+
+def _failover_log(msg, raw, base, ctx):
+    if msg.status == 0x23:
+        return _fixed(dcp.ROLLBACK, raw, base, msg, "rollback seqno")
+    if msg.status not in (None, 0):
+        return _error(msg, raw, base, ctx)
+    return _repeated(dcp.FAILOVER_ENTRY, "failover_log", "Failover log", raw, base, msg)
+
+
+def _vbucket_seqnos(msg, raw, base, ctx):
+    return _repeated(VBUCKET_SEQNO, "vbucket_seqnos", "Vbucket seqnos", raw, base, msg)
+
+
+def _stream_request(msg, raw, base, ctx):
+    field = bytes_field("value", "Value", raw, base, ctx)
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        msg.problems.append(Problem("stream-request-value", "stream request value is not valid JSON", base))
+        return [field]
+    if not isinstance(doc, dict):
+        msg.problems.append(Problem("stream-request-value", "stream request value is not a JSON object", base))
+        return [field]
+    out = [field]
+
+    def hexnum(v, what):
+        try:
+            return int(v, 16)
+        except (TypeError, ValueError):
+            msg.problems.append(Problem("stream-request-value", f"{what} {v!r} is not a hex string", base))
+            return None
+
+    if "collections" in doc:
+        cids = doc["collections"] if isinstance(doc["collections"], list) else []
+        if not isinstance(doc["collections"], list):
+            msg.problems.append(Problem("stream-request-value", "collections is not an array", base))
+        ids = [c for c in (hexnum(v, "collection id") for v in cids) if c is not None]
+        out.append(Field("collections", "Collections", base, len(raw), ids, ", ".join(f"0x{c:x}" for c in ids)))
+    if "scope" in doc:
+        sid = hexnum(doc["scope"], "scope id")
+        out.append(Field("scope_id", "Scope ID", base, len(raw), sid, f"0x{sid:x}" if sid is not None else "?"))
+        if "collections" in doc:
+            msg.problems.append(Problem("stream-request-value", "scope and collections are mutually exclusive", base))
+    if "uid" in doc:
+        uid = hexnum(doc["uid"], "uid")
+        out.append(Field("manifest_uid", "Manifest UID", base, len(raw), uid, f"0x{uid:x}" if uid is not None else "?"))
+    if "sid" in doc:
+        sid = doc["sid"]
+        if not isinstance(sid, int) or isinstance(sid, bool) or not 1 <= sid <= 65535:
+            msg.problems.append(Problem("stream-request-value", f"sid {sid!r} is not an integer in 1..65535", base))
+        out.append(Field("stream_id", "Stream ID", base, len(raw), sid, str(sid)))
+    if "purge_seqno" in doc:
+        ps = doc["purge_seqno"]
+        if isinstance(ps, str) and ps.isdigit():
+            out.append(Field("purge_seqno", "Purge Seqno", base, len(raw), int(ps), ps))
+        else:
+            msg.problems.append(Problem("stream-request-value", f"purge_seqno {ps!r} is not a decimal string", base))
+    return out
+
+
+def _snapshot_marker(msg, raw, base, ctx):
+    if msg.extras_length != 1:
+        return [bytes_field("value", "Value", raw, base, ctx)] if raw else []
+    version = msg.values.get("version")
+    layout = dcp.SNAPSHOT_VALUE_BY_VERSION.get(version)
+    if version == 0x01:
+        msg.problems.append(Problem("snapshot-marker-version", "version 0x01 (v2.1) was removed in 8.0", base - 1))
+    elif layout is None:
+        if version is not None:
+            msg.problems.append(Problem("snapshot-marker-version", f"unknown marker version 0x{version:02x}", base - 1))
+        return [bytes_field("value", "Value", raw, base, ctx)] if raw else []
+    if len(raw) != layout.size:
+        msg.problems.append(
+            Problem("snapshot-marker-value-size",
+                    f"{dcp.SNAPSHOT_VERSIONS[version]} value must be {layout.size} bytes, has {len(raw)}", base)
+        )
+        return [bytes_field("value", "Value", raw, base, ctx)] if raw else []
+    msg.values.update(layout.values(raw))
+    return layout.describe(raw, 0, base)
+
+
+def _system_event(msg, raw, base, ctx):
+    event, version = msg.values.get("event"), msg.values.get("version")
+    if event is None:
+        return [bytes_field("value", "Value", raw, base, ctx)]
+    if version in (0, 1):
+        layout = dcp.SYSTEM_EVENT_VALUES.get((event, version))
+        if layout is None:
+            msg.problems.append(Problem("system-event-value", f"event {event} has no version {version} value", base))
+            return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
+        if len(raw) != layout.size:
+            msg.problems.append(
+                Problem("system-event-value",
+                        f"{layout.name} value must be {layout.size} bytes, has {len(raw)}", base)
+            )
+            return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
+        msg.values.update(layout.values(raw))
+        return layout.describe(raw, 0, base)
+    try:
+        decoded = decode_sysevent_value(event, version, raw)
+    except CodecError as exc:
+        msg.problems.append(Problem("system-event-value", str(exc), base))
+        return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
+    rows = tuple(Field(k, k, base, len(raw), v, str(v)) for k, v in decoded.items())
+    msg.values.update({k: v for k, v in decoded.items() if isinstance(v, int)})
+    return [*rows]
+
+
+def _cache_transfer(msg, raw, base, ctx):
+    rec_layout = dcp.CACHE_TRANSFER_RECORD
+    if len(raw) < 42:
+        msg.problems.append(Problem("cache-transfer-value", f"value is {len(raw)} bytes, at least 42 required", base))
+    records, pos = [], 0
+    while pos < len(raw):
+        if len(raw) - pos < rec_layout.size:
+            msg.problems.append(Problem("cache-transfer-value", f"record at {pos} is cut short", base + pos))
+            break
+        head = rec_layout.values(raw, pos)
+        parts = rec_layout.describe(raw, pos, base + pos)
+        kstart = pos + rec_layout.size
+        kend, vend = kstart + head["key_length"], kstart + head["key_length"] + head["value_length"]
+        if vend > len(raw) or not 2 <= head["key_length"] <= 251:
+            msg.problems.append(Problem("cache-transfer-value", f"record at {pos}: key/value lengths overrun", base + pos))
+            break
+        key = raw[kstart:kend]
+        rec = {p.name: p.value for p in parts}
+        try:
+            cid, used = decode_uleb128(key)
+            rec["collection_id"] = cid
+            rec["key"] = key_text(key[used:])
+        except CodecError as exc:
+            msg.problems.append(Problem("collection-key-leb128", f"cache transfer key: {exc}", base + kstart))
+            rec["key"] = key_text(key)
+        value = bytes_field("value", "Value", raw[kend:vend], base + kend, ctx)
+        rec[value.name] = value.value
+        keyf = Field("key", "Key", base + kstart, len(key), rec["key"], rec["key"])
+        records.append(Field(f"records[{len(records)}]", f"Record {len(records)}", base + pos, vend - pos, rec, "",
+                             (*parts, keyf, value)))
+        pos = vend
+    return [Field("records", "Records", base, len(raw), [r.value for r in records], f"{len(records)} records", tuple(records))]
+
+
+def _counter(msg, raw, base, ctx):
+    if msg.status not in (None, 0):
+        return _error(msg, raw, base, ctx)
+    return _fixed(COUNTER, raw, base, msg, "counter")
+
+
+def _u16(msg, raw, base, ctx):
+    return _fixed(ERROR_MAP_VERSION, raw, base, msg, "error map version")
+
+
+def _checkpoint_id(msg, raw, base, ctx):
+    return _fixed(CHECKPOINT_ID, raw, base, msg, "checkpoint id")
+
+
+def _sasl(msg, raw, base, ctx):
+    if msg.key.upper() == b"PLAIN" and raw.count(b"\0") >= 2:
+        authzid, user, _password = raw.split(b"\0", 2)
+        shown = f"{key_text(authzid)}\\0{key_text(user)}\\0********"
+        return [Field("sasl_user", "User", base, len(raw), key_text(user), shown)]
+    return [bytes_field("value", "Value", raw, base, ctx)]
+
+
+def _tap_connect(msg, raw, base, ctx):
+    flags = msg.values.get("flags", 0)
+    out, pos = [], 0
+
+    def need(n: int, what: str) -> bool:
+        if pos + n > len(raw):
+            msg.problems.append(Problem("tap-connect-value", f"{what}: value ends at {len(raw)}", base + pos))
+            return False
+        return True
+
+    if flags & 0x01 and need(8, "backfill time"):
+        t = int.from_bytes(raw[pos : pos + 8], "big")
+        shown = "future changes only" if t == 0xFFFFFFFFFFFFFFFF else str(t)
+        out.append(Field("backfill_time", "Backfill time", base + pos, 8, t, f"0x{t:016x} ({shown})"))
+        pos += 8
+    if flags & 0x04 and need(2, "vbucket count"):
+        n = int.from_bytes(raw[pos : pos + 2], "big")
+        if need(2 + 2 * n, "vbucket list"):
+            vbs = [int.from_bytes(raw[pos + 2 + 2 * i : pos + 4 + 2 * i], "big") for i in range(n)]
+            out.append(Field("vbuckets", "Vbuckets", base + pos, 2 + 2 * n, vbs, ", ".join(map(str, vbs)) or "(none)"))
+            pos += 2 + 2 * n
+    if flags & 0x40 and need(2, "checkpoint count"):
+        n = int.from_bytes(raw[pos : pos + 2], "big")
+        if need(2 + 10 * n, "checkpoint list"):
+            cps = [
+                {"vbucket": int.from_bytes(raw[p : p + 2], "big"), "checkpoint_id": int.from_bytes(raw[p + 2 : p + 10], "big")}
+                for p in range(pos + 2, pos + 2 + 10 * n, 10)
+            ]
+            out.append(Field("checkpoints", "Checkpoints", base + pos, 2 + 10 * n, cps, f"{n} entries"))
+            pos += 2 + 10 * n
+    if pos < len(raw):
+        msg.problems.append(Problem("tap-connect-value", f"{len(raw) - pos} bytes left after the flag values", base + pos))
+        out.append(Field("value_hex", "Rest", base + pos, len(raw) - pos, raw[pos:].hex(), raw[pos:].hex(" ")))
+    return out
+
+
+def _error(msg, raw, base, ctx):
+    if msg.datatype & DATATYPE_JSON or raw[:1] == b"{":
+        try:
+            err = parse_xerror(raw)
+        except CodecError:
+            pass
+        else:
+            out = [bytes_field("value", "Value", raw, base, ctx)]
+            for k in ("context", "ref"):
+                if k in err:
+                    out.append(Field(f"error_{k}", f"Error {k}", base, len(raw), err[k], str(err[k])))
+            return out
+    return [bytes_field("value", "Value", raw, base, ctx)]
+
+
+DECODERS: dict[str, Decoder] = {
+    "auto": _auto,
+    "text": _text,
+    "json": _json,
+    "document": _document,
+    "features": _features,
+    "failover_log": _failover_log,
+    "vbucket_seqnos": _vbucket_seqnos,
+    "stream_request": _stream_request,
+    "snapshot_marker": _snapshot_marker,
+    "system_event": _system_event,
+    "cache_transfer": _cache_transfer,
+    "counter": _counter,
+    "u16": _u16,
+    "checkpoint_id": _checkpoint_id,
+    "sasl": _sasl,
+    "tap_connect": _tap_connect,
+    "error": _error,
+}
+
+
+def decode_value(kind: str, msg: "Message", raw: bytes, base: int, ctx: "DecodeContext") -> list[Field]:
+    return DECODERS.get(kind, _auto)(msg, raw, base, ctx)
