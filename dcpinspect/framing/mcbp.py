@@ -1,0 +1,166 @@
+"""Split an MCBP byte stream into frames, resynchronising after garbage or gaps (sans-I/O)."""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+
+from ..messages.header import HEADER_SIZE, MAX_BODY_LENGTH
+from ..messages.names import FLEX_MAGICS, MAGICS, RESPONSE_MAGICS, SERVER_MAGICS, STATUS
+from ..messages.registry import CLIENT_SPECS, SERVER_SPECS
+
+_HDR = struct.Struct(">BBBBBBHI")
+_MAGIC_RE = re.compile(b"[" + re.escape(bytes(sorted(MAGICS))) + b"]")
+RESYNC_MAX_KEY = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RawFrame:
+    offset: int  # stream offset of the first header byte
+    data: bytes
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    offset: int
+    size: int
+    reason: str
+
+
+def header_problem(buf, pos: int, max_body: int = MAX_BODY_LENGTH, strict: bool = True) -> str | None:
+    """Why the 24 bytes at ``pos`` are not a plausible header (None if they are)."""
+    magic, opcode, b2, b3, extlen, datatype, vbs, bodylen = _HDR.unpack_from(buf, pos)
+    if magic not in MAGICS:
+        return f"unknown magic 0x{magic:02x}"
+    flex = magic in FLEX_MAGICS
+    framing, keylen = (b2, b3) if flex else (0, (b2 << 8) | b3)
+    if bodylen > max_body:
+        return f"body length {bodylen} exceeds {max_body}"
+    if framing + extlen + keylen > bodylen:
+        return "framing + extras + key exceed the body length"
+    if strict:
+        if datatype > 0x07:
+            return f"invalid datatype 0x{datatype:02x}"
+        table = SERVER_SPECS if magic in SERVER_MAGICS else CLIENT_SPECS
+        if opcode not in table:
+            return f"unknown opcode 0x{opcode:02x}"
+        if magic in RESPONSE_MAGICS and vbs not in STATUS and vbs < 0xFF00:
+            return f"unknown status 0x{vbs:04x}"
+        if keylen > RESYNC_MAX_KEY:
+            return f"key length {keylen} is implausible"
+    return None
+
+
+class FrameSplitter:
+    """Feed bytes in stream order; get whole frames and skipped ranges back.
+
+    A stream that starts at a known frame boundary is *synced*: the first header
+    is trusted as long as its lengths are sane.  After garbage, a gap, or a
+    capture that starts mid-stream, the splitter scans for the next plausible
+    header (known magic, opcode and status, datatype ≤ 7, consistent lengths).
+    Buffering is bounded by the largest legal frame.
+    """
+
+    def __init__(self, synced: bool = True, max_body: int = MAX_BODY_LENGTH) -> None:
+        self._buf = bytearray()
+        self._base = 0
+        self._synced = synced
+        self._max_body = max_body
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[RawFrame | Skipped]:
+        self._buf += data
+        return self._drain(final=False)
+
+    def gap(self, missing: int) -> list[RawFrame | Skipped]:
+        """``missing`` bytes will never arrive: flush what is buffered, then resync."""
+        out: list[RawFrame | Skipped] = []
+        if self._buf:
+            out.extend(self._drain(final=True))
+        self._base += missing
+        self._synced = False
+        return out
+
+    def close(self, data: bytes = b"") -> list[RawFrame | Skipped]:
+        """End of stream (optionally with its last bytes): the rest comes out as truncated or skipped."""
+        self._buf += data
+        return self._drain(final=True)
+
+
+    def _drain(self, final: bool) -> list[RawFrame | Skipped]:
+        buf, out, pos, n = self._buf, [], 0, len(self._buf)
+        skip_from = None
+        while n - pos >= HEADER_SIZE:
+            problem = header_problem(buf, pos, self._max_body, strict=not self._synced)
+            if problem is None and self._synced is False:
+                problem = self._lookahead(buf, pos, n, final)
+                if problem == "wait":
+                    break
+            if problem is not None and self._synced and self._self_consistent(buf, pos, n, final):
+                problem = None
+            if problem is not None:
+                if skip_from is None:
+                    skip_from, skip_reason = pos, problem
+                self._synced = False
+                m = _MAGIC_RE.search(buf, pos + 1)
+                pos = m.start() if m else max(pos + 1, n - HEADER_SIZE + 1)
+                continue
+            if skip_from is not None:
+                out.append(Skipped(self._base + skip_from, pos - skip_from, f"not a frame ({skip_reason})"))
+                skip_from = None
+            size = HEADER_SIZE + int.from_bytes(buf[pos + 8 : pos + 12], "big")
+            if n - pos < size:
+                break
+            out.append(RawFrame(self._base + pos, bytes(buf[pos : pos + size])))
+            self._synced = True
+            pos += size
+        if final and pos < n:
+            if skip_from is not None:
+                pos = skip_from
+                skip_from = None
+            if n - pos >= HEADER_SIZE and header_problem(buf, pos, self._max_body, strict=False) is None:
+                out.append(RawFrame(self._base + pos, bytes(buf[pos:n]), truncated=True))
+            elif n - pos < HEADER_SIZE and buf[pos] in MAGICS:
+                out.append(RawFrame(self._base + pos, bytes(buf[pos:n]), truncated=True))
+            else:
+                out.append(Skipped(self._base + pos, n - pos, "trailing bytes are not a frame"))
+            pos = n
+        elif skip_from is not None:
+            out.append(Skipped(self._base + skip_from, pos - skip_from, f"not a frame ({skip_reason})"))
+        del buf[:pos]
+        self._base += pos
+        return out
+
+    def _self_consistent(self, buf, pos: int, n: int, final: bool) -> bool:
+        """An unknown magic on a synced stream still frames if its lengths hold up:
+        the frame ends exactly at the end of the input or at a plausible header."""
+        bodylen = int.from_bytes(buf[pos + 8 : pos + 12], "big")
+        keylen = int.from_bytes(buf[pos + 2 : pos + 4], "big")
+        if bodylen > self._max_body or buf[pos + 4] + keylen > bodylen:
+            return False
+        nxt = pos + HEADER_SIZE + bodylen
+        if nxt == n:
+            return final
+        return nxt + HEADER_SIZE <= n and header_problem(buf, nxt, self._max_body) is None
+
+    def _lookahead(self, buf, pos: int, n: int, final: bool) -> str | None:
+        """While resyncing, a candidate must be followed by another header or the end."""
+        size = HEADER_SIZE + int.from_bytes(buf[pos + 8 : pos + 12], "big")
+        nxt = pos + size
+        if nxt + HEADER_SIZE <= n:
+            return None if header_problem(buf, nxt, self._max_body) is None else "next header implausible"
+        if nxt <= n and final:
+            return None
+        if nxt > n and final:
+            return None
+        return "wait" if not final else None
+
+
+def split_frames(data: bytes, synced: bool = True) -> list[RawFrame | Skipped]:
+    """Split a complete byte string (a pasted dump, a file) into frames."""
+    return FrameSplitter(synced=synced).close(data)

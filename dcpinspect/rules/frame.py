@@ -1,0 +1,143 @@
+"""Per-frame checks (EINVAL class and friends): each judges one decoded message."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from ..findings import Finding
+from ..messages import dcp
+from ..messages.catalog import FORBIDDEN, REQUIRED
+from ..messages.frame import Message
+from ..messages.layout import unknown_bits
+from ..messages.names import DATATYPE_JSON, DATATYPE_XATTR, MAGICS, RETIRED_OPCODES, SUCCESS_LIKE_STATUS, VBUCKET_STATES
+from .registry import FRAME_RULES, STATUS_CLASSES
+
+Check = Callable[[Message], Iterator[tuple[str, str, int | None]]]
+_CHECKS: list[Check] = []
+
+
+def check(fn: Check) -> Check:
+    _CHECKS.append(fn)
+    return fn
+
+
+@check
+def _identity(m: Message):
+    if m.magic not in MAGICS:
+        yield "unknown-magic", f"magic 0x{m.magic:02x} is not an MCBP magic", m.offset
+    elif m.spec is None:
+        yield "unknown-opcode", f"opcode 0x{m.opcode:02x} is not defined for magic 0x{m.magic:02x}", m.offset + 1
+    elif m.opcode in RETIRED_OPCODES and m.spec.family != "server":
+        yield "retired-opcode", f"{m.name} is no longer supported by the server", m.offset + 1
+    if m.datatype > 0x07:
+        yield "datatype-invalid", f"datatype 0x{m.datatype:02x} has bits above 0x07", m.offset + 5
+
+
+@check
+def _shape(m: Message):
+    body = m.body
+    if body is None or m.truncated:
+        return
+    if body.extras is not None and m.extras_length not in body.extras:
+        allowed = ", ".join(str(n) for n in sorted(body.extras))
+        yield "extras-length", f"{m.name} extras length {m.extras_length}, allowed: {allowed}", m.offset + 4
+    value_len = m.body_length - m.framing_length - m.extras_length - m.key_length
+    if body.engine_specific:
+        value_len -= m.values.get("engine_specific_length", 0)
+    for part, length, rule_req, rule_forb, presence in (
+        ("key", m.key_length, "key-required", "key-forbidden", body.key),
+        ("value", value_len, "value-required", "value-forbidden", body.value),
+    ):
+        if presence == REQUIRED and length <= 0:
+            yield rule_req, f"{m.name} must have a {part}", m.offset
+        elif presence == FORBIDDEN and length > 0:
+            yield rule_forb, f"{m.name} must not have a {part} ({length} bytes)", m.offset
+    if m.opcode == 0x56 and m.is_request and m.extras_length == 20 and value_len > 0 and m.spec.family == "dcp":
+        yield "value-forbidden", "a v1 snapshot marker (extras 20) must not have a value", m.offset
+    if m.opcode == 0x56 and m.is_request and m.extras_length == 1 and value_len <= 0:
+        yield "snapshot-marker-value-size", "a v2 snapshot marker (extras 1) needs a value", m.offset
+    limit = 251 if m.collection_id is not None else 250
+    if m.key_length > limit:
+        yield "key-too-long", f"key is {m.key_length} bytes, limit {limit}", m.offset + 2
+
+
+@check
+def _flags(m: Message):
+    if not m.is_request or m.spec is None or m.spec.family != "dcp":
+        return
+    v = m.values
+    if m.opcode == 0x50 and "flags" in v:
+        bad = v["flags"] & dcp.OPEN_FLAGS_INVALID | unknown_bits(v["flags"], dcp.OPEN_FLAGS)
+        if bad:
+            yield "reserved-flags", f"DCP_OPEN flags 0x{v['flags']:x}: invalid bits 0x{bad:x}", None
+    if m.opcode in (0x51, 0x53) and "flags" in v:
+        bad = v["flags"] & dcp.STREAM_FLAGS_INVALID | unknown_bits(v["flags"], dcp.STREAM_FLAGS)
+        if bad:
+            yield "reserved-flags", f"stream flags 0x{v['flags']:x}: invalid bits 0x{bad:x}", None
+    if m.opcode == 0x56 and "snapshot_type" in v:
+        bad = unknown_bits(v["snapshot_type"], dcp.SNAPSHOT_FLAGS)
+        if bad:
+            yield "reserved-flags", f"snapshot type 0x{v['snapshot_type']:x}: unknown bits 0x{bad:x}", None
+    if m.opcode == 0x65 and "flags" in v:
+        if v["flags"] not in (0x01, 0x02):
+            yield "reserved-flags", f"OSO flags 0x{v['flags']:x}: must be 0x01 (start) or 0x02 (end)", None
+
+
+@check
+def _dcp_values(m: Message):
+    if not m.is_request or m.spec is None or m.spec.family != "dcp" or m.truncated:
+        return
+    v, op = m.values, m.opcode
+    field = m.spec.seqno_field
+    if op in (0x57, 0x60, 0x62, 0x63) and field in v and v[field] == 0:
+        yield "seqno-zero", f"{m.name} {field} is 0", None
+    if op in (0x62, 0x63) and v.get("prepared_seqno") == 0:
+        yield "seqno-zero", f"{m.name} prepared_seqno is 0", None
+    if op in (0x57, 0x58, 0x59) and v.get("nmeta"):
+        yield "nmeta-nonzero", f"{m.name} nmeta is {v['nmeta']}", None
+    if op == 0x60:
+        if m.cas == 0:
+            yield "cas-zero", "DCP_PREPARE CAS is 0", m.offset + 16
+        if "durability_level" in v and v["durability_level"] not in dcp.DURABILITY_LEVELS:
+            yield "durability-level", f"durability level {v['durability_level']}", None
+    if op in (0x61, 0x62, 0x63, 0x66, 0x67) and m.cas != 0:
+        yield "cas-nonzero", f"{m.name} must carry CAS 0, has 0x{m.cas:x}", m.offset + 16
+    if op == 0x5B and "state" in v and v["state"] not in VBUCKET_STATES:
+        yield "vbucket-state", f"vbucket state {v['state']}", None
+    if op == 0x55 and "reason" in v and v["reason"] not in dcp.STREAM_END_REASONS:
+        yield "stream-end-reason", f"stream end reason {v['reason']}", None
+    if op == 0x58 and m.datatype & DATATYPE_JSON and not m.datatype & DATATYPE_XATTR:
+        yield "deletion-datatype", f"deletion datatype 0x{m.datatype:02x} (JSON without Xattr)", m.offset + 5
+    if op == 0x5F and "event" in v:
+        if v["event"] not in dcp.SYSTEM_EVENTS or v["event"] == 2:
+            yield "system-event-id", f"system event id {v['event']}", None
+        if v.get("version", 0) > 2:
+            yield "system-event-id", f"system event version {v['version']}", None
+        elif v["event"] == 5 and v.get("version", 0) < 2:
+            yield "system-event-id", "ModifyCollection exists only as a version 2 (FlatBuffers) event", None
+
+
+@check
+def _peer_error(m: Message):
+    if m.status is None or m.status in SUCCESS_LIKE_STATUS and m.status != 0x23:
+        return
+    context = m.fields.get("error_context")
+    text = f"{m.name} answered {m.status_name} (0x{m.status:04x})" + (f": {context}" if context else "")
+    if m.status == 0x23 and "rollback_seqno" in m.fields:
+        text += f", roll back to {m.fields['rollback_seqno']}"
+    yield "peer-error", text, m.offset + 6
+
+
+def check_frame(msg: Message) -> list[Finding]:
+    """All per-frame findings for ``msg`` (also stored on ``msg.findings``)."""
+    out: list[Finding] = []
+    for p in msg.problems:
+        out.append(FRAME_RULES[p.rule].finding(p.message, p.offset))
+    for fn in _CHECKS:
+        for rule_id, text, offset in fn(msg):
+            f = FRAME_RULES[rule_id].finding(text, offset)
+            if rule_id == "peer-error":
+                f = type(f)(f.rule, STATUS_CLASSES.get(msg.status, f.cls), f.severity, f.message, f.offset, f.ref)
+            out.append(f)
+    msg.findings.extend(out)
+    return out
