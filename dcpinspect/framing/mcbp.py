@@ -38,9 +38,9 @@ def header_problem(buf, pos: int, max_body: int = MAX_BODY_LENGTH, strict: bool 
     framing, keylen = (b2, b3) if flex else (0, (b2 << 8) | b3)
     if bodylen > max_body:
         return f"body length {bodylen} exceeds {max_body}"
-    if framing + extlen + keylen > bodylen:
-        return "framing + extras + key exceed the body length"
     if strict:
+        if framing + extlen + keylen > bodylen:
+            return "framing + extras + key exceed the body length"
         if datatype > 0x07:
             return f"invalid datatype 0x{datatype:02x}"
         table = SERVER_SPECS if magic in SERVER_MAGICS else CLIENT_SPECS

@@ -50,3 +50,10 @@ def _frame_info_display(fi: dict) -> str:
     if fi.get("problem"):
         text += f" [{fi['problem']}]"
     return text
+
+
+def walk(fields, depth: int = 0):
+    """Every field of a tree, depth first, with its depth."""
+    for f in fields:
+        yield depth, f
+        yield from walk(f.children, depth + 1)

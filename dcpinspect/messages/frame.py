@@ -67,6 +67,7 @@ class Message:
     sections: list[Section] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    note: str = ""  # how this view of the bytes was obtained, when not plainly
 
     @property
     def is_request(self) -> bool:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from ..messages.describe import describe
+from ..messages.describe import describe, walk
 from ..messages.frame import Message
 from .escape import safe
-from .table import rows
 
 _RULE = "        +---------------+---------------+---------------+---------------+"
 _HEAD = (
@@ -25,7 +24,7 @@ def _cell(byte: int) -> str:
 def diagram(msg: Message) -> str:
     """The frame drawn four bytes a row; each row names the fields that start in it."""
     starts: dict[int, list[str]] = {}
-    for depth, f in rows(describe(msg)):
+    for depth, f in walk(describe(msg)):
         if f.size and not f.children:
             starts.setdefault(f.offset - msg.offset, []).append(f.name)
     lines = list(_HEAD)

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..findings import Finding
-from ..messages.describe import describe
+from ..messages.describe import describe, walk
 from ..messages.frame import Message
 from ..messages.layout import Field
 from .escape import safe
@@ -25,12 +25,6 @@ def offsets(field: Field) -> str:
     return f"({field.offset}-{field.offset + field.size - 1})"
 
 
-def rows(fields: Iterable[Field], depth: int = 0) -> Iterable[tuple[int, Field]]:
-    for f in fields:
-        yield depth, f
-        yield from rows(f.children, depth + 1)
-
-
 def title(msg: Message, where: str = "") -> Text:
     kind = "request" if msg.is_request else "response"
     text = Text()
@@ -43,6 +37,8 @@ def title(msg: Message, where: str = "") -> Text:
         text.append("  (truncated)", style="red")
     if where:
         text.append(f"  {safe(where)}", style="dim")
+    if msg.note:
+        text.append(f"\n{safe(msg.note)}", style="italic")
     return text
 
 
@@ -63,7 +59,7 @@ def frame_table(msg: Message, where: str = "") -> Group:
     table.add_column("Field", no_wrap=True)
     table.add_column("(offset)", style="dim", no_wrap=True)
     table.add_column("value", overflow="fold")
-    for depth, f in rows(describe(msg)):
+    for depth, f in walk(describe(msg)):
         table.add_row(Text("  " * depth + safe(f.label)), Text(offsets(f)), Text(": " + safe(f.display)))
     parts = [table]
     if msg.findings:

@@ -1,0 +1,86 @@
+"""Pasted hex dumps → decoded messages, through the same core as captures."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from ..framing.mcbp import Skipped
+from ..messages.frame import Message, decode_frame
+from ..messages.header import HEADER_SIZE
+from ..rules.captions import check_captions
+from ..rules.frame import check_frame
+from ..rules.registry import FRAME_RULES
+from ..sources.hexdump import HexDump, parse_hexdump
+from .streaming import decode_bytes
+
+PACKET_FORMATS = ("tcpdump-X", "tcpdump-xx")
+
+
+@dataclass
+class HexInput:
+    dump: HexDump
+    items: list[Message | Skipped] = field(default_factory=list)
+
+
+def decode_hex_text(text: str, collections: bool | None = None) -> HexInput:
+    dump = parse_hexdump(text)
+    result = HexInput(dump)
+    blocks = dump.blocks or ((0, len(dump.data)),) if dump.data else ()
+    if dump.format in PACKET_FORMATS:
+        from .packets import decode_packet_blocks
+
+        result.items.extend(decode_packet_blocks(dump, collections))
+        return result
+    for start, end in blocks:
+        block = dump.data[start:end]
+        items = list(_decode_block(block, start, collections, dump.format == "diagram"))
+        captions = [c for c in dump.captions if start <= c.start < end]
+        if captions:
+            _attach_captions(items, captions, start)
+        result.items.extend(items)
+    return result
+
+
+def _decode_block(block: bytes, start: int, collections: bool | None, example: bool) -> Iterator[Message | Skipped]:
+    items = [_shift(item, start) for item in decode_bytes(block, collections)]
+    consistent = all(isinstance(i, Message) and not i.truncated for i in items)
+    if not example or len(block) < HEADER_SIZE or consistent:
+        yield from items
+        return
+    declared = struct.unpack_from(">I", block, 8)[0]
+    held = len(block) - HEADER_SIZE
+    first = next((i for i in items if isinstance(i, Message)), None)
+    if declared != held and first is not None:
+        first.findings.append(FRAME_RULES["body-length-mismatch"].finding(
+            f"total body says {declared}, the example holds {held} body bytes", start + 8))
+    yield from items
+    if declared == held:
+        return
+    fixed = bytearray(block)
+    fixed[8:12] = struct.pack(">I", held)
+    msg = decode_frame(bytes(fixed), start)
+    msg.data = block
+    msg.note = f"as laid out in the example: total body taken as {held} instead of {declared}"
+    check_frame(msg)
+    yield msg
+
+
+def _shift(item: Message | Skipped, by: int) -> Message | Skipped:
+    if not by:
+        return item
+    if isinstance(item, Skipped):
+        return Skipped(item.offset + by, item.size, item.reason)
+    # Re-decode at the right absolute offset so every field offset is absolute.
+    msg = decode_frame(item.data, item.offset + by)
+    msg.findings = [f if f.offset is None else type(f)(f.rule, f.cls, f.severity, f.message, f.offset + by, f.ref)
+                    for f in item.findings]
+    return msg
+
+
+def _attach_captions(items: list[Message | Skipped], captions, block_start: int) -> None:
+    messages = [m for m in items if isinstance(m, Message)]
+    target = messages[-1] if messages and messages[-1].note else (messages[0] if messages else None)
+    if target is not None:
+        check_captions(target, captions, block_start)

@@ -1,0 +1,86 @@
+"""Print decoded items to a console in the chosen format."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from ..framing.mcbp import Skipped
+from ..messages.frame import Message
+from .diagram import diagram
+from .escape import safe
+from .jsonl import dumps, frame_record
+from .table import findings_text, frame_table
+
+FORMATS = ("table", "jsonl", "diagram")
+
+
+def make_console(stream: TextIO | None = None, stderr: bool = False) -> Console:
+    stream = stream or (sys.stderr if stderr else sys.stdout)
+    width = None if stream.isatty() else 160
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False, markup=False)
+
+
+@dataclass
+class Tally:
+    frames: int = 0
+    skipped: int = 0
+    skipped_bytes: int = 0
+    severities: Counter = field(default_factory=Counter)
+
+    def add(self, item: Message | Skipped) -> None:
+        if isinstance(item, Skipped):
+            self.skipped += 1
+            self.skipped_bytes += item.size
+            return
+        self.frames += 1
+        for f in item.findings:
+            self.severities[f.severity] += 1
+
+    def line(self) -> str:
+        parts = [f"{self.frames} frames"]
+        if self.skipped:
+            parts.append(f"{self.skipped_bytes} bytes skipped in {self.skipped} ranges")
+        parts.append(f"{self.severities['error']} errors, {self.severities['warning']} warnings")
+        return ", ".join(parts)
+
+
+class Renderer:
+    def __init__(self, fmt: str, console: Console, out: TextIO | None = None) -> None:
+        self.fmt = fmt
+        self.console = console
+        self.out = out or sys.stdout
+        self.tally = Tally()
+
+    def item(self, item: Message | Skipped, where: str = "", **extra: Any) -> None:
+        self.tally.add(item)
+        if self.fmt == "jsonl":
+            if isinstance(item, Skipped):
+                rec = {**extra, "kind": "skipped", "offset": item.offset, "length": item.size, "reason": item.reason}
+            else:
+                rec = {**extra, "kind": "frame", **frame_record(item)}
+                if item.note:
+                    rec["note"] = item.note
+            self.out.write(dumps(rec) + "\n")
+            return
+        if isinstance(item, Skipped):
+            self.console.print(Text(f"… {item.size} bytes at {item.offset} skipped: {safe(item.reason)}", style="yellow"))
+            self.console.print()
+            return
+        if self.fmt == "diagram":
+            self.console.print(Text.assemble(frame_table(item, where).renderables[0].title))
+            self.console.print(Text(diagram(item)))
+            if item.findings:
+                self.console.print(findings_text(item.findings))
+        else:
+            self.console.print(frame_table(item, where))
+        self.console.print()
+
+    def summary(self) -> None:
+        if self.fmt != "jsonl":
+            self.console.print(Text(self.tally.line(), style="bold"))

@@ -1,0 +1,69 @@
+"""What a connection negotiated: HELO features, DCP_OPEN, DCP controls (sans-I/O).
+
+Fed every decoded message of one TCP connection in order, it answers how the
+next frame must be decoded (``context()``): above all whether keys carry a
+collection-id prefix, which only the HELO exchange says for sure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..messages.frame import DecodeContext, Message
+from ..messages.names import FEATURE_COLLECTIONS, FEATURES
+
+_COLLECTION_ONLY_OPCODES = frozenset({0x5F, 0x64, 0x65})
+
+
+@dataclass
+class Negotiation:
+    collections_override: bool | None = None
+    features_requested: dict[int, list[str]] = field(default_factory=dict)  # HELO opaque → names asked
+    features: list[str] | None = None  # enabled by the HELO response
+    collections: bool | None = None
+    collections_source: str = ""
+    dcp_name: str | None = None
+    dcp_open_flags: int | None = None
+    controls: dict[str, str] = field(default_factory=dict)
+    bucket: str | None = None
+    _pending_controls: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+    def context(self, base: DecodeContext | None = None) -> DecodeContext:
+        collections = self.collections_override if self.collections_override is not None else self.collections
+        base = base or DecodeContext()
+        if base.collections == collections:
+            return base
+        return DecodeContext(collections, base.max_inflate, base.max_value_text)
+
+    def observe(self, msg: Message) -> None:
+        op = msg.opcode
+        if msg.magic in (0x82, 0x83):
+            return
+        if op == 0x1F:
+            if msg.is_request:
+                self.features_requested[msg.opaque] = list(msg.fields.get("features", []))
+            elif msg.status == 0:
+                self.features = list(msg.fields.get("features", []))
+                self._set_collections(FEATURES[FEATURE_COLLECTIONS] in self.features, "HELO")
+        elif op == 0x50 and msg.is_request:
+            self.dcp_name = msg.fields.get("key")
+            self.dcp_open_flags = msg.values.get("flags")
+        elif op == 0x5E:
+            if msg.is_request:
+                self._pending_controls[msg.opaque] = (msg.fields.get("key", ""), msg.fields.get("value", ""))
+            elif msg.opaque in self._pending_controls:
+                key, value = self._pending_controls.pop(msg.opaque)
+                if msg.status == 0:
+                    self.controls[key] = value
+        elif op == 0x89 and msg.is_request:
+            self.bucket = msg.fields.get("key")
+        if self.collections is None and msg.is_request and (
+            op in _COLLECTION_ONLY_OPCODES or msg.stream_id is not None
+            or (op == 0x53 and msg.body_length > msg.extras_length)
+        ):
+            self._set_collections(True, msg.name)
+
+    def _set_collections(self, on: bool, source: str) -> None:
+        if self.collections_source != "HELO":
+            self.collections = on
+            self.collections_source = source

@@ -1,0 +1,421 @@
+"""Streaming pcap / pcapng record reader.
+
+Records are read raw with ``struct`` from a chunked buffer; link layers are
+not interpreted here. Damage (truncated tail, absurd lengths, unknown
+interfaces) is reported in place as ``CaptureProblem`` values; only a file
+that cannot be opened or is not a capture at all raises ``CaptureError``.
+Plain and gzip-compressed files are accepted; memory stays flat.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator
+
+__all__ = ["Record", "CaptureProblem", "CaptureError", "read_records", "MAX_RECORD"]
+
+MAX_RECORD = 256 * 1024 * 1024  # larger record lengths are treated as corruption
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One captured frame; ``index`` is its 0-based packet number in the file."""
+
+    ts: float
+    linktype: int
+    data: bytes
+    wirelen: int
+    index: int
+
+    @property
+    def truncated(self) -> bool:
+        """True when the capture kept fewer bytes than were on the wire."""
+        return len(self.data) < self.wirelen
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureProblem:
+    """Damage found before record ``index``; yielded in place, never raised."""
+
+    index: int
+    message: str
+
+
+class CaptureError(Exception):
+    """The file cannot be opened or is not a pcap / pcapng capture."""
+
+
+class _RecordBuilder:
+    """Same slot layout as Record; built unguarded, then retyped (hot path)."""
+
+    __slots__ = Record.__slots__
+
+    def __init__(self, ts, linktype, data, wirelen, index):
+        self.ts = ts
+        self.linktype = linktype
+        self.data = data
+        self.wirelen = wirelen
+        self.index = index
+
+
+# --- input streams -----------------------------------------------------------------
+
+
+class _Gunzip:
+    """Streaming gzip reader that returns what decompresses before a cut or error."""
+
+    def __init__(self, raw: BinaryIO):
+        self._raw = raw
+        self._z = zlib.decompressobj(wbits=47)
+        self._pending = b""
+        self.error: str | None = None
+
+    def read(self, n: int) -> bytes:
+        out = [self._pending] if self._pending else []
+        have = len(self._pending)
+        self._pending = b""
+        while have < n and self.error is None:
+            if self._z.eof:
+                rest = self._z.unused_data
+                if not rest:
+                    rest = self._raw.read(_CHUNK)
+                    if not rest:
+                        break
+                self._z = zlib.decompressobj(wbits=47)
+            else:
+                rest = self._z.unconsumed_tail or self._raw.read(_CHUNK)
+                if not rest:
+                    self.error = "compressed stream ends before its end marker"
+                    break
+            try:
+                piece = self._z.decompress(rest, _CHUNK)
+            except zlib.error as exc:
+                self.error = f"corrupt compressed data ({exc})"
+                break
+            if piece:
+                out.append(piece)
+                have += len(piece)
+        data = b"".join(out)
+        if len(data) > n:
+            data, self._pending = data[:n], data[n:]
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+class _Buffer:
+    """Chunked byte buffer over a stream: ``need(n)`` makes n bytes available at ``pos``."""
+
+    __slots__ = ("f", "buf", "pos", "consumed", "eof")
+
+    def __init__(self, f, head: bytes):
+        self.f = f
+        self.buf = head
+        self.pos = 0
+        self.consumed = 0  # file offset of buf[0]
+        self.eof = False
+
+    def need(self, n: int) -> bool:
+        """Ensure ``buf[pos:pos+n]`` exists; False if the stream ends first."""
+        avail = len(self.buf) - self.pos
+        if avail >= n:
+            return True
+        parts = [self.buf[self.pos:]]
+        self.consumed += self.pos
+        self.pos = 0
+        while avail < n and not self.eof:
+            piece = self.f.read(max(_CHUNK, min(n - avail, _CHUNK * 16)))
+            if not piece:
+                self.eof = True
+                break
+            parts.append(piece)
+            avail += len(piece)
+        self.buf = b"".join(parts)
+        return avail >= n
+
+    def offset(self) -> int:
+        return self.consumed + self.pos
+
+    def left(self) -> int:
+        return len(self.buf) - self.pos
+
+
+# --- entry point ---------------------------------------------------------------------
+
+_PCAP_MAGICS = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1e-6, 16),
+    b"\xa1\xb2\xc3\xd4": (">", 1e-6, 16),
+    b"\x4d\x3c\xb2\xa1": ("<", 1e-9, 16),
+    b"\xa1\xb2\x3c\x4d": (">", 1e-9, 16),
+    b"\x34\xcd\xb2\xa1": ("<", 1e-6, 24),  # Kuznetzov's modified pcap
+    b"\xa1\xb2\xcd\x34": (">", 1e-6, 24),
+}
+_PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
+
+
+def read_records(path: str | os.PathLike) -> Iterator[Record | CaptureProblem]:
+    """Return an iterator over the records of a pcap / pcapng file (optionally gzipped).
+
+    Raises ``CaptureError`` at once if the file cannot be opened or is not a
+    capture; damage found later is yielded as ``CaptureProblem``.
+    """
+    f = _open(path)
+    try:
+        head = f.read(24)
+    except OSError as exc:
+        f.close()
+        raise CaptureError(f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from None
+    magic = head[:4]
+    if magic in _PCAP_MAGICS:
+        return _records(f, _pcap(f, head, *_PCAP_MAGICS[magic]))
+    if magic == _PCAPNG_SHB and (len(head) < 12 or head[8:12] in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d")):
+        return _records(f, _pcapng(f, head))
+    why = getattr(f, "error", None) or ("empty file" if not head else f"unknown magic {magic.hex()}")
+    f.close()
+    raise CaptureError(f"{os.fspath(path)}: not a pcap or pcapng capture ({why})")
+
+
+def _records(f, gen):
+    try:
+        yield from gen
+    finally:
+        f.close()
+
+
+def _open(path):
+    try:
+        raw = open(path, "rb")
+    except OSError as exc:
+        raise CaptureError(f"cannot open {os.fspath(path)}: {exc.strerror or exc}") from None
+    try:
+        gz = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+    except OSError as exc:
+        raw.close()
+        raise CaptureError(f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from None
+    return _Gunzip(raw) if gz else raw
+
+
+def _stream_note(f) -> str:
+    """The decompressor's complaint, if any, as a message suffix (reported once)."""
+    err = getattr(f, "error", None)
+    if not err:
+        return ""
+    f.error = None
+    return f"; {err}"
+
+
+# --- pcap ----------------------------------------------------------------------------
+
+
+def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int):
+    if len(head) < 24:
+        yield CaptureProblem(0, f"file ends inside the pcap header ({len(head)} of 24 bytes){_stream_note(f)}")
+        return
+    _, _, _, _, _, linktype = struct.unpack(endian + "HHiIII", head[4:24])
+    linktype &= 0xFFFF  # upper bits carry FCS information
+    unpack = struct.Struct(endian + "IIII").unpack_from
+    make = _RecordBuilder
+    rtype = Record
+    b = _Buffer(f, b"")
+    index = 0
+    while True:
+        buf = b.buf
+        pos = b.pos
+        if len(buf) - pos < hdrlen:
+            if not b.need(hdrlen):
+                left = b.left()
+                note = _stream_note(f)
+                if left:
+                    yield CaptureProblem(index, f"record {index}: file ends inside the record header "
+                                                f"({left} of {hdrlen} bytes) at byte {b.offset() + 24}{note}")
+                elif note:
+                    yield CaptureProblem(index, f"record {index}: {note[2:]}")
+                return
+            buf = b.buf
+            pos = b.pos
+        sec, frac, caplen, wirelen = unpack(buf, pos)
+        if caplen > MAX_RECORD:
+            yield CaptureProblem(index, f"record {index}: bad record length {caplen} at byte {b.offset() + 24}")
+            return
+        end = pos + hdrlen + caplen
+        if end > len(buf):
+            if not b.need(hdrlen + caplen):
+                yield CaptureProblem(index, f"record {index}: record length {caplen} exceeds the "
+                                            f"{b.left() - hdrlen} bytes left in the file{_stream_note(f)}")
+                return
+            buf = b.buf
+            pos = b.pos
+            end = pos + hdrlen + caplen
+        rec = make(sec + frac * scale, linktype, buf[pos + hdrlen:end], wirelen, index)
+        rec.__class__ = rtype
+        yield rec
+        b.pos = end
+        index += 1
+
+
+# --- pcapng --------------------------------------------------------------------------
+
+_BT_SHB = 0x0A0D0D0A
+_BT_IDB = 1
+_BT_PB = 2
+_BT_SPB = 3
+_BT_EPB = 6
+
+
+class _Iface:
+    __slots__ = ("linktype", "snaplen", "div", "mul", "offset")
+
+    def __init__(self, linktype: int, snaplen: int):
+        self.linktype = linktype
+        self.snaplen = snaplen
+        self.div = 1_000_000  # ticks per second, when the resolution is a power of 10
+        self.mul = 0.0  # seconds per tick, when it is a power of 2
+        self.offset = 0
+
+
+def _pcapng(f, head: bytes):
+    b = _Buffer(f, head)
+    index = 0
+    endian = "<"
+    u32 = struct.Struct("<I").unpack_from
+    blkhdr = struct.Struct("<II").unpack_from
+    epb = struct.Struct("<IIIII").unpack_from
+    ifaces: list[_Iface] = []
+    make = _RecordBuilder
+    rtype = Record
+    while True:
+        if b.left() < 8 and not b.need(8):
+            left = b.left()
+            note = _stream_note(f)
+            if left:
+                yield CaptureProblem(index, f"file ends inside a block header ({left} of 8 bytes) "
+                                            f"at byte {b.offset()}{note}")
+            elif note:
+                yield CaptureProblem(index, note[2:])
+            return
+        buf, pos = b.buf, b.pos
+        btype, blen = blkhdr(buf, pos)
+        if btype == _BT_SHB:
+            if not b.need(12):
+                yield CaptureProblem(index, f"file ends inside a section header at byte {b.offset()}"
+                                            f"{_stream_note(f)}")
+                return
+            buf, pos = b.buf, b.pos
+            bom = buf[pos + 8:pos + 12]
+            if bom == b"\x4d\x3c\x2b\x1a":
+                endian = "<"
+            elif bom == b"\x1a\x2b\x3c\x4d":
+                endian = ">"
+            else:
+                yield CaptureProblem(index, f"bad section header byte-order magic {bom.hex()} at byte {b.offset()}")
+                return
+            u32 = struct.Struct(endian + "I").unpack_from
+            blkhdr = struct.Struct(endian + "II").unpack_from
+            epb = struct.Struct(endian + "IIIII").unpack_from
+            btype, blen = blkhdr(buf, pos)
+            ifaces = []
+        if blen < 12 or blen % 4 or blen > MAX_RECORD:
+            yield CaptureProblem(index, f"bad block length {blen} (block type {btype:#x}) at byte {b.offset()}")
+            return
+        end = pos + blen
+        if end > len(buf):
+            if not b.need(blen):
+                yield CaptureProblem(index, f"block length {blen} (block type {btype:#x}) exceeds the "
+                                            f"{b.left()} bytes left in the file{_stream_note(f)}")
+                return
+            buf, pos = b.buf, b.pos
+            end = pos + blen
+        if u32(buf, end - 4)[0] != blen:
+            yield CaptureProblem(index, f"block length {blen} does not match its trailer "
+                                        f"{u32(buf, end - 4)[0]} at byte {b.offset()}")
+            return
+        b.pos = end
+        if btype == _BT_EPB:
+            if blen < 32:
+                yield CaptureProblem(index, f"record {index}: enhanced packet block too short ({blen})")
+                index += 1
+                continue
+            ifid, hi, lo, caplen, wirelen = epb(buf, pos + 8)
+            if caplen > blen - 32:
+                yield CaptureProblem(index, f"record {index}: captured length {caplen} exceeds its block")
+                index += 1
+                continue
+            if ifid >= len(ifaces):
+                yield CaptureProblem(index, f"record {index}: unknown interface {ifid}")
+                index += 1
+                continue
+            ifc = ifaces[ifid]
+            ticks = (hi << 32) | lo
+            ts = (ticks * ifc.mul if ifc.mul else ticks / ifc.div) + ifc.offset
+            rec = make(ts, ifc.linktype, buf[pos + 28:pos + 28 + caplen], wirelen, index)
+            rec.__class__ = rtype
+            yield rec
+            index += 1
+        elif btype == _BT_SPB:
+            if not ifaces:
+                yield CaptureProblem(index, f"record {index}: simple packet block before any interface")
+                index += 1
+                continue
+            ifc = ifaces[0]
+            wirelen = u32(buf, pos + 8)[0]
+            caplen = min(wirelen, blen - 16)
+            if ifc.snaplen:
+                caplen = min(caplen, ifc.snaplen)
+            rec = make(0.0, ifc.linktype, buf[pos + 12:pos + 12 + caplen], wirelen, index)
+            rec.__class__ = rtype
+            yield rec
+            index += 1
+        elif btype == _BT_PB:
+            if blen < 32:
+                yield CaptureProblem(index, f"record {index}: packet block too short ({blen})")
+                index += 1
+                continue
+            ifid = struct.unpack_from(endian + "H", buf, pos + 8)[0]
+            hi, lo, caplen, wirelen = struct.unpack_from(endian + "IIII", buf, pos + 12)
+            if ifid >= len(ifaces) or caplen > blen - 32:
+                yield CaptureProblem(index, f"record {index}: bad packet block")
+                index += 1
+                continue
+            ifc = ifaces[ifid]
+            ticks = (hi << 32) | lo
+            ts = (ticks * ifc.mul if ifc.mul else ticks / ifc.div) + ifc.offset
+            rec = make(ts, ifc.linktype, buf[pos + 28:pos + 28 + caplen], wirelen, index)
+            rec.__class__ = rtype
+            yield rec
+            index += 1
+        elif btype == _BT_IDB:
+            if blen < 20:
+                yield CaptureProblem(index, f"interface description block too short ({blen})")
+                return
+            linktype, _, snaplen = struct.unpack_from(endian + "HHI", buf, pos + 8)
+            ifc = _Iface(linktype, snaplen)
+            _idb_options(ifc, buf, pos + 16, end - 4, endian)
+            ifaces.append(ifc)
+        # other block types (name resolution, statistics, custom, ...) are skipped
+
+
+def _idb_options(ifc: _Iface, buf: bytes, pos: int, end: int, endian: str) -> None:
+    opt = struct.Struct(endian + "HH").unpack_from
+    while pos + 4 <= end:
+        code, length = opt(buf, pos)
+        pos += 4
+        if code == 0:
+            break
+        if pos + length > end:
+            break
+        if code == 9 and length >= 1:  # if_tsresol
+            v = buf[pos]
+            if v & 0x80:
+                ifc.mul = 2.0 ** -(v & 0x7F)
+            else:
+                ifc.div = 10 ** v
+                ifc.mul = 0.0
+        elif code == 14 and length >= 8:  # if_tsoffset, seconds
+            ifc.offset = struct.unpack_from(endian + "q", buf, pos)[0]
+        pos += (length + 3) & ~3

@@ -1,0 +1,446 @@
+"""Per-flow, per-direction TCP stream reassembly (sans-I/O).
+
+``Reassembler.feed`` takes ``Segment``s in capture order and returns events:
+``Start`` when a flow is first seen, ``Data`` for each newly contiguous run of
+bytes, ``Gap`` for bytes that will never come, ``End`` when the flow closes.
+Sequence numbers are compared modulo 2**32; stream offsets are unbounded.
+Out-of-order data is buffered up to ``max_buffer`` bytes per direction, then
+the first hole is declared a ``Gap``. The state is plain picklable objects.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right, insort
+from dataclasses import dataclass
+
+from dcpinspect.transport.packet import Segment
+
+__all__ = [
+    "FlowKey", "Data", "Gap", "Start", "End", "FlowStats", "Reassembler", "DEFAULT_SERVER_PORTS",
+]
+
+FlowKey = tuple[str, int, str, int]
+"""(client_ip, client_port, server_ip, server_port)"""
+
+DEFAULT_SERVER_PORTS = frozenset({11210, 11209, 11211, 11207})
+
+_FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
+_MASK = 0xFFFFFFFF
+_HALF = 0x80000000
+
+
+@dataclass(frozen=True, slots=True)
+class Data:
+    """Contiguous bytes of one direction's stream starting at ``offset``;
+    ``index`` is the record that made them contiguous."""
+
+    flow: FlowKey
+    direction: str
+    offset: int
+    data: bytes
+    ts: float
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """``missing`` bytes at ``offset`` that will never be delivered. ``reason``:
+    'overflow' (out-of-order buffer full), 'snaplen' (cut by the capture), or
+    the reason of the ``End`` that gave up on them."""
+
+    flow: FlowKey
+    direction: str
+    offset: int
+    missing: int
+    ts: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """A flow is first seen; ``midstream`` when its opening SYN was not."""
+
+    flow: FlowKey
+    ts: float
+    midstream: bool
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """A flow is over. ``reason``: 'fin', 'rst', 'eof' (capture ended),
+    'reuse' (a new SYN on the same ports) or 'evicted' (too many flows)."""
+
+    flow: FlowKey
+    ts: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class FlowStats:
+    """Counters of one flow, both directions together."""
+
+    packets: int
+    bytes: int
+    gaps: int
+    gap_bytes: int
+    retransmissions: int
+    out_of_order: int
+
+
+class _DataBuilder:
+    """Same slot layout as Data; built unguarded, then retyped (hot path)."""
+
+    __slots__ = Data.__slots__
+
+    def __init__(self, flow, direction, offset, data, ts, index):
+        self.flow = flow
+        self.direction = direction
+        self.offset = offset
+        self.data = data
+        self.ts = ts
+        self.index = index
+
+
+class _Dir:
+    """One direction: ``base`` is the sequence number of stream offset 0;
+    ``off`` the next offset to deliver; out-of-order pieces sit in ``chunks``
+    (offset -> bytes, or an int count of bytes known lost) with sorted ``starts``."""
+
+    __slots__ = ("name", "started", "base", "syn", "off", "fin", "starts", "chunks", "buffered")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.started = False
+        self.base = 0
+        self.syn = -1
+        self.off = 0
+        self.fin = -1
+        self.starts: list[int] = []
+        self.chunks: dict[int, bytes | int] = {}
+        self.buffered = 0
+
+
+class _Flow:
+    __slots__ = ("key", "c2s", "s2c", "closed", "closing", "last_ts", "last_index",
+                 "packets", "bytes", "gaps", "gap_bytes", "retrans", "ooo")
+
+    def __init__(self, key: FlowKey, ts: float):
+        self.key = key
+        self.c2s = _Dir("c2s")
+        self.s2c = _Dir("s2c")
+        self.closed = False
+        self.closing = False
+        self.last_ts = ts
+        self.last_index = -1
+        self.packets = self.bytes = self.gaps = self.gap_bytes = self.retrans = self.ooo = 0
+
+
+class Reassembler:
+    """TCP reassembly over many concurrent flows; see the module docstring."""
+
+    def __init__(self, server_ports: frozenset[int] | set[int] = DEFAULT_SERVER_PORTS,
+                 max_buffer: int = 4 * 1024 * 1024, max_flows: int = 100_000):
+        self.server_ports = frozenset(server_ports)
+        self.max_buffer = max_buffer
+        self.max_flows = max(1, max_flows)
+        self.max_chunks = max(64, max_buffer // 64)
+        self._flows: dict[tuple[str, int, str, int], tuple[_Flow, _Dir]] = {}
+        self._count = 0
+
+    # -- public -----------------------------------------------------------------------
+
+    def feed(self, seg: Segment) -> list[Data | Gap | Start | End]:
+        """Events caused by one segment (UDP segments are ignored)."""
+        if seg.proto != "tcp":
+            return []
+        payload = seg.payload
+        ent = self._flows.get((seg.src, seg.sport, seg.dst, seg.dport))
+        if ent is None:
+            if not payload and not seg.flags & (_SYN | _FIN) and not seg.truncated:
+                return []  # pure ACKs and stray RSTs do not open flows
+            ev = self._create(seg)
+            flow, d = self._flows[(seg.src, seg.sport, seg.dst, seg.dport)]
+        else:
+            flow, d = ent
+            ev = None
+        flow.packets += 1
+        flow.bytes += len(payload)
+        flow.last_ts = seg.ts
+        flow.last_index = seg.index
+        if ev is None and not seg.flags & 7 and not flow.closed:
+            if not payload and not seg.truncated:
+                return []
+            if d.started:
+                off = d.off
+                if (not ((seg.seq - d.base - off) & _MASK) and not d.starts and d.fin < 0
+                        and not seg.truncated):
+                    d.off = off + len(payload)
+                    e = _DataBuilder(flow.key, d.name, off, payload, seg.ts, seg.index)
+                    e.__class__ = Data
+                    return [e]
+        if ev is None:
+            ev = []
+        self._process(flow, d, seg, ev)
+        return ev
+
+    def flush(self) -> list[Data | Gap | Start | End]:
+        """At end of input: deliver what is buffered (with Gaps over holes) and end open flows."""
+        ev: list = []
+        for flow, d in list(self._flows.values()):
+            if d is flow.c2s and not flow.closed:
+                self._close(flow, "fin" if flow.closing else "eof", flow.last_ts, flow.last_index, ev)
+        return ev
+
+    def stats(self, flow: FlowKey) -> FlowStats | None:
+        """Counters of a tracked flow (open, or closed and not yet evicted)."""
+        ent = self._flows.get(flow)
+        if ent is None:
+            return None
+        f = ent[0]
+        return FlowStats(f.packets, f.bytes, f.gaps, f.gap_bytes, f.retrans, f.ooo)
+
+    def buffered(self, flow: FlowKey) -> int:
+        """Out-of-order bytes held for a flow, both directions."""
+        ent = self._flows.get(flow)
+        return 0 if ent is None else ent[0].c2s.buffered + ent[0].s2c.buffered
+
+    def flows(self) -> list[FlowKey]:
+        """Tracked flows, oldest first."""
+        return [f.key for f, d in self._flows.values() if d is f.c2s]
+
+    # -- flow table ---------------------------------------------------------------------
+
+    def _create(self, seg: Segment) -> list:
+        ev: list = []
+        if self._count >= self.max_flows:
+            self._evict(ev)
+        flags = seg.flags
+        a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
+        if flags & _SYN:
+            src_is_client = not flags & _ACK
+        elif (seg.dport in self.server_ports) != (seg.sport in self.server_ports):
+            src_is_client = seg.dport in self.server_ports
+        elif seg.sport != seg.dport:
+            src_is_client = seg.sport > seg.dport
+        else:
+            src_is_client = True
+        client, server = (a, b) if src_is_client else (b, a)
+        flow = _Flow((client[0], client[1], server[0], server[1]), seg.ts)
+        self._flows[(client[0], client[1], server[0], server[1])] = (flow, flow.c2s)
+        self._flows[(server[0], server[1], client[0], client[1])] = (flow, flow.s2c)
+        self._count += 1
+        ev.append(Start(flow.key, seg.ts, not flags & _SYN))
+        return ev
+
+    def _evict(self, ev: list) -> None:
+        flows = [f for f, d in self._flows.values() if d is f.c2s]
+        flows.sort(key=lambda f: (not f.closed, f.last_ts))
+        for f in flows[:max(1, self.max_flows // 10)]:
+            if not f.closed:
+                self._close(f, "evicted", f.last_ts, f.last_index, ev)
+            c, cp, s, sp = f.key
+            del self._flows[(c, cp, s, sp)]
+            del self._flows[(s, sp, c, cp)]
+            self._count -= 1
+
+    # -- segment processing -------------------------------------------------------------
+
+    def _process(self, flow: _Flow, d: _Dir, seg: Segment, ev: list) -> None:
+        flags = seg.flags
+        seq = seg.seq
+        if flow.closed:
+            if flags & _SYN and not flags & _ACK:
+                self._reopen(flow, seg, ev)
+            elif seg.payload:
+                flow.retrans += 1
+            return
+        if flags & _SYN:
+            if not d.started:
+                d.started = True
+                d.syn = seq
+                d.base = (seq + 1) & _MASK
+                other = flow.s2c if d is flow.c2s else flow.c2s
+                if flags & _ACK and not other.started:  # SYN-ACK: its ack is the peer's first byte
+                    other.started = True
+                    other.base = seg.ack
+                    other.syn = (seg.ack - 1) & _MASK
+            elif seq != d.syn and d is flow.c2s and not flags & _ACK:
+                self._close(flow, "reuse", seg.ts, seg.index, ev)
+                self._reopen(flow, seg, ev)
+                return
+            elif not seg.payload:
+                flow.retrans += 1
+            seq = (seq + 1) & _MASK
+        elif not d.started:
+            d.started = True
+            d.base = seq
+        if flags & _RST:
+            self._close(flow, "rst", seg.ts, seg.index, ev)
+            return
+        o = d.off + (((seq - d.base - d.off + _HALF) & _MASK) - _HALF)
+        payload = seg.payload
+        span = len(payload)
+        if seg.truncated and seg.payload_len > span:
+            span = seg.payload_len
+        if span:
+            self._add(flow, d, o, payload, span, seg, ev)
+        if flags & _FIN and d.fin < 0:
+            d.fin = max(o + span, d.off)
+        if flow.c2s.fin >= 0 and flow.s2c.fin >= 0:
+            flow.closing = True
+            if _done(flow.c2s) and _done(flow.s2c):
+                self._close(flow, "fin", seg.ts, seg.index, ev)
+
+    def _reopen(self, old: _Flow, seg: Segment, ev: list) -> None:
+        c, cp, s, sp = old.key
+        del self._flows[(c, cp, s, sp)]
+        del self._flows[(s, sp, c, cp)]
+        self._count -= 1
+        ev.extend(self._create(seg))
+        flow, d = self._flows[(seg.src, seg.sport, seg.dst, seg.dport)]
+        flow.packets += 1
+        flow.bytes += len(seg.payload)
+        flow.last_index = seg.index
+        self._process(flow, d, seg, ev)
+
+    def _add(self, flow: _Flow, d: _Dir, o: int, payload: bytes, span: int, seg: Segment,
+             ev: list) -> None:
+        """Place ``span`` bytes at stream offset ``o``: ``payload`` then (span - len) lost bytes."""
+        if d.fin >= 0 and o + span > d.fin:  # nothing exists past the FIN
+            if o >= d.fin:
+                return
+            span = d.fin - o
+            payload = payload[:span]
+        end = o + span
+        if end <= d.off:
+            flow.retrans += 1
+            return
+        if o < d.off:
+            flow.retrans += 1
+            k = d.off - o
+            payload = payload[k:]
+            o = d.off
+        elif o > d.off:
+            flow.ooo += 1
+        lost = end - o - len(payload)
+        if o == d.off and not d.starts:
+            if payload:
+                e = _DataBuilder(flow.key, d.name, o, payload, seg.ts, seg.index)
+                e.__class__ = Data
+                ev.append(e)
+            if lost:
+                self._gap(flow, d, o + len(payload), lost, seg.ts, "snaplen", ev)
+            d.off = end
+            return
+        covered = _insert(d, o, payload) if payload else False
+        if lost:
+            covered = _insert(d, end - lost, lost) or covered
+        if covered:
+            flow.retrans += 1
+        self._drain(flow, d, seg.ts, seg.index, ev)
+        while d.starts and (d.buffered > self.max_buffer or len(d.starts) > self.max_chunks):
+            self._skip_hole(flow, d, seg.ts, seg.index, "overflow", ev)
+
+    def _drain(self, flow: _Flow, d: _Dir, ts: float, index: int, ev: list) -> None:
+        """Deliver buffered pieces that have become contiguous."""
+        starts, chunks = d.starts, d.chunks
+        if not starts or starts[0] != d.off:
+            return
+        parts: list[bytes] = []
+        first = d.off
+        n = 0
+        while n < len(starts) and starts[n] == d.off:
+            v = chunks.pop(starts[n])
+            n += 1
+            if type(v) is int:
+                if parts:
+                    self._data(flow, d, first, parts, ts, index, ev)
+                    parts = []
+                self._gap(flow, d, d.off, v, ts, "snaplen", ev)
+                d.off += v
+                first = d.off
+            else:
+                parts.append(v)
+                d.off += len(v)
+                d.buffered -= len(v)
+        del starts[:n]
+        if parts:
+            self._data(flow, d, first, parts, ts, index, ev)
+
+    def _skip_hole(self, flow: _Flow, d: _Dir, ts: float, index: int, reason: str, ev: list) -> None:
+        """Give up on the bytes before the first buffered piece and deliver from there."""
+        nxt = d.starts[0]
+        if nxt > d.off:
+            self._gap(flow, d, d.off, nxt - d.off, ts, reason, ev)
+            d.off = nxt
+        self._drain(flow, d, ts, index, ev)
+
+    def _close(self, flow: _Flow, reason: str, ts: float, index: int, ev: list) -> None:
+        for d in (flow.c2s, flow.s2c):
+            while d.starts:
+                self._skip_hole(flow, d, ts, index, reason, ev)
+            if d.fin > d.off:
+                self._gap(flow, d, d.off, d.fin - d.off, ts, reason, ev)
+                d.off = d.fin
+            d.chunks = {}
+            d.starts = []
+            d.buffered = 0
+        flow.closed = True
+        ev.append(End(flow.key, ts, reason))
+
+    @staticmethod
+    def _data(flow: _Flow, d: _Dir, offset: int, parts: list[bytes], ts: float, index: int,
+              ev: list) -> None:
+        ev.append(Data(flow.key, d.name, offset, parts[0] if len(parts) == 1 else b"".join(parts),
+                       ts, index))
+
+    @staticmethod
+    def _gap(flow: _Flow, d: _Dir, offset: int, missing: int, ts: float, reason: str, ev: list) -> None:
+        flow.gaps += 1
+        flow.gap_bytes += missing
+        ev.append(Gap(flow.key, d.name, offset, missing, ts, reason))
+
+
+def _done(d: _Dir) -> bool:
+    return d.fin >= 0 and d.off >= d.fin and not d.starts
+
+
+def _insert(d: _Dir, o: int, v: bytes | int) -> bool:
+    """Buffer ``v`` at offset ``o`` (>= d.off) where nothing is buffered yet
+    (earlier copies win). Returns True if any of it was already there."""
+    size = v if type(v) is int else len(v)
+    end = o + size
+    starts, chunks = d.starts, d.chunks
+    i = bisect_right(starts, o) - 1
+    cur = o
+    covered = False
+    if i >= 0:
+        s = starts[i]
+        w = chunks[s]
+        e = s + (w if type(w) is int else len(w))
+        if e > cur:
+            cur = min(e, end)
+            covered = True
+    i += 1
+    pieces = []
+    while cur < end:
+        if i < len(starts) and starts[i] < end:
+            s = starts[i]
+            if s > cur:
+                pieces.append((cur, s))
+            covered = True
+            w = chunks[s]
+            cur = max(cur, s + (w if type(w) is int else len(w)))
+            i += 1
+        else:
+            pieces.append((cur, end))
+            break
+    for a, b in pieces:
+        if type(v) is int:
+            chunks[a] = b - a
+        else:
+            piece = v if (a == o and b == end) else v[a - o:b - o]
+            chunks[a] = piece
+            d.buffered += b - a
+        insort(starts, a)
+    return covered
