@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs on a fresh Debian machine, then run it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v tshark >/dev/null || need+=(tshark)
+command -v memcached >/dev/null || need+=(memcached)
+command -v tcpdump >/dev/null || need+=(tcpdump)
+command -v memccapable >/dev/null || need+=(libmemcached-tools)
+command -v xxd >/dev/null || need+=(xxd)
+command -v hexdump >/dev/null || need+=(bsdextrautils)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "installing: ${need[*]}"
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "not root: tests needing ${need[*]} will be skipped" >&2
+  fi
+fi
+
+python3 -m pip install -q -e ".[test,plot]"
+exec python3 -m pytest -q -p no:cacheprovider "$@"
