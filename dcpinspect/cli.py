@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from .outputs.render import Renderer, make_console
+from .outputs.table import frame_table
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_UNUSABLE, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_TEXT_INPUT = 256 * 1024 * 1024
@@ -95,6 +96,147 @@ def hex_command(
         fail(f"no MCBP frame in {len(result.dump.data)} bytes of {result.dump.format} input")
     renderer.summary()
     raise typer.Exit(_exit_code(renderer, strict))
+
+
+class CaptureFormat(str, Enum):
+    table = "table"
+    jsonl = "jsonl"
+    summary = "summary"
+
+
+def _port_map(ports: list[int], decode_as: list[str]) -> set[int]:
+    out = set(ports)
+    for spec in decode_as:
+        port, _, proto = spec.partition("=")
+        if proto.lower() not in ("mcbp", "dcp", "memcached"):
+            fail(f"--decode-as {spec!r}: only PORT=mcbp is known")
+        try:
+            out.add(int(port))
+        except ValueError:
+            fail(f"--decode-as {spec!r}: {port!r} is not a port number")
+    return out
+
+
+def _frame_filter(opcode: list[str], vbucket: list[int], flow: str):
+    from .engines.filters import FrameFilter, parse_opcode
+
+    ops: set[int] = set()
+    for o in opcode:
+        try:
+            ops |= parse_opcode(o)
+        except ValueError as exc:
+            fail(str(exc))
+    return FrameFilter(frozenset(ops), frozenset(vbucket), flow)
+
+
+def _stamp(ts: float) -> str:
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def show_capture(items, fmt: str, keep, limit: int | None, strict: bool, progress=None) -> int:
+    """Render captured items; returns the exit code."""
+    from .engines.capture import Captured, flow_label
+    from .outputs.summary import CaptureSummary
+
+    console = make_console()
+    err = make_console(stderr=True)
+    renderer = Renderer("jsonl" if fmt == "jsonl" else "table", console)
+    summary = CaptureSummary()
+    shown = 0
+    for item in items:
+        if progress is not None:
+            progress(item)
+        if isinstance(item, Captured):
+            renderer.tally.add(item.msg)
+            if fmt == "summary":
+                summary.add(item)
+                continue
+            if not keep(item):
+                continue
+            if limit is not None and shown >= limit:
+                break
+            shown += 1
+            label = flow_label(item.flow)
+            if fmt == "jsonl":
+                from .outputs.jsonl import dumps, frame_record
+
+                sys.stdout.write(dumps({"kind": "frame", "ts": item.ts, "flow": label, "direction": item.direction,
+                                        **frame_record(item.msg)}) + "\n")
+            else:
+                console.print(frame_table(item.msg, f"{_stamp(item.ts)}  {label} {item.direction}"))
+                console.print()
+        else:
+            summary.add(item)
+            if fmt == "jsonl":
+                from .outputs.jsonl import dumps
+
+                rec = {"kind": item.kind, "message": item.message, "ts": item.ts,
+                       "flow": flow_label(item.flow) if item.flow else None, "direction": item.direction,
+                       "offset": item.offset, "length": item.size}
+                sys.stdout.write(dumps(rec) + "\n")
+            elif fmt == "table" and item.kind != "start":
+                where = f" {flow_label(item.flow)} {item.direction or ''}" if item.flow else ""
+                err.print(f"note:{where} {item.kind}: {item.message}", markup=False)
+    if fmt == "summary":
+        summary.render(console)
+    elif fmt == "table":
+        renderer.summary()
+    return EXIT_VIOLATIONS if strict and renderer.tally.severities["error"] else EXIT_OK
+
+
+@app.command("decode")
+def decode_command(
+    files: list[Path] = typer.Argument(..., help="pcap / pcapng files (gzip allowed)."),
+    fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary."),
+    opcode: list[str] = typer.Option([], "--opcode", "-o", help="Only these opcodes (name, part of a name, or number)."),
+    vbucket: list[int] = typer.Option([], "--vbucket", help="Only these vbuckets."),
+    flow: str = typer.Option("", "--flow", help="Only flows whose 'ip:port-ip:port' label contains this."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Stop after printing this many frames."),
+    port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
+    decode_as: list[str] = typer.Option([], "--decode-as", help="PORT=mcbp: decode this port as MCBP."),
+    no_heuristic: bool = typer.Option(False, "--no-heuristic", help="Only decode known ports."),
+    collections: Collections = typer.Option(Collections.auto, help="Key collection prefix: auto (from HELO), on, off."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 when any frame has an error finding."),
+) -> None:
+    """Decode MCBP/DCP frames from capture files, in capture order."""
+    from .engines.files import decode_capture_file
+    from .sources.capture import CaptureError
+
+    keep = _frame_filter(opcode, vbucket, flow)
+    ports = _port_map(port, decode_as)
+    code = EXIT_OK
+    for path in files:
+        if not path.exists():
+            fail(f"{path}: no such file")
+        try:
+            items = decode_capture_file(path, ports=ports, collections=_collections(collections),
+                                        heuristic=not no_heuristic)
+            progress = _progress(path) if fmt != "jsonl" else None
+            code = max(code, show_capture(items, fmt.value, keep, limit, strict, progress))
+        except CaptureError as exc:
+            fail(f"{path}: {exc}")
+    raise typer.Exit(code)
+
+
+def _progress(path: Path):
+    """A progress line on stderr for long files, when stderr is a terminal."""
+    if not sys.stderr.isatty() or path.stat().st_size < 32 * 1024 * 1024:
+        return None
+    import time
+
+    state = {"n": 0, "t": 0.0}
+    err = make_console(stderr=True)
+
+    def tick(item) -> None:
+        state["n"] += 1
+        now = time.monotonic()
+        if now - state["t"] > 0.5:
+            state["t"] = now
+            err.print(f"\r{state['n']} items…", end="")
+
+    return tick
 
 
 @app.command("rules")

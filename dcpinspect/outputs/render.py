@@ -15,7 +15,7 @@ from ..messages.frame import Message
 from .diagram import diagram
 from .escape import safe
 from .jsonl import dumps, frame_record
-from .table import findings_text, frame_table
+from .table import findings_text, frame_table, title
 
 FORMATS = ("table", "jsonl", "diagram")
 
@@ -73,7 +73,7 @@ class Renderer:
             self.console.print()
             return
         if self.fmt == "diagram":
-            self.console.print(Text.assemble(frame_table(item, where).renderables[0].title))
+            self.console.print(title(item, where))
             self.console.print(Text(diagram(item)))
             if item.findings:
                 self.console.print(findings_text(item.findings))

@@ -55,13 +55,13 @@ def findings_text(findings: Iterable[Finding]) -> Text:
 
 
 def frame_table(msg: Message, where: str = "") -> Group:
-    table = Table(title=title(msg, where), title_justify="left", show_edge=False, box=None, pad_edge=False)
+    table = Table(show_edge=False, box=None, pad_edge=False)
     table.add_column("Field", no_wrap=True)
     table.add_column("(offset)", style="dim", no_wrap=True)
     table.add_column("value", overflow="fold")
     for depth, f in walk(describe(msg)):
         table.add_row(Text("  " * depth + safe(f.label)), Text(offsets(f)), Text(": " + safe(f.display)))
-    parts = [table]
+    parts = [title(msg, where), table]
     if msg.findings:
         parts.append(findings_text(msg.findings))
     return Group(*parts)

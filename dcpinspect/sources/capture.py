@@ -91,11 +91,12 @@ class _Gunzip:
                 if not rest:
                     self.error = "compressed stream ends before its end marker"
                     break
+            saved = self._z.copy()
             try:
                 piece = self._z.decompress(rest, _CHUNK)
             except zlib.error as exc:
                 self.error = f"corrupt compressed data ({exc})"
-                break
+                piece = _salvage(saved, rest)
             if piece:
                 out.append(piece)
                 have += len(piece)
@@ -106,6 +107,23 @@ class _Gunzip:
 
     def close(self) -> None:
         self._raw.close()
+
+
+def _salvage(z, data: bytes) -> bytes:
+    """What decompresses from ``data`` before the point where it is corrupt."""
+    out = []
+    for i in range(0, len(data), 256):
+        saved = z.copy()
+        try:
+            out.append(z.decompress(data[i:i + 256]))
+        except zlib.error:
+            for j in range(i, min(i + 256, len(data))):
+                try:
+                    out.append(saved.decompress(data[j:j + 1]))
+                except zlib.error:
+                    break
+            break
+    return b"".join(out)
 
 
 class _Buffer:

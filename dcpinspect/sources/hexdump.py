@@ -1,15 +1,12 @@
-"""Turn pasted hex text into bytes.
-
-Understands plain hex, ``xxd``, ``hexdump -C``, ``od``, ``tcpdump -X/-xx``,
-Wireshark hex dumps and the byte diagrams (plus field captions) of the
-Couchbase protocol documents. Never raises on bad input: whatever could not
-be used is described in ``HexDump.problems``.
+"""Turn pasted hex text (plain hex, xxd, hexdump -C, od, tcpdump, Wireshark, protocol-doc
+byte diagrams) into bytes. Never raises on bad input; ``HexDump.problems`` says what was skipped.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 __all__ = ["Caption", "HexDump", "parse_hexdump", "detect_format"]
@@ -57,17 +54,10 @@ _END_ROW = re.compile(rf"^\s*(?P<off>{_H}{{6,16}})\s*$")
 _STAR_ROW = re.compile(r"^\s*\*\s*$")
 _WORD = re.compile(r"\S+")
 _HEX_RUN = re.compile(rf"{_H}+")
-_OCTAL = re.compile(r"[0-7]+")
-_DECIMAL = re.compile(r"[0-9]+")
-_TCPDUMP_HEADER = re.compile(
-    r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d\.\d+\s"
-    r"|^\s*(?:IP6?|ARP|reading from file)\b"
-    r"|\S > \S"
-)
-
-_DIAG_DECOR = re.compile(
-    r"^\s*(?:Byte/.*|/[\s|]*|(?:\|(?:\s*\d)+\s*)+\||\+(?:-+\+)+)\s*$"
-)
+_RADIX_DIGITS = {8: re.compile(r"[0-7]+"), 10: re.compile(r"[0-9]+")}
+_TCPDUMP_HEADER = re.compile(r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d\.\d+\s"
+                             r"|^\s*(?:IP6?|ARP|reading from file)\b|\S > \S")
+_DIAG_DECOR = re.compile(r"^\s*(?:Byte/.*|/[\s|]*|(?:\|(?:\s*\d)+\s*)+\||\+(?:-+\+)+)\s*$")
 _DIAG_ROW = re.compile(r"^\s*(?P<off>\d+)\s*\|(?P<cells>.*)$")
 _DIAG_CELL = re.compile(
     r"\s*(?:(?P<byte>0[xX][0-9a-fA-F]{2})(?:\s*\('.'\)|\s*\([^()|]*\))?\s*|(?P<other>[^|]*))\|"
@@ -79,23 +69,18 @@ _CAPTION = re.compile(
 )
 
 _PLAIN_SPLIT = re.compile(r"[\s,;{}\[\]]+")
-_PLAIN_TOKEN = re.compile(
-    rf"(?P<prefix>0[xX])?(?P<hex>{_H}+)|(?P<esc>(?:\\[xX]{_H}{{2}})+)"
-)
+_PLAIN_TOKEN = re.compile(rf"(?P<prefix>0[xX])?(?P<hex>{_H}+)|(?P<esc>(?:\\[xX]{_H}{{2}})+)")
 _DIGIT = re.compile(r"[0-9]")
+
+_Row = tuple[int, int, bytes, bool]      # line, offset, byte values, names a field
 
 
 class _Assembler:
     """Collects bytes into blocks, checks offsets and enforces ``max_bytes``."""
 
-    def __init__(self, max_bytes: int, show_offset=hex) -> None:
-        self.data = bytearray()
-        self.blocks: list[tuple[int, int]] = []
-        self.problems: list[str] = []
-        self.problem_count = 0
-        self.max_bytes = max(0, max_bytes)
-        self.full = False
-        self.show = show_offset
+    def __init__(self, max_bytes: int) -> None:
+        self.data, self.blocks, self.problems = bytearray(), [], []
+        self.problem_count, self.max_bytes, self.full, self.show = 0, max(0, max_bytes), False, hex
         self.start = 0            # index in data where the current block starts
         self.base = 0             # dump offset of the current block's first byte
         self.expected: int | None = None
@@ -162,9 +147,6 @@ class _Assembler:
         self.expected = off + len(chunk)
         self.last = chunk
 
-    def star(self) -> None:
-        self.repeat = self.last
-
     def end(self, line: int, off: int) -> None:
         """A final offset-only line: the total length of the dump."""
         exp = self.expected
@@ -184,8 +166,7 @@ def _hex_area(rest: str, family: str) -> tuple[bytes, bool]:
     has_ascii = False
     if delim and delim in rest:
         rest, has_ascii = rest.partition(delim)[0], True
-    out = bytearray()
-    pos = None
+    out, pos = bytearray(), None
     for m in _WORD.finditer(rest):
         tok = m.group()
         if pos is not None:
@@ -193,8 +174,7 @@ def _hex_area(rest: str, family: str) -> tuple[bytes, bool]:
             if gap > 1 and not (gap == 2 and family in _MID_GAP and len(out) == 8):
                 break
         if len(tok) % 2 or not _HEX_RUN.fullmatch(tok) or (
-            len(tok) != 2 and family not in _WIDE_GROUPS
-        ):
+                len(tok) != 2 and family not in _WIDE_GROUPS):
             break
         out += bytes.fromhex(tok)
         pos = m.end()
@@ -209,62 +189,46 @@ def _plain_hex(line: str) -> tuple[str, bool] | None:
         m = _PLAIN_TOKEN.fullmatch(tok)
         if not m:
             return None
+        strong |= bool(m["esc"] or m["prefix"])
         if m["esc"]:
             digits.append(m["esc"].replace("\\x", "").replace("\\X", ""))
-            strong = True
-        else:
-            hexd = m["hex"]
-            if m["prefix"]:
-                strong = True
-                hexd = hexd.zfill(2) if len(hexd) == 1 else hexd
-            digits.append(hexd)
-    if tokens and all(len(t) == 2 for t in tokens):
-        strong = True
+        else:   # "0x1" in a C array is one byte
+            digits.append(m["hex"].zfill(2) if m["prefix"] else m["hex"])
+    strong |= all(len(t) == 2 for t in tokens)
     return ("".join(digits), strong) if tokens else None
 
 
 def _detect(lines: list[str]) -> tuple[str, bool]:
     """The family of the input, and whether weakly-hex plain lines are allowed."""
+    if any(isinstance(item, list) for item in _diagram_scan(lines)):
+        return "diagram", False
     counts: Counter[str] = Counter()
     sure: set[str] = set()         # weak families with unambiguous evidence
-    diagram = in_table = False
     plain_strong = plain_all = nonblank = 0
     previous = ""
     for line in lines:
         if not line.strip():
-            in_table = False
             continue
         nonblank += 1
         family = ""
-        for family, regex in _DUMP_ROWS.items():
+        for candidate, regex in _DUMP_ROWS.items():
             if m := regex.match(line):
+                family = candidate
                 counts[family] += 1
-                if family in _WEAK_FAMILIES and (
-                    _hex_area(m["rest"], family)[1]
-                    or (family == "wireshark" and not m["off"].strip("0"))
-                ):
+                if _hex_area(m["rest"], family)[1] or (
+                        family == "wireshark" and not m["off"].strip("0")):
                     sure.add(family)
                 break
-        else:
-            family = ""
-            if previous == "od" and _END_ROW.match(line):
-                sure.add("od")
-            if _DIAG_DECOR.match(line):
-                in_table = True
-            elif (m := _DIAG_ROW.match(line)) and (in_table or _diagram_cells(m["cells"])[0]):
-                diagram = in_table = True
-            else:
-                in_table = False
+        if previous == "od" and _END_ROW.match(line):
+            sure.add("od")
         previous = previous if _STAR_ROW.match(line) else family
         if plain := _plain_hex(line):
             plain_all += 1
             plain_strong += plain[1]
-    if diagram:
-        return "diagram", False
     for family, count in counts.most_common():
         if family not in _WEAK_FAMILIES or count >= 2 or family in sure:
             return family, False
-    if plain_strong or (nonblank and plain_all == nonblank):
+    if plain_strong or plain_all == nonblank:
         return "plain", plain_all == nonblank
     return "empty", False
 
@@ -289,10 +253,7 @@ def _parse_dump(lines: list[str], family: str, asm: _Assembler) -> bool:
             if line.strip() and not (family == "tcpdump" and _TCPDUMP_HEADER.search(line)):
                 asm.problem(f"line {n}: not {family} data, skipped: {line.strip()[:40]!r}")
     radix = _od_radix(records) if family == "od" else 16
-    if radix == 8:
-        asm.show = lambda o: f"{o:07o}"
-    elif radix == 10:
-        asm.show = str
+    asm.show = {8: "{:07o}".format, 10: str}.get(radix, hex)
     deltas = Counter(
         int(b[2], radix) - int(a[2], radix)
         for a, b in zip(records, records[1:])
@@ -307,7 +268,7 @@ def _parse_dump(lines: list[str], family: str, asm: _Assembler) -> bool:
         elif kind == "end":
             asm.end(n, int(off, radix))
         elif kind == "star":
-            asm.star()
+            asm.repeat = asm.last
         else:
             asm.separated = True
     return has_ascii
@@ -316,7 +277,7 @@ def _parse_dump(lines: list[str], family: str, asm: _Assembler) -> bool:
 def _od_radix(records: list[tuple[str, int, str, bytes]]) -> int:
     """Octal, decimal or hex offsets: whichever makes offsets match byte counts."""
     offs = [r[2] for r in records if r[0] != "sep" and r[2]]
-    candidates = [16] + [r for r, rx in ((8, _OCTAL), (10, _DECIMAL))
+    candidates = [16] + [r for r, rx in _RADIX_DIGITS.items()
                          if offs and all(rx.fullmatch(o) for o in offs)]
     prefer = (8, 10, 16) if offs and len(offs[0]) == 7 else (16, 10, 8)
 
@@ -342,56 +303,63 @@ def _diagram_cells(cells: str) -> tuple[bool, bytes, bool]:
     return bool(values) and not named, bytes(values), named
 
 
-def _parse_diagram(lines: list[str], asm: _Assembler) -> list[Caption]:
-    """Feed the example diagrams into ``asm`` and collect their captions."""
-    asm.show = str
-    captions: list[tuple[Caption, int]] = []
-    table: list[tuple[int, int, bytes, bool]] = []
-    in_table, examples, layouts = False, 0, 0
-    context: tuple[int, int] | None = None   # (block start, block base) for captions
-    previous_name = ""
-    for n, line in enumerate([*lines, ""], 1):
+def _diagram_scan(lines: list[str]) -> Iterator[list[_Row] | tuple[int, str]]:
+    """Yield each diagram as a list of rows and every other line as ``(number, text)``."""
+    table: list[_Row] = []
+    in_table = False
+    for n, line in enumerate(lines, 1):
         if _DIAG_DECOR.match(line):
             in_table = True
             continue
-        m = _DIAG_ROW.match(line)
-        if m:
+        if m := _DIAG_ROW.match(line):
             all_bytes, values, named = _diagram_cells(m["cells"])
             if in_table or all_bytes:
                 table.append((n, int(m["off"]), values, named))
                 in_table = True
                 continue
         if table:
-            if any(named for *_, named in table):
-                layouts, context = layouts + 1, None
-            else:
-                examples += 1
-                asm.separated = True
-                for row_line, off, values, _ in table:
-                    asm.row(row_line, off, values)
-                context = (asm.start, asm.base)
+            yield table
             table = []
         in_table = False
-        c = _CAPTION.match(line)
-        if c and context and n <= len(lines):
+        yield n, line
+    if table:
+        yield table
+
+
+def _parse_diagram(lines: list[str], asm: _Assembler) -> list[Caption]:
+    """Feed the example diagrams into ``asm`` and collect their captions."""
+    asm.show = str
+    captions: list[Caption] = []
+    examples = layouts = 0
+    context: tuple[int, int] | None = None   # (block start, block base) for captions
+    previous_name = ""
+    for item in _diagram_scan(lines):
+        if isinstance(item, list):
+            if any(named for *_, named in item):
+                layouts, context = layouts + 1, None
+                continue
+            examples += 1
+            asm.separated = True
+            for n, off, values, _ in item:
+                asm.row(n, off, values)
+            context = (asm.start, asm.base)
+        elif context and (c := _CAPTION.match(item[1])):
             a = int(c["a"])
             b = int(c["b"]) if c["b"] else a
             if b < a or a < context[1]:
-                asm.problem(f"line {n}: caption offsets ({a}-{b}) make no sense, skipped")
+                asm.problem(f"line {item[0]}: caption offsets ({a}-{b}) make no sense, skipped")
                 continue
             previous_name = c["name"] or c["comment"] or previous_name
             start = context[0] + a - context[1]
-            captions.append((Caption(previous_name, start, start + b - a, c["text"], n),
-                             context[0]))
+            captions.append(Caption(previous_name, start, start + b - a, c["text"], item[0]))
     if layouts and not examples:
         asm.problem("diagram shows field names, no byte values")
     asm.close()
-    block_end = dict(asm.blocks)
-    for cap, block_start in captions:
-        if cap.end >= block_end.get(block_start, block_start):
+    for cap in captions:
+        if not any(a <= cap.start and cap.end < b for a, b in asm.blocks):
             asm.problem(f"line {cap.line}: caption {cap.name!r} ({cap.start}-{cap.end}) "
                         f"lies outside its diagram's bytes")
-    return [cap for cap, _ in captions]
+    return captions
 
 
 def _parse_plain(lines: list[str], allow_weak: bool, asm: _Assembler) -> None:
@@ -425,8 +393,6 @@ def _parse_plain(lines: list[str], allow_weak: bool, asm: _Assembler) -> None:
 
 def parse_hexdump(text: str, *, max_bytes: int = 64 * 1024 * 1024) -> HexDump:
     """Auto-detect the format of ``text`` and return the bytes it shows."""
-    if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8", "replace")
     if not isinstance(text, str) or not text.strip():
         return HexDump(b"", "empty", problems=("input is empty",))
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
@@ -446,7 +412,7 @@ def parse_hexdump(text: str, *, max_bytes: int = 64 * 1024 * 1024) -> HexDump:
         if family == "tcpdump":
             fmt = "tcpdump-X" if has_ascii else "tcpdump-xx"
     asm.close()
-    if not asm.data and family not in ("empty", "diagram") and not asm.problem_count:
+    if not asm.data and not asm.problem_count:
         asm.problem("no bytes found")
     return HexDump(bytes(asm.data), fmt, tuple(captions), asm.all_problems(), tuple(asm.blocks))
 

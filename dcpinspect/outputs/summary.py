@@ -1,0 +1,81 @@
+"""Per-flow counts of a capture: frames by opcode, bytes, gaps, findings."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.table import Table
+
+from ..engines.capture import Captured, Note, flow_label
+from .escape import safe
+
+
+@dataclass
+class FlowSummary:
+    frames: Counter = field(default_factory=Counter)  # direction → frames
+    bytes: Counter = field(default_factory=Counter)
+    opcodes: Counter = field(default_factory=Counter)
+    findings: Counter = field(default_factory=Counter)  # (severity, rule) → n
+    notes: Counter = field(default_factory=Counter)  # kind → n
+    note_bytes: Counter = field(default_factory=Counter)
+    first_ts: float | None = None
+    last_ts: float | None = None
+
+
+@dataclass
+class CaptureSummary:
+    flows: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    def add(self, item: Captured | Note) -> None:
+        if item.flow is None:
+            self.notes.append(item)
+            return
+        fs = self.flows.setdefault(item.flow, FlowSummary())
+        if isinstance(item, Captured):
+            fs.frames[item.direction] += 1
+            fs.bytes[item.direction] += item.msg.size
+            fs.opcodes[item.msg.name if item.msg.is_request else item.msg.name + " (response)"] += 1
+            for f in item.msg.findings:
+                fs.findings[(f.severity, f.rule)] += 1
+            ts = item.ts
+            fs.first_ts = ts if fs.first_ts is None else min(fs.first_ts, ts)
+            fs.last_ts = ts if fs.last_ts is None else max(fs.last_ts, ts)
+        else:
+            fs.notes[item.kind] += 1
+            fs.note_bytes[item.kind] += item.size
+
+    def total_frames(self) -> int:
+        return sum(sum(fs.frames.values()) for fs in self.flows.values())
+
+    def render(self, console: Console) -> None:
+        flows = Table("flow", "c2s frames", "s2c frames", "bytes", "duration s", "gaps", "skipped B", "errors",
+                      "warnings", title="Connections", title_justify="left", box=None)
+        opcodes: Counter = Counter()
+        findings: Counter = Counter()
+        for flow, fs in self.flows.items():
+            opcodes.update(fs.opcodes)
+            findings.update(fs.findings)
+            errors = sum(n for (sev, _), n in fs.findings.items() if sev == "error")
+            warnings = sum(n for (sev, _), n in fs.findings.items() if sev == "warning")
+            dur = (fs.last_ts - fs.first_ts) if fs.first_ts is not None else 0.0
+            flows.add_row(safe(flow_label(flow)), str(fs.frames["c2s"]), str(fs.frames["s2c"]),
+                          str(sum(fs.bytes.values())), f"{dur:.3f}", str(fs.notes["gap"]),
+                          str(fs.note_bytes["skipped"]), str(errors), str(warnings))
+        console.print(flows)
+        console.print()
+        ops = Table("opcode", "frames", title="Opcodes", title_justify="left", box=None)
+        for name, n in opcodes.most_common():
+            ops.add_row(safe(name), str(n))
+        console.print(ops)
+        if findings:
+            console.print()
+            ft = Table("severity", "rule", "count", title="Findings", title_justify="left", box=None)
+            for (sev, rule), n in sorted(findings.items(), key=lambda kv: (-kv[1], kv[0])):
+                ft.add_row(sev, rule, str(n))
+            console.print(ft)
+        for note in self.notes:
+            console.print(f"note: {safe(note.message)}")
+        console.print(f"{self.total_frames()} frames in {len(self.flows)} connections")
