@@ -239,6 +239,67 @@ def _progress(path: Path):
     return tick
 
 
+@app.command("live")
+def live_command(
+    iface: str = typer.Option(..., "--interface", "-i", help="Interface to sniff (e.g. lo, eth0)."),
+    bpf: Optional[str] = typer.Option(None, "--filter", help="BPF capture filter, e.g. 'tcp port 11210'."),
+    count: int = typer.Option(0, "--count", "-c", help="Stop after this many packets (0: no limit)."),
+    duration: Optional[float] = typer.Option(None, "--duration", "-t", help="Stop after this many seconds."),
+    fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary."),
+    opcode: list[str] = typer.Option([], "--opcode", "-o"),
+    vbucket: list[int] = typer.Option([], "--vbucket"),
+    port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
+    collections: Collections = typer.Option(Collections.auto),
+    strict: bool = typer.Option(False, "--strict"),
+) -> None:
+    """Sniff an interface and decode frames as they arrive; a summary at the end or on Ctrl-C."""
+    import queue
+    import threading
+
+    from .engines.files import decode_records
+    from .outputs.summary import CaptureSummary
+    from .sources.live import LiveError, check_interface, sniff_records
+
+    try:
+        check_interface(iface)
+    except LiveError as exc:
+        fail(str(exc))
+    keep = _frame_filter(opcode, vbucket, "")
+    records: queue.Queue = queue.Queue(maxsize=10000)
+    done = object()
+    errors: list[str] = []
+
+    def producer() -> None:
+        try:
+            sniff_records(iface, records.put, bpf, count, duration)
+        except LiveError as exc:
+            errors.append(str(exc))
+        finally:
+            records.put(done)
+
+    def feed():
+        while True:
+            rec = records.get()
+            if rec is done:
+                return
+            yield rec
+
+    thread = threading.Thread(target=producer, daemon=True)
+    thread.start()
+    summary = CaptureSummary()
+    code = EXIT_OK
+    try:
+        items = decode_records(feed(), ports=set(port), collections=_collections(collections))
+        code = show_capture(items, fmt.value, keep, None, strict, progress=summary.add)
+    except KeyboardInterrupt:
+        pass
+    if errors:
+        fail(errors[0])
+    if fmt is not CaptureFormat.summary:
+        summary.render(make_console(stderr=True))
+    raise typer.Exit(code)
+
+
 @app.command("rules")
 def rules_command(fmt: Format = typer.Option(Format.table, "--format", "-f")) -> None:
     """List every rule the validator applies."""
