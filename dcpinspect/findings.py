@@ -24,11 +24,16 @@ class Finding:
     message: str
     offset: int | None = None
     ref: str = ""
+    vbucket: int | None = None
+    stream_id: int | None = None
+    frame: int | None = None  # index of the frame that showed it, when not the one it is attached to
 
     def to_json(self) -> dict:
         out = {"rule": self.rule, "class": self.cls, "severity": self.severity, "message": self.message}
-        if self.offset is not None:
-            out["offset"] = self.offset
+        for name in ("offset", "vbucket", "stream_id", "frame"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
         if self.ref:
             out["ref"] = self.ref
         return out

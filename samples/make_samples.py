@@ -42,7 +42,7 @@ def dcp_session(vb: int = 5, opaque: int = 0x1000) -> list[bytes]:
                     cas=0x17E3A0B2C4D50000, extras=dcp.MUTATION.pack(by_seqno=2, rev_seqno=1), value=doc),
         build_frame(0x08, 0x57, framing=sid, vbucket=vb, opaque=opaque, key=key(8, b"order::1002"), datatype=0x03,
                     cas=0x17E3A0B2C4D60000, extras=dcp.MUTATION.pack(by_seqno=3, rev_seqno=1), value=deflate(b"[" + b",".join([doc] * 4) + b"]")),
-        build_frame(0x08, 0x58, framing=sid, vbucket=vb, opaque=opaque, key=key(8, b"order::1001"),
+        build_frame(0x08, 0x58, framing=sid, vbucket=vb, opaque=opaque, key=key(8, b"order::0999"),
                     cas=0x17E3A0B2C4D70000, extras=dcp.DELETION_V2.pack(by_seqno=4, rev_seqno=2, delete_time=1763800000)),
         build_frame(0x08, 0x55, framing=sid, vbucket=vb, opaque=opaque, extras=dcp.STREAM_END.pack(reason=0)),
     ]

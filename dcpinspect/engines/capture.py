@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from ..framing.mcbp import FrameSplitter, RawFrame, Skipped, header_problem
-from ..messages.frame import DecodeContext, Message, decode_frame
+from ..messages.frame import DecodeContext, Message
 from ..messages.header import HEADER_SIZE
-from ..rules.frame import check_frame
-from ..sessions.negotiation import Negotiation
+from ..findings import Finding
+from .streaming import Conversation
 from ..transport.packet import Segment
 from ..transport.reassembly import Data, End, FlowKey, Gap, Reassembler, Start
 
@@ -36,26 +36,27 @@ class Captured:
     direction: str  # c2s or s2c
     msg: Message
     index: int  # capture record that completed the frame
+    number: int = 0  # 1-based frame number across the capture
 
 
 @dataclass(frozen=True, slots=True)
 class Note:
-    kind: str  # gap, skipped, truncated-record, encrypted, not-mcbp, capture, start, end
+    kind: str  # gap, skipped, encrypted, capture, finding
     message: str
     ts: float | None = None
     flow: FlowKey | None = None
     direction: str | None = None
     offset: int | None = None
     size: int = 0
+    finding: Finding | None = None
 
 
 @dataclass
 class FlowDecoder:
-    """One TCP connection: shared negotiation, one frame splitter per direction."""
+    """One TCP connection: one conversation, one frame splitter per direction."""
 
     flow: FlowKey
-    negotiation: Negotiation
-    base: DecodeContext
+    conversation: Conversation
     midstream: bool
     protocol: str = "unknown"  # mcbp, tls, ignored, unknown
     splitters: dict[str, FrameSplitter] = field(default_factory=dict)
@@ -68,12 +69,6 @@ class FlowDecoder:
             sp = self.splitters[direction] = FrameSplitter(synced=not self.midstream)
         return sp
 
-    def decode(self, raw: RawFrame) -> Message:
-        msg = decode_frame(raw.data, raw.offset, self.negotiation.context(self.base))
-        check_frame(msg)
-        self.negotiation.observe(msg)
-        self.frames += 1
-        return msg
 
 
 class CaptureDecoder:
@@ -91,6 +86,7 @@ class CaptureDecoder:
         self.base = base or DecodeContext()
         self.reassembler = Reassembler(server_ports=self.ports | TLS_PORTS, max_buffer=max_buffer)
         self.flows: dict[FlowKey, FlowDecoder] = {}
+        self.frames = 0
 
     def feed(self, seg: Segment) -> list[Captured | Note]:
         out: list[Captured | Note] = []
@@ -110,7 +106,7 @@ class CaptureDecoder:
 
     def _event(self, ev, out: list) -> None:
         if isinstance(ev, Start):
-            fd = FlowDecoder(ev.flow, Negotiation(collections_override=self.collections), self.base, ev.midstream)
+            fd = FlowDecoder(ev.flow, Conversation.new(self.collections, self.base), ev.midstream)
             self.flows[ev.flow] = fd
             sport = ev.flow[3]
             if sport in TLS_PORTS:
@@ -160,7 +156,9 @@ class CaptureDecoder:
     def _items(self, fd: FlowDecoder, direction: str, items, ts: float, index: int, out: list) -> None:
         for item in items:
             if isinstance(item, RawFrame):
-                out.append(Captured(ts, fd.flow, direction, fd.decode(item), index))
+                self.frames += 1
+                msg = fd.conversation.decode(item, direction, ts, self.frames)
+                out.append(Captured(ts, fd.flow, direction, msg, index, self.frames))
             else:
                 out.append(Note("skipped", item.reason, ts, fd.flow, direction, item.offset, item.size))
 
@@ -171,6 +169,8 @@ class CaptureDecoder:
             if sp.buffered:
                 self._items(fd, direction, sp.close(), ts if ts is not None else 0.0, -1, out)
         fd.splitters.clear()
+        for f in fd.conversation.validator.finish():
+            out.append(Note("finding", f.message, ts, fd.flow, None, None, 0, f))
 
 
 def _sniff(buf: bytearray, midstream: bool) -> bool | None:

@@ -8,38 +8,60 @@ from typing import Iterable, Iterator
 from ..framing.mcbp import FrameSplitter, RawFrame, Skipped
 from ..messages.frame import DecodeContext, Message, decode_frame
 from ..rules.frame import check_frame
+from ..rules.stream import ConnectionValidator
 from ..sessions.negotiation import Negotiation
+
+
+@dataclass
+class Conversation:
+    """One connection's decoding state: negotiation for the decoder, the stream validator."""
+
+    negotiation: Negotiation
+    validator: ConnectionValidator
+    base: DecodeContext
+
+    @classmethod
+    def new(cls, collections: bool | None = None, base: DecodeContext | None = None) -> "Conversation":
+        negotiation = Negotiation(collections_override=collections)
+        return cls(negotiation, ConnectionValidator(negotiation), base or DecodeContext())
+
+    def decode(self, raw: RawFrame, direction: str | None = None, ts: float | None = None,
+               index: int | None = None) -> Message:
+        msg = decode_frame(raw.data, raw.offset, self.negotiation.context(self.base))
+        check_frame(msg)
+        self.negotiation.observe(msg)
+        self.validator.feed(msg, direction, ts, index)
+        return msg
 
 
 @dataclass
 class ByteStreamDecoder:
     """One direction-interleaved MCBP conversation: feed chunks, get messages."""
 
-    negotiation: Negotiation
-    base: DecodeContext
+    conversation: Conversation
     splitter: FrameSplitter
 
     @classmethod
     def new(cls, collections: bool | None = None, synced: bool = True, base: DecodeContext | None = None):
-        return cls(Negotiation(collections_override=collections), base or DecodeContext(), FrameSplitter(synced=synced))
+        return cls(Conversation.new(collections, base), FrameSplitter(synced=synced))
 
     def feed(self, data: bytes) -> list[Message | Skipped]:
         return [self._handle(item) for item in self.splitter.feed(data)]
 
     def close(self, data: bytes = b"") -> list[Message | Skipped]:
-        return [self._handle(item) for item in self.splitter.close(data)]
+        """End of input; end-of-stream findings land on the last message."""
+        out = [self._handle(item) for item in self.splitter.close(data)]
+        late = self.conversation.validator.finish()
+        last = next((m for m in reversed(out) if isinstance(m, Message)), None)
+        if last is not None:
+            last.findings.extend(late)
+        return out
 
     def gap(self, missing: int) -> list[Message | Skipped]:
         return [self._handle(item) for item in self.splitter.gap(missing)]
 
-    def decode(self, raw: RawFrame) -> Message:
-        msg = decode_frame(raw.data, raw.offset, self.negotiation.context(self.base))
-        check_frame(msg)
-        self.negotiation.observe(msg)
-        return msg
-
     def _handle(self, item: RawFrame | Skipped) -> Message | Skipped:
-        return self.decode(item) if isinstance(item, RawFrame) else item
+        return self.conversation.decode(item) if isinstance(item, RawFrame) else item
 
 
 def decode_bytes(data: bytes, collections: bool | None = None, synced: bool = True) -> Iterator[Message | Skipped]:

@@ -344,7 +344,7 @@ def _error(msg, raw, base, ctx):
         else:
             out = [bytes_field("value", "Value", raw, base, ctx)]
             for k in ("context", "ref"):
-                if k in err:
+                if err.get(k) is not None:
                     out.append(Field(f"error_{k}", f"Error {k}", base, len(raw), err[k], str(err[k])))
             return out
     return [bytes_field("value", "Value", raw, base, ctx)]

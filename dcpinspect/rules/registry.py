@@ -16,8 +16,8 @@ class Rule:
     summary: str
     scope: str = "frame"  # "frame" or "stream"
 
-    def finding(self, message: str, offset: int | None = None, severity: str | None = None) -> Finding:
-        return Finding(self.id, self.cls, severity or self.severity, message, offset, self.ref)
+    def finding(self, message: str, offset: int | None = None, severity: str | None = None, **context) -> Finding:
+        return Finding(self.id, self.cls, severity or self.severity, message, offset, self.ref, **context)
 
 
 def _rules(*rows: tuple) -> dict[str, Rule]:
@@ -66,6 +66,39 @@ FRAME_RULES = _rules(
     ("peer-error", "PEER_ERROR", "warning", "dcp.md §6, §11.5", "The peer answered with an error status."),
     ("caption-mismatch", "ANNOTATION", "warning", "dcp.md §15", "A document's field caption disagrees with the bytes it annotates."),
 )
+
+STREAM_RULES = _rules(
+    ("seqno-regression", "ERANGE", "error", "dcp.md §11.1 R1", "A stream's seqnos must strictly increase (OSO snapshots excepted).", "stream"),
+    ("seqno-outside-snapshot", "ERANGE", "error", "dcp.md §11.1 R3, §11.2", "A data item's seqno must lie in its snapshot's [start, end].", "stream"),
+    ("item-before-marker", "ERANGE", "error", "dcp.md §11.1 R3", "A data item arrived before any snapshot marker on its stream.", "stream"),
+    ("marker-overlap", "ERANGE", "error", "dcp.md §11.1 R2/R4", "A snapshot starts before the previous one ended.", "stream"),
+    ("marker-end-regression", "ERANGE", "error", "dcp.md §11.1 R4", "Snapshot end seqnos must strictly increase (History after non-History disk excepted).", "stream"),
+    ("first-marker-start", "ERANGE", "error", "dcp.md §11.2", "The first snapshot starts below the requested start seqno.", "stream"),
+    ("marker-inside-snapshot", "ERANGE", "warning", "dcp.md §11.3 R7", "A new marker arrived before the previous snapshot reached its end seqno.", "stream"),
+    ("stream-request-range", "ERANGE", "error", "dcp.md §8.4, §11.6", "A stream request must satisfy snap_start <= start <= snap_end and start <= end.", "stream"),
+    ("no-stream", "KEY_ENOENT", "error", "dcp.md §8.7, §11.5", "A stream message for a vbucket / opaque / stream-id with no open stream.", "stream"),
+    ("after-stream-end", "KEY_ENOENT", "error", "dcp.md §11.4", "A stream message after that stream's STREAM_END.", "stream"),
+    ("duplicate-key", "SNAPSHOT", "warning", "dcp.md §11.3 R11", "A key repeats in a snapshot without MayContainDuplicates (0x20) or History (0x10).", "stream"),
+    ("ack-unanswered", "SNAPSHOT", "error", "dcp.md §8.7, §11.3 R8", "An Acknowledge-flagged snapshot was completed but never acknowledged.", "stream"),
+    ("hcs-without-disk", "SNAPSHOT", "warning", "dcp.md §8.7, §11.3 R9", "High completed / prepared seqno given in a snapshot without the Disk flag.", "stream"),
+    ("mvs-above-end", "ERANGE", "error", "dcp.md §11.3 R9", "Max visible / high prepared seqno lies above the snapshot end.", "stream"),
+    ("beyond-end-seqno", "ERANGE", "error", "dcp.md §11.4", "A new snapshot or item after the snapshot that reached the requested end seqno.", "stream"),
+    ("oso-unbalanced", "SNAPSHOT", "error", "dcp.md §8.19", "OSO start/end markers do not pair up.", "stream"),
+    ("oso-below-start", "ERANGE", "error", "dcp.md §11.1 R5", "An OSO item is not above the seqno the stream had before OSO started.", "stream"),
+    ("rollback-ignored", "ROLLBACK", "error", "dcp.md §11.6", "After a ROLLBACK answer the client re-requested above the rollback seqno.", "stream"),
+    ("noop-unanswered", "LIVENESS", "warning", "dcp.md §8.12, §11.9", "A DCP_NOOP was never answered with the same opaque.", "stream"),
+    ("buffer-overrun", "FLOW_CONTROL", "warning", "dcp.md §11.8", "The producer kept sending with the consumer's buffer full.", "stream"),
+    ("buffer-ack-excess", "FLOW_CONTROL", "error", "dcp.md §11.8", "The consumer acknowledged more bytes than it received.", "stream"),
+    ("answered-error", "PEER_ERROR", "warning", "dcp.md §11.5", "A request was answered with an error status (shown with the request).", "stream"),
+    ("manifest-regression", "COLLECTIONS", "warning", "dcp.md §9.2", "System event manifest uids went backwards on a stream.", "stream"),
+    ("reserved-collection", "EINVAL", "error", "dcp.md §5", "A system event names a reserved collection id (1–7).", "stream"),
+    ("dcp-open-missing", "EINVAL", "warning", "dcp.md §7, §11.10", "DCP messages on a connection whose DCP_OPEN was not seen (or a second DCP_OPEN).", "stream"),
+    ("deletion-version", "EINVAL", "error", "dcp.md §8.9, §11.10", "Deletion extras length disagrees with the DCP_OPEN IncludeDeleteTimes flag.", "stream"),
+    ("negotiation-missing", "EINVAL", "warning", "dcp.md §11.10", "A message that needs a control or HELO feature the connection did not negotiate.", "stream"),
+    ("stream-id-missing", "EINVAL", "error", "dcp.md §11.7", "enable_stream_id is on but a stream message or request has no stream id.", "stream"),
+)
+
+ALL_RULES = {**FRAME_RULES, **STREAM_RULES}
 
 #: Error classes for peer answers (status → class).
 STATUS_CLASSES = {0x01: "KEY_ENOENT", 0x0A: "KEY_ENOENT", 0x04: "EINVAL", 0x22: "ERANGE", 0x23: "ROLLBACK",

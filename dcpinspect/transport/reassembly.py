@@ -315,10 +315,9 @@ class Reassembler:
         if end <= d.off:
             flow.retrans += 1
             return
-        if o < d.off:
-            flow.retrans += 1
-            k = d.off - o
-            payload = payload[k:]
+        seen = o < d.off  # some of it was delivered already: a retransmission
+        if seen:
+            payload = payload[d.off - o:]
             o = d.off
         elif o > d.off:
             flow.ooo += 1
@@ -331,11 +330,14 @@ class Reassembler:
             if lost:
                 self._gap(flow, d, o + len(payload), lost, seg.ts, "snaplen", ev)
             d.off = end
+            if seen:
+                flow.retrans += 1
             return
-        covered = _insert(d, o, payload) if payload else False
-        if lost:
-            covered = _insert(d, end - lost, lost) or covered
-        if covered:
+        if payload and _insert(d, o, payload):
+            seen = True
+        if lost and _insert(d, end - lost, lost):
+            seen = True
+        if seen:
             flow.retrans += 1
         self._drain(flow, d, seg.ts, seg.index, ev)
         while d.starts and (d.buffered > self.max_buffer or len(d.starts) > self.max_chunks):

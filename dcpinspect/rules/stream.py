@@ -1,0 +1,308 @@
+"""Stream rules: judge each DCP message against its connection's state, then apply it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..findings import Finding
+from ..messages.dcp import DELETION_V2, SNAPSHOT_DISK, SNAPSHOT_HISTORY
+from ..messages.frame import Message
+from ..messages.names import SUCCESS_LIKE_STATUS
+from ..sessions.negotiation import Negotiation
+from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STREAM_OPCODES, DcpState, Stream
+from .registry import STATUS_CLASSES, STREAM_RULES
+
+INCLUDE_DELETE_TIMES = 0x20
+_KEYED = frozenset({0x57, 0x58, 0x59, 0x60})
+
+
+class ConnectionValidator:
+    """Per-connection stream validator; ``feed`` every decoded message in order."""
+
+    def __init__(self, negotiation: Negotiation | None = None, seen_from_start: bool = False) -> None:
+        self.negotiation = negotiation or Negotiation()
+        self.state = DcpState()
+        self.frames = 0
+        # Only a connection seen from its first byte can prove a DCP_OPEN is missing.
+        self.seen_from_start = seen_from_start
+
+    # -- entry points ------------------------------------------------------------------
+
+    def feed(self, msg: Message, direction: str | None = None, ts: float | None = None,
+             index: int | None = None) -> list[Finding]:
+        self.frames += 1
+        index = self.frames if index is None else index
+        out: list[Finding] = []
+        if msg.truncated or msg.spec is None:
+            return out
+        emit = _Emitter(out, msg)
+        if msg.is_request:
+            self._request(msg, direction, ts, index, emit)
+        else:
+            self._response(msg, direction, index, emit)
+        msg.findings.extend(out)
+        return out
+
+    def finish(self) -> list[Finding]:
+        """What can only be said at the end: unanswered acks and noops."""
+        out: list[Finding] = []
+        st = self.state
+        for stream, snap in st.acks_due:
+            if snap.complete and not snap.acked:
+                out.append(STREAM_RULES["ack-unanswered"].finding(
+                    f"{stream.label()}: snapshot {snap.start}..{snap.end} (marker frame {snap.index}) "
+                    "was never acknowledged", vbucket=stream.vbucket, stream_id=stream.stream_id, frame=snap.index))
+        st.acks_due.clear()
+        for pending in st.noops.values():
+            out.append(STREAM_RULES["noop-unanswered"].finding(
+                f"DCP_NOOP opaque 0x{pending.msg.opaque:08x} (frame {pending.index}) got no reply",
+                frame=pending.index))
+        st.noops.clear()
+        return out
+
+    # -- requests ----------------------------------------------------------------------
+
+    def _request(self, msg: Message, direction, ts, index, emit) -> None:
+        st, op = self.state, msg.opcode
+        if (msg.spec.family == "dcp" and op != 0x50 and not st.dcp_open_seen and st.producer_direction is None
+                and self.seen_from_start):
+            st.producer_direction = "unknown"  # report once
+            emit("dcp-open-missing", f"{msg.name} on a connection whose DCP_OPEN was not seen")
+        if op == 0x50:
+            if st.dcp_open_seen:
+                emit("dcp-open-missing", "a second DCP_OPEN on the same connection")
+            st.dcp_open_seen = True
+            st.producer_direction = _other(direction)
+        elif op == 0x53:
+            self._stream_request(msg, index, ts, emit)
+        elif op == 0x5D:
+            self._buffer_ack(msg, emit)
+        elif op == 0x5C:
+            st.noops[msg.opaque] = _pending(msg, index, ts, direction)
+        elif op in STREAM_OPCODES:
+            self._stream_message(msg, index, ts, emit)
+        if op in FLOW_CONTROLLED and op != 0x5C:
+            self._flow_control(msg, emit)
+        st.remember_request(msg, index, ts, direction)
+
+    def _stream_request(self, msg: Message, index, ts, emit) -> None:
+        st, v = self.state, msg.values
+        start, end = v.get("start_seqno", 0), v.get("end_seqno", 0)
+        ss, se = v.get("snap_start_seqno", 0), v.get("snap_end_seqno", 0)
+        if start > end:
+            emit("stream-request-range", f"start seqno {start} > end seqno {end}")
+        if not ss <= start <= se:
+            emit("stream-request-range", f"snap_start {ss} <= start {start} <= snap_end {se} does not hold")
+        sid = msg.fields.get("stream_id")
+        if self.negotiation.controls.get("enable_stream_id") == "true" and not sid:
+            emit("stream-id-missing", "enable_stream_id is on but the request has no sid")
+        key = (msg.vbucket or 0, sid if isinstance(sid, int) else None)
+        rollback = st.rollbacks.pop(key, None)
+        if rollback is not None and start > rollback:
+            emit("rollback-ignored", f"vb {key[0]} was told to roll back to {rollback}, re-requested from {start}")
+        st.open_request(msg, index, ts)
+
+    def _stream_message(self, msg: Message, index, ts, emit) -> None:
+        st, op = self.state, msg.opcode
+        stream = st.stream_of(msg)
+        if stream is None and not st.dcp_open_seen and not st.requests_seen:
+            stream = st.adopt(msg)  # joined mid-conversation: follow the stream from here
+        if stream is None or stream.state in ("requested", "rejected"):
+            emit("no-stream", f"{msg.name} for vb {msg.vbucket}"
+                 + (f" sid {msg.stream_id}" if msg.stream_id is not None else "")
+                 + f" opaque 0x{msg.opaque:08x}: no open stream")
+            return
+        ctx = dict(vbucket=stream.vbucket, stream_id=stream.stream_id)
+        if stream.state == "ended":
+            emit("after-stream-end", f"{msg.name} after STREAM_END of {stream.label()} (frame {stream.end_index})", **ctx)
+            return
+        if self.negotiation.controls.get("enable_stream_id") == "true" and msg.stream_id is None and op != 0x60:
+            emit("stream-id-missing", f"{msg.name} without a stream-id frame", **ctx)
+        if op == 0x56:
+            self._marker(stream, msg, index, emit, ctx)
+        elif op == 0x65:
+            self._oso(stream, msg, emit, ctx)
+        elif op == 0x55:
+            st.end(stream, msg, index, ts)
+        elif op == 0x58:
+            self._deletion_version(msg, emit, ctx)
+        if op == 0x5F:
+            self._system_event(stream, msg, emit, ctx)
+        field = SEQNO_OPCODES.get(op)
+        if field is not None and field in msg.values:
+            self._seqno(stream, msg, msg.values[field], index, ts, emit, ctx)
+
+    def _seqno(self, stream: Stream, msg: Message, seqno: int, index, ts, emit, ctx) -> None:
+        snap = stream.snapshot
+        if stream.in_oso:
+            if seqno <= stream.oso_base:
+                emit("oso-below-start", f"{msg.name} seqno {seqno} <= {stream.oso_base} (last before OSO)", **ctx)
+        else:
+            if seqno <= stream.last_seqno and not (stream.adopted and stream.last_seqno == 0):
+                emit("seqno-regression", f"{msg.name} seqno {seqno} <= previous {stream.last_seqno} on {stream.label()}", **ctx)
+            if msg.opcode in ITEM_OPCODES:
+                if snap is None and not stream.adopted:
+                    emit("item-before-marker", f"{msg.name} seqno {seqno} before any snapshot marker", **ctx)
+                elif snap is None:
+                    pass
+                elif not snap.start <= seqno <= snap.end:
+                    emit("seqno-outside-snapshot",
+                         f"{msg.name} seqno {seqno} outside snapshot {snap.start}..{snap.end} (marker frame {snap.index})", **ctx)
+                elif stream.end_reached and snap.complete:
+                    emit("beyond-end-seqno", f"{msg.name} seqno {seqno} after the snapshot holding end seqno {stream.end_seqno}", **ctx)
+            if snap is not None and msg.opcode in _KEYED:
+                key = (msg.collection_id, msg.key)
+                if key in snap.keys and not snap.may_duplicate:
+                    emit("duplicate-key", f"key {msg.fields.get('key', '')!r} repeats in snapshot {snap.start}..{snap.end}", **ctx)
+                snap.keys.add(key)
+        self.state.item(stream, msg, seqno, ts)
+
+    def _marker(self, stream: Stream, msg: Message, index, emit, ctx) -> None:
+        v = msg.values
+        if "start_seqno" not in v:
+            return
+        start, end, flags = v["start_seqno"], v["end_seqno"], v.get("snapshot_type", 0)
+        prev = stream.snapshot
+        if stream.in_oso:
+            emit("oso-unbalanced", "snapshot marker inside an OSO snapshot", **ctx)
+        if prev is None:
+            if start < stream.start_seqno and not stream.adopted:
+                emit("first-marker-start", f"first snapshot starts at {start}, below the requested start {stream.start_seqno}", **ctx)
+        else:
+            history_repeat = (flags & SNAPSHOT_HISTORY and flags & SNAPSHOT_DISK and prev.disk
+                              and not prev.flags & SNAPSHOT_HISTORY and end == prev.end)
+            if end <= prev.end and not history_repeat:
+                emit("marker-end-regression", f"snapshot end {end} <= previous end {prev.end}", **ctx)
+            if start < prev.start or (start <= prev.end and not history_repeat):
+                emit("marker-overlap", f"snapshot {start}..{end} starts before previous snapshot {prev.start}..{prev.end} ended", **ctx)
+            if not prev.complete and stream.last_seqno < prev.end and not history_repeat:
+                # Without collections a snapshot may end on an item this client never sees (R7).
+                emit("marker-inside-snapshot",
+                     f"new marker while snapshot {prev.start}..{prev.end} only reached {stream.last_seqno}",
+                     severity=None if self.negotiation.collections else "info", **ctx)
+            if stream.end_reached:
+                emit("beyond-end-seqno", f"new snapshot {start}..{end} after end seqno {stream.end_seqno} was reached", **ctx)
+        if start > end:
+            emit("marker-end-regression", f"snapshot start {start} > end {end}", **ctx)
+        mvs, hcs, hps = v.get("max_visible_seqno"), v.get("high_completed_seqno"), v.get("high_prepared_seqno")
+        if mvs is not None and mvs > end:
+            emit("mvs-above-end", f"max visible seqno {mvs} > snapshot end {end}", **ctx)
+        if hps is not None and hps > end and flags & SNAPSHOT_DISK:
+            emit("mvs-above-end", f"high prepared seqno {hps} > snapshot end {end}", **ctx)
+        if not flags & SNAPSHOT_DISK and (hcs or hps):
+            emit("hcs-without-disk", f"HCS {hcs} / HPS {hps} in a snapshot without the Disk flag (not meaningful)", **ctx)
+        snap = self.state.start_snapshot(stream, msg, index)
+        if snap.wants_ack:
+            self.state.acks_due.append((stream, snap))
+
+    def _oso(self, stream: Stream, msg: Message, emit, ctx) -> None:
+        flags = msg.values.get("flags", 0)
+        if flags == 0x01:
+            if stream.in_oso:
+                emit("oso-unbalanced", "OSO start inside an OSO snapshot", **ctx)
+            stream.in_oso, stream.oso_base, stream.oso_max = True, stream.last_seqno, stream.last_seqno
+        elif flags == 0x02:
+            if not stream.in_oso:
+                emit("oso-unbalanced", "OSO end without an OSO start", **ctx)
+            stream.in_oso = False
+            stream.last_seqno = max(stream.last_seqno, stream.oso_max)
+
+    def _system_event(self, stream: Stream, msg: Message, emit, ctx) -> None:
+        v = msg.values
+        uid = v.get("manifest_uid")
+        if uid is not None:
+            if stream.manifest_uid is not None and uid < stream.manifest_uid:
+                emit("manifest-regression", f"manifest uid {uid} < previous {stream.manifest_uid}", **ctx)
+            stream.manifest_uid = max(uid, stream.manifest_uid or 0)
+        cid = v.get("collection_id")
+        if v.get("event") in (0, 1, 5) and cid is not None and 1 <= cid <= 7:
+            emit("reserved-collection", f"system event names reserved collection id {cid}", **ctx)
+
+    def _deletion_version(self, msg: Message, emit, ctx) -> None:
+        flags = self.negotiation.dcp_open_flags
+        if flags is None:
+            return
+        want = DELETION_V2.size if flags & INCLUDE_DELETE_TIMES else 18
+        if msg.extras_length != want:
+            emit("deletion-version", f"deletion extras {msg.extras_length} but DCP_OPEN "
+                 f"{'set' if flags & INCLUDE_DELETE_TIMES else 'did not set'} IncludeDeleteTimes (expect {want})", **ctx)
+
+    def _flow_control(self, msg: Message, emit) -> None:
+        st = self.state
+        size = msg.body_length + 24 + (2 if msg.opcode == 0x60 else 0)
+        buffer = self.negotiation.controls.get("connection_buffer_size")
+        if not buffer or not buffer.isdigit() or int(buffer) == 0:
+            return
+        limit = int(buffer)
+        if st.unacked >= limit:
+            emit("buffer-overrun", f"{msg.name} sent with {st.unacked} unacknowledged bytes >= buffer {limit}")
+        st.unacked += size
+        st.sent_total += size
+
+    def _buffer_ack(self, msg: Message, emit) -> None:
+        st = self.state
+        n = msg.values.get("buffer_bytes", 0)
+        st.acked_total += n
+        if self.negotiation.controls.get("connection_buffer_size") and st.acked_total > st.sent_total:
+            emit("buffer-ack-excess", f"acknowledged {st.acked_total} bytes in all, only {st.sent_total} were sent")
+        st.unacked = max(0, st.unacked - n)
+
+    # -- responses ---------------------------------------------------------------------
+
+    def _response(self, msg: Message, direction, index, emit) -> None:
+        st, op = self.state, msg.opcode
+        pending = st.request_for(msg, direction)
+        if op == 0x5C:
+            st.noops.pop(msg.opaque, None)
+        if op == 0x56 and msg.status == 0:
+            for stream, snap in st.acks_due:
+                if stream.opaque == msg.opaque and snap.complete and not snap.acked:
+                    snap.acked = True
+                    break
+            st.acks_due = [(s, sn) for s, sn in st.acks_due if not sn.acked]
+        if op == 0x53:
+            stream = st.streams_by_opaque.get(msg.opaque)
+            if stream is not None and stream.state == "requested":
+                (st.accept if msg.status == 0 else st.reject)(stream, msg)
+        if pending is not None and pending.msg.opcode == op:
+            st.pending.pop((pending.direction, msg.opaque), None)
+            if msg.status not in SUCCESS_LIKE_STATUS or msg.status == 0x23:
+                self._pair_error(msg, pending, emit)
+
+    def _pair_error(self, msg: Message, pending, emit) -> None:
+        req = pending.msg
+        what = f"{req.name} vb {req.vbucket}"
+        if req.opcode == 0x53:
+            v = req.values
+            what += f" start {v.get('start_seqno')} end {v.get('end_seqno')} snap {v.get('snap_start_seqno')}..{v.get('snap_end_seqno')}"
+        elif req.fields.get("key"):
+            what += f" key {req.fields['key']!r}"
+        text = f"{what} (frame {pending.index}) answered {msg.status_name}"
+        if "rollback_seqno" in msg.fields:
+            text += f": roll back to {msg.fields['rollback_seqno']}"
+        if msg.fields.get("error_context"):
+            text += f": {msg.fields['error_context']}"
+        msg.findings[:] = [f for f in msg.findings if f.rule != "peer-error"]
+        emit("answered-error", text, cls=STATUS_CLASSES.get(msg.status, "PEER_ERROR"), vbucket=req.vbucket,
+             frame=pending.index)
+
+
+class _Emitter:
+    def __init__(self, out: list[Finding], msg: Message) -> None:
+        self.out, self.msg = out, msg
+
+    def __call__(self, rule: str, message: str, cls: str | None = None, severity: str | None = None, **ctx) -> None:
+        f = STREAM_RULES[rule].finding(message, self.msg.offset, severity, **ctx)
+        if cls:
+            f = replace(f, cls=cls)
+        self.out.append(f)
+
+
+def _pending(msg, index, ts, direction):
+    from ..sessions.streams import Pending
+
+    return Pending(msg, index, ts, direction)
+
+
+def _other(direction: str | None) -> str | None:
+    return {"c2s": "s2c", "s2c": "c2s"}.get(direction or "", None)

@@ -1,0 +1,206 @@
+"""DCP stream state per connection (sans-I/O, h11-style: state changes, no judging).
+
+A stream is identified by (vbucket, stream-id or None) and by the opaque of its
+STREAM_REQ; it lives from a Success response to STREAM_END.  Every P→C message
+of a stream repeats that opaque.  The validator (``rules.stream``) reads this
+state *before* applying each message, then calls :meth:`DcpState.apply`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages.dcp import SNAPSHOT_ACK, SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE
+from ..messages.frame import Message
+
+#: Opcodes that belong to a stream and travel producer → consumer.
+STREAM_OPCODES = frozenset({0x55, 0x56, 0x57, 0x58, 0x59, 0x5B, 0x5F, 0x60, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67})
+#: Stream messages that carry the stream's next seqno.
+SEQNO_OPCODES = {0x57: "by_seqno", 0x58: "by_seqno", 0x59: "by_seqno", 0x60: "by_seqno", 0x5F: "by_seqno",
+                 0x62: "commit_seqno", 0x63: "abort_seqno", 0x64: "by_seqno"}
+#: Data items that must fall inside the current snapshot (R3).
+ITEM_OPCODES = frozenset({0x57, 0x58, 0x59, 0x60, 0x5F})
+#: Messages the producer counts against the consumer's flow-control buffer.
+FLOW_CONTROLLED = STREAM_OPCODES | {0x5B}
+MAX_SEQNO = 0xFFFFFFFFFFFFFFFF
+
+
+@dataclass
+class Snapshot:
+    start: int
+    end: int
+    flags: int
+    index: int  # frame index of the marker
+    max_visible: int | None = None
+    high_completed: int | None = None
+    high_prepared: int | None = None
+    keys: set = field(default_factory=set)
+    complete: bool = False
+    acked: bool = False
+
+    @property
+    def may_duplicate(self) -> bool:
+        return bool(self.flags & (SNAPSHOT_MAY_DUPLICATE | SNAPSHOT_HISTORY))
+
+    @property
+    def wants_ack(self) -> bool:
+        return bool(self.flags & SNAPSHOT_ACK)
+
+    @property
+    def disk(self) -> bool:
+        return bool(self.flags & SNAPSHOT_DISK)
+
+
+@dataclass
+class Stream:
+    vbucket: int
+    stream_id: int | None
+    opaque: int
+    request: dict[str, Any]
+    request_index: int
+    request_ts: float | None
+    state: str = "requested"  # requested, open, ended, rejected
+    last_seqno: int = 0
+    snapshot: Snapshot | None = None
+    previous: Snapshot | None = None
+    markers: int = 0
+    in_oso: bool = False
+    oso_base: int = 0
+    oso_max: int = 0
+    end_reached: bool = False  # the snapshot holding end_seqno is complete
+    end_reason: str | None = None
+    end_index: int | None = None
+    end_ts: float | None = None
+    first_item_ts: float | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    manifest_uid: int | None = None
+    failover_log: list = field(default_factory=list)
+    adopted: bool = False  # first seen mid-conversation, without its request
+
+    @property
+    def start_seqno(self) -> int:
+        return self.request.get("start_seqno", 0)
+
+    @property
+    def end_seqno(self) -> int:
+        return self.request.get("end_seqno", MAX_SEQNO)
+
+    def label(self) -> str:
+        sid = f" sid {self.stream_id}" if self.stream_id is not None else ""
+        return f"vb {self.vbucket}{sid} (opaque 0x{self.opaque:08x})"
+
+
+@dataclass
+class Pending:
+    msg: Message
+    index: int
+    ts: float | None
+    direction: str | None
+
+
+@dataclass
+class DcpState:
+    """All streams and outstanding requests of one connection."""
+
+    streams_by_opaque: dict[int, Stream] = field(default_factory=dict)
+    live: dict[tuple[int, int | None], Stream] = field(default_factory=dict)  # (vb, sid) → open stream
+    ended: dict[tuple[int, int | None], Stream] = field(default_factory=dict)
+    all_streams: list[Stream] = field(default_factory=list)
+    pending: dict[tuple[str | None, int], Pending] = field(default_factory=dict)  # (direction, opaque)
+    rollbacks: dict[tuple[int, int | None], int] = field(default_factory=dict)  # (vb, sid) → rollback seqno
+    noops: dict[int, Pending] = field(default_factory=dict)
+    acks_due: list[tuple[Stream, Snapshot]] = field(default_factory=list)
+    buffer_size: int = 0
+    unacked: int = 0
+    sent_total: int = 0
+    acked_total: int = 0
+    dcp_open_seen: bool = False
+    requests_seen: bool = False
+    producer_direction: str | None = None
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def stream_of(self, msg: Message) -> Stream | None:
+        """The stream a producer→consumer message belongs to (by opaque, then vb + sid)."""
+        s = self.streams_by_opaque.get(msg.opaque)
+        if s is not None and s.vbucket == msg.vbucket and (msg.stream_id is None or msg.stream_id == s.stream_id):
+            return s
+        key = (msg.vbucket, msg.stream_id)
+        return self.live.get(key) or self.ended.get(key)
+
+    def request_for(self, msg: Message, direction: str | None) -> Pending | None:
+        other = _other(direction)
+        return self.pending.get((other, msg.opaque)) or (self.pending.get((None, msg.opaque)) if other else None)
+
+    # -- state changes -------------------------------------------------------------------
+
+    def remember_request(self, msg: Message, index: int, ts: float | None, direction: str | None) -> None:
+        self.pending[(direction, msg.opaque)] = Pending(msg, index, ts, direction)
+        if len(self.pending) > 100_000:  # bounded: forget the oldest
+            self.pending.pop(next(iter(self.pending)))
+
+    def open_request(self, msg: Message, index: int, ts: float | None) -> Stream:
+        sid = msg.fields.get("stream_id") if isinstance(msg.fields.get("stream_id"), int) else msg.stream_id
+        stream = Stream(msg.vbucket or 0, sid, msg.opaque, dict(msg.values), index, ts)
+        stream.last_seqno = stream.start_seqno
+        self.requests_seen = True
+        self.streams_by_opaque[msg.opaque] = stream
+        self.all_streams.append(stream)
+        return stream
+
+    def adopt(self, msg: Message) -> Stream:
+        """A stream whose request was not captured: known from its first message on."""
+        stream = Stream(msg.vbucket or 0, msg.stream_id, msg.opaque, {}, -1, None, state="open", adopted=True)
+        self.streams_by_opaque[msg.opaque] = stream
+        self.live[(stream.vbucket, stream.stream_id)] = stream
+        self.all_streams.append(stream)
+        return stream
+
+    def accept(self, stream: Stream, response: Message) -> None:
+        stream.state = "open"
+        stream.failover_log = list(response.fields.get("failover_log", []))
+        key = (stream.vbucket, stream.stream_id)
+        self.live[key] = stream
+        self.ended.pop(key, None)
+
+    def reject(self, stream: Stream, response: Message) -> None:
+        stream.state = "rejected"
+        if response.status == 0x23 and "rollback_seqno" in response.fields:
+            self.rollbacks[(stream.vbucket, stream.stream_id)] = response.fields["rollback_seqno"]
+
+    def end(self, stream: Stream, msg: Message, index: int, ts: float | None) -> None:
+        stream.state = "ended"
+        stream.end_reason = msg.fields.get("reason")
+        stream.end_index, stream.end_ts = index, ts
+        key = (stream.vbucket, stream.stream_id)
+        if self.live.get(key) is stream:
+            del self.live[key]
+        self.ended[key] = stream
+
+    def start_snapshot(self, stream: Stream, msg: Message, index: int) -> Snapshot:
+        v = msg.values
+        snap = Snapshot(v.get("start_seqno", 0), v.get("end_seqno", 0), v.get("snapshot_type", 0), index,
+                        v.get("max_visible_seqno"), v.get("high_completed_seqno"), v.get("high_prepared_seqno"))
+        stream.previous, stream.snapshot = stream.snapshot, snap
+        stream.markers += 1
+        return snap
+
+    def item(self, stream: Stream, msg: Message, seqno: int, ts: float | None) -> None:
+        name = msg.name.removeprefix("DCP_").lower()
+        stream.counts[name] = stream.counts.get(name, 0) + 1
+        if msg.opcode in ITEM_OPCODES and stream.first_item_ts is None:
+            stream.first_item_ts = ts
+        if stream.in_oso:
+            stream.oso_max = max(stream.oso_max, seqno)
+        else:
+            stream.last_seqno = seqno
+        snap = stream.snapshot
+        if snap is not None and not stream.in_oso and seqno >= snap.end:
+            snap.complete = True
+            if snap.end >= stream.end_seqno or seqno >= stream.end_seqno:
+                stream.end_reached = True
+
+
+def _other(direction: str | None) -> str | None:
+    return {"c2s": "s2c", "s2c": "c2s"}.get(direction or "", None)
