@@ -32,10 +32,15 @@ def frame(
     framing: bytes = b"",
     status: int | None = None,
     body_length: int | None = None,
+    engine: bytes = b"",
 ) -> bytes:
-    """One MCBP frame; ``status`` (responses) overrides ``vbucket`` for bytes 6-7."""
+    """One MCBP frame; ``status`` (responses) overrides ``vbucket`` for bytes 6-7.
+
+    ``engine`` (TAP) sits between extras and key and is counted in no length
+    field but the total body length.
+    """
     word = vbucket if status is None else status
-    body = framing + extras + key + value
+    body = framing + extras + engine + key + value
     bodylen = len(body) if body_length is None else body_length
     if magic in FLEX_MAGICS:
         lengths = struct.pack(">BB", len(framing), len(key))

@@ -517,3 +517,26 @@ def test_any_order_and_duplication_reassembles(messages, mss, cisn, sisn, rnd, d
                                                        checksum=False)))
     check_complete(out, messages)
     assert out.events[-1].reason == "fin"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), st.integers(0, 2**32 - 1), st.integers(0, 0x1FF),
+                          st.binary(max_size=300), st.booleans(), st.integers(-1, 400)), max_size=60),
+       st.integers(0, 2**32 - 1))
+def test_arbitrary_segments_never_break_the_invariants(items, base):
+    """Any segments at all: no exception, offsets stay contiguous, buffers stay bounded."""
+    r = Reassembler(max_buffer=1000)
+    out = Streams()
+    ports = [(50000, 11210), (40000, 11211)]
+    for i, (second_flow, c2s, seq, flags, payload, truncated, plen) in enumerate(items):
+        (cp, sp) = ports[second_flow]
+        src, dst = (("10.0.0.1", cp), ("10.0.0.2", sp)) if c2s else (("10.0.0.2", sp), ("10.0.0.1", cp))
+        seq = (base + seq % 5000) % 2**32 if i % 5 else seq
+        seg = Segment(float(i), src[0], src[1], dst[0], dst[1], "tcp", seq, 0, flags, payload, i,
+                      truncated, plen if truncated else len(payload))
+        out.add(r.feed(seg))
+        for flow in r.flows():
+            assert r.buffered(flow) <= 2000
+    out.add(r.flush())
+    starts = out.of(Start)
+    assert len(out.of(End)) == len(starts)

@@ -692,8 +692,6 @@ def test_truncated_vector_reports_truncated() -> None:
         assert "truncated" in rules(judge(msg))
 
 
-@pytest.mark.xfail(strict=True, reason="values.py _error (line ~347) tests `k in err`, but parse_xerror always "
-                   "returns both keys, so a body without \"ref\" yields error_ref=None and a table row 'Error ref: None'")
 def test_row41_has_no_error_ref_field() -> None:
     msg = decode(VECTORS["41"])
     assert "error_ref" not in msg.fields

@@ -25,6 +25,8 @@ HEURISTIC_BYTES = 64 * 1024
 
 def flow_label(flow: FlowKey) -> str:
     c, cp, s, sp = flow
+    if c == "hex":
+        return s
     fmt = lambda a, p: f"[{a}]:{p}" if ":" in a else f"{a}:{p}"  # noqa: E731
     return f"{fmt(c, cp)}-{fmt(s, sp)}"
 
