@@ -52,8 +52,27 @@ def hexlines(frames: list[bytes]) -> str:
     return "".join(f.hex(" ") + "\n" for f in frames)
 
 
+CLIENT_OPCODES = (0x1F, 0x50, 0x53, 0x5D, 0x5E)
+
+
+def directions(frames: list[bytes]) -> list[tuple[str, bytes]]:
+    """Who sent each frame: the consumer sends HELO, open, controls, stream requests, buffer acks."""
+    out = []
+    for f in frames:
+        request = f[0] in (0x80, 0x08)
+        from_client = (f[1] in CLIENT_OPCODES) == request
+        out.append(("c2s" if from_client else "s2c", f))
+    return out
+
+
 def main(out: Path = HERE) -> None:
+    from dcpinspect.transport import synth
+
     (out / "dcp-session.hex").write_text(hexlines(dcp_session()))
+    conversation = directions(dcp_session())
+    synth.write_pcap(out / "dcp-session.pcap", synth.tcp_conversation(conversation), "ether", ts0=1763800000.0)
+    lossy = synth.tcp_conversation(conversation, mss=64, linktype="sll2", reorder=(5, 9), duplicate=(7,), drop=(20,))
+    synth.write_pcap(out / "dcp-lossy.pcapng", lossy, "sll2", ts0=1763800000.0, fmt="pcapng")
     broken = dcp_session()[8:12]
     broken[2] = broken[2][:27] + bytes([0x01]) + broken[2][28:]  # marker version 0x01: removed v2.1
     (out / "dcp-broken.hex").write_text(hexlines(broken))

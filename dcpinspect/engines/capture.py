@@ -128,6 +128,7 @@ class CaptureDecoder:
             if fd.protocol == "mcbp":
                 out.append(Note("gap", f"{ev.missing} bytes lost ({ev.reason})", ev.ts, ev.flow, ev.direction,
                                 ev.offset, ev.missing))
+                fd.conversation.validator.gap()
                 self._items(fd, ev.direction, fd.splitter(ev.direction).gap(ev.missing), ev.ts, -1, out)
             elif fd.protocol == "unknown":
                 fd.pending.pop(ev.direction, None)

@@ -43,10 +43,17 @@ class ConnectionValidator:
         msg.findings.extend(out)
         return out
 
+    def gap(self) -> None:
+        """Bytes of this connection were lost: replies may have gone with them."""
+        self.state.lossy = True
+
     def finish(self) -> list[Finding]:
         """What can only be said at the end: unanswered acks and noops."""
         out: list[Finding] = []
         st = self.state
+        if st.lossy:  # the answers may be in the lost bytes
+            st.acks_due.clear()
+            st.noops.clear()
         for stream, snap in st.acks_due:
             if snap.complete and not snap.acked:
                 out.append(STREAM_RULES["ack-unanswered"].finding(
@@ -107,6 +114,8 @@ class ConnectionValidator:
         stream = st.stream_of(msg)
         if stream is None and not st.dcp_open_seen and not st.requests_seen:
             stream = st.adopt(msg)  # joined mid-conversation: follow the stream from here
+        if stream is not None and stream.state == "requested" and msg.opaque == stream.opaque:
+            st.accept(stream, msg)  # the producer only streams after a Success answer we did not see
         if stream is None or stream.state in ("requested", "rejected"):
             emit("no-stream", f"{msg.name} for vb {msg.vbucket}"
                  + (f" sid {msg.stream_id}" if msg.stream_id is not None else "")

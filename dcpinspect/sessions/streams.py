@@ -117,6 +117,7 @@ class DcpState:
     acked_total: int = 0
     dcp_open_seen: bool = False
     requests_seen: bool = False
+    lossy: bool = False
     producer_direction: str | None = None
 
     # -- lookups -------------------------------------------------------------------------

@@ -1,0 +1,262 @@
+"""dcpinspect against tshark on the same captures: frames/s ratios and peak memory, in one run.
+
+    python bench/run.py [--corpus DIR] [--big] [--out bench/results.md] [--repeat 3]
+                        [--only NAME ...] [--impl LABEL=PYTHONPATH ...] [--no-tshark]
+
+For every corpus file (made by ``bench/make_corpus.py``) it runs, interleaved so
+that a busy machine slows every tool alike:
+
+* ``dcpinspect decode --format jsonl FILE``   (stdout to a scratch file, then counted)
+* ``dcpinspect decode --format summary FILE``
+* ``tshark -r FILE -d tcp.port==11210,couchbase -T fields -E occurrence=a
+  -e frame.number -e couchbase.opcode -e couchbase.opaque -e couchbase.key``
+  (single pass; frames = all ``couchbase.opcode`` occurrences, several per packet)
+
+each in a fresh child process whose wall time, CPU time (user + sys) and peak
+RSS (``os.wait4`` rusage of that child) are recorded; the best of ``--repeat``
+runs counts (one run for files over 256 MiB). frames/s = frames the tool
+reported / wall seconds; "× tshark" = that rate over tshark's on the same file
+(also given on CPU time, which a loaded machine disturbs less). The markdown
+table goes to ``--out`` and stdout; ``results.json`` next to it keeps every run.
+
+``--impl LABEL=DIR`` benchmarks ``python -m dcpinspect`` with ``PYTHONPATH=DIR``
+instead of the installed console script (repeatable: compare a prototype
+against a baseline copy in the same run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_CORPUS = HERE / "out" / "corpus"
+ORDER = ("small-frames.pcap", "large-values.pcap", "many-flows.pcap", "big.pcap")
+BIG_FILE = 256 * 2**20
+TSHARK_FIELDS = ("frame.number", "couchbase.opcode", "couchbase.opaque", "couchbase.key")
+
+
+@dataclass
+class Run:
+    wall: float
+    cpu: float
+    rss_kb: int
+    frames: int
+    code: int
+
+
+@dataclass
+class Result:
+    corpus: str
+    tool: str
+    cmd: list[str]
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def best(self) -> Run:
+        return min(self.runs, key=lambda r: r.wall)
+
+    @property
+    def frames(self) -> int:
+        return self.best.frames
+
+    @property
+    def peak_rss_mb(self) -> float:
+        return max(r.rss_kb for r in self.runs) / 1024
+
+    @property
+    def cpu(self) -> float:
+        return min(r.cpu for r in self.runs)
+
+
+def run_child(cmd: list[str], env: dict | None, stdout_path: str) -> tuple[float, float, int, int]:
+    """Run ``cmd`` with stdout to ``stdout_path``; (wall s, user+sys s, peak RSS KiB, exit code)."""
+    with open(stdout_path, "wb") as out:
+        t = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env)
+        # stderr is small (tshark's root warning, dcpinspect notes): drain it after exit
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t
+        err = p.stderr.read().decode("utf-8", "replace") if p.stderr else ""
+        p.stderr.close()
+        p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode not in (0, 1):
+        sys.stderr.write(f"warning: {' '.join(cmd)} exited {p.returncode}: {err[-500:]}\n")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, p.returncode
+
+
+def count_jsonl(path: str) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if line.startswith(b'{"kind":"frame"'):
+                n += 1
+    return n
+
+
+def count_summary(path: str) -> int:
+    text = Path(path).read_text("utf-8", "replace").strip().splitlines()
+    for line in reversed(text):
+        parts = line.split()
+        if len(parts) >= 4 and parts[1] == "frames" and parts[2] == "in":
+            return int(parts[0])
+    return -1
+
+
+def count_tshark(path: str) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            cols = line.split(b"\t")
+            if len(cols) > 1 and cols[1].strip():
+                n += cols[1].count(b",") + 1
+    return n
+
+
+def tools(impls: list[tuple[str, str | None]], use_tshark: bool) -> list[tuple[str, list[str], dict | None, callable]]:
+    out = []
+    for label, path in impls:
+        if path is None:
+            base, env = ["dcpinspect"], None
+        else:
+            base = [sys.executable, "-m", "dcpinspect"]
+            env = dict(os.environ, PYTHONPATH=path)
+        out.append((f"{label} jsonl", base + ["decode", "--format", "jsonl"], env, count_jsonl))
+        out.append((f"{label} summary", base + ["decode", "--format", "summary"], env, count_summary))
+    if use_tshark:
+        fields = [a for f in TSHARK_FIELDS for a in ("-e", f)]
+        out.append(("tshark -T fields", ["tshark", "-r", "{file}", "-d", "tcp.port==11210,couchbase", "-T", "fields",
+                                         "-E", "occurrence=a", *fields], None, count_tshark))
+    return out
+
+
+def bench_file(path: Path, specs, repeat: int, scratch: str) -> list[Result]:
+    results = [Result(path.name, label, [c.replace("{file}", str(path)) for c in cmd]
+                      if "{file}" in cmd else cmd + [str(path)]) for label, cmd, _, _ in specs]
+    n = 1 if path.stat().st_size > BIG_FILE else repeat
+    for i in range(n):
+        for res, (label, _, env, counter) in zip(results, specs):
+            out = os.path.join(scratch, "stdout")
+            wall, cpu, rss, code = run_child(res.cmd, env, out)
+            frames = counter(out)
+            os.unlink(out)
+            res.runs.append(Run(round(wall, 3), round(cpu, 3), rss, frames, code))
+            print(f"  {path.name} #{i + 1} {label:28s} {wall:8.2f} s wall {cpu:8.2f} s cpu {rss / 1024:8.1f} MB "
+                  f"{frames:>9,} frames", flush=True)
+    return results
+
+
+def table(all_results: list[list[Result]], manifest: dict) -> str:
+    head = ("| corpus | tool | frames (expected) | wall s | CPU s | frames/s | × tshark (wall) | × tshark (CPU) "
+            "| peak RSS MB |")
+    lines = [head, "|" + "|".join(["---"] * 9) + "|"]
+    for results in all_results:
+        ts = next((r for r in results if r.tool.startswith("tshark")), None)
+        ts_rate = ts.frames / ts.best.wall if ts and ts.best.wall else None
+        ts_cpu = ts.frames / ts.cpu if ts and ts.cpu else None
+        m = manifest.get(results[0].corpus, {})
+        for r in results:
+            rate = r.frames / r.best.wall if r.best.wall else 0
+            ratio = f"{rate / ts_rate:.2f}" if ts_rate and r is not ts else ("1" if r is ts else "—")
+            cratio = f"{(r.frames / r.cpu) / ts_cpu:.2f}" if ts_cpu and r is not ts and r.cpu else (
+                "1" if r is ts else "—")
+            exp = m.get("frames")
+            frames = f"{r.frames:,}" + ("" if exp is None or exp == r.frames else f" (≠ {exp:,})")
+            size = f" ({m['file_bytes'] / 2**20:,.0f} MiB, {m.get('records', 0):,} pkts)" if m else ""
+            lines.append(f"| {r.corpus}{size} | {r.tool} | {frames} | {r.best.wall:.2f} | {r.cpu:.2f} | "
+                         f"{rate:,.0f} | {ratio} | {cratio} | {r.peak_rss_mb:.0f} |")
+    return "\n".join(lines)
+
+
+def environment() -> str:
+    def out(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
+        except Exception:  # noqa: BLE001 - best effort
+            return "?"
+
+    commit = out(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"])
+    load = os.getloadavg()
+    return (f"{time.strftime('%Y-%m-%d %H:%M:%S')} · Python {platform.python_version()} · "
+            f"{out(['tshark', '--version'])} · {os.cpu_count()} CPUs · load {load[0]:.2f} · commit {commit} "
+            f"(plus uncommitted work)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--big", action="store_true", help="include big.pcap")
+    ap.add_argument("--out", type=Path, default=HERE / "results.md")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", nargs="*", help="corpus file names (e.g. small-frames.pcap)")
+    ap.add_argument("--impl", action="append", default=[], help="LABEL=PYTHONPATH to benchmark (repeatable)")
+    ap.add_argument("--no-tshark", action="store_true")
+    args = ap.parse_args(argv)
+
+    manifest_path = args.corpus / "corpus.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    names = args.only or [n for n in ORDER if n != "big.pcap" or args.big]
+    files = [args.corpus / n for n in names if (args.corpus / n).exists()]
+    missing = [n for n in names if not (args.corpus / n).exists()]
+    if missing:
+        sys.stderr.write(f"missing (run bench/make_corpus.py{' --big' if args.big else ''}): {', '.join(missing)}\n")
+    if not files:
+        return 2
+    impls = [tuple(s.split("=", 1)) for s in args.impl] or [("dcpinspect", None)]
+    specs = tools(impls, not args.no_tshark)
+    env_line = environment()
+    all_results = []
+    with tempfile.TemporaryDirectory(prefix="dcpinspect-bench-") as scratch:
+        for path in files:
+            all_results.append(bench_file(path, specs, args.repeat, scratch))
+    text = "\n".join([
+        "# dcpinspect vs tshark",
+        "",
+        env_line,
+        "",
+        f"Best of {args.repeat} runs (1 for files over {BIG_FILE // 2**20} MiB); frames/s on wall time; "
+        "peak RSS is the largest over the runs. Made by `python bench/run.py`.",
+        "",
+        table(all_results, manifest),
+        "",
+        targets(all_results),
+        "",
+    ])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    args.out.with_suffix(".json").write_text(json.dumps(
+        {"environment": env_line, "results": [[{**asdict(r), "runs": [asdict(x) for x in r.runs]} for r in rs]
+                                              for rs in all_results]}, indent=1) + "\n")
+    print()
+    print(text)
+    return 0
+
+
+def targets(all_results: list[list[Result]]) -> str:
+    lines = ["Targets: dcpinspect ≥ 2× tshark's frames/s; peak RSS < 150 MB on a 1 GB capture.", ""]
+    for results in all_results:
+        ts = next((r for r in results if r.tool.startswith("tshark")), None)
+        for r in results:
+            if r is ts:
+                continue
+            bits = []
+            if ts and ts.frames and r.best.wall:
+                ratio = (r.frames / r.best.wall) / (ts.frames / ts.best.wall)
+                bits.append(f"speed {ratio:.2f}× {'✓' if ratio >= 2 else '✗'}")
+            if r.corpus == "big.pcap":
+                bits.append(f"peak RSS {r.peak_rss_mb:.0f} MB {'✓' if r.peak_rss_mb < 150 else '✗'}")
+            if bits:
+                lines.append(f"- {r.corpus} {r.tool}: " + ", ".join(bits))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,484 @@
+"""Real servers, captures and clients for end-to-end tests (a plain helper module).
+
+Everything here talks to 127.0.0.1 only, and every wait is bounded:
+
+* :class:`Memcached` — Debian's ``memcached`` on a free loopback port, killed on exit;
+* :class:`TcpDump` — ``tcpdump -i lo -w FILE -U 'tcp port PORT'``, started (and
+  confirmed listening) before traffic, stopped with SIGINT and waited for;
+* :class:`McClient` — a tiny memcached binary-protocol client over a socket that
+  records what it sent and what came back, for precise comparisons;
+* :func:`run_memccapable`, :func:`run_memcslap` — libmemcached-tools' binary clients;
+* :func:`dcpinspect` — the console script as a subprocess, with a timeout.
+
+Tests that need a binary or root call :func:`require` and are skipped cleanly
+when it is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import pytest
+
+LOOPBACK = "127.0.0.1"
+HEADER = struct.Struct(">BBHBBHIIQ")  # magic opcode keylen extlen datatype vbucket/status bodylen opaque cas
+
+# opcodes of the memcached binary protocol used below
+GET, SET, ADD, REPLACE, DELETE, INCR, DECR, QUIT, FLUSH = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08
+GETQ, NOOP, VERSION, GETK, GETKQ, APPEND, PREPEND, STAT = 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10
+SETQ, ADDQ, DELETEQ, INCRQ = 0x11, 0x12, 0x14, 0x15
+QUIET = frozenset({GETQ, GETKQ, SETQ, ADDQ, 0x13, DELETEQ, INCRQ, 0x16, 0x17, 0x18, 0x19, 0x1A})
+
+# statuses
+SUCCESS, KEY_ENOENT, KEY_EEXISTS, NOT_STORED, DELTA_BADVAL = 0x00, 0x01, 0x02, 0x05, 0x06
+
+
+# --- environment -------------------------------------------------------------------
+
+
+def require(*binaries: str, root: bool = False) -> dict[str, str]:
+    """Skip the calling test unless every binary is on PATH (and we are root if asked)."""
+    if root and (not hasattr(os, "geteuid") or os.geteuid() != 0):
+        pytest.skip("needs root (packet capture on lo)")
+    found = {}
+    for name in binaries:
+        path = shutil.which(name)
+        if path is None:
+            pytest.skip(f"{name} is not installed")
+        found[name] = path
+    return found
+
+
+def wait_until(pred: Callable[[], bool], timeout: float, interval: float = 0.02) -> bool:
+    """Poll ``pred`` until it is true or ``timeout`` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if pred():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def _connectable(port: int) -> bool:
+    try:
+        with socket.create_connection((LOOPBACK, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 5.0) -> int | None:
+    """Signal one process we started, wait a bounded time, then kill it."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait(5)
+    return proc.returncode
+
+
+# --- memcached ---------------------------------------------------------------------
+
+
+class Memcached:
+    """``memcached -u root -l 127.0.0.1 -p PORT`` for the length of a ``with`` block."""
+
+    def __init__(self, workdir: Path, item_max: str = "2m", memory_mb: int = 64, threads: int = 4):
+        self.binary = require("memcached", root=True)["memcached"]
+        self.workdir = Path(workdir)
+        self.item_max = item_max
+        self.memory_mb = memory_mb
+        self.threads = threads
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "Memcached":
+        for _attempt in range(3):  # the free port can be taken between probe and bind
+            self.port = free_port()
+            log = open(self.workdir / f"memcached-{self.port}.log", "wb")
+            self.proc = subprocess.Popen(
+                [self.binary, "-u", "root", "-l", LOOPBACK, "-p", str(self.port), "-U", "0",
+                 "-I", self.item_max, "-m", str(self.memory_mb), "-t", str(self.threads)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+            log.close()
+            if wait_until(lambda: self.proc.poll() is not None or _connectable(self.port), 10):
+                if self.proc.poll() is None:
+                    return self
+            _stop(self.proc)
+        raise RuntimeError("memcached did not start on a loopback port (see memcached-*.log)")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc)
+            self.proc = None
+
+    def __enter__(self) -> "Memcached":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+# --- tcpdump -----------------------------------------------------------------------
+
+
+@dataclass
+class CaptureStats:
+    captured: int | None = None
+    dropped: int | None = None
+
+
+class TcpDump:
+    """``tcpdump -i lo -w FILE -U 'tcp port PORT'``: confirmed listening before traffic,
+    stopped with SIGINT once the file stops growing."""
+
+    def __init__(self, path: Path, port: int, iface: str = "lo"):
+        self.binary = require("tcpdump", root=True)["tcpdump"]
+        self.path = Path(path)
+        self.port = port
+        self.iface = iface
+        self.err_path = self.path.with_suffix(self.path.suffix + ".stderr")
+        self.proc: subprocess.Popen | None = None
+        self.stats = CaptureStats()
+
+    def _stderr(self) -> str:
+        try:
+            return self.err_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def start(self) -> "TcpDump":
+        err = open(self.err_path, "wb")
+        # -U: write each packet at once; --immediate-mode: no ring-block timeout, so nothing
+        # is still waiting in the kernel when SIGINT comes; -B: a large buffer, no drops;
+        # -Z root: keep the file ours; -n: no name lookups.
+        self.proc = subprocess.Popen(
+            [self.binary, "-i", self.iface, "-w", str(self.path), "-U", "--immediate-mode",
+             "-B", "131072", "-s", "0", "-Z", "root", "-n", f"tcp port {self.port}"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        err.close()
+        if not wait_until(lambda: self.proc.poll() is not None or "listening on" in self._stderr(), 10):
+            _stop(self.proc, signal.SIGINT)
+            raise RuntimeError(f"tcpdump did not start listening: {self._stderr()!r}")
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"tcpdump exited with {self.proc.returncode}: {self._stderr()!r}")
+        return self
+
+    def stop(self) -> CaptureStats:
+        if self.proc is None:
+            return self.stats
+        # let the last packets reach the file: wait until its size is stable (bounded)
+        last = [-1]
+
+        def stable() -> bool:
+            size = self.path.stat().st_size if self.path.exists() else 0
+            same = size == last[0]
+            last[0] = size
+            return same
+
+        wait_until(stable, 3.0, 0.25)
+        _stop(self.proc, signal.SIGINT, 10)
+        self.proc = None
+        text = self._stderr()
+        m = re.search(r"(\d+) packets? captured", text)
+        d = re.search(r"(\d+) packets? dropped by kernel", text)
+        self.stats = CaptureStats(int(m.group(1)) if m else None, int(d.group(1)) if d else None)
+        return self.stats
+
+    def __enter__(self) -> "TcpDump":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+# --- a binary-protocol client ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame as sent or received by :class:`McClient`."""
+
+    magic: int
+    opcode: int
+    key: bytes
+    opaque: int
+    status: int | None = None  # responses
+    vbucket: int | None = None  # requests
+    extras: bytes = b""
+    value: bytes = b""
+    cas: int = 0
+
+    @property
+    def is_request(self) -> bool:
+        return self.magic == 0x80
+
+
+def pack_request(opcode: int, key: bytes = b"", value: bytes = b"", extras: bytes = b"", opaque: int = 0,
+                 cas: int = 0, vbucket: int = 0, datatype: int = 0) -> bytes:
+    body = extras + key + value
+    return HEADER.pack(0x80, opcode, len(key), len(extras), datatype, vbucket, len(body), opaque, cas) + body
+
+
+class McClient:
+    """A memcached binary client over one TCP connection to 127.0.0.1.
+
+    Every request sent and every response read is kept in ``sent`` / ``received``
+    (in wire order) so a test can compare them with what a decoder saw.
+    """
+
+    def __init__(self, port: int, timeout: float = 10.0, opaque_base: int = 0x00000010):
+        self.sock = socket.create_connection((LOOPBACK, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.settimeout(timeout)
+        self.client_port = self.sock.getsockname()[1]
+        self.server_port = port
+        self.sent: list[Frame] = []
+        self.received: list[Frame] = []
+        self._opaque = opaque_base
+        self._buf = bytearray()
+
+    # -- transport
+
+    def next_opaque(self) -> int:
+        o = self._opaque
+        self._opaque += 1
+        return o
+
+    def send(self, opcode: int, key: bytes = b"", value: bytes = b"", extras: bytes = b"",
+             opaque: int | None = None, cas: int = 0, vbucket: int = 0) -> int:
+        return self.send_many([(opcode, key, value, extras, opaque, cas, vbucket)])[0]
+
+    def send_many(self, requests: Iterable[tuple]) -> list[int]:
+        """Pipeline several requests in one write: (opcode, key, value, extras, opaque, cas, vbucket)."""
+        out, opaques = [], []
+        for opcode, key, value, extras, opaque, cas, vbucket in requests:
+            opaque = self.next_opaque() if opaque is None else opaque
+            out.append(pack_request(opcode, key, value, extras, opaque, cas, vbucket))
+            self.sent.append(Frame(0x80, opcode, key, opaque, vbucket=vbucket, extras=extras, value=value, cas=cas))
+            opaques.append(opaque)
+        self.sock.sendall(b"".join(out))
+        return opaques
+
+    def _read(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            chunk = self.sock.recv(max(65536, n - len(self._buf)))  # bounded by the socket timeout
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            self._buf += chunk
+        data = bytes(self._buf[:n])
+        del self._buf[:n]
+        return data
+
+    def recv(self) -> Frame:
+        magic, opcode, keylen, extlen, _dt, status, bodylen, opaque, cas = HEADER.unpack(self._read(24))
+        body = self._read(bodylen)
+        f = Frame(magic, opcode, body[extlen:extlen + keylen], opaque, status=status, extras=body[:extlen],
+                  value=body[extlen + keylen:], cas=cas)
+        self.received.append(f)
+        return f
+
+    def call(self, opcode: int, key: bytes = b"", value: bytes = b"", extras: bytes = b"", **kw) -> Frame:
+        opaque = self.send(opcode, key, value, extras, **kw)
+        reply = self.recv()
+        assert reply.opaque == opaque, f"reply opaque {reply.opaque:#x} for request {opaque:#x}"
+        return reply
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def __enter__(self) -> "McClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- commands
+
+    def set(self, key: bytes, value: bytes, flags: int = 0, expiry: int = 0, op: int = SET) -> Frame:
+        return self.call(op, key, value, struct.pack(">II", flags, expiry))
+
+    def get(self, key: bytes, op: int = GET) -> Frame:
+        return self.call(op, key)
+
+    def delete(self, key: bytes) -> Frame:
+        return self.call(DELETE, key)
+
+    def incr(self, key: bytes, delta: int = 1, initial: int = 0, expiry: int = 0, op: int = INCR) -> Frame:
+        return self.call(op, key, extras=struct.pack(">QQI", delta, initial, expiry))
+
+    def noop(self) -> Frame:
+        return self.call(NOOP)
+
+    def version(self) -> Frame:
+        return self.call(VERSION)
+
+    def quiet_batch(self, requests: list[tuple]) -> list[Frame]:
+        """Pipeline quiet requests plus a NOOP in one write; read replies up to the NOOP's."""
+        reqs = [(op, key, value, extras, None, 0, 0) for op, key, value, extras in requests]
+        opaques = self.send_many(reqs + [(NOOP, b"", b"", b"", None, 0, 0)])
+        out = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            f = self.recv()
+            out.append(f)
+            if f.opaque == opaques[-1]:
+                return out
+        raise TimeoutError("no NOOP reply after a quiet batch")
+
+    def quit(self) -> Frame | None:
+        opaque = self.send(QUIT)
+        try:
+            f = self.recv()
+        except (ConnectionError, OSError):
+            return None
+        assert f.opaque == opaque
+        return f
+
+
+CONTROL_KEY = b"ctl\x01\x02\x1b[31mred\x7f\tkey"
+BIG_VALUE_SIZE = 1 << 20
+
+
+def big_value(size: int = BIG_VALUE_SIZE) -> bytes:
+    """A value whose bytes are not all alike (misplaced segments would show)."""
+    block = bytes(range(256))
+    return (block * (size // 256 + 1))[:size]
+
+
+def precise_session(port: int) -> McClient:
+    """The Python client's scripted session; returns the (closed) client with its record.
+
+    Set/get/getk/delete, incr/decr with initial values, quiet ops pipelined with a
+    NOOP, a key with control characters, add/append errors, a 1 MiB value (set and
+    read back: both frames span many segments), version, quit.
+    """
+    c = McClient(port)
+    try:
+        assert c.noop().status == SUCCESS
+        assert c.set(b"alpha", b"one", flags=0xCAFE).status == SUCCESS
+        r = c.get(b"alpha")
+        assert (r.status, r.value) == (SUCCESS, b"one")
+        r = c.get(b"alpha", op=GETK)
+        assert (r.status, r.key) == (SUCCESS, b"alpha")
+        assert c.get(b"no-such-key").status == KEY_ENOENT
+        assert c.set(b"alpha", b"two", op=ADD).status == KEY_EEXISTS
+        assert c.call(APPEND, b"never-set", b"tail").status == NOT_STORED
+        r = c.incr(b"counter", delta=5, initial=10)
+        assert (r.status, struct.unpack(">Q", r.value)[0]) == (SUCCESS, 10)
+        r = c.incr(b"counter", delta=5)
+        assert struct.unpack(">Q", r.value)[0] == 15
+        r = c.incr(b"counter", delta=3, op=DECR)
+        assert struct.unpack(">Q", r.value)[0] == 12
+        assert c.incr(b"alpha", delta=1).status == DELTA_BADVAL
+        batch = c.quiet_batch([
+            (SETQ, b"q1", b"v1", struct.pack(">II", 0, 0)),
+            (SETQ, b"q2", b"v2", struct.pack(">II", 0, 0)),
+            (SETQ, b"q3", b"v3", struct.pack(">II", 0, 0)),
+            (GETQ, b"q1", b"", b""),
+            (GETQ, b"q-missing", b"", b""),  # a quiet miss: no reply at all
+            (GETKQ, b"q2", b"", b""),
+            (DELETEQ, b"q3", b"", b""),
+        ])
+        assert [(f.opcode, f.status) for f in batch] == [(GETQ, 0), (GETKQ, 0), (NOOP, 0)]
+        assert c.set(CONTROL_KEY, b"ctl-value").status == SUCCESS
+        r = c.get(CONTROL_KEY, op=GETK)
+        assert (r.status, r.key, r.value) == (SUCCESS, CONTROL_KEY, b"ctl-value")
+        big = big_value()
+        assert c.set(b"big", big).status == SUCCESS
+        r = c.get(b"big")
+        assert (r.status, r.value) == (SUCCESS, big)
+        assert c.delete(b"alpha").status == SUCCESS
+        assert c.delete(b"alpha").status == KEY_ENOENT
+        assert c.version().value
+        c.quit()
+    finally:
+        c.close()
+    return c
+
+
+# --- libmemcached-tools ------------------------------------------------------------
+
+
+def run_memccapable(port: int, timeout: float = 90) -> subprocess.CompletedProcess:
+    """``memccapable -b -h 127.0.0.1 -p PORT``: every binary-protocol test (flushes the server)."""
+    exe = require("memccapable")["memccapable"]
+    return subprocess.run([exe, "-b", "-h", LOOPBACK, "-p", str(port)], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def run_memcslap(port: int, concurrency: int = 4, execute: int = 2000, timeout: float = 90) -> subprocess.CompletedProcess:
+    """``memcslap --binary --servers=127.0.0.1:PORT --concurrency=C --execute-number=N``:
+    C connections, each sending N SETs then QUIT (libmemcached 1.1)."""
+    exe = require("memcslap")["memcslap"]
+    return subprocess.run([exe, "--binary", f"--servers={LOOPBACK}:{port}", f"--concurrency={concurrency}",
+                           f"--execute-number={execute}"], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# --- dcpinspect ---------------------------------------------------------------------
+
+
+def dcpinspect_argv() -> list[str]:
+    exe = shutil.which("dcpinspect")
+    return [exe] if exe else [sys.executable, "-m", "dcpinspect"]
+
+
+def dcpinspect(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the CLI; stdout/stderr as text."""
+    return subprocess.run(dcpinspect_argv() + [str(a) for a in args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def jsonl(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def frames_of(records: list[dict]) -> list[dict]:
+    return [r for r in records if r["kind"] == "frame"]
+
+
+def notes_of(records: list[dict], kind: str | None = None) -> list[dict]:
+    return [r for r in records if r["kind"] != "frame" and (kind is None or r["kind"] == kind)]
+
+
+def key_text(raw: bytes) -> str:
+    """How dcpinspect renders a plain (non-collection) key."""
+    return raw.decode("utf-8", "backslashreplace")
+
+
+@dataclass
+class RealCapture:
+    """A capture of real traffic and what produced it."""
+
+    path: Path
+    port: int
+    stats: CaptureStats
+    clients: list[McClient] = field(default_factory=list)
+    tool: subprocess.CompletedProcess | None = None
