@@ -123,6 +123,7 @@ def main() -> None:
     print(f"target 300,000 segments/s: {'met' if rate >= 300_000 else 'NOT met'}")
     if not args.keep:
         os.remove(path)
+        os.rmdir(os.path.dirname(path))
 
 
 if __name__ == "__main__":
