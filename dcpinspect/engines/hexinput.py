@@ -29,7 +29,7 @@ def decode_hex_text(text: str, collections: bool | None = None) -> HexInput:
     result = HexInput(dump)
     blocks = dump.blocks or ((0, len(dump.data)),) if dump.data else ()
     if dump.format in PACKET_FORMATS:
-        from .packets import decode_packet_blocks
+        from .files import decode_packet_blocks
 
         result.items.extend(decode_packet_blocks(dump, collections))
         return result

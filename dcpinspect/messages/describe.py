@@ -30,6 +30,9 @@ def describe(msg: Message) -> list[Field]:
                       _frame_info_display(fi))
                 for fi in msg.frame_infos
             )
+        elif section.layout is not None and not section.fields:
+            rel = section.offset - msg.offset
+            children = tuple(section.layout.describe(msg.data, rel, section.offset))
         else:
             children = tuple(section.fields)
         if section.name in ("key", "value") and len(children) == 1 and children[0].offset == section.offset \

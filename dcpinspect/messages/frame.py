@@ -163,40 +163,39 @@ def _new_message(data: bytes, offset: int) -> Message:
 
 
 def _decode_body(msg: Message, ctx: DecodeContext) -> None:
-    data = msg.data
+    data, base, sections = msg.data, msg.offset, msg.sections
     end = min(len(data), HEADER_SIZE + msg.body_length)
-    pos = HEADER_SIZE
     body = msg.body
-
-    def take(name: str, size: int) -> tuple[int, int]:
-        nonlocal pos
-        start = pos
-        stop = min(pos + size, end)
-        pos = max(stop, pos)
-        msg.sections.append(Section(name, msg.offset + start, stop - start))
-        return start, stop
-
+    pos = HEADER_SIZE
     if msg.framing_length:
-        start, stop = take("framing_extras", msg.framing_length)
-        _decode_framing(msg, data[start:stop], msg.offset + start)
-    start, stop = take("extras", msg.extras_length)
-    _decode_extras(msg, body, data, start, stop)
+        stop = min(pos + msg.framing_length, end)
+        sections.append(Section("framing_extras", base + pos, stop - pos))
+        _decode_framing(msg, data[pos:stop], base + pos)
+        pos = stop
+    stop = min(pos + msg.extras_length, end)
+    sections.append(Section("extras", base + pos, stop - pos))
+    _decode_extras(msg, body, data, pos, stop)
+    pos = stop
     if body is not None and body.engine_specific and "engine_specific_length" in msg.values:
-        start, stop = take("engine_specific", msg.values["engine_specific_length"])
-        _decode_engine_specific(msg, data, start, stop)
-    start, stop = take("key", msg.key_length)
-    key_kind = body.key_kind if body is not None else "text"
-    msg.sections[-1].fields = decode_key(msg, data[start:stop], msg.offset + start, key_kind, ctx)
-    value_start = pos
-    value_stop = end
-    msg.value = data[value_start:value_stop]
-    section = Section("value", msg.offset + value_start, value_stop - value_start)
-    msg.sections.append(section)
+        stop = min(pos + msg.values["engine_specific_length"], end)
+        sections.append(Section("engine_specific", base + pos, stop - pos))
+        _decode_engine_specific(msg, data, pos, stop)
+        pos = stop
+    stop = max(pos, min(pos + msg.key_length, end))
+    key = Section("key", base + pos, stop - pos)
+    sections.append(key)
+    key.fields = decode_key(msg, data[pos:stop], base + pos, body.key_kind if body is not None else "text", ctx)
+    pos = stop
+    msg.value = data[pos:end]
+    value = Section("value", base + pos, max(0, end - pos))
+    sections.append(value)
     if msg.value or (body is not None and body.value_kind == "snapshot_marker"):
         kind = body.value_kind if body is not None else ("error" if msg.status not in (None, 0) else "auto")
-        section.fields = decode_value(kind, msg, msg.value, section.offset, ctx)
-        for f in section.fields:
-            msg.fields.setdefault(f.name, f.value)
+        value.fields = decode_value(kind, msg, msg.value, value.offset, ctx)
+        fields = msg.fields
+        for f in value.fields:
+            if f.name not in fields:
+                fields[f.name] = f.value
 
 
 def _decode_framing(msg: Message, raw: bytes, base: int) -> None:
@@ -230,10 +229,10 @@ def _decode_extras(msg: Message, body: Body | None, data: bytes, start: int, sto
     if layout is None:
         section.fields = [_blob("extras", "Extras", data[start:stop], msg.offset + start)]
         return
-    section.layout = layout
-    section.fields = layout.describe(data, start, msg.offset + start)
-    msg.fields.update({f.name: f.value for f in section.fields})
-    msg.values.update(layout.values(data, start))
+    section.layout = layout  # rows are built from it only when printed (describe.py)
+    values, fields = layout.decode(data, start)
+    msg.values.update(values)
+    msg.fields.update(fields)
 
 
 def _decode_engine_specific(msg: Message, data: bytes, start: int, stop: int) -> None:
@@ -241,9 +240,9 @@ def _decode_engine_specific(msg: Message, data: bytes, start: int, stop: int) ->
     for layout in ENGINE_LAYOUTS.get(msg.opcode, ()):
         if layout.size == stop - start:
             section.layout = layout
-            section.fields = layout.describe(data, start, msg.offset + start)
-            msg.fields.update({f.name: f.value for f in section.fields})
-            msg.values.update(layout.values(data, start))
+            values, fields = layout.decode(data, start)
+            msg.values.update(values)
+            msg.fields.update(fields)
             return
     if stop > start:
         section.fields = [_blob("engine_specific", "Engine specific", data[start:stop], msg.offset + start)]

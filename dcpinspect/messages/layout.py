@@ -150,6 +150,11 @@ class Layout:
             for spec, v in zip(self.fields, self._struct.unpack_from(buf, offset))
         }
 
+    def decode(self, buf: bytes | memoryview, offset: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(raw values, JSON values) by field name, from one unpack."""
+        raw = self._struct.unpack_from(buf, offset)
+        return dict(zip(self.names, raw)), {spec.name: spec.json(v) for spec, v in zip(self.fields, raw)}
+
     def describe(self, buf: bytes | memoryview, offset: int, base: int) -> list[Field]:
         """Located fields; ``base`` is the absolute offset of ``buf[offset]``."""
         out = []

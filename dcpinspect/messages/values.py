@@ -28,8 +28,11 @@ CHECKPOINT_ID = Layout("checkpoint_id", u64("checkpoint_id", "Checkpoint ID", sh
 ERROR_MAP_VERSION = Layout("error_map_version", u16("error_map_version", "Version", show="dec"))
 
 
+_LINE_SPACE = str.maketrans("", "", "\t\r\n")
+
+
 def _printable(text: str) -> bool:
-    return all(c.isprintable() or c in "\t\r\n" for c in text)
+    return text.isprintable() or text.translate(_LINE_SPACE).isprintable()
 
 
 def bytes_field(name: str, label: str, raw: bytes, base: int, ctx: "DecodeContext", children=()) -> Field:

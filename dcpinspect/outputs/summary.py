@@ -33,7 +33,9 @@ class CaptureSummary:
         if item.flow is None:
             self.notes.append(item)
             return
-        fs = self.flows.setdefault(item.flow, FlowSummary())
+        fs = self.flows.get(item.flow)
+        if fs is None:
+            fs = self.flows[item.flow] = FlowSummary()
         if isinstance(item, Captured):
             fs.frames[item.direction] += 1
             fs.bytes[item.direction] += item.msg.size

@@ -237,12 +237,11 @@ class ConnectionValidator:
                  f"{'set' if flags & INCLUDE_DELETE_TIMES else 'did not set'} IncludeDeleteTimes (expect {want})", **ctx)
 
     def _flow_control(self, msg: Message, emit) -> None:
+        limit = self.negotiation.buffer_size
+        if not limit:
+            return
         st = self.state
         size = msg.body_length + 24 + (2 if msg.opcode == 0x60 else 0)
-        buffer = self.negotiation.controls.get("connection_buffer_size")
-        if not buffer or not buffer.isdigit() or int(buffer) == 0:
-            return
-        limit = int(buffer)
         if st.unacked >= limit:
             emit("buffer-overrun", f"{msg.name} sent with {st.unacked} unacknowledged bytes >= buffer {limit}")
         st.unacked += size
@@ -252,7 +251,7 @@ class ConnectionValidator:
         st = self.state
         n = msg.values.get("buffer_bytes", 0)
         st.acked_total += n
-        if self.negotiation.controls.get("connection_buffer_size") and st.acked_total > st.sent_total:
+        if self.negotiation.buffer_size and st.acked_total > st.sent_total:
             emit("buffer-ack-excess", f"acknowledged {st.acked_total} bytes in all, only {st.sent_total} were sent")
         st.unacked = max(0, st.unacked - n)
 

@@ -26,6 +26,7 @@ class Negotiation:
     dcp_open_flags: int | None = None
     controls: dict[str, str] = field(default_factory=dict)
     bucket: str | None = None
+    buffer_size: int = 0  # connection_buffer_size accepted by the producer (0: no flow control)
     _pending_controls: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def context(self, base: DecodeContext | None = None) -> DecodeContext:
@@ -55,6 +56,8 @@ class Negotiation:
                 key, value = self._pending_controls.pop(msg.opaque)
                 if msg.status == 0:
                     self.controls[key] = value
+                    if key == "connection_buffer_size":
+                        self.buffer_size = int(value) if value.isdigit() else 0
         elif op == 0x89 and msg.is_request:
             self.bucket = msg.fields.get("key")
         if self.collections is None and msg.is_request and (

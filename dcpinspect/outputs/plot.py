@@ -1,0 +1,158 @@
+"""``dcpinspect stats --plot out.png``: seqno over time per vbucket, and throughput.
+
+matplotlib is an optional extra (``pip install 'dcpinspect[plot]'``); it is imported
+here, lazily, and drawn with the Agg canvas directly (no pyplot, no global backend
+switch), so plotting works headless and leaves the caller's matplotlib state alone.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .escape import safe
+from .stats import chart_columns, regroup, totals_line
+
+LEGEND_VBUCKETS = 10
+MAX_COLUMNS = 200
+#: Ten colours for the named vbuckets; grey is kept for the others.
+PALETTE = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
+           "tab:cyan", "navy")  # throughput steps across the panel
+_MB = 1e6
+
+
+class PlotUnavailable(RuntimeError):
+    """matplotlib is not installed."""
+
+
+def _matplotlib():
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import FuncFormatter, MaxNLocator
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise PlotUnavailable("plotting needs matplotlib: pip install 'dcpinspect[plot]'") from exc
+    return Figure, FigureCanvasAgg, FuncFormatter, MaxNLocator
+
+
+def plot(report_or_collector: Any, path: str | os.PathLike, *, width: int = 1200, height: int = 800,
+         dpi: int = 100, title: str | None = None) -> Path:
+    """Write a ``width`` × ``height`` pixel PNG of a stats report (or a ``StatsCollector``) to ``path``.
+
+    Top panel: seqno over capture time, one line per vbucket (the ``LEGEND_VBUCKETS``
+    busiest named in the legend, the rest thin and grey).  Bottom panel: items/s
+    and MB/s over time.  Raises :class:`PlotUnavailable` without matplotlib.
+    """
+    report = report_or_collector.report() if hasattr(report_or_collector, "report") else report_or_collector
+    Figure, FigureCanvasAgg, FuncFormatter, MaxNLocator = _matplotlib()
+
+    fig = Figure(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax_seq, ax_tp = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+    cap = report.get("capture", {})
+    fig.suptitle(_label(title) if title else _title(cap), fontsize="medium")
+
+    _seqno_panel(ax_seq, report, FuncFormatter, MaxNLocator)
+    _throughput_panel(ax_tp, report, FuncFormatter)
+    ax_tp.set_xlabel("time since first frame (s)")
+    for ax in (ax_seq, ax_tp):
+        ax.grid(True, alpha=0.3, linewidth=0.6)
+        ax.margins(x=0.01)
+
+    out = Path(path)
+    fig.savefig(out, format="png", dpi=dpi)
+    return out
+
+
+def _title(cap: dict) -> str:
+    duration = cap.get("duration")
+    span = f" over {duration:.3f} s" if isinstance(duration, (int, float)) else ""
+    return f"DCP stats: {totals_line(cap)}{span}"
+
+
+def _seqno_panel(ax, report: dict, FuncFormatter, MaxNLocator) -> None:
+    series = report.get("series") or {}
+    vbs = report.get("vbuckets") or {}
+    ax.set_title("seqno over time per vbucket", fontsize="small", loc="left")
+    ax.set_ylabel("seqno")
+    if not any(series.values()):
+        ax.text(0.5, 0.5, "no DCP items", transform=ax.transAxes, ha="center", va="center", color="grey")
+        return
+    busy = sorted(series, key=lambda vb: (-(vbs.get(vb, {}).get("items") or len(series[vb])), _num(vb)))
+    named = busy[:LEGEND_VBUCKETS]
+    quiet = busy[LEGEND_VBUCKETS:]
+    for vb in quiet:  # underneath, unlabelled
+        xs, ys = _xy(series[vb])
+        ax.plot(xs, ys, color="0.6", linewidth=0.6, alpha=0.6, drawstyle="steps-post")
+    for color, vb in zip(PALETTE, sorted(named, key=_num)):
+        xs, ys = _xy(series[vb])
+        ax.plot(xs, ys, color=color, linewidth=1.4, drawstyle="steps-post", marker="." if len(xs) <= 50 else None,
+                markersize=4, label=f"vb {_label(vb)}")
+    if quiet:
+        ax.plot([], [], color="0.6", linewidth=0.6, label=f"{len(quiet)} other vbuckets")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(v):,}"))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False,
+              title="busiest" if quiet else None, title_fontsize="small")
+
+
+def _throughput_panel(ax, report: dict, FuncFormatter) -> None:
+    tl = report.get("timeline") or {}
+    width = tl.get("bin_width") or 0
+    items = tl.get("items") or []
+    nbytes = tl.get("bytes") or []
+    ax.set_title("throughput", fontsize="small", loc="left")
+    ax.set_ylabel("items/s", color="tab:blue")
+    if not items or width <= 0:
+        ax.text(0.5, 0.5, "no frames", transform=ax.transAxes, ha="center", va="center", color="grey")
+        return
+    n = max(len(items), len(nbytes))
+    items = list(items) + [0] * (n - len(items))
+    nbytes = list(nbytes) + [0] * (n - len(nbytes))
+    columns = chart_columns(sum(items), MAX_COLUMNS)
+    ips, col = regroup(items, width, columns)
+    bps, _ = regroup(nbytes, width, columns)
+    mbs = [b / _MB for b in bps]
+    xs = [i * col for i in range(len(ips) + 1)]  # column edges; the last value repeats to close the step
+    ax.fill_between(xs, ips + ips[-1:], step="post", color="tab:blue", alpha=0.2, linewidth=0)
+    (l1,) = ax.step(xs, ips + ips[-1:], where="post", color="tab:blue", linewidth=1.2, label="items/s")
+    ax.tick_params(axis="y", labelcolor="tab:blue")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
+    ax.set_ylim(bottom=0)
+    ax2 = ax.twinx()
+    (l2,) = ax2.step(xs, mbs + mbs[-1:], where="post", color="tab:orange", linewidth=1.2, label="MB/s")
+    ax2.set_ylabel("MB/s", color="tab:orange")
+    ax2.tick_params(axis="y", labelcolor="tab:orange")
+    ax2.set_ylim(bottom=0)
+    ax.legend(handles=[l1, l2], loc="upper left", bbox_to_anchor=(1.07, 1.0), fontsize="small", frameon=False,
+              title=f"per {_seconds(col)}", title_fontsize="small")
+
+
+def _label(text: object) -> str:
+    """Capture-derived text for matplotlib: escaped, and no ``$`` to start mathtext."""
+    return safe(text).replace("$", r"\$")
+
+
+def _xy(points) -> tuple[list[float], list[int]]:
+    return [p[0] for p in points], [p[1] for p in points]
+
+
+def _num(vb: str) -> tuple:
+    return (0, int(vb)) if str(vb).isdigit() else (1, 0)
+
+
+def _short(v: float) -> str:
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:.3g}M"
+    if abs(v) >= 1e3:
+        return f"{v / 1e3:.3g}k"
+    return f"{v:.3g}"
+
+
+def _seconds(v: float) -> str:
+    if v >= 1:
+        return f"{v:.3g} s"
+    if v >= 1e-3:
+        return f"{v * 1e3:.3g} ms"
+    return f"{v * 1e6:.3g} µs"
