@@ -211,8 +211,11 @@ def decode_command(
         if not path.exists():
             fail(f"{path}: no such file")
         try:
+            from .messages.frame import DecodeContext
+
+            lean = DecodeContext(documents=False) if fmt is CaptureFormat.summary else None
             items = decode_capture_file(path, ports=ports, collections=_collections(collections),
-                                        heuristic=not no_heuristic)
+                                        heuristic=not no_heuristic, base=lean)
             progress = _progress(path) if fmt != "jsonl" else None
             code = max(code, show_capture(items, fmt.value, keep, limit, strict, progress))
         except CaptureError as exc:

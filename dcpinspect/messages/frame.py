@@ -25,6 +25,7 @@ class DecodeContext:
     collections: bool | None = None  # None: unknown, decide per key
     max_inflate: int = 20 * 1024 * 1024
     max_value_text: int = 4096
+    documents: bool = True  # False: skip document bodies (no inflate, no JSON check) for counting passes
 
 
 DEFAULT_CONTEXT = DecodeContext()

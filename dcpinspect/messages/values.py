@@ -87,6 +87,8 @@ def _json(msg, raw, base, ctx):
 
 
 def _document(msg, raw, base, ctx):
+    if not ctx.documents:
+        return [Field("value_length", "Value length", base, len(raw), len(raw), f"{len(raw)} bytes")]
     data, out, children = raw, [], []
     if msg.datatype & DATATYPE_SNAPPY:
         try:

@@ -7,7 +7,7 @@ collection-id prefix, which only the HELO exchange says for sure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..messages.frame import DecodeContext, Message
 from ..messages.names import FEATURE_COLLECTIONS, FEATURES
@@ -34,7 +34,7 @@ class Negotiation:
         base = base or DecodeContext()
         if base.collections == collections:
             return base
-        return DecodeContext(collections, base.max_inflate, base.max_value_text)
+        return replace(base, collections=collections)
 
     def observe(self, msg: Message) -> None:
         op = msg.opcode
