@@ -19,6 +19,9 @@ reported / wall seconds; "× tshark" = that rate over tshark's on the same file
 (also given on CPU time, which a loaded machine disturbs less). The markdown
 table goes to ``--out`` and stdout; ``results.json`` next to it keeps every run.
 
+Children run without ``PYTHONUNBUFFERED`` (set in some shells and CI images;
+it makes every JSON line a write(2)).
+
 ``--impl LABEL=DIR`` benchmarks ``python -m dcpinspect`` with ``PYTHONPATH=DIR``
 instead of the installed console script (repeatable: compare a prototype
 against a baseline copy in the same run).
@@ -121,20 +124,28 @@ def count_tshark(path: str) -> int:
     return n
 
 
+def child_env(**extra: str) -> dict:
+    """The caller's environment without PYTHONUNBUFFERED (an unbuffered stdout costs a
+    write(2) per line: not how people run the tool), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "PYTHONPROFILEIMPORTTIME")}
+    env.update(extra)
+    return env
+
+
 def tools(impls: list[tuple[str, str | None]], use_tshark: bool) -> list[tuple[str, list[str], dict | None, callable]]:
     out = []
     for label, path in impls:
         if path is None:
-            base, env = ["dcpinspect"], None
+            base, env = ["dcpinspect"], child_env()
         else:
-            base = [sys.executable, "-m", "dcpinspect"]
-            env = dict(os.environ, PYTHONPATH=path)
+            base = [sys.executable, "-P", "-m", "dcpinspect"]  # -P: not the cwd's copy
+            env = child_env(PYTHONPATH=path)
         out.append((f"{label} jsonl", base + ["decode", "--format", "jsonl"], env, count_jsonl))
         out.append((f"{label} summary", base + ["decode", "--format", "summary"], env, count_summary))
     if use_tshark:
         fields = [a for f in TSHARK_FIELDS for a in ("-e", f)]
         out.append(("tshark -T fields", ["tshark", "-r", "{file}", "-d", "tcp.port==11210,couchbase", "-T", "fields",
-                                         "-E", "occurrence=a", *fields], None, count_tshark))
+                                         "-E", "occurrence=a", *fields], child_env(), count_tshark))
     return out
 
 

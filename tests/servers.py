@@ -446,6 +446,10 @@ def run_memcslap(port: int, concurrency: int = 4, execute: int = 2000, timeout: 
 
 
 def dcpinspect_argv() -> list[str]:
+    """The console script of this interpreter's environment (not a pyenv shim), else ``-m``."""
+    beside = Path(sys.executable).parent / "dcpinspect"
+    if beside.exists() and os.access(beside, os.X_OK):
+        return [str(beside)]
     exe = shutil.which("dcpinspect")
     return [exe] if exe else [sys.executable, "-m", "dcpinspect"]
 

@@ -28,10 +28,12 @@ from dcpinspect.messages import dcp, memcached, server, tap, values
 from dcpinspect.messages.catalog import FORBIDDEN, REQUIRED
 from dcpinspect.messages.codecs.frameinfo import encode_frame_info
 from dcpinspect.messages.codecs.leb128 import encode_uleb128
+from dcpinspect.messages.codecs.snappy import deflate
+from dcpinspect.messages.codecs.xattr import encode_xattrs
 from dcpinspect.messages.describe import describe, walk
 from dcpinspect.messages.frame import DecodeContext, Message, decode_frame
 from dcpinspect.messages.layout import FieldSpec, Layout
-from dcpinspect.messages.names import MAGICS, SUCCESS_LIKE_STATUS
+from dcpinspect.messages.names import MAGICS
 from dcpinspect.messages.registry import CLIENT_SPECS, SERVER_SPECS
 from dcpinspect.outputs.diagram import diagram
 from dcpinspect.outputs.jsonl import dumps, frame_record
@@ -42,7 +44,7 @@ from dcpinspect.sources.hexdump import parse_hexdump
 from frames import TAP_VECTORS, VECTORS, frame
 
 ALL_VECTORS = {**VECTORS, **{f"tap-{k}": v for k, v in TAP_VECTORS.items()}}
-PROFILE = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROFILE = settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # ===================================================================== (a) round trips
@@ -142,7 +144,7 @@ def _key_strategy(presence: str, limit: int) -> st.SearchStrategy[bytes]:
 
 
 @pytest.mark.parametrize("case", FIXED_BODIES, ids=[c[0] for c in FIXED_BODIES])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_extras_round_trip_through_frames(case, data) -> None:
     label, magic, op, size, layout = case
@@ -293,6 +295,41 @@ def test_collection_prefixed_document_keys_round_trip(cid, key, op) -> None:
     assert msg.fields["collection_id"] == cid
 
 
+xattr_key = st.tuples(st.sampled_from(["", "_"]), st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1,
+                                                                  max_size=12)).map("".join)
+json_value = st.one_of(st.integers(-10**6, 10**6), st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E),
+                                                             max_size=20), st.booleans()).map(json.dumps)
+
+
+@PROFILE
+@given(pairs=st.dictionaries(xattr_key, json_value, max_size=4), body=st.dictionaries(st.text("xyz", min_size=1,
+       max_size=3), st.integers(0, 99), max_size=3), snappy=st.booleans(), xattr=st.booleans(),
+       op=st.sampled_from([0x57, 0x60, 0x58]))
+def test_document_values_round_trip(pairs, body, snappy, xattr, op) -> None:
+    """Xattrs (encode_xattrs) + JSON body, optionally snappy (deflate), in mutation/prepare/deletion."""
+    doc = json.dumps(body, separators=(",", ":")).encode()
+    value = (encode_xattrs(list(pairs.items())) if xattr else b"") + doc
+    datatype = 0x01 | (0x04 if xattr else 0) | (0x02 if snappy else 0)
+    if op == 0x58 and not xattr:
+        datatype &= ~0x01                         # a deletion may not be JSON without Xattr
+    layout = next(iter(v for v in CLIENT_SPECS[op].request.extras.values() if v is not None))
+    vals = {"by_seqno": 7}
+    if op == 0x60:
+        vals["durability_level"] = 1
+    raw = frame(0x80, op, extras=layout.pack(**vals), key=b"doc", value=deflate(value) if snappy else value,
+                datatype=datatype, cas=1)
+    msg = decode_frame(raw, 0, DecodeContext(collections=False))
+    if xattr:
+        assert msg.fields["xattrs"] == {k: json.loads(v) for k, v in pairs.items()}
+    else:
+        assert "xattrs" not in msg.fields
+    assert msg.fields["value"] == doc.decode()
+    if snappy:
+        assert msg.fields["value_inflated_length"] == len(value)
+    check_frame(msg)
+    assert [f for f in msg.findings if f.severity == "error"] == []
+
+
 # ===================================================================== (b) robustness
 
 def _console() -> Console:
@@ -379,7 +416,7 @@ def test_flipped_vectors_never_raise(name: str, flips) -> None:
 @pytest.mark.parametrize("name", sorted(ALL_VECTORS))
 def test_vectors_truncated_at_every_length_never_raise(name: str) -> None:
     data = bytes.fromhex(ALL_VECTORS[name])
-    render = name in ("13", "31", "33", "38", "41", "tap-opaque")
+    render = name in ("13", "33", "41", "tap-opaque")
     for cut in range(len(data) + 1):
         msg = decode_frame(data[:cut])
         assert msg.truncated == (cut < len(data))
@@ -415,7 +452,8 @@ def test_vectors_with_huge_length_fields_never_raise(name: str, patch: str) -> N
 
 # ---- resync around garbage
 
-FRAMES = [bytes.fromhex(VECTORS[k]) for k in ("11", "14", "33", "37", "38", "39", "19resp", "41", "13", "36")]
+# Row 41 (status 0x2200, an unknown status) is left out: see the xfail below.
+FRAMES = [bytes.fromhex(VECTORS[k]) for k in ("11", "14", "33", "37", "38", "39", "19resp", "13", "36", "9resp")]
 NO_MAGIC = st.integers(0, 255).filter(lambda b: b not in MAGICS)
 
 
@@ -476,6 +514,33 @@ def test_resync_is_the_same_when_fed_in_chunks(garbage, chunk) -> None:
     items += dec.close()
     assert [(m.offset, m.data) for m in items if isinstance(m, Message)] == whole
     assert len(whole) == 3
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "framing/mcbp.py header_problem (strict, line ~50) rejects responses with an unknown status while resyncing, "
+    "so a well-formed response such as spec row 41 (status 0x2200) that follows garbage is swallowed into the "
+    "skipped range although its lengths hold and it ends exactly at end of input (spec §1.3's resync heuristic "
+    "checks magic, lengths, datatype and the opcode of requests only)"))
+def test_unknown_status_response_after_garbage_is_found() -> None:
+    first, row41 = bytes.fromhex(VECTORS["11"]), bytes.fromhex(VECTORS["41"])
+    data = first + b"\x00" + row41
+    frames = [(i.offset, i.data) for i in split_frames(data) if isinstance(i, RawFrame)]
+    assert frames == [(0, first), (len(first) + 1, row41)]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "framing/mcbp.py FrameSplitter._lookahead (line ~150) accepts, while resyncing at end of input, any strictly "
+    "plausible candidate whose claimed body runs past the end (`if nxt > n and final: return None`): garbage "
+    "`00 08 00 00` before spec row 38 makes the candidate at `08 00 00 08 57 03 ...` (flex GET, keylen 8, "
+    "extlen 0x57, body 0x01036a00) a truncated frame that swallows row 38 and the row 14 after it, although "
+    "a chain of verified frames starts 3 bytes later and ends exactly at end of input"))
+def test_plausible_garbage_header_running_past_the_end_does_not_swallow_valid_frames() -> None:
+    row14, row38 = bytes.fromhex(VECTORS["14"]), bytes.fromhex(VECTORS["38"])
+    garbage = bytes.fromhex("00080000")
+    data = row14 + garbage + row38 + row14
+    frames = [(i.offset, i.data) for i in split_frames(data) if isinstance(i, RawFrame)]
+    at = len(row14) + len(garbage)
+    assert (at, row38) in frames and (at + len(row38), row14) in frames
 
 
 # ===================================================================== (c) 4 GiB body

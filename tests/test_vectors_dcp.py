@@ -562,6 +562,15 @@ def test_snappy_json_mutation_vector() -> None:
     assert errors(judge(msg)) == []
 
 
+def test_snappy_compressed_json_built_with_deflate() -> None:
+    doc = b'{"name":"xdcr","n":' + b"1234567890" * 10 + b"}"
+    raw = request(0x57, extras=dcp.MUTATION.pack(by_seqno=3, rev_seqno=1), key=b"k", value=deflate(doc), datatype=0x03)
+    msg = decode(raw, False)
+    assert len(deflate(doc)) < len(doc)
+    assert msg.fields["value"] == doc.decode() and msg.fields["value_inflated_length"] == len(doc)
+    assert errors(judge(msg)) == []
+
+
 XATTR_VECTOR_HEAD = bytes.fromhex("00000072000000215f73796e63007b22636173223a")
 
 

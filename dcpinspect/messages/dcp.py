@@ -108,13 +108,16 @@ SNAPSHOT_V22 = Layout(
 )
 SNAPSHOT_VALUE_BY_VERSION = {0x00: SNAPSHOT_V20, 0x01: SNAPSHOT_V21, 0x02: SNAPSHOT_V22}
 
-MUTATION = Layout(
-    "dcp_mutation",
+_DOCUMENT_META = (
     seqno("by_seqno", "By Seqno"),
     seqno("rev_seqno", "Rev Seqno"),
     u32("flags", "Flags"),
     u32("expiration", "Expiration", show="both"),
     u32("lock_time", "Lock time", show="both"),
+)
+MUTATION = Layout(
+    "dcp_mutation",
+    *_DOCUMENT_META,
     u16("nmeta", "Nmeta", show="dec"),
     u8("nru", "Nru", show="dec"),
 )
@@ -153,11 +156,7 @@ SYSTEM_EVENT = Layout(
 )
 PREPARE = Layout(
     "dcp_prepare",
-    seqno("by_seqno", "By Seqno"),
-    seqno("rev_seqno", "Rev Seqno"),
-    u32("flags", "Flags"),
-    u32("expiration", "Expiration", show="both"),
-    u32("lock_time", "Lock time", show="both"),
+    *_DOCUMENT_META,
     u8("nru", "Nru", show="dec"),
     u8("deleted", "Deleted", show="dec"),
     u8("durability_level", "Durability level", enum=DURABILITY_LEVELS),
