@@ -154,11 +154,22 @@ class FrameSplitter:
         nxt = pos + size
         if nxt + HEADER_SIZE <= n:
             return None if header_problem(buf, nxt, self._max_body) is None else "next header implausible"
-        if nxt <= n and final:
-            return None
-        if nxt > n and final:
-            return None
-        return "wait" if not final else None
+        if not final:
+            return "wait"
+        if nxt > n and self._complete_frame_within(buf, pos + 1, n):
+            return "a complete frame starts inside its claimed body"
+        return None
+
+    def _complete_frame_within(self, buf, start: int, n: int) -> bool:
+        """Is there a plausible header in ``buf[start:n]`` whose whole frame is present?"""
+        m = _MAGIC_RE.search(buf, start)
+        while m is not None and m.start() + HEADER_SIZE <= n:
+            q = m.start()
+            if header_problem(buf, q, self._max_body) is None:
+                if q + HEADER_SIZE + int.from_bytes(buf[q + 8 : q + 12], "big") <= n:
+                    return True
+            m = _MAGIC_RE.search(buf, q + 1)
+        return False
 
 
 def split_frames(data: bytes, synced: bool = True) -> list[RawFrame | Skipped]:
