@@ -292,7 +292,9 @@ def _od_radix(records: list[tuple[str, int, str, bytes]]) -> int:
 
 def _diagram_cells(cells: str) -> tuple[bool, bytes, bool]:
     """(all cells are bytes, their values, some cell names a field)."""
-    if not cells.rstrip().endswith("|"):
+    if "|" in cells:
+        cells = cells[: cells.rindex("|") + 1]  # text after the last cell is a note
+    else:
         cells += "|"
     values, named = bytearray(), False
     for m in _DIAG_CELL.finditer(cells):
