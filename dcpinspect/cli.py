@@ -406,6 +406,48 @@ def _safe(text: str) -> str:
     return safe(text)
 
 
+class StatsFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+@app.command("stats")
+def stats_command(
+    files: list[Path] = typer.Argument(..., help="Captures (pcap, pcapng, gzip) or hex dumps."),
+    fmt: StatsFormat = typer.Option(StatsFormat.table, "--format", "-f", help="table or json."),
+    plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write seqno-over-time and throughput to this PNG."),
+    chart: Optional[bool] = typer.Option(None, "--chart/--no-chart", help="Terminal chart (default: when a terminal)."),
+    port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
+    collections: Collections = typer.Option(Collections.auto),
+) -> None:
+    """Per connection, vbucket and stream: snapshots, items, seqno ranges and gaps, bytes, rates, timings."""
+    from .outputs.stats import StatsCollector, render, report_json
+
+    collector = StatsCollector()
+    for path in files:
+        if not path.exists():
+            fail(f"{path}: no such file")
+        for item in _items_of(path, set(port), _collections(collections)):
+            collector.add(item)
+    report = collector.report()
+    if not report["capture"].get("frames"):
+        fail("no MCBP frame found in the input")
+    if fmt is StatsFormat.json:
+        sys.stdout.write(report_json(report) + "\n")
+    else:
+        render(report, make_console(), chart=chart)
+    if plot_path is not None:
+        from .outputs.plot import PlotUnavailable, plot
+
+        try:
+            plot(report, plot_path)
+        except PlotUnavailable as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"cannot write {plot_path}: {exc.strerror or exc}")
+        make_console(stderr=True).print(f"wrote {plot_path}")
+
+
 @app.command("rules")
 def rules_command(fmt: Format = typer.Option(Format.table, "--format", "-f")) -> None:
     """List every rule the validator applies."""
