@@ -6,7 +6,6 @@ from typing import Any
 
 from .header import header_layout
 from .layout import Layout
-from .names import FLEX_MAGICS, REQUEST_MAGICS
 
 
 def build_frame(
@@ -36,9 +35,9 @@ def build_frame(
         opaque=opaque,
         cas=cas,
     )
-    if magic in FLEX_MAGICS:
+    if "framing_extras_length" in layout.names:
         fields["framing_extras_length"] = len(framing)
-    if magic in REQUEST_MAGICS:
+    if "vbucket" in layout.names:
         fields["vbucket"] = vbucket
     else:
         fields["status"] = status
