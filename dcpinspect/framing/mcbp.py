@@ -7,7 +7,7 @@ import struct
 from dataclasses import dataclass
 
 from ..messages.header import HEADER_SIZE, MAX_BODY_LENGTH
-from ..messages.names import FLEX_MAGICS, MAGICS, RESPONSE_MAGICS, SERVER_MAGICS, STATUS
+from ..messages.names import FLEX_MAGICS, MAGICS, SERVER_MAGICS
 from ..messages.registry import CLIENT_SPECS, SERVER_SPECS
 
 _HDR = struct.Struct(">BBBBBBHI")
@@ -46,8 +46,6 @@ def header_problem(buf, pos: int, max_body: int = MAX_BODY_LENGTH, strict: bool 
         table = SERVER_SPECS if magic in SERVER_MAGICS else CLIENT_SPECS
         if opcode not in table:
             return f"unknown opcode 0x{opcode:02x}"
-        if magic in RESPONSE_MAGICS and vbs not in STATUS and vbs < 0xFF00:
-            return f"unknown status 0x{vbs:04x}"
         if keylen > RESYNC_MAX_KEY:
             return f"key length {keylen} is implausible"
     return None
