@@ -375,12 +375,16 @@ def validate_command(
         for path, f, where in rows:
             rec = {"file": path, **f.to_json()}
             if isinstance(where, Captured):
-                rec.update(frame=where.number, ts=where.ts, flow=flow_label(where.flow), direction=where.direction,
-                           opcode_name=where.msg.name, vbucket=f.vbucket if f.vbucket is not None else where.msg.vbucket)
-                if f.frame is not None:
-                    rec["related_frame"] = f.frame
+                msg = where.msg
+                rec.update(frame=where.number, ts=where.ts, flow=flow_label(where.flow),
+                           direction=where.direction or None, opcode_name=msg.name,
+                           vbucket=f.vbucket if f.vbucket is not None else msg.vbucket,
+                           stream_id=f.stream_id if f.stream_id is not None else msg.stream_id,
+                           related_frame=f.frame)
             else:
-                rec.update(flow=flow_label(where.flow) if where.flow else None, ts=where.ts)
+                rec.update(frame=f.frame, ts=where.ts, flow=flow_label(where.flow) if where.flow else None,
+                           direction=None, opcode_name=None, vbucket=f.vbucket, stream_id=f.stream_id,
+                           related_frame=f.frame)
             sys.stdout.write(dumps(rec) + "\n")
     else:
         console = make_console()

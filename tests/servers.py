@@ -486,3 +486,19 @@ class RealCapture:
     stats: CaptureStats
     clients: list[McClient] = field(default_factory=list)
     tool: subprocess.CompletedProcess | None = None
+
+
+def capture_traffic(workdir: Path, name: str, traffic: Callable[[int, "RealCapture"], None]) -> RealCapture:
+    """Start a memcached and a tcpdump on its port, run ``traffic(port, capture)``, stop both."""
+    require("memcached", "tcpdump", root=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+    with Memcached(workdir) as mc:
+        path = workdir / f"{name}.pcap"
+        cap = RealCapture(path, mc.port, CaptureStats())
+        dump = TcpDump(path, mc.port).start()
+        try:
+            traffic(mc.port, cap)
+        finally:
+            cap.stats = dump.stop()
+    assert path.exists() and path.stat().st_size > 24, f"tcpdump wrote nothing to {path}"
+    return cap

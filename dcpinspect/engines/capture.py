@@ -108,7 +108,7 @@ class CaptureDecoder:
 
     def _event(self, ev, out: list) -> None:
         if isinstance(ev, Start):
-            fd = FlowDecoder(ev.flow, Conversation.new(self.collections, self.base), ev.midstream)
+            fd = FlowDecoder(ev.flow, Conversation.new(self.collections, self.base, not ev.midstream), ev.midstream)
             self.flows[ev.flow] = fd
             sport = ev.flow[3]
             if sport in TLS_PORTS:

@@ -6,14 +6,14 @@ import struct
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from ..framing.mcbp import Skipped
+from ..framing.mcbp import FrameSplitter, RawFrame, Skipped
 from ..messages.frame import Message, decode_frame
 from ..messages.header import HEADER_SIZE
 from ..rules.captions import check_captions
 from ..rules.frame import check_frame
 from ..rules.registry import FRAME_RULES
 from ..sources.hexdump import HexDump, parse_hexdump
-from .streaming import decode_bytes
+from .streaming import Conversation, decode_bytes
 
 PACKET_FORMATS = ("tcpdump-X", "tcpdump-xx")
 
@@ -33,14 +33,32 @@ def decode_hex_text(text: str, collections: bool | None = None) -> HexInput:
 
         result.items.extend(decode_packet_blocks(dump, collections))
         return result
+    if dump.format != "diagram":
+        result.items.extend(_decode_dumps(dump, blocks, collections))
+        return result
     for start, end in blocks:
         block = dump.data[start:end]
-        items = list(_decode_block(block, start, collections, dump.format == "diagram"))
+        items = list(_decode_block(block, start, collections, True))
         captions = [c for c in dump.captions if start <= c.start < end]
         if captions:
             _attach_captions(items, captions, start)
         result.items.extend(items)
     return result
+
+
+def _decode_dumps(dump: HexDump, blocks, collections: bool | None) -> Iterator[Message | Skipped]:
+    """Several dumps pasted together are one conversation; a frame never spans two dumps."""
+    conversation = Conversation.new(collections)
+    last = None
+    for start, end in blocks:
+        for item in FrameSplitter().close(dump.data[start:end]):
+            if isinstance(item, RawFrame):
+                last = conversation.decode(RawFrame(item.offset + start, item.data, item.truncated))
+                yield last
+            else:
+                yield Skipped(item.offset + start, item.size, item.reason)
+    if last is not None:
+        last.findings.extend(conversation.validator.finish())
 
 
 def _decode_block(block: bytes, start: int, collections: bool | None, example: bool) -> Iterator[Message | Skipped]:

@@ -21,9 +21,10 @@ class Conversation:
     base: DecodeContext
 
     @classmethod
-    def new(cls, collections: bool | None = None, base: DecodeContext | None = None) -> "Conversation":
+    def new(cls, collections: bool | None = None, base: DecodeContext | None = None,
+            seen_from_start: bool = False) -> "Conversation":
         negotiation = Negotiation(collections_override=collections)
-        return cls(negotiation, ConnectionValidator(negotiation), base or DecodeContext())
+        return cls(negotiation, ConnectionValidator(negotiation, seen_from_start), base or DecodeContext())
 
     def decode(self, raw: RawFrame, direction: str | None = None, ts: float | None = None,
                index: int | None = None) -> Message:

@@ -14,6 +14,11 @@ from .registry import STATUS_CLASSES, STREAM_RULES
 
 INCLUDE_DELETE_TIMES = 0x20
 _KEYED = frozenset({0x57, 0x58, 0x59, 0x60})
+_NO_SID = frozenset({0x5B, 0x60, 0x62, 0x63})  # sent without a stream-id frame (sync writes, takeover)
+#: Messages that need something negotiated first: (control key, value wanted) or "collections".
+_NEEDS = {0x60: ("enable_sync_writes", "true"), 0x62: ("enable_sync_writes", "true"),
+          0x63: ("enable_sync_writes", "true"), 0x59: ("enable_expiry_opcode", "true"),
+          0x64: "collections", 0x65: "collections", 0x5F: "collections"}
 
 
 class ConnectionValidator:
@@ -94,30 +99,31 @@ class ConnectionValidator:
 
     def _stream_request(self, msg: Message, index, ts, emit) -> None:
         st, v = self.state, msg.values
+        sid = msg.fields.get("stream_id")
+        ctx = dict(vbucket=msg.vbucket, stream_id=sid if isinstance(sid, int) else None)
         start, end = v.get("start_seqno", 0), v.get("end_seqno", 0)
         ss, se = v.get("snap_start_seqno", 0), v.get("snap_end_seqno", 0)
         if start > end:
-            emit("stream-request-range", f"start seqno {start} > end seqno {end}")
+            emit("stream-request-range", f"start seqno {start} > end seqno {end}", **ctx)
         if not ss <= start <= se:
-            emit("stream-request-range", f"snap_start {ss} <= start {start} <= snap_end {se} does not hold")
-        sid = msg.fields.get("stream_id")
+            emit("stream-request-range", f"snap_start {ss} <= start {start} <= snap_end {se} does not hold", **ctx)
         if self.negotiation.controls.get("enable_stream_id") == "true" and not sid:
-            emit("stream-id-missing", "enable_stream_id is on but the request has no sid")
+            emit("stream-id-missing", "enable_stream_id is on but the request has no sid", **ctx)
         key = (msg.vbucket or 0, sid if isinstance(sid, int) else None)
         rollback = st.rollbacks.pop(key, None)
         if rollback is not None and start > rollback:
-            emit("rollback-ignored", f"vb {key[0]} was told to roll back to {rollback}, re-requested from {start}")
+            emit("rollback-ignored", f"vb {key[0]} was told to roll back to {rollback}, re-requested from {start}", **ctx)
         st.open_request(msg, index, ts)
 
     def _stream_message(self, msg: Message, index, ts, emit) -> None:
         st, op = self.state, msg.opcode
         stream = st.stream_of(msg)
-        if stream is None and not st.dcp_open_seen and not st.requests_seen:
+        if stream is None and not st.dcp_open_seen:
             stream = st.adopt(msg)  # joined mid-conversation: follow the stream from here
         if stream is not None and stream.state == "requested" and msg.opaque == stream.opaque:
             st.accept(stream, msg)  # the producer only streams after a Success answer we did not see
         if stream is None or stream.state in ("requested", "rejected"):
-            emit("no-stream", f"{msg.name} for vb {msg.vbucket}"
+            emit("no-stream", vbucket=msg.vbucket, stream_id=msg.stream_id, message= f"{msg.name} for vb {msg.vbucket}"
                  + (f" sid {msg.stream_id}" if msg.stream_id is not None else "")
                  + f" opaque 0x{msg.opaque:08x}: no open stream")
             return
@@ -125,8 +131,9 @@ class ConnectionValidator:
         if stream.state == "ended":
             emit("after-stream-end", f"{msg.name} after STREAM_END of {stream.label()} (frame {stream.end_index})", **ctx)
             return
-        if self.negotiation.controls.get("enable_stream_id") == "true" and msg.stream_id is None and op != 0x60:
+        if self.negotiation.controls.get("enable_stream_id") == "true" and msg.stream_id is None and op not in _NO_SID:
             emit("stream-id-missing", f"{msg.name} without a stream-id frame", **ctx)
+        self._negotiated(msg, emit, ctx)
         if op == 0x56:
             self._marker(stream, msg, index, emit, ctx)
         elif op == 0x65:
@@ -140,6 +147,19 @@ class ConnectionValidator:
         field = SEQNO_OPCODES.get(op)
         if field is not None and field in msg.values:
             self._seqno(stream, msg, msg.values[field], index, ts, emit, ctx)
+
+    def _negotiated(self, msg: Message, emit, ctx) -> None:
+        """Only a connection seen from its start shows what was (not) negotiated."""
+        if not self.seen_from_start:
+            return
+        need, n = _NEEDS.get(msg.opcode), self.negotiation
+        if need == "collections":
+            if n.collections_source == "HELO" and not n.collections:
+                emit("negotiation-missing", f"{msg.name} on a connection that did not negotiate collections", **ctx)
+        elif need is not None and n.controls.get(need[0]) != need[1]:
+            emit("negotiation-missing", f"{msg.name} without DCP_CONTROL {need[0]}={need[1]}", **ctx)
+        if msg.opcode == 0x56 and msg.values.get("version") == 0x02 and n.controls.get("max_marker_version") != "2.2":
+            emit("negotiation-missing", "v2.2 snapshot marker without DCP_CONTROL max_marker_version=2.2", **ctx)
 
     def _seqno(self, stream: Stream, msg: Message, seqno: int, index, ts, emit, ctx) -> None:
         snap = stream.snapshot
@@ -160,7 +180,7 @@ class ConnectionValidator:
                 elif stream.end_reached and snap.complete:
                     emit("beyond-end-seqno", f"{msg.name} seqno {seqno} after the snapshot holding end seqno {stream.end_seqno}", **ctx)
             if snap is not None and msg.opcode in _KEYED:
-                key = (msg.collection_id, msg.key)
+                key = (msg.opcode == 0x60, msg.collection_id, msg.key)  # prepares are indexed apart
                 if key in snap.keys and not snap.may_duplicate:
                     emit("duplicate-key", f"key {msg.fields.get('key', '')!r} repeats in snapshot {snap.start}..{snap.end}", **ctx)
                 snap.keys.add(key)
@@ -175,8 +195,9 @@ class ConnectionValidator:
         if stream.in_oso:
             emit("oso-unbalanced", "snapshot marker inside an OSO snapshot", **ctx)
         if prev is None:
-            if start < stream.start_seqno and not stream.adopted:
-                emit("first-marker-start", f"first snapshot starts at {start}, below the requested start {stream.start_seqno}", **ctx)
+            floor = min(stream.start_seqno, stream.request.get("snap_start_seqno", stream.start_seqno))
+            if start < floor and not stream.adopted:
+                emit("first-marker-start", f"first snapshot starts at {start}, below the requested snapshot start {floor}", **ctx)
         else:
             history_repeat = (flags & SNAPSHOT_HISTORY and flags & SNAPSHOT_DISK and prev.disk
                               and not prev.flags & SNAPSHOT_HISTORY and end == prev.end)
@@ -251,7 +272,7 @@ class ConnectionValidator:
         st = self.state
         n = msg.values.get("buffer_bytes", 0)
         st.acked_total += n
-        if self.negotiation.buffer_size and st.acked_total > st.sent_total:
+        if self.seen_from_start and self.negotiation.buffer_size and st.acked_total > st.sent_total:
             emit("buffer-ack-excess", f"acknowledged {st.acked_total} bytes in all, only {st.sent_total} were sent")
         st.unacked = max(0, st.unacked - n)
 
@@ -291,8 +312,9 @@ class ConnectionValidator:
         if msg.fields.get("error_context"):
             text += f": {msg.fields['error_context']}"
         msg.findings[:] = [f for f in msg.findings if f.rule != "peer-error"]
+        sid = req.fields.get("stream_id") if isinstance(req.fields.get("stream_id"), int) else req.stream_id
         emit("answered-error", text, cls=STATUS_CLASSES.get(msg.status, "PEER_ERROR"), vbucket=req.vbucket,
-             frame=pending.index)
+             stream_id=sid, frame=pending.index, severity="info" if msg.status == 0x23 else None)
 
 
 class _Emitter:

@@ -1,0 +1,72 @@
+"""Shared fixtures: real memcached traffic captured with tcpdump (session-scoped, built once).
+
+Each capture gets its own memcached (so memccapable's FLUSH or memcslap's load cannot
+disturb the scripted session) and its own tcpdump, started before the traffic.
+Tests that need them are skipped when memcached / tcpdump / the client tools are
+missing or we are not root.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+import servers
+from servers import RealCapture
+
+
+@pytest.fixture(scope="session")
+def capable_capture(tmp_path_factory) -> RealCapture:
+    """memccapable -b against memcached: every binary command, incl. provoked errors."""
+    servers.require("memccapable")
+
+    def traffic(port: int, cap: RealCapture) -> None:
+        cap.tool = servers.run_memccapable(port)
+
+    cap = servers.capture_traffic(tmp_path_factory.mktemp("capable"), "capable", traffic)
+    assert cap.tool.returncode == 0, cap.tool.stdout + cap.tool.stderr
+    return cap
+
+
+@pytest.fixture(scope="session")
+def slap_capture(tmp_path_factory) -> RealCapture:
+    """memcslap --binary, 4 concurrent connections × 2000 SETs."""
+    servers.require("memcslap")
+
+    def traffic(port: int, cap: RealCapture) -> None:
+        cap.tool = servers.run_memcslap(port, concurrency=4, execute=2000)
+
+    cap = servers.capture_traffic(tmp_path_factory.mktemp("slap"), "slap", traffic)
+    assert cap.tool.returncode == 0, cap.tool.stdout + cap.tool.stderr
+    return cap
+
+
+@pytest.fixture(scope="session")
+def precise_capture(tmp_path_factory) -> RealCapture:
+    """The Python client's scripted session (see servers.precise_session)."""
+
+    def traffic(port: int, cap: RealCapture) -> None:
+        cap.clients.append(servers.precise_session(port))
+
+    return servers.capture_traffic(tmp_path_factory.mktemp("precise"), "precise", traffic)
+
+
+_decoded: dict[tuple, list[dict]] = {}
+
+
+@pytest.fixture(scope="session")
+def decode_jsonl() -> Callable[..., list[dict]]:
+    """``dcpinspect decode FILE --format jsonl ARGS…`` parsed, memoised per (file, args)."""
+
+    def run(path: Path, *args: str) -> list[dict]:
+        key = (str(path), args)
+        if key not in _decoded:
+            res = servers.dcpinspect("decode", path, "--format", "jsonl", *args)
+            assert res.returncode == 0, res.stderr
+            assert "Traceback" not in res.stderr
+            _decoded[key] = servers.jsonl(res.stdout)
+        return _decoded[key]
+
+    return run
