@@ -40,8 +40,16 @@ def _collections(value: Collections) -> bool | None:
 
 
 def fail(message: str, code: int = EXIT_UNUSABLE) -> None:
-    make_console(stderr=True).print(f"dcpinspect: {message}")
+    """One unwrapped line on stderr, then exit."""
+    from .outputs.escape import safe
+
+    sys.stderr.write(f"dcpinspect: {safe(message)}\n")
     raise typer.Exit(code)
+
+
+def _capture_error(path: Path, exc: Exception) -> None:
+    text = str(exc)
+    fail(text if str(path) in text else f"{path}: {text}")
 
 
 def _read_text(path: Optional[Path]) -> str:
@@ -219,7 +227,7 @@ def decode_command(
             progress = _progress(path) if fmt != "jsonl" else None
             code = max(code, show_capture(items, fmt.value, keep, limit, strict, progress))
         except CaptureError as exc:
-            fail(f"{path}: {exc}")
+            _capture_error(path, exc)
     raise typer.Exit(code)
 
 
@@ -324,7 +332,7 @@ def _items_of(path: Path, ports: set[int], collections: bool | None):
         try:
             yield from decode_capture_file(path, ports=ports, collections=collections)
         except CaptureError as exc:
-            fail(f"{path}: {exc}")
+            _capture_error(path, exc)
         return
     from .engines.hexinput import decode_hex_text
     from .messages.frame import Message

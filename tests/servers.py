@@ -155,7 +155,7 @@ class CaptureStats:
 
 class TcpDump:
     """``tcpdump -i lo -w FILE -U 'tcp port PORT'``: confirmed listening before traffic,
-    stopped with SIGINT once the file stops growing."""
+    stopped with SIGINT once the file has stopped growing."""
 
     def __init__(self, path: Path, port: int, iface: str = "lo"):
         self.binary = require("tcpdump", root=True)["tcpdump"]
@@ -174,12 +174,13 @@ class TcpDump:
 
     def start(self) -> "TcpDump":
         err = open(self.err_path, "wb")
-        # -U: write each packet at once; --immediate-mode: no ring-block timeout, so nothing
-        # is still waiting in the kernel when SIGINT comes; -B: a large buffer, no drops;
-        # -Z root: keep the file ours; -n: no name lookups.
+        # -U: write each packet as soon as libpcap hands it over; -B: a large kernel buffer
+        # (packed blocks, not --immediate-mode's one ring slot per packet, which drops under
+        # load); -s: the loopback MTU fits; -Z root: keep the file ours; -n: no name lookups.
+        # Blocks reach tcpdump within its 1 s timeout: stop() waits for the file to settle.
         self.proc = subprocess.Popen(
-            [self.binary, "-i", self.iface, "-w", str(self.path), "-U", "--immediate-mode",
-             "-B", "131072", "-s", "0", "-Z", "root", "-n", f"tcp port {self.port}"],
+            [self.binary, "-i", self.iface, "-w", str(self.path), "-U", "-B", "131072", "-s", "262144",
+             "-Z", "root", "-n", f"tcp port {self.port}"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         err.close()
         if not wait_until(lambda: self.proc.poll() is not None or "listening on" in self._stderr(), 10):
@@ -189,19 +190,25 @@ class TcpDump:
             raise RuntimeError(f"tcpdump exited with {self.proc.returncode}: {self._stderr()!r}")
         return self
 
-    def stop(self) -> CaptureStats:
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def stop(self, settle: float = 1.5, limit: float = 15.0) -> CaptureStats:
+        """SIGINT once the file has not grown for ``settle`` seconds (at most ``limit`` s of waiting)."""
         if self.proc is None:
             return self.stats
-        # let the last packets reach the file: wait until its size is stable (bounded)
-        last = [-1]
-
-        def stable() -> bool:
-            size = self.path.stat().st_size if self.path.exists() else 0
-            same = size == last[0]
-            last[0] = size
-            return same
-
-        wait_until(stable, 3.0, 0.25)
+        deadline = time.monotonic() + limit
+        size, since = self._size(), time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = self._size()
+            if now != size:
+                size, since = now, time.monotonic()
+            elif time.monotonic() - since >= settle:
+                break
         _stop(self.proc, signal.SIGINT, 10)
         self.proc = None
         text = self._stderr()

@@ -372,11 +372,6 @@ def test_four_gib_body_length_is_skipped_and_decoding_goes_on(tmp_path, same_seg
     assert got(records) == want
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "framing/mcbp.py FrameSplitter._drain: while resyncing it emits a Skipped as soon as fewer than 24 "
-    "bytes are buffered, so one contiguous non-frame range is reported as several 'skipped' notes, split "
-    "where the TCP segments happened to end, the later ones with a different reason ('unknown magic "
-    "0x00' instead of the 4 GiB body length): the decode depends on segmentation"))
 def test_skipped_range_does_not_depend_on_segmentation(tmp_path):
     msgs = conversation()
     i = next(n for n, (_, f) in enumerate(msgs) if f[1] == 0x57)
@@ -512,10 +507,6 @@ def test_truncated_capture_keeps_what_came_before(tmp_path, fmt):
     assert [n["kind"] for n in servers.notes_of(records)] == ["capture"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engines/files.py decode_records() prefixes the CaptureProblem message with 'record N: ', but the "
-    "messages of sources/capture.py _pcap() already start with it: 'record 37: record 37: record length "
-    "60 exceeds the 50 bytes left in the file'"))
 def test_truncation_note_names_the_record_once(tmp_path):
     path = write(tmp_path / "full.pcap", synth.tcp_conversation(conversation()))
     (note,) = servers.notes_of(decode(_cut(path, tmp_path / "cut.pcap", 10)))
@@ -542,10 +533,6 @@ def test_missing_and_empty_files(tmp_path):
     assert "empty" in res.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cli.py decode_command() wraps a CaptureError as fail(f'{path}: {exc}') but the message from "
-    "sources/capture.py read_records() already starts with the path: 'dcpinspect: notes.txt: notes.txt: "
-    "not a pcap or pcapng capture (unknown magic 74686973)'"))
 def test_text_file_error_names_the_path_once(tmp_path):
     (tmp_path / "notes.txt").write_text("this is not a capture\n")
     res = run_decode("notes.txt", cwd=tmp_path)
@@ -553,10 +540,6 @@ def test_text_file_error_names_the_path_once(tmp_path):
     assert res.stderr.count("notes.txt") == 1, res.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cli.py fail() prints with outputs/render.py make_console(), a rich Console of width 160 when stderr "
-    "is not a terminal: an error message longer than 160 columns (a long path) is broken into several "
-    "lines, in the middle of the path"))
 def test_long_path_error_stays_on_one_line(tmp_path):
     deep = tmp_path / ("d" * 170)
     deep.mkdir()

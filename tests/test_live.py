@@ -185,10 +185,6 @@ def test_live_count_stops_after_that_many_packets(memcached, live):
 
 @pytest.mark.live
 @pytest.mark.server
-@pytest.mark.xfail(strict=True, reason=(
-    "live capture loses packets in bursts: dcpinspect/sources/live.py sniff_records() rebuilds every "
-    "packet with bytes(pkt) inside Scapy's callback and keeps the kernel's default socket buffer, so a "
-    "1 MiB SET + GET on lo overflows it; the loss surfaces as a 'gap' note with reason 'fin'"))
 def test_live_keeps_up_with_a_one_mib_burst(memcached, live):
     port = memcached.port
     lv = live("-i", "lo", "--filter", f"tcp port {port}", "--port", str(port), "--duration", str(DURATION),

@@ -366,12 +366,6 @@ def test_leading_control_byte_keys_with_collections_off(leading_ctl_capture, dec
     assert not any("collection_id" in f for f in frames)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "messages/keys.py decode_key()/_looks_prefixed(): with collections unknown (auto) a key whose first "
-    "byte is a control byte that reads as LEB128 collection id 0 or >= 8 is split as collection-prefixed, "
-    "even on a connection whose SYN was captured and that never sent HELO (so collections cannot be on: "
-    "sessions/negotiation.py never concludes 'off'); memcached's SET/GETK key b'\\tkey' is shown as "
-    "collection 9 + 'key' while the GETK response on the same connection shows '\\tkey'"))
 def test_leading_control_byte_keys_on_a_connection_without_helo(leading_ctl_capture, decode_jsonl):
     cap = leading_ctl_capture
     frames = servers.frames_of(decode_jsonl(cap.path, "--port", str(cap.port)))

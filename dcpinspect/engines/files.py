@@ -32,7 +32,8 @@ def decode_records(records, stats: ReadStats | None = None, **kw) -> Iterator[Ca
     dec = CaptureDecoder(**kw)
     for rec in records:
         if isinstance(rec, CaptureProblem):
-            yield Note("capture", f"record {rec.index}: {rec.message}")
+            text = rec.message if rec.message.startswith("record ") else f"record {rec.index}: {rec.message}"
+            yield Note("capture", text)
             continue
         stats.records += 1
         seg = parse_record(rec)

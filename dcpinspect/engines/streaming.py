@@ -23,7 +23,7 @@ class Conversation:
     @classmethod
     def new(cls, collections: bool | None = None, base: DecodeContext | None = None,
             seen_from_start: bool = False) -> "Conversation":
-        negotiation = Negotiation(collections_override=collections)
+        negotiation = Negotiation(collections_override=collections, seen_from_start=seen_from_start)
         return cls(negotiation, ConnectionValidator(negotiation, seen_from_start), base or DecodeContext())
 
     def decode(self, raw: RawFrame, direction: str | None = None, ts: float | None = None,

@@ -66,6 +66,7 @@ class FrameSplitter:
         self._base = 0
         self._synced = synced
         self._max_body = max_body
+        self._skip: tuple[int, str] | None = None  # (stream offset, reason) of a range being skipped
 
     @property
     def buffered(self) -> int:
@@ -92,7 +93,6 @@ class FrameSplitter:
 
     def _drain(self, final: bool) -> list[RawFrame | Skipped]:
         buf, out, pos, n = self._buf, [], 0, len(self._buf)
-        skip_from = None
         while n - pos >= HEADER_SIZE:
             problem = header_problem(buf, pos, self._max_body, strict=not self._synced)
             if problem is None and self._synced is False:
@@ -102,37 +102,42 @@ class FrameSplitter:
             if problem is not None and self._synced and self._self_consistent(buf, pos, n, final):
                 problem = None
             if problem is not None:
-                if skip_from is None:
-                    skip_from, skip_reason = pos, problem
+                if self._skip is None:
+                    self._skip = (self._base + pos, problem)
                 self._synced = False
                 m = _MAGIC_RE.search(buf, pos + 1)
                 pos = m.start() if m else max(pos + 1, n - HEADER_SIZE + 1)
                 continue
-            if skip_from is not None:
-                out.append(Skipped(self._base + skip_from, pos - skip_from, f"not a frame ({skip_reason})"))
-                skip_from = None
             size = HEADER_SIZE + int.from_bytes(buf[pos + 8 : pos + 12], "big")
             if n - pos < size:
                 break
+            self._end_skip(out, self._base + pos)
             out.append(RawFrame(self._base + pos, bytes(buf[pos : pos + size])))
             self._synced = True
             pos += size
         if final and pos < n:
-            if skip_from is not None:
-                pos = skip_from
-                skip_from = None
-            if n - pos >= HEADER_SIZE and header_problem(buf, pos, self._max_body, strict=False) is None:
-                out.append(RawFrame(self._base + pos, bytes(buf[pos:n]), truncated=True))
-            elif n - pos < HEADER_SIZE and buf[pos] in MAGICS:
-                out.append(RawFrame(self._base + pos, bytes(buf[pos:n]), truncated=True))
-            else:
-                out.append(Skipped(self._base + pos, n - pos, "trailing bytes are not a frame"))
+            rest = buf[pos:n]
+            whole = n - pos >= HEADER_SIZE and header_problem(buf, pos, self._max_body, strict=False) is None
+            if whole or (n - pos < HEADER_SIZE and rest[0] in MAGICS and self._skip is None):
+                self._end_skip(out, self._base + pos)
+                out.append(RawFrame(self._base + pos, bytes(rest), truncated=True))
+            elif self._skip is None:
+                self._skip = (self._base + pos, "trailing bytes are not a frame")
             pos = n
-        elif skip_from is not None:
-            out.append(Skipped(self._base + skip_from, pos - skip_from, f"not a frame ({skip_reason})"))
+        if final:
+            self._end_skip(out, self._base + n)
         del buf[:pos]
         self._base += pos
         return out
+
+    def _end_skip(self, out: list, end: int) -> None:
+        """A skipped range is reported once, whole, when the next frame (or the end) is found."""
+        if self._skip is not None:
+            start, reason = self._skip
+            if end > start:
+                text = reason if reason.startswith("trailing") else f"not a frame ({reason})"
+                out.append(Skipped(start, end - start, text))
+            self._skip = None
 
     def _self_consistent(self, buf, pos: int, n: int, final: bool) -> bool:
         """An unknown magic on a synced stream still frames if its lengths hold up:

@@ -18,6 +18,7 @@ _COLLECTION_ONLY_OPCODES = frozenset({0x5F, 0x64, 0x65})
 @dataclass
 class Negotiation:
     collections_override: bool | None = None
+    seen_from_start: bool = False  # the connection's first bytes were seen
     features_requested: dict[int, list[str]] = field(default_factory=dict)  # HELO opaque → names asked
     features: list[str] | None = None  # enabled by the HELO response
     collections: bool | None = None
@@ -31,6 +32,8 @@ class Negotiation:
 
     def context(self, base: DecodeContext | None = None) -> DecodeContext:
         collections = self.collections_override if self.collections_override is not None else self.collections
+        if collections is None and self.seen_from_start:
+            collections = False  # keys carry a collection prefix only after a HELO that says so
         base = base or DecodeContext()
         if base.collections == collections:
             return base

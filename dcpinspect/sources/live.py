@@ -8,6 +8,9 @@ from typing import Callable
 from .capture import Record
 
 LINKTYPE_ETHERNET, LINKTYPE_SLL, LINKTYPE_RAW, LINKTYPE_NULL = 1, 113, 101, 0
+SOCKET_BUFFER = 32 * 1024 * 1024
+MAX_FRAME = 262144
+BPF_RET_K, SO_ATTACH_FILTER = 0x06, 26
 
 
 class LiveError(Exception):
@@ -23,8 +26,23 @@ def check_interface(iface: str) -> None:
         raise LiveError("live capture needs root (or CAP_NET_RAW): run with sudo or give the capability")
 
 
-def _linktype(pkt) -> int:
-    name = type(pkt).__name__
+def _attach_filter(sock, bpf: str, iface: str) -> None:
+    """Compile with libpcap through Scapy, but keep whole frames: libpcap's program
+    returns at most 65535 bytes, and loopback carries 64 KiB segments plus headers."""
+    import socket
+
+    from scapy.arch.common import compile_filter
+
+    program = compile_filter(bpf, iface)
+    for i in range(program.bf_len):
+        ins = program.bf_insns[i]
+        if ins.code == BPF_RET_K and ins.k:
+            ins.k = MAX_FRAME
+    sock.ins.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, program)
+
+
+def _linktype_of(cls) -> int:
+    name = getattr(cls, "__name__", "")
     return {"Ether": LINKTYPE_ETHERNET, "CookedLinux": LINKTYPE_SLL, "Loopback": LINKTYPE_NULL}.get(
         name, LINKTYPE_RAW if name in ("IP", "IPv6") else LINKTYPE_ETHERNET
     )
@@ -38,21 +56,36 @@ def sniff_records(
     timeout: float | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> None:
-    """Sniff without storing packets; call ``on_record`` for each one."""
+    """Read raw frames from Scapy's listening socket (no per-packet dissection) into ``on_record``."""
+    import select
+    import time
+
+    from scapy.config import conf
     from scapy.error import Scapy_Exception
-    from scapy.sendrecv import sniff
 
     check_interface(iface)
-    index = 0
-
-    def handle(pkt) -> None:
-        nonlocal index
-        data = bytes(pkt)
-        on_record(Record(float(pkt.time), _linktype(pkt), data, len(data), index))
-        index += 1
-
+    conf.bufsize = max(conf.bufsize, SOCKET_BUFFER)  # bursts of large values must not overflow the kernel queue
     try:
-        sniff(iface=iface, filter=bpf, prn=handle, store=False, count=count, timeout=timeout,
-              stop_filter=(lambda _p: stop()) if stop else None)
-    except (PermissionError, OSError, Scapy_Exception) as exc:
+        sock = conf.L2listen(iface=iface)
+        if bpf:
+            _attach_filter(sock, bpf, iface)
+    except (PermissionError, OSError, Scapy_Exception, ImportError) as exc:
         raise LiveError(f"cannot capture on {iface}: {exc}") from exc
+    deadline = None if timeout is None else time.monotonic() + timeout
+    index = 0
+    try:
+        while not (count and index >= count) and not (stop and stop()):
+            wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
+            if wait <= 0:
+                break
+            if not select.select([sock], [], [], wait)[0]:
+                continue
+            cls, data, ts = sock.recv_raw(MAX_FRAME)
+            if data is None:
+                continue
+            on_record(Record(float(ts or time.time()), _linktype_of(cls), data, len(data), index))
+            index += 1
+    except (OSError, Scapy_Exception) as exc:
+        raise LiveError(f"capture on {iface} failed: {exc}") from exc
+    finally:
+        sock.close()
