@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Callable
 
 from ..findings import Problem
@@ -78,10 +79,21 @@ def _text(msg, raw, base, ctx):
     return [bytes_field("value", "Value", raw, base, ctx)]
 
 
-def _json(msg, raw, base, ctx):
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def json_ok(raw: bytes) -> bool:
+    """Strict JSON: UTF-8 only, no NaN/Infinity."""
     try:
-        json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    return True
+
+
+def _json(msg, raw, base, ctx):
+    if not json_ok(raw):
         msg.problems.append(Problem("json-invalid", "value is not valid JSON", base))
     return [bytes_field("value", "Value", raw, base, ctx)]
 
@@ -113,11 +125,8 @@ def _document(msg, raw, base, ctx):
             if inner is None:
                 base += body_at
             data = data[body_at:]
-    if msg.datatype & DATATYPE_JSON and data:
-        try:
-            json.loads(data)
-        except (ValueError, UnicodeDecodeError):
-            msg.problems.append(Problem("json-invalid", "datatype JSON but the body is not valid JSON", base))
+    if msg.datatype & DATATYPE_JSON and data and not json_ok(data):
+        msg.problems.append(Problem("json-invalid", "datatype JSON but the body is not valid JSON", base))
     out.append(bytes_field("value", "Value", data, base, ctx, children))
     return out
 
@@ -165,12 +174,11 @@ def _stream_request(msg, raw, base, ctx):
         return [field]
     out = [field]
 
-    def hexnum(v, what):
-        try:
+    def hexnum(v, what, digits=8):
+        if isinstance(v, str) and re.fullmatch(f"[0-9a-fA-F]{{1,{digits}}}", v):
             return int(v, 16)
-        except (TypeError, ValueError):
-            msg.problems.append(Problem("stream-request-value", f"{what} {v!r} is not a hex string", base))
-            return None
+        msg.problems.append(Problem("stream-request-value", f"{what} {v!r} is not a hex string", base))
+        return None
 
     if "collections" in doc:
         cids = doc["collections"] if isinstance(doc["collections"], list) else []
@@ -184,7 +192,7 @@ def _stream_request(msg, raw, base, ctx):
         if "collections" in doc:
             msg.problems.append(Problem("stream-request-value", "scope and collections are mutually exclusive", base))
     if "uid" in doc:
-        uid = hexnum(doc["uid"], "uid")
+        uid = hexnum(doc["uid"], "uid", 16)
         out.append(Field("manifest_uid", "Manifest UID", base, len(raw), uid, f"0x{uid:x}" if uid is not None else "?"))
     if "sid" in doc:
         sid = doc["sid"]
@@ -193,7 +201,7 @@ def _stream_request(msg, raw, base, ctx):
         out.append(Field("stream_id", "Stream ID", base, len(raw), sid, str(sid)))
     if "purge_seqno" in doc:
         ps = doc["purge_seqno"]
-        if isinstance(ps, str) and ps.isdigit():
+        if isinstance(ps, str) and ps.isascii() and ps.isdigit():
             out.append(Field("purge_seqno", "Purge Seqno", base, len(raw), int(ps), ps))
         else:
             msg.problems.append(Problem("stream-request-value", f"purge_seqno {ps!r} is not a decimal string", base))

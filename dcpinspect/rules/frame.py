@@ -59,6 +59,8 @@ def _shape(m: Message):
     limit = 251 if m.collection_id is not None else 250
     if m.key_length > limit:
         yield "key-too-long", f"key is {m.key_length} bytes, limit {limit}", m.offset + 2
+    elif m.collection_id and len(m.key) > 246:
+        yield "key-too-long", f"logical key is {len(m.key)} bytes, limit 246 in collection {m.collection_id}", m.offset + 2
 
 
 @check
