@@ -98,7 +98,7 @@ rest = st.text(
     min_size=1, max_size=6)
 keys = st.builds(lambda a, b: a + b, leading, rest).filter(
     lambda k: len(k.encode()) <= 15 and k not in ("_", "$")
-    and (k[0] in "_$" or k[0] not in string.punctuation))
+    and (k[0] in "_$" or (k[0] not in string.punctuation and k[0] != "\x7f")))
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
