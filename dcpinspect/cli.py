@@ -221,7 +221,7 @@ def decode_command(
         try:
             from .messages.frame import DecodeContext
 
-            lean = DecodeContext(documents=False) if fmt is CaptureFormat.summary else None
+            lean = DecodeContext(headers_only=True) if fmt is CaptureFormat.summary else None
             items = decode_capture_file(path, ports=ports, collections=_collections(collections),
                                         heuristic=not no_heuristic, base=lean)
             progress = _progress(path) if fmt != "jsonl" else None

@@ -28,6 +28,8 @@ class Conversation:
 
     def decode(self, raw: RawFrame, direction: str | None = None, ts: float | None = None,
                index: int | None = None) -> Message:
+        if self.base.headers_only:
+            return decode_frame(raw.data, raw.offset, self.base)
         msg = decode_frame(raw.data, raw.offset, self.negotiation.context(self.base))
         check_frame(msg)
         self.negotiation.observe(msg)

@@ -25,7 +25,8 @@ class DecodeContext:
     collections: bool | None = None  # None: unknown, decide per key
     max_inflate: int = 20 * 1024 * 1024
     max_value_text: int = 4096
-    documents: bool = True  # False: skip document bodies (no inflate, no JSON check) for counting passes
+    documents: bool = True  # False: skip document bodies (no inflate, no JSON check)
+    headers_only: bool = False  # True: the 24-byte header alone, for counting passes
 
 
 DEFAULT_CONTEXT = DecodeContext()
@@ -122,6 +123,9 @@ def decode_frame(
         msg.problems.append(Problem("truncated", f"frame has {len(data)} of 24 header bytes", offset))
         return msg
     msg = _new_message(data, offset)
+    if ctx.headers_only:
+        msg.truncated = len(data) - HEADER_SIZE < msg.body_length
+        return msg
     body_have = len(data) - HEADER_SIZE
     if body_have < msg.body_length:
         msg.truncated = True

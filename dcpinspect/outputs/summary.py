@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..engines.capture import Captured, Note, flow_label
+from ..messages.names import REQUEST_MAGICS
+from ..messages.registry import opcode_name
 from .escape import safe
 
 
@@ -37,14 +39,16 @@ class CaptureSummary:
         if fs is None:
             fs = self.flows[item.flow] = FlowSummary()
         if isinstance(item, Captured):
+            msg = item.msg
             fs.frames[item.direction] += 1
-            fs.bytes[item.direction] += item.msg.size
-            fs.opcodes[item.msg.name if item.msg.is_request else item.msg.name + " (response)"] += 1
-            for f in item.msg.findings:
+            fs.bytes[item.direction] += len(msg.data)
+            fs.opcodes[(msg.magic, msg.opcode)] += 1  # named when rendered
+            for f in msg.findings:
                 fs.findings[(f.severity, f.rule)] += 1
             ts = item.ts
-            fs.first_ts = ts if fs.first_ts is None else min(fs.first_ts, ts)
-            fs.last_ts = ts if fs.last_ts is None else max(fs.last_ts, ts)
+            if fs.first_ts is None:
+                fs.first_ts = ts
+            fs.last_ts = ts
         else:
             fs.notes[item.kind] += 1
             fs.note_bytes[item.kind] += item.size
@@ -58,11 +62,13 @@ class CaptureSummary:
         opcodes: Counter = Counter()
         findings: Counter = Counter()
         for flow, fs in self.flows.items():
-            opcodes.update(fs.opcodes)
+            for (magic, opcode), n in fs.opcodes.items():
+                name = opcode_name(magic, opcode)
+                opcodes[name if magic in REQUEST_MAGICS else name + " (response)"] += n
             findings.update(fs.findings)
             errors = sum(n for (sev, _), n in fs.findings.items() if sev == "error")
             warnings = sum(n for (sev, _), n in fs.findings.items() if sev == "warning")
-            dur = (fs.last_ts - fs.first_ts) if fs.first_ts is not None else 0.0
+            dur = abs(fs.last_ts - fs.first_ts) if fs.first_ts is not None else 0.0
             flows.add_row(safe(flow_label(flow)), str(fs.frames["c2s"]), str(fs.frames["s2c"]),
                           str(sum(fs.bytes.values())), f"{dur:.3f}", str(fs.notes["gap"]),
                           str(fs.note_bytes["skipped"]), str(errors), str(warnings))
