@@ -204,6 +204,14 @@ def _decode_body(msg: Message, ctx: DecodeContext) -> None:
 
 
 def _decode_framing(msg: Message, raw: bytes, base: int) -> None:
+    if len(raw) == 3 and raw[0] == 0x22 and msg.is_request and msg.magic == 0x08 and (raw[1] or raw[2]):
+        # The common case on DCP: one stream-id frame info (``22 hh ll``).
+        sid = (raw[1] << 8) | raw[2]
+        msg.frame_infos.append({"id": 2, "name": "dcp_stream_id", "value": sid, "problem": None,
+                                "offset": base, "size": 3})
+        msg.stream_id = sid
+        msg.fields["stream_id"] = sid
+        return
     try:
         infos = parse_frame_infos(raw)
     except CodecError as exc:

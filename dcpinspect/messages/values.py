@@ -83,10 +83,13 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not JSON")
 
 
+_STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def json_ok(raw: bytes) -> bool:
     """Strict JSON: UTF-8 only, no NaN/Infinity."""
     try:
-        json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        _STRICT_JSON.decode(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError):
         return False
     return True

@@ -47,5 +47,8 @@ def frame_record(msg: Message, **extra: Any) -> dict[str, Any]:
     return rec
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), default=str)
+
+
 def dumps(record: dict[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)
+    return _ENCODER.encode(record)

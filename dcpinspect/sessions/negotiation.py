@@ -29,6 +29,7 @@ class Negotiation:
     bucket: str | None = None
     buffer_size: int = 0  # connection_buffer_size accepted by the producer (0: no flow control)
     _pending_controls: dict[int, tuple[str, str]] = field(default_factory=dict)
+    _contexts: dict[int, DecodeContext] = field(default_factory=dict)
 
     def context(self, base: DecodeContext | None = None) -> DecodeContext:
         collections = self.collections_override if self.collections_override is not None else self.collections
@@ -37,7 +38,10 @@ class Negotiation:
         base = base or DecodeContext()
         if base.collections == collections:
             return base
-        return replace(base, collections=collections)
+        cached = self._contexts.get(id(base))
+        if cached is None or cached.collections != collections:
+            cached = self._contexts[id(base)] = replace(base, collections=collections)
+        return cached
 
     def observe(self, msg: Message) -> None:
         op = msg.opcode
