@@ -153,6 +153,10 @@ def show_capture(items, fmt: str, keep, limit: int | None, strict: bool, progres
     renderer = Renderer("jsonl" if fmt == "jsonl" else "table", console)
     summary = CaptureSummary()
     shown = 0
+    labels: dict = {}  # flow → its label, made once
+    write = sys.stdout.write
+    if fmt == "jsonl":
+        from .outputs.jsonl import dumps, frame_record
     for item in items:
         if progress is not None:
             progress(item)
@@ -166,12 +170,12 @@ def show_capture(items, fmt: str, keep, limit: int | None, strict: bool, progres
             if limit is not None and shown >= limit:
                 break
             shown += 1
-            label = flow_label(item.flow)
+            label = labels.get(item.flow)
+            if label is None:
+                label = labels[item.flow] = flow_label(item.flow)
             if fmt == "jsonl":
-                from .outputs.jsonl import dumps, frame_record
-
-                sys.stdout.write(dumps({"kind": "frame", "ts": item.ts, "flow": label, "direction": item.direction,
-                                        **frame_record(item.msg)}) + "\n")
+                write(dumps(frame_record(item.msg, kind="frame", ts=item.ts, flow=label,
+                                         direction=item.direction)) + "\n")
             else:
                 console.print(frame_table(item.msg, f"{_stamp(item.ts)}  {label} {item.direction}"))
                 console.print()
@@ -221,7 +225,8 @@ def decode_command(
         try:
             from .messages.frame import DecodeContext
 
-            lean = DecodeContext(headers_only=True) if fmt is CaptureFormat.summary else None
+            lean = (DecodeContext(headers_only=True) if fmt is CaptureFormat.summary
+                    else DecodeContext(detail=False) if fmt is CaptureFormat.jsonl else None)  # jsonl: no field rows
             items = decode_capture_file(path, ports=ports, collections=_collections(collections),
                                         heuristic=not no_heuristic, base=lean)
             progress = _progress(path) if fmt != "jsonl" else None

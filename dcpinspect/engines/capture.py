@@ -41,6 +41,20 @@ class Captured:
     number: int = 0  # 1-based frame number across the capture
 
 
+class _CapturedBuilder:
+    """Same slot layout as Captured; built unguarded, then retyped (hot path)."""
+
+    __slots__ = Captured.__slots__
+
+    def __init__(self, ts, flow, direction, msg, index, number):
+        self.ts = ts
+        self.flow = flow
+        self.direction = direction
+        self.msg = msg
+        self.index = index
+        self.number = number
+
+
 @dataclass(frozen=True, slots=True)
 class Note:
     kind: str  # gap, skipped, encrypted, capture, finding
@@ -161,7 +175,9 @@ class CaptureDecoder:
             if isinstance(item, RawFrame):
                 self.frames += 1
                 msg = fd.conversation.decode(item, direction, ts, self.frames)
-                out.append(Captured(ts, fd.flow, direction, msg, index, self.frames))
+                c = _CapturedBuilder(ts, fd.flow, direction, msg, index, self.frames)
+                c.__class__ = Captured
+                out.append(c)
             else:
                 out.append(Note("skipped", item.reason, ts, fd.flow, direction, item.offset, item.size))
 

@@ -22,6 +22,20 @@ class RawFrame:
     truncated: bool = False
 
 
+class _RawFrameBuilder:
+    """Same slot layout as RawFrame; built unguarded, then retyped (hot path)."""
+
+    __slots__ = RawFrame.__slots__
+
+    def __init__(self, offset, data, truncated):
+        self.offset = offset
+        self.data = data
+        self.truncated = truncated
+
+
+_U32 = struct.Struct(">I").unpack_from
+
+
 @dataclass(frozen=True, slots=True)
 class Skipped:
     offset: int
@@ -91,8 +105,32 @@ class FrameSplitter:
         return self._drain(final=True)
 
 
+    def _frames(self, buf: bytearray, out: list, n: int) -> int:
+        """Synced fast path: cut whole frames whose magic is known and body length sane
+        (all of header_problem(strict=False)); stop at anything else. Returns the end."""
+        pos, base, max_body, magics = 0, self._base, self._max_body, MAGICS
+        view = None
+        while n - pos >= HEADER_SIZE:
+            bodylen = _U32(buf, pos + 8)[0]
+            if buf[pos] not in magics or bodylen > max_body:
+                break
+            end = pos + HEADER_SIZE + bodylen
+            if end > n:
+                break
+            if view is None:
+                view = memoryview(buf)
+            f = _RawFrameBuilder(base + pos, view[pos:end].tobytes(), False)
+            f.__class__ = RawFrame
+            out.append(f)
+            pos = end
+        if view is not None:
+            view.release()  # before the bytearray is resized
+        return pos
+
     def _drain(self, final: bool) -> list[RawFrame | Skipped]:
         buf, out, pos, n = self._buf, [], 0, len(self._buf)
+        if self._synced and self._skip is None:
+            pos = self._frames(buf, out, n)
         while n - pos >= HEADER_SIZE:
             problem = header_problem(buf, pos, self._max_body, strict=not self._synced)
             if problem is None and self._synced is False:

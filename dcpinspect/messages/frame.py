@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,11 +10,11 @@ from ..findings import Finding, Problem
 from .catalog import Body, OpSpec
 from .codecs.errors import CodecError
 from .codecs.frameinfo import describe_frame_info, parse_frame_infos
-from .header import HEADER_SIZE, parse_header
+from .header import HEADER_SIZE
 from .keys import decode_key
 from .layout import Field, Layout
-from .names import FLEX_MAGICS, MAGICS, REQUEST_MAGICS, SUCCESS_LIKE_STATUS, status_name
-from .registry import lookup
+from .names import FLEX_MAGICS, MAGICS, REQUEST_MAGICS, SERVER_MAGICS, SUCCESS_LIKE_STATUS, status_name
+from .registry import CLIENT_SPECS, SERVER_SPECS
 from .tap import ENGINE_LAYOUTS
 from .values import decode_value
 
@@ -27,6 +28,9 @@ class DecodeContext:
     max_value_text: int = 4096
     documents: bool = True  # False: skip document bodies (no inflate, no JSON check)
     headers_only: bool = False  # True: the 24-byte header alone, for counting passes
+    #: build Sections and located Field rows (tables, diagrams); False: only what fields,
+    #: values and problems need (jsonl, summary): same fields, values and findings
+    detail: bool = True
 
 
 DEFAULT_CONTEXT = DecodeContext()
@@ -146,59 +150,64 @@ def decode_frame(
     return msg
 
 
+_HEADER = struct.Struct(">BBBBBBHIIQ").unpack_from
+_FLEX = frozenset((0x08, 0x18))  # what parse_header treats as flexible framing
+
+
 def _new_message(data: bytes, offset: int) -> Message:
-    h = parse_header(data)
-    request = h.magic in REQUEST_MAGICS
-    return Message(
-        offset=offset,
-        data=data,
-        magic=h.magic,
-        opcode=h.opcode,
-        framing_length=h.framing_length,
-        key_length=h.key_length,
-        extras_length=h.extras_length,
-        datatype=h.datatype,
-        vbucket=h.vbucket_or_status if request else None,
-        status=None if request else h.vbucket_or_status,
-        body_length=h.body_length,
-        opaque=h.opaque,
-        cas=h.cas,
-        spec=lookup(h.magic, h.opcode),
-    )
+    # parse_header without its NamedTuple, Message built positionally (hot path)
+    magic, opcode, b2, b3, extlen, datatype, vbs, bodylen, opaque, cas = _HEADER(data)
+    framing, keylen = (b2, b3) if magic in _FLEX else (0, (b2 << 8) | b3)
+    request = magic in REQUEST_MAGICS
+    return Message(offset, data, magic, opcode, framing, keylen, extlen, datatype,
+                   vbs if request else None, None if request else vbs, bodylen, opaque, cas,
+                   (SERVER_SPECS if magic in SERVER_MAGICS else CLIENT_SPECS).get(opcode))
 
 
 def _decode_body(msg: Message, ctx: DecodeContext) -> None:
-    data, base, sections = msg.data, msg.offset, msg.sections
+    """Fields, values and problems of the body; with ``ctx.detail`` also the located
+    sections and rows that tables and diagrams print (jsonl and summary skip them)."""
+    data, base = msg.data, msg.offset
+    sections = msg.sections if ctx.detail else None
     end = min(len(data), HEADER_SIZE + msg.body_length)
     body = msg.body
     pos = HEADER_SIZE
+
+    def section(name: str, start: int, stop: int) -> Section | None:
+        if sections is None:
+            return None
+        sec = Section(name, base + start, max(0, stop - start))
+        sections.append(sec)
+        return sec
+
     if msg.framing_length:
         stop = min(pos + msg.framing_length, end)
-        sections.append(Section("framing_extras", base + pos, stop - pos))
+        section("framing_extras", pos, stop)
         _decode_framing(msg, data[pos:stop], base + pos)
         pos = stop
     stop = min(pos + msg.extras_length, end)
-    sections.append(Section("extras", base + pos, stop - pos))
-    _decode_extras(msg, body, data, pos, stop)
+    _decode_extras(msg, body, data, pos, stop, section("extras", pos, stop))
     pos = stop
     if body is not None and body.engine_specific and "engine_specific_length" in msg.values:
         stop = min(pos + msg.values["engine_specific_length"], end)
-        sections.append(Section("engine_specific", base + pos, stop - pos))
-        _decode_engine_specific(msg, data, pos, stop)
+        _decode_engine_specific(msg, data, pos, stop, section("engine_specific", pos, stop))
         pos = stop
     stop = max(pos, min(pos + msg.key_length, end))
-    key = Section("key", base + pos, stop - pos)
-    sections.append(key)
-    key.fields = decode_key(msg, data[pos:stop], base + pos, body.key_kind if body is not None else "text", ctx)
+    key = section("key", pos, stop)
+    if stop > pos or key is not None:
+        rows = decode_key(msg, data[pos:stop], base + pos, body.key_kind if body is not None else "text", ctx)
+        if key is not None:
+            key.fields = rows
     pos = stop
-    msg.value = data[pos:end]
-    value = Section("value", base + pos, max(0, end - pos))
-    sections.append(value)
-    if msg.value or (body is not None and body.value_kind == "snapshot_marker"):
+    msg.value = value = data[pos:end]
+    out = section("value", pos, end)
+    if value or (body is not None and body.value_kind == "snapshot_marker"):
         kind = body.value_kind if body is not None else ("error" if msg.status not in (None, 0) else "auto")
-        value.fields = decode_value(kind, msg, msg.value, value.offset, ctx)
+        rows = decode_value(kind, msg, value, base + pos, ctx)
+        if out is not None:
+            out.fields = rows
         fields = msg.fields
-        for f in value.fields:
+        for f in rows:
             if f.name not in fields:
                 fields[f.name] = f.value
 
@@ -232,32 +241,32 @@ def _decode_framing(msg: Message, raw: bytes, base: int) -> None:
         msg.problems.append(Problem("frame-info-encoding", "framing extras on a non-flexible magic", base))
 
 
-def _decode_extras(msg: Message, body: Body | None, data: bytes, start: int, stop: int) -> None:
-    section = msg.sections[-1]
-    if body is None or body.extras is None or stop <= start:
-        if stop > start:
+def _decode_extras(msg: Message, body: Body | None, data: bytes, start: int, stop: int,
+                   section: Section | None) -> None:
+    layout = None
+    if body is not None and body.extras is not None and stop > start and stop - start == msg.extras_length:
+        layout = body.extras.get(stop - start)
+    if layout is None:
+        if section is not None and stop > start:
             section.fields = [_blob("extras", "Extras", data[start:stop], msg.offset + start)]
         return
-    layout = body.extras.get(stop - start) if stop - start == msg.extras_length else None
-    if layout is None:
-        section.fields = [_blob("extras", "Extras", data[start:stop], msg.offset + start)]
-        return
-    section.layout = layout  # rows are built from it only when printed (describe.py)
+    if section is not None:
+        section.layout = layout  # rows are built from it only when printed (describe.py)
     values, fields = layout.decode(data, start)
     msg.values.update(values)
     msg.fields.update(fields)
 
 
-def _decode_engine_specific(msg: Message, data: bytes, start: int, stop: int) -> None:
-    section = msg.sections[-1]
+def _decode_engine_specific(msg: Message, data: bytes, start: int, stop: int, section: Section | None) -> None:
     for layout in ENGINE_LAYOUTS.get(msg.opcode, ()):
         if layout.size == stop - start:
-            section.layout = layout
+            if section is not None:
+                section.layout = layout
             values, fields = layout.decode(data, start)
             msg.values.update(values)
             msg.fields.update(fields)
             return
-    if stop > start:
+    if section is not None and stop > start:
         section.fields = [_blob("engine_specific", "Engine specific", data[start:stop], msg.offset + start)]
 
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .frame import DecodeContext, Message
 
 RESERVED_COLLECTION_IDS = range(1, 8)
+_NO_FIELDS: list[Field] = []  # what decode_key returns without ctx.detail; never appended to
 
 
 def key_text(raw: bytes) -> str:
@@ -41,10 +42,10 @@ def decode_key(msg: "Message", raw: bytes, base: int, kind: str, ctx: "DecodeCon
         msg.key = raw
         text = key_text(raw)
         msg.fields["key"] = text
-        return [Field("key", "Key", base, len(raw), text, text)]
+        return [Field("key", "Key", base, len(raw), text, text)] if ctx.detail else _NO_FIELDS
     msg.key_source = "negotiated" if ctx.collections is not None else "guessed"
     try:
-        cid, used = decode_uleb128(raw)
+        cid, used = (raw[0], 1) if raw[0] < 0x80 else decode_uleb128(raw)
     except CodecError as exc:
         msg.problems.append(Problem("collection-key-leb128", f"key prefix: {exc}", base))
         msg.key = raw
@@ -61,6 +62,8 @@ def decode_key(msg: "Message", raw: bytes, base: int, kind: str, ctx: "DecodeCon
         msg.problems.append(Problem("collection-key-empty", "logical key is empty after the collection id", base))
     if cid in RESERVED_COLLECTION_IDS:
         msg.problems.append(Problem("collection-id-reserved", f"collection id {cid} is reserved on the wire", base))
+    if not ctx.detail:
+        return _NO_FIELDS
     children = (
         Field("collection_id", "Collection ID", base, used, cid, f"0x{cid:x} ({cid}, leb128 {raw[:used].hex(' ')})"),
         Field("logical_key", "Logical key", base + used, len(logical), text, text),

@@ -120,6 +120,7 @@ class Layout:
     offsets: tuple[int, ...] = field(init=False)
     names: tuple[str, ...] = field(init=False)
     _struct: struct.Struct = field(init=False, repr=False, compare=False)
+    _convert: tuple[tuple[str, FieldSpec], ...] = field(init=False, repr=False, compare=False)
 
     def __init__(self, name: str, *fields: FieldSpec) -> None:
         offsets, off = [], 0
@@ -132,6 +133,9 @@ class Layout:
         object.__setattr__(self, "names", tuple(f.name for f in fields))
         object.__setattr__(self, "size", off)
         object.__setattr__(self, "_struct", struct.Struct(">" + "".join(f.code for f in fields)))
+        # fields whose JSON form is not the raw value (bytes, flags, enums)
+        object.__setattr__(self, "_convert", tuple(
+            (f.name, f) for f in fields if f.kind != "uint" or f.flags is not None or f.enum is not None))
 
     def __reduce__(self):  # picklable for Spark executors
         return (Layout, (self.name, *self.fields))
@@ -152,8 +156,11 @@ class Layout:
 
     def decode(self, buf: bytes | memoryview, offset: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
         """(raw values, JSON values) by field name, from one unpack."""
-        raw = self._struct.unpack_from(buf, offset)
-        return dict(zip(self.names, raw)), {spec.name: spec.json(v) for spec, v in zip(self.fields, raw)}
+        values = dict(zip(self.names, self._struct.unpack_from(buf, offset)))
+        fields = values.copy()
+        for name, spec in self._convert:
+            fields[name] = spec.json(values[name])
+        return values, fields
 
     def describe(self, buf: bytes | memoryview, offset: int, base: int) -> list[Field]:
         """Located fields; ``base`` is the absolute offset of ``buf[offset]``."""

@@ -11,7 +11,6 @@ from . import dcp, tap
 from .codecs.errors import CodecError
 from .codecs.leb128 import decode_uleb128
 from .codecs.snappy import inflate
-from .codecs.sysevent import decode_sysevent_value
 from .codecs.xattr import parse_xattrs
 from .codecs.xerror import parse_xerror
 from .keys import key_text
@@ -83,16 +82,25 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not JSON")
 
 
-_STRICT_JSON = json.JSONDecoder(parse_constant=_reject_constant)
+_SCAN_JSON = json.JSONDecoder(parse_constant=_reject_constant).scan_once  # what .decode() ends in
+_JSON_SPACE = " \t\n\r"
 
 
 def json_ok(raw: bytes) -> bool:
-    """Strict JSON: UTF-8 only, no NaN/Infinity."""
+    """Strict JSON: UTF-8 only, no NaN/Infinity (json.loads' answer, without its wrappers)."""
     try:
-        _STRICT_JSON.decode(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
         return False
-    return True
+    start = len(text) - len(text.lstrip(_JSON_SPACE)) if text[:1] in _JSON_SPACE_CHARS else 0
+    try:
+        _, end = _SCAN_JSON(text, start)
+    except (StopIteration, ValueError, RecursionError):
+        return False
+    return end == len(text) or not text[end:].strip(_JSON_SPACE)
+
+
+_JSON_SPACE_CHARS = frozenset(_JSON_SPACE)
 
 
 def _json(msg, raw, base, ctx):
@@ -249,6 +257,8 @@ def _system_event(msg, raw, base, ctx):
             return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
         msg.values.update(layout.values(raw))
         return layout.describe(raw, 0, base)
+    from .codecs.sysevent import decode_sysevent_value  # flatbuffers imports numpy: ~0.1 s at start-up
+
     try:
         decoded = decode_sysevent_value(event, version, raw)
     except CodecError as exc:

@@ -47,8 +47,14 @@ def frame_record(msg: Message, **extra: Any) -> dict[str, Any]:
     return rec
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), default=str)
+# json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str) with the C encoder
+# made once, not per call (records are trees of dicts, lists and scalars: no cycles to check)
+_ENCODE = json.encoder.c_make_encoder(
+    None, str, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+) if json.encoder.c_make_encoder is not None else None
 
 
 def dumps(record: dict[str, Any]) -> str:
-    return _ENCODER.encode(record)
+    if _ENCODE is None:
+        return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)
+    return "".join(_ENCODE(record, 0))

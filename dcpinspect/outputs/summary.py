@@ -14,6 +14,37 @@ from ..messages.registry import opcode_name
 from .escape import safe
 
 
+#: above this many rows the connections table is laid out here, not by rich (which
+#: measures every cell several times: about 0.5 ms a row)
+PLAIN_ROWS = 200
+
+
+class _PlainTable:
+    """Rows of plain text cells laid out as rich's ``Table(box=None)`` lays them out when they
+    fit a console that is not a terminal (1 space of padding each side, left-aligned, title on
+    its own line): byte-identical there; anything else goes to rich."""
+
+    def __init__(self, *headers: str) -> None:
+        self.rows = [headers]
+
+    def add_row(self, *cells: str) -> None:
+        self.rows.append(cells)
+
+    def print(self, console: Console, title: str) -> None:
+        widths = [max(len(r[i]) for r in self.rows) for i in range(len(self.rows[0]))]
+        total = sum(widths) + 2 * len(widths)
+        if (total > console.width or console.is_terminal or console.record
+                or any(not c.isascii() for r in self.rows for c in r)):  # styles, wrapping, wide chars: rich
+            table = Table(*self.rows[0], title=title, title_justify="left", box=None)
+            for r in self.rows[1:]:
+                table.add_row(*r)
+            console.print(table)
+            return
+        lines = [title.ljust(total)]
+        lines.extend("".join(" " + c.ljust(w) + " " for c, w in zip(r, widths)) for r in self.rows)
+        console.file.write("\n".join(lines) + "\n")
+
+
 @dataclass
 class FlowSummary:
     frames: Counter = field(default_factory=Counter)  # direction → frames
@@ -57,8 +88,9 @@ class CaptureSummary:
         return sum(sum(fs.frames.values()) for fs in self.flows.values())
 
     def render(self, console: Console) -> None:
-        flows = Table("flow", "c2s frames", "s2c frames", "bytes", "duration s", "gaps", "skipped B", "errors",
-                      "warnings", title="Connections", title_justify="left", box=None)
+        head = ("flow", "c2s frames", "s2c frames", "bytes", "duration s", "gaps", "skipped B", "errors", "warnings")
+        flows = _PlainTable(*head) if len(self.flows) > PLAIN_ROWS else Table(
+            *head, title="Connections", title_justify="left", box=None)
         opcodes: Counter = Counter()
         findings: Counter = Counter()
         for flow, fs in self.flows.items():
@@ -72,7 +104,10 @@ class CaptureSummary:
             flows.add_row(safe(flow_label(flow)), str(fs.frames["c2s"]), str(fs.frames["s2c"]),
                           str(sum(fs.bytes.values())), f"{dur:.3f}", str(fs.notes["gap"]),
                           str(fs.note_bytes["skipped"]), str(errors), str(warnings))
-        console.print(flows)
+        if isinstance(flows, _PlainTable):
+            flows.print(console, "Connections")
+        else:
+            console.print(flows)
         console.print()
         ops = Table("opcode", "frames", title="Opcodes", title_justify="left", box=None)
         for name, n in opcodes.most_common():

@@ -30,6 +30,7 @@ class ConnectionValidator:
         self.frames = 0
         # Only a connection seen from its first byte can prove a DCP_OPEN is missing.
         self.seen_from_start = seen_from_start
+        self._emit = _Emitter([], None)  # re-aimed at each message by feed
 
     # -- entry points ------------------------------------------------------------------
 
@@ -40,7 +41,8 @@ class ConnectionValidator:
         out: list[Finding] = []
         if msg.truncated or msg.spec is None:
             return out
-        emit = _Emitter(out, msg)
+        emit = self._emit
+        emit.out, emit.msg = out, msg
         if msg.is_request:
             self._request(msg, direction, ts, index, emit)
         else:
@@ -107,7 +109,7 @@ class ConnectionValidator:
             emit("stream-request-range", f"start seqno {start} > end seqno {end}", **ctx)
         if not ss <= start <= se:
             emit("stream-request-range", f"snap_start {ss} <= start {start} <= snap_end {se} does not hold", **ctx)
-        if self.negotiation.controls.get("enable_stream_id") == "true" and not sid:
+        if self.negotiation.stream_ids and not sid:
             emit("stream-id-missing", "enable_stream_id is on but the request has no sid", **ctx)
         key = (msg.vbucket or 0, sid if isinstance(sid, int) else None)
         rollback = st.rollbacks.pop(key, None)
@@ -127,11 +129,11 @@ class ConnectionValidator:
                  + (f" sid {msg.stream_id}" if msg.stream_id is not None else "")
                  + f" opaque 0x{msg.opaque:08x}: no open stream")
             return
-        ctx = dict(vbucket=stream.vbucket, stream_id=stream.stream_id)
+        ctx = stream.context
         if stream.state == "ended":
             emit("after-stream-end", f"{msg.name} after STREAM_END of {stream.label()} (frame {stream.end_index})", **ctx)
             return
-        if self.negotiation.controls.get("enable_stream_id") == "true" and msg.stream_id is None and op not in _NO_SID:
+        if self.negotiation.stream_ids and msg.stream_id is None and op not in _NO_SID:
             emit("stream-id-missing", f"{msg.name} without a stream-id frame", **ctx)
         self._negotiated(msg, emit, ctx)
         if op == 0x56:
@@ -318,6 +320,8 @@ class ConnectionValidator:
 
 
 class _Emitter:
+    __slots__ = ("out", "msg")
+
     def __init__(self, out: list[Finding], msg: Message) -> None:
         self.out, self.msg = out, msg
 

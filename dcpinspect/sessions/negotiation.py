@@ -28,6 +28,7 @@ class Negotiation:
     controls: dict[str, str] = field(default_factory=dict)
     bucket: str | None = None
     buffer_size: int = 0  # connection_buffer_size accepted by the producer (0: no flow control)
+    stream_ids: bool = False  # enable_stream_id=true accepted
     _pending_controls: dict[int, tuple[str, str]] = field(default_factory=dict)
     _contexts: dict[int, DecodeContext] = field(default_factory=dict)
 
@@ -65,6 +66,8 @@ class Negotiation:
                     self.controls[key] = value
                     if key == "connection_buffer_size":
                         self.buffer_size = int(value) if value.isdigit() else 0
+                    elif key == "enable_stream_id":
+                        self.stream_ids = value == "true"
         elif op == 0x89 and msg.is_request:
             self.bucket = msg.fields.get("key")
         if self.collections is None and msg.is_request and (

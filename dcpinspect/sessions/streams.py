@@ -24,6 +24,7 @@ ITEM_OPCODES = frozenset({0x57, 0x58, 0x59, 0x60, 0x5F})
 #: Messages the producer counts against the consumer's flow-control buffer.
 FLOW_CONTROLLED = STREAM_OPCODES | {0x5B}
 MAX_SEQNO = 0xFFFFFFFFFFFFFFFF
+_COUNT_NAMES: dict[tuple[int, int], str] = {}  # (magic, opcode) → stream.counts key
 
 
 @dataclass
@@ -77,6 +78,7 @@ class Stream:
     manifest_uid: int | None = None
     failover_log: list = field(default_factory=list)
     adopted: bool = False  # first seen mid-conversation, without its request
+    _context: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def start_seqno(self) -> int:
@@ -86,12 +88,20 @@ class Stream:
     def end_seqno(self) -> int:
         return self.request.get("end_seqno", MAX_SEQNO)
 
+    @property
+    def context(self) -> dict:
+        """vbucket and stream id, as findings about this stream carry them (do not mutate)."""
+        ctx = self._context
+        if ctx is None or ctx["vbucket"] != self.vbucket or ctx["stream_id"] != self.stream_id:
+            ctx = self._context = {"vbucket": self.vbucket, "stream_id": self.stream_id}
+        return ctx
+
     def label(self) -> str:
         sid = f" sid {self.stream_id}" if self.stream_id is not None else ""
         return f"vb {self.vbucket}{sid} (opaque 0x{self.opaque:08x})"
 
 
-@dataclass
+@dataclass(slots=True)
 class Pending:
     msg: Message
     index: int
@@ -188,7 +198,10 @@ class DcpState:
         return snap
 
     def item(self, stream: Stream, msg: Message, seqno: int, ts: float | None) -> None:
-        name = msg.name.removeprefix("DCP_").lower()
+        key = (msg.magic, msg.opcode)
+        name = _COUNT_NAMES.get(key)
+        if name is None:
+            name = _COUNT_NAMES[key] = msg.name.removeprefix("DCP_").lower()
         stream.counts[name] = stream.counts.get(name, 0) + 1
         if msg.opcode in ITEM_OPCODES and stream.first_item_ts is None:
             stream.first_item_ts = ts

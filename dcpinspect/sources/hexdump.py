@@ -254,10 +254,10 @@ def _parse_dump(lines: list[str], family: str, asm: _Assembler) -> bool:
                 asm.problem(f"line {n}: not {family} data, skipped: {line.strip()[:40]!r}")
     radix = _od_radix(records) if family == "od" else 16
     asm.show = {8: "{:07o}".format, 10: str}.get(radix, hex)
+    # Line width from row-to-row steps (a dump's last row is usually short, and a
+    # '*' stands for repeated lines, so neither step says how wide a line is).
     deltas = Counter(
-        int(b[2], radix) - int(a[2], radix)
-        for a, b in zip(records, records[1:])
-        if a[0] == "row" and b[0] in ("row", "end")
+        int(b[2], radix) - int(a[2], radix) for a, b in zip(records, records[1:]) if a[0] == b[0] == "row"
     )
     width = max((d for d, _ in deltas.most_common(1) if d > 0), default=None)
     for kind, n, off, chunk in records:
