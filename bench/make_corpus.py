@@ -185,7 +185,7 @@ class DcpSession:
         self._w(out, "c2s", request(0x50, dcp.OPEN, key=name, flags=0x01 | 0x04 | 0x20, opaque=2))
         self._w(out, "s2c", response(0x50, opaque=2))
         controls = [(b"enable_noop", b"true"), (b"set_noop_interval", b"60"),
-                    (b"connection_buffer_size", b"10485760")]
+                    (b"connection_buffer_size", b"10485760"), (b"max_marker_version", b"2.2")]
         if self.sids:
             controls.append((b"enable_stream_id", b"true"))
         for i, (k, v) in enumerate(controls):

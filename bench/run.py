@@ -24,7 +24,7 @@ it makes every JSON line a write(2)).
 
 ``--impl LABEL=DIR`` benchmarks ``python -m dcpinspect`` with ``PYTHONPATH=DIR``
 instead of the installed console script (repeatable: compare a prototype
-against a baseline copy in the same run).
+against a baseline copy in the same run); ``--impl LABEL=`` is the installed one.
 """
 
 from __future__ import annotations
@@ -82,18 +82,19 @@ class Result:
 
 def run_child(cmd: list[str], env: dict | None, stdout_path: str) -> tuple[float, float, int, int]:
     """Run ``cmd`` with stdout to ``stdout_path``; (wall s, user+sys s, peak RSS KiB, exit code)."""
-    with open(stdout_path, "wb") as out:
+    err_path = stdout_path + ".err"
+    with open(stdout_path, "wb") as out, open(err_path, "w+b") as err:
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env)
-        # stderr is small (tshark's root warning, dcpinspect notes): drain it after exit
-        _, status, ru = os.wait4(p.pid, 0)
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _, status, ru = os.wait4(p.pid, 0)  # this child's own rusage, peak RSS included
         wall = time.perf_counter() - t
-        err = p.stderr.read().decode("utf-8", "replace") if p.stderr else ""
-        p.stderr.close()
-        p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode not in (0, 1):
-        sys.stderr.write(f"warning: {' '.join(cmd)} exited {p.returncode}: {err[-500:]}\n")
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, p.returncode
+        p.returncode = code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1):
+            err.seek(0)
+            tail = err.read().decode("utf-8", "replace")[-500:]
+            sys.stderr.write(f"warning: {' '.join(cmd)} exited {code}: {tail}\n")
+    os.unlink(err_path)
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, code
 
 
 def count_jsonl(path: str) -> int:
@@ -135,7 +136,7 @@ def child_env(**extra: str) -> dict:
 def tools(impls: list[tuple[str, str | None]], use_tshark: bool) -> list[tuple[str, list[str], dict | None, callable]]:
     out = []
     for label, path in impls:
-        if path is None:
+        if not path:  # the installed console script
             base, env = ["dcpinspect"], child_env()
         else:
             base = [sys.executable, "-P", "-m", "dcpinspect"]  # -P: not the cwd's copy
@@ -208,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "results.md")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", nargs="*", help="corpus file names (e.g. small-frames.pcap)")
-    ap.add_argument("--impl", action="append", default=[], help="LABEL=PYTHONPATH to benchmark (repeatable)")
+    ap.add_argument("--impl", action="append", default=[],
+                    help="LABEL=PYTHONPATH to benchmark (repeatable; LABEL= is the installed dcpinspect)")
     ap.add_argument("--no-tshark", action="store_true")
     args = ap.parse_args(argv)
 
@@ -221,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"missing (run bench/make_corpus.py{' --big' if args.big else ''}): {', '.join(missing)}\n")
     if not files:
         return 2
-    impls = [tuple(s.split("=", 1)) for s in args.impl] or [("dcpinspect", None)]
+    impls = [(s.partition("=")[0], s.partition("=")[2]) for s in args.impl] or [("dcpinspect", None)]
     specs = tools(impls, not args.no_tshark)
     env_line = environment()
     all_results = []
