@@ -8,10 +8,17 @@ missing or we are not root.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
 import pytest
+from hypothesis import settings
+
+# CI explores the same examples every run; a developer's runs keep searching for new ones.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 import servers
 from servers import RealCapture

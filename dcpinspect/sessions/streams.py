@@ -101,6 +101,22 @@ class Stream:
         return f"vb {self.vbucket}{sid} (opaque 0x{self.opaque:08x})"
 
 
+class RequestRef:
+    """What answers are judged against, without the request's bytes: up to 100k requests
+    wait for an answer, and a whole Message (frame, value, value text) is ~3x its frame."""
+
+    __slots__ = ("opcode", "opaque", "name", "vbucket", "stream_id", "values", "fields")
+
+    @classmethod
+    def of(cls, msg: Message) -> "RequestRef":
+        ref = cls()
+        ref.opcode, ref.opaque, ref.name, ref.vbucket = msg.opcode, msg.opaque, msg.name, msg.vbucket
+        ref.stream_id = msg.stream_id
+        ref.values = msg.values if msg.opcode == 0x53 else {}
+        ref.fields = {k: msg.fields[k] for k in ("key", "stream_id") if k in msg.fields}
+        return ref
+
+
 @dataclass(slots=True)
 class Pending:
     msg: Message
@@ -147,7 +163,7 @@ class DcpState:
     # -- state changes -------------------------------------------------------------------
 
     def remember_request(self, msg: Message, index: int, ts: float | None, direction: str | None) -> None:
-        self.pending[(direction, msg.opaque)] = Pending(msg, index, ts, direction)
+        self.pending[(direction, msg.opaque)] = Pending(RequestRef.of(msg), index, ts, direction)
         if len(self.pending) > 100_000:  # bounded: forget the oldest
             self.pending.pop(next(iter(self.pending)))
 
