@@ -13,6 +13,7 @@ from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STR
 from .registry import STATUS_CLASSES, STREAM_RULES
 
 INCLUDE_DELETE_TIMES = 0x20
+MAX_SNAPSHOT_KEYS = 4_000_000
 _KEYED = frozenset({0x57, 0x58, 0x59, 0x60})
 _NO_SID = frozenset({0x5B, 0x60, 0x62, 0x63})  # sent without a stream-id frame (sync writes, takeover)
 #: Messages that need something negotiated first: (control key, value wanted) or "collections".
@@ -181,11 +182,14 @@ class ConnectionValidator:
                          f"{msg.name} seqno {seqno} outside snapshot {snap.start}..{snap.end} (marker frame {snap.index})", **ctx)
                 elif stream.end_reached and snap.complete:
                     emit("beyond-end-seqno", f"{msg.name} seqno {seqno} after the snapshot holding end seqno {stream.end_seqno}", **ctx)
-            if snap is not None and msg.opcode in _KEYED:
-                key = (msg.opcode == 0x60, msg.collection_id, msg.key)  # prepares are indexed apart
-                if key in snap.keys and not snap.may_duplicate:
+            if snap is not None and msg.opcode in _KEYED and not snap.may_duplicate:
+                # Prepares are indexed apart; keys are kept as digests, and a snapshot larger
+                # than MAX_SNAPSHOT_KEYS stops being checked rather than growing without bound.
+                key = hash((msg.opcode == 0x60, msg.collection_id, msg.key))
+                if key in snap.keys:
                     emit("duplicate-key", f"key {msg.fields.get('key', '')!r} repeats in snapshot {snap.start}..{snap.end}", **ctx)
-                snap.keys.add(key)
+                elif len(snap.keys) < MAX_SNAPSHOT_KEYS:
+                    snap.keys.add(key)
         self.state.item(stream, msg, seqno, ts)
 
     def _marker(self, stream: Stream, msg: Message, index, emit, ctx) -> None:
