@@ -296,6 +296,14 @@ class _Iface:
         self.mul = 0.0  # seconds per tick, when it is a power of 2
         self.offset = 0
 
+    def record(self, hi: int, lo: int, data: bytes, wirelen: int, index: int) -> Record:
+        """A record stamped from this interface's 64-bit tick count."""
+        ticks = (hi << 32) | lo
+        rec = _RecordBuilder((ticks * self.mul if self.mul else ticks / self.div) + self.offset,
+                             self.linktype, data, wirelen, index)
+        rec.__class__ = Record
+        return rec
+
 
 def _pcapng(f, head: bytes):
     b = _Buffer(f, head)
@@ -368,12 +376,7 @@ def _pcapng(f, head: bytes):
                 yield CaptureProblem(index, f"record {index}: unknown interface {ifid}")
                 index += 1
                 continue
-            ifc = ifaces[ifid]
-            ticks = (hi << 32) | lo
-            ts = (ticks * ifc.mul if ifc.mul else ticks / ifc.div) + ifc.offset
-            rec = make(ts, ifc.linktype, buf[pos + 28:pos + 28 + caplen], wirelen, index)
-            rec.__class__ = rtype
-            yield rec
+            yield ifaces[ifid].record(hi, lo, buf[pos + 28:pos + 28 + caplen], wirelen, index)
             index += 1
         elif btype == _BT_SPB:
             if not ifaces:
@@ -400,12 +403,7 @@ def _pcapng(f, head: bytes):
                 yield CaptureProblem(index, f"record {index}: bad packet block")
                 index += 1
                 continue
-            ifc = ifaces[ifid]
-            ticks = (hi << 32) | lo
-            ts = (ticks * ifc.mul if ifc.mul else ticks / ifc.div) + ifc.offset
-            rec = make(ts, ifc.linktype, buf[pos + 28:pos + 28 + caplen], wirelen, index)
-            rec.__class__ = rtype
-            yield rec
+            yield ifaces[ifid].record(hi, lo, buf[pos + 28:pos + 28 + caplen], wirelen, index)
             index += 1
         elif btype == _BT_IDB:
             if blen < 20:
