@@ -7,6 +7,7 @@ interface or a Spark partition) and returns :class:`Captured` frames and
 
 from __future__ import annotations
 
+from ..unguarded import builder
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -41,19 +42,7 @@ class Captured:
     number: int = 0  # 1-based frame number across the capture
 
 
-class _CapturedBuilder:
-    """Same slot layout as Captured; built unguarded, then retyped (hot path)."""
-
-    __slots__ = Captured.__slots__
-
-    def __init__(self, ts, flow, direction, msg, index, number):
-        self.ts = ts
-        self.flow = flow
-        self.direction = direction
-        self.msg = msg
-        self.index = index
-        self.number = number
-
+_CapturedBuilder = builder(Captured)  # fast constructor, see dcpinspect/unguarded.py
 
 @dataclass(frozen=True, slots=True)
 class Note:

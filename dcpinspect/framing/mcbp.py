@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import struct
+from ..unguarded import builder
 from dataclasses import dataclass
 
 from ..messages.header import HEADER_SIZE, MAX_BODY_LENGTH
@@ -22,16 +23,7 @@ class RawFrame:
     truncated: bool = False
 
 
-class _RawFrameBuilder:
-    """Same slot layout as RawFrame; built unguarded, then retyped (hot path)."""
-
-    __slots__ = RawFrame.__slots__
-
-    def __init__(self, offset, data, truncated):
-        self.offset = offset
-        self.data = data
-        self.truncated = truncated
-
+_RawFrameBuilder = builder(RawFrame)  # fast constructor, see dcpinspect/unguarded.py
 
 _U32 = struct.Struct(">I").unpack_from
 

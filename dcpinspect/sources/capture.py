@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import struct
 import zlib
+from ..unguarded import builder
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
@@ -49,18 +50,7 @@ class CaptureError(Exception):
     """The file cannot be opened or is not a pcap / pcapng capture."""
 
 
-class _RecordBuilder:
-    """Same slot layout as Record; built unguarded, then retyped (hot path)."""
-
-    __slots__ = Record.__slots__
-
-    def __init__(self, ts, linktype, data, wirelen, index):
-        self.ts = ts
-        self.linktype = linktype
-        self.data = data
-        self.wirelen = wirelen
-        self.index = index
-
+_RecordBuilder = builder(Record)  # fast constructor, see dcpinspect/unguarded.py
 
 # --- input streams -----------------------------------------------------------------
 
@@ -219,6 +209,14 @@ def _open(path):
     return _Gunzip(raw) if gz else raw
 
 
+def _cut_short(f, index: int, prefix: str, what: str, left: int, need: int, at: int) -> CaptureProblem | None:
+    """What to say when the file ends before a header (None when it ends cleanly)."""
+    note = _stream_note(f)
+    if left:
+        return CaptureProblem(index, f"{prefix}file ends inside {what} ({left} of {need} bytes) at byte {at}{note}")
+    return CaptureProblem(index, prefix + note[2:]) if note else None
+
+
 def _stream_note(f) -> str:
     """The decompressor's complaint, if any, as a message suffix (reported once)."""
     err = getattr(f, "error", None)
@@ -247,13 +245,10 @@ def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int):
         pos = b.pos
         if len(buf) - pos < hdrlen:
             if not b.need(hdrlen):
-                left = b.left()
-                note = _stream_note(f)
-                if left:
-                    yield CaptureProblem(index, f"record {index}: file ends inside the record header "
-                                                f"({left} of {hdrlen} bytes) at byte {b.offset() + 24}{note}")
-                elif note:
-                    yield CaptureProblem(index, f"record {index}: {note[2:]}")
+                problem = _cut_short(f, index, f"record {index}: ", "the record header", b.left(), hdrlen,
+                                     b.offset() + 24)
+                if problem is not None:
+                    yield problem
                 return
             buf = b.buf
             pos = b.pos
@@ -317,13 +312,9 @@ def _pcapng(f, head: bytes):
     rtype = Record
     while True:
         if b.left() < 8 and not b.need(8):
-            left = b.left()
-            note = _stream_note(f)
-            if left:
-                yield CaptureProblem(index, f"file ends inside a block header ({left} of 8 bytes) "
-                                            f"at byte {b.offset()}{note}")
-            elif note:
-                yield CaptureProblem(index, note[2:])
+            problem = _cut_short(f, index, "", "a block header", b.left(), 8, b.offset())
+            if problem is not None:
+                yield problem
             return
         buf, pos = b.buf, b.pos
         btype, blen = blkhdr(buf, pos)

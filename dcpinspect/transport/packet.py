@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from ..unguarded import builder
 from dataclasses import dataclass
 
 from dcpinspect.sources.capture import Record
@@ -62,27 +63,7 @@ class Skip:
     reason: str
 
 
-class _SegmentBuilder:
-    """Same slot layout as Segment; built unguarded, then retyped (hot path)."""
-
-    __slots__ = Segment.__slots__
-
-    def __init__(self, ts, src, sport, dst, dport, proto, seq, ack, flags, payload, index, truncated,
-                 payload_len):
-        self.ts = ts
-        self.src = src
-        self.sport = sport
-        self.dst = dst
-        self.dport = dport
-        self.proto = proto
-        self.seq = seq
-        self.ack = ack
-        self.flags = flags
-        self.payload = payload
-        self.index = index
-        self.truncated = truncated
-        self.payload_len = payload_len
-
+_SegmentBuilder = builder(Segment)  # fast constructor, see dcpinspect/unguarded.py
 
 _IP4 = struct.Struct("!BBHHHBBHII").unpack_from
 _IP4_FAST = struct.Struct("!BxH2xHxB2xII").unpack_from

@@ -10,6 +10,7 @@ the first hole is declared a ``Gap``. The state is plain picklable objects.
 
 from __future__ import annotations
 
+from ..unguarded import builder
 from bisect import bisect_right, insort
 from dataclasses import dataclass
 
@@ -87,19 +88,7 @@ class FlowStats:
     out_of_order: int
 
 
-class _DataBuilder:
-    """Same slot layout as Data; built unguarded, then retyped (hot path)."""
-
-    __slots__ = Data.__slots__
-
-    def __init__(self, flow, direction, offset, data, ts, index):
-        self.flow = flow
-        self.direction = direction
-        self.offset = offset
-        self.data = data
-        self.ts = ts
-        self.index = index
-
+_DataBuilder = builder(Data)  # fast constructor, see dcpinspect/unguarded.py
 
 class _Dir:
     """One direction: ``base`` is the sequence number of stream offset 0;
