@@ -143,59 +143,89 @@ def _stamp(ts: float) -> str:
     return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-def show_capture(items, fmt: str, keep, limit: int | None, strict: bool, progress=None) -> int:
-    """Render captured items; returns the exit code."""
-    from .engines.capture import Captured, flow_label
-    from .outputs.summary import CaptureSummary
+def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progress=None, parts=None) -> int:
+    """Render ``(key, item)`` pairs of a capture (or, for jsonl and summary, the merged output
+    of ``parts``, a :class:`~dcpinspect.engines.parallel.Partitioned` run); returns the exit code."""
+    from .engines.parallel import run_sink
+    from .outputs.sinks import JsonlSink, SummarySink, combine_summaries, combine_tallies
 
+    if progress is not None:
+        keyed = _tap(keyed, progress)
     console = make_console()
-    err = make_console(stderr=True)
-    renderer = Renderer("jsonl" if fmt == "jsonl" else "table", console)
-    summary = CaptureSummary()
-    shown = 0
-    labels: dict = {}  # flow → its label, made once
-    write = sys.stdout.write
+    if fmt == "table":
+        return _show_table(keyed, console, keep, limit, strict)
     if fmt == "jsonl":
-        from .outputs.jsonl import dumps, frame_record
-    for item in items:
-        if progress is not None:
-            progress(item)
+        sink = JsonlSink(keep, limit)
+        write, shown = sys.stdout.write, 0
+        for is_frame, line in (parts if parts is not None else run_sink(sink, keyed)):
+            write(line + "\n")
+            if is_frame:
+                shown += 1
+                if limit is not None and shown >= limit:
+                    break
+        tally = combine_tallies(parts.results) if parts is not None and limit is None else sink.tally
+    else:
+        sink = SummarySink()
+        if parts is not None:
+            for _ in parts:
+                pass
+            sink = combine_summaries(parts.results)
+        else:
+            for _ in run_sink(sink, keyed):
+                pass
+        sink.summary.render(console)
+        tally = sink.tally
+    return EXIT_VIOLATIONS if strict and tally.severities["error"] else EXIT_OK
+
+
+def _tap(keyed, progress):
+    for pair in keyed:
+        progress(pair[1])
+        yield pair
+
+
+def _show_table(keyed, console, keep, limit: int | None, strict: bool) -> int:
+    from .engines.capture import Captured, flow_label
+
+    renderer = Renderer("table", console)
+    err = make_console(stderr=True)
+    shown = 0
+    for _, item in keyed:
         if isinstance(item, Captured):
             renderer.tally.add(item.msg)
-            if fmt == "summary":
-                summary.add(item)
-                continue
             if not keep(item):
                 continue
             if limit is not None and shown >= limit:
                 break
             shown += 1
-            label = labels.get(item.flow)
-            if label is None:
-                label = labels[item.flow] = flow_label(item.flow)
-            if fmt == "jsonl":
-                write(dumps(frame_record(item.msg, kind="frame", ts=item.ts, flow=label,
-                                         direction=item.direction)) + "\n")
-            else:
-                console.print(frame_table(item.msg, f"{_stamp(item.ts)}  {label} {item.direction}"))
-                console.print()
-        else:
-            summary.add(item)
-            if fmt == "jsonl":
-                from .outputs.jsonl import dumps
-
-                rec = {"kind": item.kind, "message": item.message, "ts": item.ts,
-                       "flow": flow_label(item.flow) if item.flow else None, "direction": item.direction,
-                       "offset": item.offset, "length": item.size}
-                sys.stdout.write(dumps(rec) + "\n")
-            elif fmt == "table" and item.kind != "start":
-                where = f" {flow_label(item.flow)} {item.direction or ''}" if item.flow else ""
-                err.print(f"note:{where} {item.kind}: {item.message}", markup=False)
-    if fmt == "summary":
-        summary.render(console)
-    elif fmt == "table":
-        renderer.summary()
+            console.print(frame_table(item.msg, f"{_stamp(item.ts)}  {flow_label(item.flow)} {item.direction}"
+                                                f"  frame {item.number}"))
+            console.print()
+        elif item.kind != "start":
+            where = f" {flow_label(item.flow)} {item.direction or ''}" if item.flow else ""
+            err.print(f"note:{where} {item.kind}: {item.message}", markup=False)
+    renderer.summary()
     return EXIT_VIOLATIONS if strict and renderer.tally.severities["error"] else EXIT_OK
+
+
+def _jobs(jobs: int, path: Path, eligible: bool) -> int:
+    """Worker processes for one file: ``--jobs`` as given, or (0) one per CPU for captures
+    big enough to repay starting them."""
+    from .engines.parallel import available_cpus
+
+    if not eligible:
+        return 1
+    if jobs > 0:
+        return jobs
+    try:
+        big = path.stat().st_size >= AUTO_JOBS_BYTES
+    except OSError:
+        big = False
+    return min(available_cpus(), MAX_AUTO_JOBS) if big else 1
+
+
+AUTO_JOBS_BYTES = 16 * 1024 * 1024
+MAX_AUTO_JOBS = 8
 
 
 @app.command("decode")
@@ -211,28 +241,41 @@ def decode_command(
     no_heuristic: bool = typer.Option(False, "--no-heuristic", help="Only decode known ports."),
     collections: Collections = typer.Option(Collections.auto, help="Key collection prefix: auto (from HELO), on, off."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any frame has an error finding."),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0,
+                             help="Worker processes for jsonl and summary (0: one per CPU on files over 16 MiB)."),
 ) -> None:
     """Decode MCBP/DCP frames from capture files, in capture order."""
-    from .engines.files import decode_capture_file
-    from .sources.capture import CaptureError
+    from functools import partial
+
+    from .engines.files import keyed_items
+    from .engines.parallel import Partitioned, WorkerCrash
+    from .messages.frame import DecodeContext
+    from .outputs.sinks import make_sink
+    from .sources.capture import CaptureError, read_records
 
     keep = _frame_filter(opcode, vbucket, flow)
     ports = _port_map(port, decode_as)
+    lean = (DecodeContext(headers_only=True) if fmt is CaptureFormat.summary
+            else DecodeContext(detail=False) if fmt is CaptureFormat.jsonl else None)  # jsonl: no field rows
+    kw = dict(ports=ports, collections=_collections(collections), heuristic=not no_heuristic, base=lean)
     code = EXIT_OK
     for path in files:
         if not path.exists():
             fail(f"{path}: no such file")
+        n = _jobs(jobs, path, fmt is not CaptureFormat.table and limit is None)
         try:
-            from .messages.frame import DecodeContext
-
-            lean = (DecodeContext(headers_only=True) if fmt is CaptureFormat.summary
-                    else DecodeContext(detail=False) if fmt is CaptureFormat.jsonl else None)  # jsonl: no field rows
-            items = decode_capture_file(path, ports=ports, collections=_collections(collections),
-                                        heuristic=not no_heuristic, base=lean)
-            progress = _progress(path) if fmt != "jsonl" else None
-            code = max(code, show_capture(items, fmt.value, keep, limit, strict, progress))
+            if n > 1:
+                recipe = partial(make_sink, "jsonl", keep) if fmt is CaptureFormat.jsonl else partial(make_sink, "summary")
+                parts = Partitioned(path, n, recipe, **kw)
+                code = max(code, show_capture(None, fmt.value, keep, limit, strict, parts=parts))
+            else:
+                keyed = keyed_items(read_records(path), **kw)
+                progress = _progress(path) if fmt != "jsonl" else None
+                code = max(code, show_capture(keyed, fmt.value, keep, limit, strict, progress))
         except CaptureError as exc:
             _capture_error(path, exc)
+        except WorkerCrash as exc:
+            fail(f"{path}: a worker process failed: {exc}")
     raise typer.Exit(code)
 
 
@@ -272,7 +315,7 @@ def live_command(
     import queue
     import threading
 
-    from .engines.files import decode_records
+    from .engines.files import keyed_items
     from .outputs.summary import CaptureSummary
     from .sources.live import LiveError, check_interface, sniff_records
 
@@ -305,8 +348,8 @@ def live_command(
     summary = CaptureSummary()
     code = EXIT_OK
     try:
-        items = decode_records(feed(), ports=set(port), collections=_collections(collections))
-        code = show_capture(items, fmt.value, keep, None, strict, progress=summary.add)
+        keyed = keyed_items(feed(), ports=set(port), collections=_collections(collections))
+        code = show_capture(keyed, fmt.value, keep, None, strict, progress=summary.add)
     except KeyboardInterrupt:
         pass
     if errors:
@@ -321,33 +364,77 @@ class FailOn(str, Enum):
     error = "error"
 
 
-def _items_of(path: Path, ports: set[int], collections: bool | None):
-    """Captured frames and notes from a capture file, or from a hex dump given as a file."""
-    from .engines.capture import Captured
-    from .engines.files import decode_capture_file
-    from .sources.capture import CaptureError
+def _keyed_of(path: Path, ports: set[int], collections: bool | None, jobs: int, sink):
+    """Findings rows of a capture file (over ``jobs`` processes when it pays), or of a hex dump
+    given as a file; returns (rows in order, frames checked)."""
+    from functools import partial
 
+    from .engines.files import keyed_items
+    from .engines.parallel import Partitioned, WorkerCrash, run_sink
+    from .sources.capture import CaptureError, read_records
+
+    if _is_capture(path):
+        n = _jobs(jobs, path, True)
+        try:
+            if n > 1:
+                parts = Partitioned(path, n, partial(_findings_sink, sink.source, sink.show_info),
+                                    ports=ports, collections=collections)
+                rows = [row for batch in parts for row in batch]
+                return rows, sum(parts.results)
+            rows = [row for batch in run_sink(sink, keyed_items(read_records(path), ports=ports,
+                                                                collections=collections)) for row in batch]
+            return rows, sink.frames
+        except CaptureError as exc:
+            _capture_error(path, exc)
+        except WorkerCrash as exc:
+            fail(f"{path}: a worker process failed: {exc}")
+    rows = [row for batch in run_sink(sink, _hex_items(path, collections)) for row in batch]
+    return rows, sink.frames
+
+
+def _is_capture(path: Path) -> bool:
+    """pcap (either byte order, µs or ns), pcapng or gzip, by the first bytes."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(4)
     except OSError as exc:
         fail(f"{path}: {exc.strerror or exc}")
-    if head[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",
-                    b"\x0a\x0d\x0d\x0a") or head[:2] == b"\x1f\x8b":
-        try:
-            yield from decode_capture_file(path, ports=ports, collections=collections)
-        except CaptureError as exc:
-            _capture_error(path, exc)
-        return
+    return head[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",
+                        b"\x0a\x0d\x0d\x0a") or head[:2] == b"\x1f\x8b"
+
+
+def _hex_items(path: Path, collections: bool | None):
+    """A hex dump given as a file, as captured items of one pseudo-connection named by the file."""
+    from .engines.capture import Captured
     from .engines.hexinput import decode_hex_text
     from .messages.frame import Message
 
     result = decode_hex_text(_read_text(path), collections)
     if not result.dump.data:
         fail(f"{path}: neither a capture nor a hex dump")
-    for n, item in enumerate(result.items, 1):
-        if isinstance(item, Message):
-            yield Captured(0.0, ("hex", 0, str(path), 0), "", item, n, n)
+    frames = (i for i in result.items if isinstance(i, Message))
+    for n, msg in enumerate(frames, 1):
+        yield n, Captured(0.0, ("hex", 0, str(path), 0), "", msg, n, n)
+
+
+def _items_of(path: Path, ports: set[int], collections: bool | None):
+    """Captured frames and notes of a capture file or of a hex dump given as a file."""
+    from .engines.files import decode_capture_file
+    from .sources.capture import CaptureError
+
+    if not _is_capture(path):
+        yield from (item for _, item in _hex_items(path, collections))
+        return
+    try:
+        yield from decode_capture_file(path, ports=ports, collections=collections)
+    except CaptureError as exc:
+        _capture_error(path, exc)
+
+
+def _findings_sink(source: str, show_info: bool):
+    from .outputs.sinks import FindingsSink
+
+    return FindingsSink(source, show_info, _stamp)
 
 
 @app.command("validate")
@@ -358,63 +445,38 @@ def validate_command(
     port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
     collections: Collections = typer.Option(Collections.auto),
     show_info: bool = typer.Option(False, "--info", help="Also list info-level findings."),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0,
+                             help="Worker processes a capture (0: one per CPU on files over 16 MiB)."),
 ) -> None:
     """Check DCP conversations against the protocol's rules: exit 0 clean, 1 violations, 2 unusable input."""
     from rich.table import Table
 
-    from .engines.capture import Captured, flow_label
     from .outputs.jsonl import dumps
+    from .outputs.sinks import LEVELS
 
-    levels = {"info": 0, "warning": 1, "error": 2}
-    threshold = levels[fail_on.value]
-    rows, worst, frames = [], -1, 0
+    rows, frames = [], 0
     for path in files:
         if not path.exists():
             fail(f"{path}: no such file")
-        for item in _items_of(path, set(port), _collections(collections)):
-            if isinstance(item, Captured):
-                frames += 1
-                found = [(f, item) for f in item.msg.findings]
-            elif item.finding is not None:
-                found = [(item.finding, item)]
-            else:
-                continue
-            for f, where in found:
-                if f.severity == "info" and not show_info:
-                    continue
-                worst = max(worst, levels[f.severity])
-                rows.append((str(path), f, where))
+        got, checked = _keyed_of(path, set(port), _collections(collections), jobs,
+                                 _findings_sink(str(path), show_info))
+        rows.extend(got)
+        frames += checked
+    worst = max((LEVELS[r.severity] for r in rows), default=-1)
     if fmt is Format.jsonl:
-        for path, f, where in rows:
-            rec = {"file": path, **f.to_json()}
-            if isinstance(where, Captured):
-                msg = where.msg
-                rec.update(frame=where.number, ts=where.ts, flow=flow_label(where.flow),
-                           direction=where.direction or None, opcode_name=msg.name,
-                           vbucket=f.vbucket if f.vbucket is not None else msg.vbucket,
-                           stream_id=f.stream_id if f.stream_id is not None else msg.stream_id,
-                           related_frame=f.frame)
-            else:
-                rec.update(frame=f.frame, ts=where.ts, flow=flow_label(where.flow) if where.flow else None,
-                           direction=None, opcode_name=None, vbucket=f.vbucket, stream_id=f.stream_id,
-                           related_frame=f.frame)
-            sys.stdout.write(dumps(rec) + "\n")
+        sys.stdout.write("".join(dumps(r.record) + "\n" for r in rows))
     else:
         console = make_console()
         table = Table("frame", "time", "flow", "vb", "sid", "severity", "class", "rule", "message", box=None)
-        for path, f, where in rows:
-            frame = str(where.number) if isinstance(where, Captured) else (str(f.frame) if f.frame else "-")
-            vb = f.vbucket if f.vbucket is not None else (where.msg.vbucket if isinstance(where, Captured) else None)
-            table.add_row(frame, _stamp(where.ts) if where.ts else "-", flow_label(where.flow) if where.flow else "-",
-                          "-" if vb is None else str(vb), "-" if f.stream_id is None else str(f.stream_id),
-                          f.severity, f.cls, f.rule, _safe(f.message))
+        for r in rows:
+            table.add_row(*r.cells[:-1], _safe(r.cells[-1]))
         if rows:
             console.print(table)
-        errors = sum(1 for _, f, _ in rows if f.severity == "error")
+        errors = sum(1 for r in rows if r.severity == "error")
         console.print(f"{frames} frames checked: {errors} errors, {len(rows) - errors} other findings")
     if frames == 0:
         fail("no MCBP frame found in the input")
-    raise typer.Exit(EXIT_VIOLATIONS if worst >= threshold else EXIT_OK)
+    raise typer.Exit(EXIT_VIOLATIONS if worst >= LEVELS[fail_on.value] else EXIT_OK)
 
 
 def _safe(text: str) -> str:

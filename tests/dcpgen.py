@@ -460,6 +460,28 @@ def write_capture(frames: list[tuple[str, bytes]], path: str | Path, *, handshak
     return Path(path)
 
 
+def packet_numbers(path: str | Path, frames: list[tuple[str, bytes]]) -> list[int]:
+    """For each frame of a conversation written by :func:`write_capture`, the capture frame
+    number (1-based, as Wireshark counts) of the packet holding its last byte. Read with
+    Scapy, apart from the product's reader, from the TCP payload sizes in each direction
+    (the synthetic captures neither lose nor repeat segments)."""
+    from scapy.all import TCP, rdpcap
+
+    carried: dict[str, list[tuple[int, int]]] = {"c2s": [], "s2c": []}  # (bytes so far, number)
+    for n, pkt in enumerate(rdpcap(str(path)), 1):
+        size = len(bytes(pkt[TCP].payload)) if TCP in pkt else 0
+        if size:
+            direction = "c2s" if pkt[TCP].dport == 11210 else "s2c"
+            before = carried[direction][-1][0] if carried[direction] else 0
+            carried[direction].append((before + size, n))
+    sent = {"c2s": 0, "s2c": 0}
+    out = []
+    for direction, data in frames:
+        sent[direction] += len(data)
+        out.append(next(n for total, n in carried[direction] if total >= sent[direction]))
+    return out
+
+
 # -- long, busy, valid conversations -------------------------------------------------------------
 #
 # Each episode leaves its stream's last snapshot complete, so episodes mix freely.

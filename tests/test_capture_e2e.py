@@ -92,8 +92,9 @@ def got(records: list[dict], flow: str | None = None) -> list[tuple]:
 
 
 def signature(records: list[dict], flow: bool = True) -> list[tuple]:
-    """Everything dcpinspect says except timestamps (and, if asked, the flow label)."""
-    drop = {"ts"} | (set() if flow else {"flow"})
+    """Everything dcpinspect says except timestamps and packet numbers (and, if asked, the flow
+    label): what two captures of the same conversation must agree on."""
+    drop = {"ts", "frame"} | (set() if flow else {"flow"})
     return [tuple(sorted((k, repr(v)) for k, v in r.items() if k not in drop)) for r in records]
 
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 import dcpgen
-from dcpgen import ACK, ERANGE, MEMORY, TAKEOVER, Dcp
+from dcpgen import ACK, ERANGE, MEMORY, TAKEOVER, Dcp, packet_numbers
 
 FLOW = "10.0.0.1:50000-10.0.0.2:11210"
 ROW_KEYS = {"file", "rule", "class", "severity", "message", "frame", "ts", "flow", "direction", "opcode_name",
@@ -73,12 +73,18 @@ def files(tmp_path_factory):
     out["clean"] = clean_conversation().pcap(root / "clean.pcap")
     d, out["regression_frame"], out["request_frame"] = violating_conversation()
     out["bad"] = d.pcap(root / "bad.pcap")
+    # in a capture, frames are named by the packet that completed them (Wireshark's numbers)
+    numbers = packet_numbers(out["bad"], d.frames)
+    out["regression_packet"], out["request_packet"] = numbers[out["regression_frame"] - 1], numbers[
+        out["request_frame"] - 1]
+    out["answer_packet"] = numbers[out["request_frame"]]
     out["warn"] = warning_only_conversation().pcap(root / "warn.pcap")
     takeover = Dcp().handshake()
     t = takeover.stream(9, flags=TAKEOVER)
     t.snapshot(2, flags=MEMORY | ACK)  # never acknowledged: a finish-time finding
     out["ack_marker_frame"] = len(takeover.frames) - 2
     out["ack"] = takeover.pcap(root / "ack.pcap")
+    out["ack_marker_packet"] = packet_numbers(out["ack"], takeover.frames)[out["ack_marker_frame"] - 1]
     out["clean_hex"] = root / "clean.hex"
     out["clean_hex"].write_text("".join(f.hex(" ") + "\n" for _, f in clean_conversation().frames))
     d, _, _ = violating_conversation()
@@ -174,7 +180,7 @@ def test_jsonl_rows_carry_where_and_what(files):
     row = reg[0]
     assert ROW_KEYS <= set(row), ROW_KEYS - set(row)
     assert (row["file"], row["class"], row["severity"]) == (str(files["bad"]), "ERANGE", "error")
-    assert (row["frame"], row["flow"], row["direction"]) == (files["regression_frame"], FLOW, "s2c")
+    assert (row["frame"], row["flow"], row["direction"]) == (files["regression_packet"], FLOW, "s2c")
     assert (row["opcode_name"], row["vbucket"], row["stream_id"]) == ("DCP_MUTATION", 5, 1)
     assert isinstance(row["ts"], float) and row["ts"] > 1_600_000_000
     assert "seqno 2" in row["message"]
@@ -187,9 +193,9 @@ def test_jsonl_erange_answer_is_paired_with_its_request(files):
     row = ans[0]
     assert (row["class"], row["vbucket"], row["opcode_name"], row["direction"]) == ("ERANGE", 7, "DCP_STREAM_REQ",
                                                                                     "s2c")
-    assert row["frame"] == files["request_frame"] + 1
-    assert row["related_frame"] == files["request_frame"]
-    for text in ("start 30", "snap 30..35", f"(frame {files['request_frame']})"):
+    assert row["frame"] == files["answer_packet"]
+    assert row["related_frame"] == files["request_packet"]
+    for text in ("start 30", "snap 30..35", f"(frame {files['request_packet']})"):
         assert text in row["message"]
     assert not [x for x in got if x["rule"] == "peer-error"]  # folded into answered-error
 
@@ -199,7 +205,7 @@ def test_jsonl_finish_time_finding_row(files):
     assert r.returncode == 1
     (row,) = rows(r)
     assert (row["rule"], row["class"], row["severity"]) == ("ack-unanswered", "SNAPSHOT", "error")
-    assert (row["frame"], row["vbucket"], row["flow"]) == (files["ack_marker_frame"], 9, FLOW)
+    assert (row["frame"], row["vbucket"], row["flow"]) == (files["ack_marker_packet"], 9, FLOW)
     assert {"file", "message", "ts"} <= set(row)
 
 
@@ -219,7 +225,7 @@ def test_table_names_frame_flow_and_vbucket(files):
     r = validate(files["bad"])
     line = next(x for x in r.stdout.splitlines() if "seqno-regression" in x)
     cells = line.split()
-    assert cells[0] == str(files["regression_frame"])
+    assert cells[0] == str(files["regression_packet"])
     assert FLOW in cells
     assert "5" in cells[cells.index(FLOW) + 1:cells.index(FLOW) + 3]  # vb, then sid
     assert "ERANGE" in cells and "error" in cells

@@ -8,6 +8,7 @@ interface or a Spark partition) and returns :class:`Captured` frames and
 from __future__ import annotations
 
 from ..unguarded import builder
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -38,8 +39,10 @@ class Captured:
     flow: FlowKey
     direction: str  # c2s or s2c
     msg: Message
-    index: int  # capture record that completed the frame
-    number: int = 0  # 1-based frame number across the capture
+    index: int  # capture record (0-based) that completed the frame
+    #: the capture frame number (1-based, as Wireshark numbers packets) of that record:
+    #: what findings name, and known without seeing the capture's other connections
+    number: int = 0
 
 
 _CapturedBuilder = builder(Captured)  # fast constructor, see dcpinspect/unguarded.py
@@ -56,23 +59,56 @@ class Note:
     finding: Finding | None = None
 
 
+class Side:
+    """One direction of a connection: its frame splitter, and which capture record carried
+    which bytes, so a frame is numbered by the packet holding its last byte (as Wireshark
+    numbers a reassembled PDU) however late the splitter could confirm it."""
+
+    __slots__ = ("splitter", "fed", "marks")
+
+    def __init__(self, synced: bool) -> None:
+        self.splitter = FrameSplitter(synced=synced)
+        self.fed = 0  # stream offset after the last byte handed over (gaps count)
+        self.marks: deque[tuple[int, int]] = deque()  # (stream offset after a record's bytes, record)
+
+    def carried(self, size: int, index: int) -> None:
+        self.fed += size
+        self.marks.append((self.fed, index))
+        if len(self.marks) > MAX_MARKS:  # a splitter holding this much is skipping: numbers stay close
+            self.marks.popleft()
+
+    def lost(self, missing: int) -> None:
+        self.fed += missing
+
+    def record_of(self, end: int) -> int:
+        """The record that carried stream byte ``end - 1`` (-1 if none is known)."""
+        marks = self.marks
+        while len(marks) > 1 and marks[0][0] < end:
+            marks.popleft()
+        return marks[0][1] if marks else -1
+
+
+MAX_MARKS = 65536
+
+
 @dataclass
 class FlowDecoder:
-    """One TCP connection: one conversation, one frame splitter per direction."""
+    """One TCP connection: one conversation, one splitting side per direction."""
 
     flow: FlowKey
     conversation: Conversation
     midstream: bool
     protocol: str = "unknown"  # mcbp, tls, ignored, unknown
-    splitters: dict[str, FrameSplitter] = field(default_factory=dict)
+    sides: dict[str, Side] = field(default_factory=dict)
     pending: dict[str, bytearray] = field(default_factory=dict)
     frames: int = 0
+    first_index: int = 0  # the capture record that began the connection
 
-    def splitter(self, direction: str) -> FrameSplitter:
-        sp = self.splitters.get(direction)
-        if sp is None:
-            sp = self.splitters[direction] = FrameSplitter(synced=not self.midstream)
-        return sp
+    def side(self, direction: str) -> Side:
+        sd = self.sides.get(direction)
+        if sd is None:
+            sd = self.sides[direction] = Side(synced=not self.midstream)
+        return sd
 
 
 
@@ -92,8 +128,10 @@ class CaptureDecoder:
         self.reassembler = Reassembler(server_ports=self.ports | TLS_PORTS, max_buffer=max_buffer)
         self.flows: dict[FlowKey, FlowDecoder] = {}
         self.frames = 0
+        self._index = 0  # capture record being fed
 
     def feed(self, seg: Segment) -> list[Captured | Note]:
+        self._index = seg.index
         out: list[Captured | Note] = []
         for ev in self.reassembler.feed(seg):
             self._event(ev, out)
@@ -111,7 +149,8 @@ class CaptureDecoder:
 
     def _event(self, ev, out: list) -> None:
         if isinstance(ev, Start):
-            fd = FlowDecoder(ev.flow, Conversation.new(self.collections, self.base, not ev.midstream), ev.midstream)
+            fd = FlowDecoder(ev.flow, Conversation.new(self.collections, self.base, not ev.midstream), ev.midstream,
+                             first_index=self._index)
             self.flows[ev.flow] = fd
             sport = ev.flow[3]
             if sport in TLS_PORTS:
@@ -132,7 +171,10 @@ class CaptureDecoder:
                 out.append(Note("gap", f"{ev.missing} bytes lost ({ev.reason})", ev.ts, ev.flow, ev.direction,
                                 ev.offset, ev.missing))
                 fd.conversation.validator.gap()
-                self._items(fd, ev.direction, fd.splitter(ev.direction).gap(ev.missing), ev.ts, -1, out)
+                sd = fd.side(ev.direction)
+                items = sd.splitter.gap(ev.missing)
+                sd.lost(ev.missing)
+                self._items(fd, ev.direction, items, ev.ts, out)
             elif fd.protocol == "unknown":
                 fd.pending.pop(ev.direction, None)
         elif isinstance(ev, End):
@@ -143,6 +185,7 @@ class CaptureDecoder:
         if fd.protocol == "unknown":
             buf = fd.pending.setdefault(ev.direction, bytearray())
             buf += ev.data
+            fd.side(ev.direction).carried(len(ev.data), ev.index)
             verdict = _sniff(buf, fd.midstream)
             if verdict is None and len(buf) < HEURISTIC_BYTES:
                 return
@@ -150,33 +193,38 @@ class CaptureDecoder:
                 fd.protocol = "mcbp"
                 data = bytes(buf)
                 fd.pending.clear()
-                self._items(fd, ev.direction, fd.splitter(ev.direction).feed(data), ev.ts, ev.index, out)
+                self._items(fd, ev.direction, fd.side(ev.direction).splitter.feed(data), ev.ts, out)
             else:
                 fd.protocol = "ignored"
                 fd.pending.clear()
             return
         if fd.protocol != "mcbp":
             return
-        self._items(fd, ev.direction, fd.splitter(ev.direction).feed(ev.data), ev.ts, ev.index, out)
+        sd = fd.side(ev.direction)
+        sd.carried(len(ev.data), ev.index)
+        self._items(fd, ev.direction, sd.splitter.feed(ev.data), ev.ts, out)
 
-    def _items(self, fd: FlowDecoder, direction: str, items, ts: float, index: int, out: list) -> None:
+    def _items(self, fd: FlowDecoder, direction: str, items, ts: float, out: list) -> None:
+        sd = fd.sides[direction]
         for item in items:
             if isinstance(item, RawFrame):
                 self.frames += 1
-                msg = fd.conversation.decode(item, direction, ts, self.frames)
-                c = _CapturedBuilder(ts, fd.flow, direction, msg, index, self.frames)
+                index = sd.record_of(item.offset + len(item.data))
+                msg = fd.conversation.decode(item, direction, ts, index + 1)
+                c = _CapturedBuilder(ts, fd.flow, direction, msg, index, index + 1)
                 c.__class__ = Captured
                 out.append(c)
             else:
+                sd.record_of(item.offset + item.size)
                 out.append(Note("skipped", item.reason, ts, fd.flow, direction, item.offset, item.size))
 
     def _close_flow(self, fd: FlowDecoder, out: list, ts: float | None) -> None:
         if fd.protocol != "mcbp":
             return
-        for direction, sp in fd.splitters.items():
-            if sp.buffered:
-                self._items(fd, direction, sp.close(), ts if ts is not None else 0.0, -1, out)
-        fd.splitters.clear()
+        for direction, sd in fd.sides.items():
+            if sd.splitter.buffered:
+                self._items(fd, direction, sd.splitter.close(), ts if ts is not None else 0.0, out)
+        fd.sides.clear()
         for f in fd.conversation.validator.finish():
             out.append(Note("finding", f.message, ts, fd.flow, None, None, 0, f))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -27,21 +28,58 @@ class ReadStats:
         self.skip_reasons[key] = self.skip_reasons.get(key, 0) + 1
 
 
-def decode_records(records, stats: ReadStats | None = None, **kw) -> Iterator[Captured | Note]:
+#: finish-time items sort after every record, in the order their connections began
+END_KEY = 1 << 62
+MAX_OWNERS = 1 << 20  # 4-tuples remembered before the owner table starts over
+
+
+def owner(src: str, sport: int, dst: str, dport: int, parts: int) -> int:
+    """Which of ``parts`` workers decodes this connection (the same for both directions)."""
+    a, b = (src, sport), (dst, dport)
+    lo, hi = (a, b) if a <= b else (b, a)
+    return zlib.crc32(f"{lo[0]} {lo[1]} {hi[0]} {hi[1]}".encode()) % parts
+
+
+def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None = None,
+                **kw) -> Iterator[tuple[int, Captured | Note]]:
+    """``(key, item)`` for the connections that :func:`owner` gives to ``part`` (all of them
+    when ``parts`` is 1). Keys order items across parts as one process emits them: the
+    capture record that caused them, then, for what the end of input flushes, the record
+    that began their connection. Notes about the file itself come with part 0."""
     stats = stats if stats is not None else ReadStats()
     dec = CaptureDecoder(**kw)
+    owners: dict[tuple, int] = {}
     for rec in records:
         if isinstance(rec, CaptureProblem):
-            text = rec.message if rec.message.startswith("record ") else f"record {rec.index}: {rec.message}"
-            yield Note("capture", text)
+            if part == 0:
+                text = rec.message if rec.message.startswith("record ") else f"record {rec.index}: {rec.message}"
+                yield rec.index, Note("capture", text)
             continue
         stats.records += 1
         seg = parse_record(rec)
         if isinstance(seg, Skip):
             stats.skip(seg.reason)
             continue
-        yield from dec.feed(seg)
-    yield from dec.finish()
+        if parts > 1:
+            four = (seg.src, seg.sport, seg.dst, seg.dport)
+            mine = owners.get(four)
+            if mine is None:
+                if len(owners) >= MAX_OWNERS:
+                    owners.clear()
+                mine = owners[four] = owner(seg.src, seg.sport, seg.dst, seg.dport, parts)
+            if mine != part:
+                continue
+        index = rec.index
+        for item in dec.feed(seg):
+            yield index, item
+    began = {flow: fd.first_index for flow, fd in dec.flows.items()}
+    for item in dec.finish():
+        yield END_KEY + began.get(item.flow, END_KEY), item
+
+
+def decode_records(records, stats: ReadStats | None = None, **kw) -> Iterator[Captured | Note]:
+    for _, item in keyed_items(records, stats=stats, **kw):
+        yield item
 
 
 def decode_capture_file(path, stats: ReadStats | None = None, **kw) -> Iterator[Captured | Note]:

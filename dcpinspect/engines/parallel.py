@@ -1,0 +1,163 @@
+"""One capture file over several processes, output in capture order.
+
+Connections are independent (reassembly, negotiation and the stream validator are all per
+connection), so each worker reads the whole file, parses every record's headers (cheap),
+and decodes only the connections that hash to it. Frames are numbered by the packet that
+completed them, which a worker knows without seeing the other connections. A worker hands
+each item to a *sink* that turns it into a small picklable payload (a JSON line, a findings
+row) and keeps totals; the caller merges the payloads back by capture record, and
+combines the sinks' totals.
+
+The same sink runs in one process when there is nothing to split (:func:`run_sink`), so
+both ways print the same bytes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import sys
+import traceback
+from typing import Any, Callable, Iterator, Protocol
+
+from ..sources.capture import CaptureError, read_records
+from .capture import Captured, Note
+from .files import ReadStats, keyed_items
+
+BATCH = 2048  # payloads a message between processes
+
+
+class Sink(Protocol):
+    """Turns items into payloads for the caller, keeps totals for :meth:`result`."""
+
+    def take(self, key: int, item: Captured | Note) -> Any | None: ...
+
+    def done(self) -> bool: ...
+
+    def result(self) -> Any: ...
+
+
+def run_sink(sink: Sink, keyed: Iterator[tuple[int, Captured | Note]]) -> Iterator[Any]:
+    """One process: the sink's payloads in order."""
+    take = sink.take
+    for key, item in keyed:
+        payload = take(key, item)
+        if payload is not None:
+            yield payload
+            if sink.done():
+                return
+
+
+def _child(conn, path: str, part: int, parts: int, make_sink: Callable[[], Sink], kw: dict) -> None:
+    """A worker: its connections' payloads to ``conn`` in batches, then its totals."""
+    keys: list[int] = []
+    payloads: list[Any] = []
+    try:
+        sink = make_sink()
+        stats = ReadStats()
+        take = sink.take
+        for key, item in keyed_items(read_records(path), part, parts, stats, **kw):
+            payload = take(key, item)
+            if payload is None:
+                continue
+            keys.append(key)
+            payloads.append(payload)
+            if len(keys) >= BATCH:
+                conn.send(("items", keys, payloads))
+                keys, payloads = [], []
+            if sink.done():
+                break
+        if keys:
+            conn.send(("items", keys, payloads))
+        conn.send(("done", sink.result(), stats))
+    except CaptureError as exc:
+        _send(conn, ("error", str(exc)))
+    except (BrokenPipeError, EOFError, KeyboardInterrupt):
+        pass  # the caller stopped early or was interrupted
+    except BaseException:  # noqa: BLE001 - reported to the caller, which raises it
+        _send(conn, ("crash", traceback.format_exc()))
+    finally:
+        conn.close()
+
+
+def _send(conn, message) -> None:
+    try:
+        conn.send(message)
+    except (BrokenPipeError, EOFError, OSError):
+        pass
+
+
+class WorkerCrash(RuntimeError):
+    """A worker process failed; the message carries its traceback."""
+
+
+class Partitioned:
+    """``parts`` worker processes over one file; iterate for the merged payloads, then read
+    :attr:`results` (each worker's sink result, in part order) and :attr:`stats`."""
+
+    def __init__(self, path, parts: int, make_sink: Callable[[], Sink], **kw) -> None:
+        import multiprocessing as mp
+
+        methods = mp.get_all_start_methods()
+        ctx = mp.get_context("fork" if "fork" in methods and sys.platform != "darwin" else "spawn")
+        self.results: list[Any] = [None] * parts
+        self.stats = ReadStats()
+        self._procs = []
+        self._conns = []
+        for part in range(parts):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_child, args=(send, str(path), part, parts, make_sink, kw),
+                               name=f"dcpinspect-part-{part}", daemon=True)
+            proc.start()
+            send.close()
+            self._procs.append(proc)
+            self._conns.append(recv)
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            streams = [self._stream(part) for part in range(len(self._conns))]
+            for _, payload in heapq.merge(*streams, key=_first):
+                yield payload
+        finally:
+            self.close()
+
+    def _stream(self, part: int) -> Iterator[tuple[int, Any]]:
+        conn = self._conns[part]
+        while True:
+            try:
+                message = conn.recv()
+            except EOFError:
+                raise WorkerCrash(f"worker {part} ended without its results") from None
+            kind = message[0]
+            if kind == "items":
+                yield from zip(message[1], message[2])
+            elif kind == "done":
+                self.results[part] = message[1]
+                if part == 0:
+                    self.stats = message[2]
+                return
+            elif kind == "error":
+                raise CaptureError(message[1])
+            else:
+                raise WorkerCrash(message[1])
+
+    def close(self) -> None:
+        for conn in self._conns:
+            conn.close()
+        for proc in self._procs:
+            proc.join(timeout=0.05)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join()
+        self._procs, self._conns = [], []
+
+
+def _first(pair: tuple[int, Any]) -> int:
+    return pair[0]
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

@@ -1,0 +1,166 @@
+"""What a capture's items become, one sink per output: the same code in one process or in
+each worker of :mod:`dcpinspect.engines.parallel`, so both print the same bytes.
+
+A sink's :meth:`take` returns a small picklable payload (or None) for the caller to print
+in capture order, and keeps totals that :func:`combine_*` merges across workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..engines.capture import Captured, Note, flow_label
+from ..findings import Finding
+from .jsonl import dumps, frame_record
+from .render import Tally
+from .summary import CaptureSummary
+
+LEVELS = {"info": 0, "warning": 1, "error": 2}
+
+
+class _Labels(dict):
+    """Flow → its ``ip:port-ip:port`` label, made once a flow."""
+
+    def __missing__(self, flow) -> str:
+        label = self[flow] = flow_label(flow)
+        return label
+
+
+@dataclass
+class JsonlSink:
+    """``decode --format jsonl``: payload ``(is_frame, line)``; totals: a :class:`Tally` of
+    every frame, shown or not (``--strict`` judges them all)."""
+
+    keep: Callable[[Captured], bool] = lambda item: True
+    limit: int | None = None
+    tally: Tally = field(default_factory=Tally)
+    shown: int = 0
+    labels: _Labels = field(default_factory=_Labels)
+
+    def take(self, key: int, item: Captured | Note) -> tuple[bool, str] | None:
+        if isinstance(item, Captured):
+            self.tally.add(item.msg)
+            if not self.keep(item) or self.done():
+                return None
+            self.shown += 1
+            return True, dumps(frame_record(item.msg, kind="frame", frame=item.number, ts=item.ts,
+                                            flow=self.labels[item.flow], direction=item.direction))
+        rec = {"kind": item.kind, "message": item.message, "ts": item.ts,
+               "flow": self.labels[item.flow] if item.flow else None, "direction": item.direction,
+               "offset": item.offset, "length": item.size}
+        return False, dumps(rec)
+
+    def done(self) -> bool:
+        return self.limit is not None and self.shown >= self.limit
+
+    def result(self) -> Tally:
+        return self.tally
+
+
+@dataclass
+class SummarySink:
+    """``decode --format summary``: no payloads; totals: per-connection counts."""
+
+    summary: CaptureSummary = field(default_factory=CaptureSummary)
+    tally: Tally = field(default_factory=Tally)
+    began: dict = field(default_factory=dict)  # flow → key of its first item
+
+    def take(self, key: int, item: Captured | Note) -> None:
+        if item.flow is not None and item.flow not in self.began:
+            self.began[item.flow] = key
+        if isinstance(item, Captured):
+            self.tally.add(item.msg)
+        self.summary.add(item)
+        return None
+
+    def done(self) -> bool:
+        return False
+
+    def result(self) -> "SummarySink":
+        return self
+
+
+def combine_tallies(tallies: list[Tally]) -> Tally:
+    total = Tally()
+    for t in tallies:
+        total.frames += t.frames
+        total.skipped += t.skipped
+        total.skipped_bytes += t.skipped_bytes
+        total.severities.update(t.severities)
+    return total
+
+
+def combine_summaries(parts: list[SummarySink]) -> SummarySink:
+    """One summary with connections in the order they first showed up in the capture."""
+    out = SummarySink(tally=combine_tallies([p.tally for p in parts]))
+    firsts = sorted((key, i, flow) for i, p in enumerate(parts) for flow, key in p.began.items())
+    for key, i, flow in firsts:
+        out.summary.flows[flow] = parts[i].summary.flows[flow]
+        out.began[flow] = key
+    for p in parts:
+        out.summary.notes.extend(p.summary.notes)
+    return out
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    """One finding as ``validate`` prints it: a JSON record and the table's cells."""
+
+    severity: str
+    record: dict
+    cells: tuple[str, ...]
+
+
+@dataclass
+class FindingsSink:
+    """``validate``: payload a list of :class:`FindingRow`; totals: frames checked."""
+
+    source: str  # the file name the rows carry
+    show_info: bool = False
+    stamp: Callable[[float], str] = str
+    frames: int = 0
+    labels: _Labels = field(default_factory=_Labels)
+
+    def take(self, key: int, item: Captured | Note) -> list[FindingRow] | None:
+        if isinstance(item, Captured):
+            self.frames += 1
+            found = item.msg.findings
+            if not found:
+                return None
+        elif item.finding is not None:
+            found = [item.finding]
+        else:
+            return None
+        rows = [self._row(f, item) for f in found if self.show_info or f.severity != "info"]
+        return rows or None
+
+    def _row(self, f: Finding, where: Captured | Note) -> FindingRow:
+        rec = {"file": self.source, **f.to_json()}
+        flow = self.labels[where.flow] if where.flow else None
+        if isinstance(where, Captured):
+            msg = where.msg
+            vb = f.vbucket if f.vbucket is not None else msg.vbucket
+            rec.update(frame=where.number, ts=where.ts, flow=flow, direction=where.direction or None,
+                       opcode_name=msg.name, vbucket=vb,
+                       stream_id=f.stream_id if f.stream_id is not None else msg.stream_id, related_frame=f.frame)
+            frame = str(where.number)
+        else:
+            vb = f.vbucket
+            rec.update(frame=f.frame, ts=where.ts, flow=flow, direction=None, opcode_name=None,
+                       vbucket=f.vbucket, stream_id=f.stream_id, related_frame=f.frame)
+            frame = str(f.frame) if f.frame else "-"
+        cells = (frame, self.stamp(where.ts) if where.ts else "-", flow or "-", "-" if vb is None else str(vb),
+                 "-" if f.stream_id is None else str(f.stream_id), f.severity, f.cls, f.rule, f.message)
+        return FindingRow(f.severity, rec, cells)
+
+    def done(self) -> bool:
+        return False
+
+    def result(self) -> int:
+        return self.frames
+
+
+def make_sink(kind: str, *args: Any, **kw: Any):
+    """A sink by name, for worker processes (a picklable recipe: name and arguments)."""
+    return {"jsonl": JsonlSink, "summary": SummarySink, "findings": FindingsSink}[kind](*args, **kw)

@@ -1,0 +1,152 @@
+"""Several worker processes over one capture print exactly what one process prints.
+
+The captures are real TCP conversations written by ``dcpgen``/``synth`` (several connections
+interleaved a few packets at a time, one joined mid-conversation, violations that show up
+while streaming and at the end of input), the shipped samples (a lossy pcapng, a real
+memcached capture), and a capture cut inside a record.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import dcpgen
+import servers
+from dcpgen import ACK, MEMORY, TAKEOVER, Dcp
+from dcpinspect.engines.capture import Captured
+from dcpinspect.engines.files import keyed_items, owner
+from dcpinspect.sources.capture import read_records
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def violating(n: int) -> Dcp:
+    """A conversation with a seqno regression, an unacknowledged takeover snapshot (a finding
+    only the end of input gives) and an unanswered noop."""
+    d = Dcp().handshake(stream_ids=n % 2 == 0)
+    p = d.stream(100 + n, sid=1 if n % 2 == 0 else None)
+    p.marker(1, 10).mutation(seqno=3).mutation(seqno=2)
+    t = d.stream(200 + n, flags=TAKEOVER)
+    t.snapshot(2, flags=MEMORY | ACK)
+    d.noop(reply=False)
+    return d
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("parallel")
+    flows = [dcpgen.busy_collections_connection(600, seed=s).frames for s in (1, 2, 3)]
+    flows += [violating(n).frames for n in range(4)]
+    flows.append(dcpgen.mid_conversation_connection(300))
+    return dcpgen.write_flows(flows, root / "busy.pcap", midstream=[len(flows) - 1], chunk=3)
+
+
+@pytest.fixture(scope="module")
+def cut(busy, tmp_path_factory) -> Path:
+    """The busy capture cut short inside a record."""
+    data = busy.read_bytes()
+    path = tmp_path_factory.mktemp("parallel-cut") / "cut.pcap"
+    path.write_bytes(data[: len(data) * 2 // 3 + 7])
+    return path
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(servers.dcpinspect_argv() + [*map(str, args)], capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL)
+
+
+def captures(busy, cut):
+    return [busy, cut, SAMPLES / "dcp-lossy.pcapng", SAMPLES / "memcached-binary.pcap", SAMPLES / "dcp-session.pcap"]
+
+
+# -- the partition function and the keyed items (no processes) ---------------------------------
+
+def test_owner_is_the_same_both_ways_and_spreads_connections():
+    parts = [owner("10.0.0.1", 50000 + n, "10.0.0.2", 11210, 4) for n in range(400)]
+    back = [owner("10.0.0.2", 11210, "10.0.0.1", 50000 + n, 4) for n in range(400)]
+    assert parts == back
+    assert min(Counter(parts).values()) > 50  # no worker left idle by a skewed hash
+
+
+@pytest.mark.parametrize("parts", [2, 3, 5])
+def test_parts_merged_by_key_are_the_single_run(busy, parts):
+    whole = list(keyed_items(read_records(busy)))
+    pieces = [list(keyed_items(read_records(busy), part, parts)) for part in range(parts)]
+    assert sum(1 for p in pieces if p) >= 2  # the connections really were split
+    merged = sorted((key, p, i) for p, items in enumerate(pieces) for i, (key, _) in enumerate(items))
+    got = [pieces[p][i][1] for _, p, i in merged]
+    assert [_ident(x) for x in got] == [_ident(x) for _, x in whole]
+    flows = [{x.flow for _, x in items if isinstance(x, Captured)} for items in pieces]
+    assert sum(map(len, flows)) == len(set().union(*flows))  # a connection lives in one part
+
+
+def _ident(item):
+    if isinstance(item, Captured):
+        return ("frame", item.flow, item.direction, item.msg.offset, item.number,
+                tuple(f.rule for f in item.msg.findings))
+    return (item.kind, item.flow, item.direction, item.offset, item.message)
+
+
+def test_busy_capture_has_what_the_comparison_needs(busy):
+    """The comparison below means something: streaming findings, end-of-input findings,
+    several connections, frames numbered by packet (several frames to a packet)."""
+    items = [x for _, x in keyed_items(read_records(busy))]
+    frames = [x for x in items if isinstance(x, Captured)]
+    rules = Counter(f.rule for x in frames for f in x.msg.findings)
+    late = Counter(x.finding.rule for x in items if not isinstance(x, Captured) and x.finding is not None)
+    assert rules["seqno-regression"] == 4
+    assert late["ack-unanswered"] == 4 and late["noop-unanswered"] == 4
+    assert len({x.flow for x in frames}) == 8
+    assert len({x.number for x in frames}) < len(frames)
+
+
+# -- the commands: same bytes whatever the number of workers ----------------------------------
+
+@pytest.mark.parametrize("fmt", ["jsonl", "summary"])
+def test_decode_prints_the_same_with_any_number_of_workers(busy, cut, fmt):
+    for path in captures(busy, cut):
+        one = run("decode", path, "-f", fmt, "-j", "1")
+        assert one.returncode == 0, one.stderr
+        assert one.stdout
+        for jobs in ("2", "3"):
+            many = run("decode", path, "-f", fmt, "-j", jobs)
+            assert (many.returncode, many.stdout, many.stderr) == (one.returncode, one.stdout, one.stderr), (path, jobs)
+
+
+def test_cut_capture_reports_the_cut_once(busy, cut):
+    many = run("decode", cut, "-f", "jsonl", "-j", "3")
+    notes = [line for line in many.stdout.splitlines() if '"kind":"capture"' in line]
+    assert len(notes) == 1 and "left in the file" in notes[0]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "table"])
+def test_validate_prints_the_same_with_any_number_of_workers(busy, cut, fmt):
+    for path in (busy, cut):
+        one = run("validate", path, "-f", fmt, "-j", "1")
+        many = run("validate", path, "-f", fmt, "-j", "3")
+        assert one.returncode == 1
+        assert (many.returncode, many.stdout, many.stderr) == (one.returncode, one.stdout, one.stderr)
+
+
+def test_strict_exit_code_counts_every_worker(busy):
+    assert run("decode", busy, "-f", "jsonl", "-j", "3", "--strict").returncode == 1
+    assert run("decode", SAMPLES / "dcp-session.pcap", "-f", "jsonl", "-j", "3", "--strict").returncode == 0
+
+
+def test_filters_apply_in_the_workers(busy):
+    one = run("decode", busy, "-f", "jsonl", "-j", "1", "--opcode", "mutation", "--vbucket", "101")
+    many = run("decode", busy, "-f", "jsonl", "-j", "2", "--opcode", "mutation", "--vbucket", "101")
+    assert one.stdout == many.stdout
+    assert one.stdout.count('"kind":"frame"') == 2  # the regression pair of vb 101
+
+
+def test_unreadable_file_fails_cleanly_with_workers(tmp_path):
+    bad = tmp_path / "not-a-capture.pcap"
+    bad.write_bytes(b"this is not a capture file at all" * 10)
+    r = run("decode", bad, "-f", "jsonl", "-j", "2")
+    assert r.returncode == 2
+    assert r.stderr.startswith("dcpinspect: ") and "Traceback" not in r.stderr
