@@ -147,7 +147,7 @@ def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progres
     """Render ``(key, item)`` pairs of a capture (or, for jsonl and summary, the merged output
     of ``parts``, a :class:`~dcpinspect.engines.parallel.Partitioned` run); returns the exit code."""
     from .engines.parallel import run_sink
-    from .outputs.sinks import JsonlSink, SummarySink, combine_summaries, combine_tallies
+    from .engines.sinks import JsonlSink, SummarySink, combine_summaries, combine_tallies
 
     if progress is not None:
         keyed = _tap(keyed, progress)
@@ -250,7 +250,7 @@ def decode_command(
     from .engines.files import keyed_items
     from .engines.parallel import Partitioned, WorkerCrash
     from .messages.frame import DecodeContext
-    from .outputs.sinks import make_sink
+    from .engines.sinks import make_sink
     from .sources.capture import CaptureError, read_records
 
     keep = _frame_filter(opcode, vbucket, flow)
@@ -432,7 +432,7 @@ def _items_of(path: Path, ports: set[int], collections: bool | None):
 
 
 def _findings_sink(source: str, show_info: bool):
-    from .outputs.sinks import FindingsSink
+    from .engines.sinks import FindingsSink
 
     return FindingsSink(source, show_info, _stamp)
 
@@ -452,7 +452,7 @@ def validate_command(
     from rich.table import Table
 
     from .outputs.jsonl import dumps
-    from .outputs.sinks import LEVELS
+    from .engines.sinks import LEVELS
 
     rows, frames = [], 0
     for path in files:

@@ -1,5 +1,5 @@
 """What a capture's items become, one sink per output: the same code in one process or in
-each worker of :mod:`dcpinspect.engines.parallel`, so both print the same bytes.
+each worker of :mod:`.parallel`, so both print the same bytes.
 
 A sink's :meth:`take` returns a small picklable payload (or None) for the caller to print
 in capture order, and keeps totals that :func:`combine_*` merges across workers.
@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..engines.capture import Captured, Note, flow_label
+from .capture import Captured, Note, flow_label
 from ..findings import Finding
-from .jsonl import dumps, frame_record
-from .render import Tally
-from .summary import CaptureSummary
+from ..outputs.jsonl import dumps, frame_record
+from ..outputs.render import Tally
+from ..outputs.summary import CaptureSummary
 
 LEVELS = {"info": 0, "warning": 1, "error": 2}
 
