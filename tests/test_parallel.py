@@ -18,7 +18,7 @@ import dcpgen
 import servers
 from dcpgen import ACK, MEMORY, TAKEOVER, Dcp
 from dcpinspect.engines.capture import Captured
-from dcpinspect.engines.files import keyed_items, owner
+from dcpinspect.engines.files import Owners, keyed_items
 from dcpinspect.sources.capture import read_records
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -65,22 +65,23 @@ def captures(busy, cut):
 
 # -- the partition function and the keyed items (no processes) ---------------------------------
 
-def test_owner_is_the_same_both_ways_and_spreads_connections():
-    parts = [owner("10.0.0.1", 50000 + n, "10.0.0.2", 11210, 4) for n in range(400)]
-    back = [owner("10.0.0.2", 11210, "10.0.0.1", 50000 + n, 4) for n in range(400)]
-    assert parts == back
-    assert min(Counter(parts).values()) > 50  # no worker left idle by a skewed hash
+def test_owners_agree_both_ways_and_deal_connections_in_turn():
+    owners = Owners(3)
+    got = [owners.of("10.0.0.1", 50000 + n, "10.0.0.2", 11210) for n in range(7)]
+    assert got == [0, 1, 2, 0, 1, 2, 0]
+    assert [owners.of("10.0.0.2", 11210, "10.0.0.1", 50000 + n) for n in range(7)] == got
+    assert owners.of("10.0.0.1", 50003, "10.0.0.2", 11210) == 0  # remembered, not dealt again
 
 
 @pytest.mark.parametrize("parts", [2, 3, 5])
 def test_parts_merged_by_key_are_the_single_run(busy, parts):
     whole = list(keyed_items(read_records(busy)))
     pieces = [list(keyed_items(read_records(busy), part, parts)) for part in range(parts)]
-    assert sum(1 for p in pieces if p) >= 2  # the connections really were split
+    flows = [{x.flow for _, x in items if isinstance(x, Captured)} for items in pieces]
+    assert max(map(len, flows)) - min(map(len, flows)) <= 1  # connections dealt evenly
     merged = sorted((key, p, i) for p, items in enumerate(pieces) for i, (key, _) in enumerate(items))
     got = [pieces[p][i][1] for _, p, i in merged]
     assert [_ident(x) for x in got] == [_ident(x) for _, x in whole]
-    flows = [{x.flow for _, x in items if isinstance(x, Captured)} for items in pieces]
     assert sum(map(len, flows)) == len(set().union(*flows))  # a connection lives in one part
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -33,22 +32,38 @@ END_KEY = 1 << 62
 MAX_OWNERS = 1 << 20  # 4-tuples remembered before the owner table starts over
 
 
-def owner(src: str, sport: int, dst: str, dport: int, parts: int) -> int:
-    """Which of ``parts`` workers decodes this connection (the same for both directions)."""
-    a, b = (src, sport), (dst, dport)
-    lo, hi = (a, b) if a <= b else (b, a)
-    return zlib.crc32(f"{lo[0]} {lo[1]} {hi[0]} {hi[1]}".encode()) % parts
+class Owners:
+    """Which of ``parts`` workers decodes a connection: the n-th connection to appear in the
+    capture goes to worker n mod parts. Every worker reads the same records in the same
+    order, so all of them agree without talking, and connections are spread evenly."""
+
+    __slots__ = ("parts", "table", "seen")
+
+    def __init__(self, parts: int) -> None:
+        self.parts = parts
+        self.table: dict[tuple, int] = {}  # (src, sport, dst, dport), both ways → part
+        self.seen = 0
+
+    def of(self, src: str, sport: int, dst: str, dport: int) -> int:
+        four = (src, sport, dst, dport)
+        part = self.table.get(four)
+        if part is None:
+            if len(self.table) >= MAX_OWNERS:  # half a million connections: start over
+                self.table.clear()
+            part = self.table[four] = self.table[(dst, dport, src, sport)] = self.seen % self.parts
+            self.seen += 1
+        return part
 
 
 def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None = None,
                 **kw) -> Iterator[tuple[int, Captured | Note]]:
-    """``(key, item)`` for the connections that :func:`owner` gives to ``part`` (all of them
-    when ``parts`` is 1). Keys order items across parts as one process emits them: the
+    """``(key, item)`` for the connections that :class:`Owners` gives to ``part`` (all of
+    them when ``parts`` is 1). Keys order items across parts as one process emits them: the
     capture record that caused them, then, for what the end of input flushes, the record
     that began their connection. Notes about the file itself come with part 0."""
     stats = stats if stats is not None else ReadStats()
     dec = CaptureDecoder(**kw)
-    owners: dict[tuple, int] = {}
+    owners = Owners(parts)
     for rec in records:
         if isinstance(rec, CaptureProblem):
             if part == 0:
@@ -60,15 +75,8 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
         if isinstance(seg, Skip):
             stats.skip(seg.reason)
             continue
-        if parts > 1:
-            four = (seg.src, seg.sport, seg.dst, seg.dport)
-            mine = owners.get(four)
-            if mine is None:
-                if len(owners) >= MAX_OWNERS:
-                    owners.clear()
-                mine = owners[four] = owner(seg.src, seg.sport, seg.dst, seg.dport, parts)
-            if mine != part:
-                continue
+        if parts > 1 and owners.of(seg.src, seg.sport, seg.dst, seg.dport) != part:
+            continue
         index = rec.index
         for item in dec.feed(seg):
             yield index, item

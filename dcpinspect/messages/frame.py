@@ -16,7 +16,7 @@ from .layout import Field, Layout
 from .names import FLEX_MAGICS, MAGICS, REQUEST_MAGICS, SERVER_MAGICS, SUCCESS_LIKE_STATUS, status_name
 from .registry import CLIENT_SPECS, SERVER_SPECS
 from .tap import ENGINE_LAYOUTS
-from .values import decode_value
+from .values import decode_value, decode_value_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,48 +168,52 @@ def _decode_body(msg: Message, ctx: DecodeContext) -> None:
     """Fields, values and problems of the body; with ``ctx.detail`` also the located
     sections and rows that tables and diagrams print (jsonl and summary skip them)."""
     data, base = msg.data, msg.offset
-    sections = msg.sections if ctx.detail else None
+    detail = ctx.detail
     end = min(len(data), HEADER_SIZE + msg.body_length)
     body = msg.body
     pos = HEADER_SIZE
-
-    def section(name: str, start: int, stop: int) -> Section | None:
-        if sections is None:
-            return None
-        sec = Section(name, base + start, max(0, stop - start))
-        sections.append(sec)
-        return sec
-
     if msg.framing_length:
         stop = min(pos + msg.framing_length, end)
-        section("framing_extras", pos, stop)
+        if detail:
+            _section(msg, "framing_extras", pos, stop)
         _decode_framing(msg, data[pos:stop], base + pos)
         pos = stop
     stop = min(pos + msg.extras_length, end)
-    _decode_extras(msg, body, data, pos, stop, section("extras", pos, stop))
+    if stop > pos or detail:
+        _decode_extras(msg, body, data, pos, stop, _section(msg, "extras", pos, stop) if detail else None)
     pos = stop
     if body is not None and body.engine_specific and "engine_specific_length" in msg.values:
         stop = min(pos + msg.values["engine_specific_length"], end)
-        _decode_engine_specific(msg, data, pos, stop, section("engine_specific", pos, stop))
+        _decode_engine_specific(msg, data, pos, stop, _section(msg, "engine_specific", pos, stop) if detail else None)
         pos = stop
     stop = max(pos, min(pos + msg.key_length, end))
-    key = section("key", pos, stop)
+    key = _section(msg, "key", pos, stop) if detail else None
     if stop > pos or key is not None:
         rows = decode_key(msg, data[pos:stop], base + pos, body.key_kind if body is not None else "text", ctx)
         if key is not None:
             key.fields = rows
     pos = stop
     msg.value = value = data[pos:end]
-    out = section("value", pos, end)
+    if not detail:
+        if value or (body is not None and body.value_kind == "snapshot_marker"):
+            kind = body.value_kind if body is not None else ("error" if msg.status not in (None, 0) else "auto")
+            decode_value_fields(kind, msg, value, base + pos, ctx)
+        return
+    out = _section(msg, "value", pos, end)
     if value or (body is not None and body.value_kind == "snapshot_marker"):
         kind = body.value_kind if body is not None else ("error" if msg.status not in (None, 0) else "auto")
         rows = decode_value(kind, msg, value, base + pos, ctx)
-        if out is not None:
-            out.fields = rows
+        out.fields = rows
         fields = msg.fields
         for f in rows:
             if f.name not in fields:
                 fields[f.name] = f.value
+
+
+def _section(msg: Message, name: str, start: int, stop: int) -> Section:
+    sec = Section(name, msg.offset + start, max(0, stop - start))
+    msg.sections.append(sec)
+    return sec
 
 
 def _decode_framing(msg: Message, raw: bytes, base: int) -> None:
@@ -253,8 +257,15 @@ def _decode_extras(msg: Message, body: Body | None, data: bytes, start: int, sto
     if section is not None:
         section.layout = layout  # rows are built from it only when printed (describe.py)
     values, fields = layout.decode(data, start)
-    msg.values.update(values)
-    msg.fields.update(fields)
+    # the extras come first: take the fresh dicts rather than copy them over empty ones
+    if msg.values:
+        msg.values.update(values)
+    else:
+        msg.values = values
+    if msg.fields:
+        msg.fields.update(fields)
+    else:
+        msg.fields = fields
 
 
 def _decode_engine_specific(msg: Message, data: bytes, start: int, stop: int, section: Section | None) -> None:

@@ -42,9 +42,21 @@ def bytes_field(name: str, label: str, raw: bytes, base: int, ctx: "DecodeContex
     except UnicodeDecodeError:
         text = None
     if text is not None and _printable(text):
-        shown = text if len(text) <= ctx.max_value_text else text[: ctx.max_value_text] + "…"
+        shown = _shown(text, ctx)
         return Field(name, label, base, len(raw), shown, shown, tuple(children))
     return Field(f"{name}_hex", label, base, len(raw), raw.hex(), raw.hex(" "), tuple(children))
+
+
+def _shown(text: str, ctx: "DecodeContext") -> str:
+    return text if len(text) <= ctx.max_value_text else text[: ctx.max_value_text] + "…"
+
+
+def _set_bytes(fields: dict, name: str, raw: bytes, text: str | None, ctx: "DecodeContext") -> None:
+    """What ``bytes_field`` would add to ``msg.fields``, without the Field (``text``: raw decoded, or None)."""
+    if text is not None and _printable(text):
+        fields.setdefault(name, _shown(text, ctx))
+    else:
+        fields.setdefault(f"{name}_hex", raw.hex())
 
 
 def _repeated(layout: Layout, name: str, label: str, raw: bytes, base: int, msg: "Message") -> list[Field]:
@@ -92,6 +104,11 @@ def json_ok(raw: bytes) -> bool:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return False
+    return json_text_ok(text)
+
+
+def json_text_ok(text: str) -> bool:
+    """:func:`json_ok` of text already decoded from UTF-8."""
     start = len(text) - len(text.lstrip(_JSON_SPACE)) if text[:1] in _JSON_SPACE_CHARS else 0
     try:
         _, end = _SCAN_JSON(text, start)
@@ -399,3 +416,78 @@ DECODERS: dict[str, Decoder] = {
 
 def decode_value(kind: str, msg: "Message", raw: bytes, base: int, ctx: "DecodeContext") -> list[Field]:
     return DECODERS.get(kind, _auto)(msg, raw, base, ctx)
+
+
+# -- without Field rows ------------------------------------------------------------------
+# jsonl and summary need only names, values and problems: for the kinds that carry the
+# documents (most frames of a DCP capture) these put them straight into ``msg.fields``,
+# saving the Field objects. Each does exactly what its decoder above adds to msg.fields
+# (tests/test_speed_lean.py compares them), and returns False, untouched, to leave a
+# case it does not cover (xattrs, snappy errors, ...) to that decoder.
+
+def _text_lean(msg, raw, base, ctx) -> bool:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    _set_bytes(msg.fields, "value", raw, text, ctx)
+    return True
+
+
+def _json_lean(msg, raw, base, ctx) -> bool:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or not json_text_ok(text):
+        msg.problems.append(Problem("json-invalid", "value is not valid JSON", base))
+    _set_bytes(msg.fields, "value", raw, text, ctx)
+    return True
+
+
+def _document_lean(msg, raw, base, ctx) -> bool:
+    datatype = msg.datatype
+    if datatype & DATATYPE_XATTR or not ctx.documents:
+        return False
+    data, fields = raw, msg.fields
+    if datatype & DATATYPE_SNAPPY:
+        try:
+            data = inflate(raw, ctx.max_inflate)
+        except CodecError:
+            return False
+        fields.setdefault("value_inflated_length", len(data))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if datatype & DATATYPE_JSON and data and (text is None or not json_text_ok(text)):
+        msg.problems.append(Problem("json-invalid", "datatype JSON but the body is not valid JSON", base))
+    _set_bytes(fields, "value", data, text, ctx)
+    return True
+
+
+def _auto_lean(msg, raw, base, ctx) -> bool:
+    if msg.datatype & (DATATYPE_SNAPPY | DATATYPE_XATTR):
+        return _document_lean(msg, raw, base, ctx)
+    if msg.datatype & DATATYPE_JSON:
+        return _json_lean(msg, raw, base, ctx)
+    return _text_lean(msg, raw, base, ctx)
+
+
+LEAN_DECODERS: dict[str, Callable[["Message", bytes, int, "DecodeContext"], bool]] = {
+    "auto": _auto_lean,
+    "text": _text_lean,
+    "json": _json_lean,
+    "document": _document_lean,
+}
+
+
+def decode_value_fields(kind: str, msg: "Message", raw: bytes, base: int, ctx: "DecodeContext") -> None:
+    """What :func:`decode_value`'s rows add to ``msg.fields`` (and its problems), rows unbuilt."""
+    lean = LEAN_DECODERS.get(kind)
+    if lean is not None and lean(msg, raw, base, ctx):
+        return
+    fields = msg.fields
+    for f in DECODERS.get(kind, _auto)(msg, raw, base, ctx):
+        if f.name not in fields:
+            fields[f.name] = f.value
