@@ -266,7 +266,7 @@ def decode_command(
         try:
             if n > 1:
                 recipe = partial(make_sink, "jsonl", keep) if fmt is CaptureFormat.jsonl else partial(make_sink, "summary")
-                parts = Partitioned(path, n, recipe, **kw)
+                parts = Partitioned(path, n, recipe, progress=_progress(path) if fmt != "jsonl" else None, **kw)
                 code = max(code, show_capture(None, fmt.value, keep, limit, strict, parts=parts))
             else:
                 keyed = keyed_items(read_records(path), **kw)
@@ -280,7 +280,8 @@ def decode_command(
 
 
 def _progress(path: Path):
-    """A progress line on stderr for long files, when stderr is a terminal."""
+    """A progress line on stderr for long files, when stderr is a terminal: call it with an
+    item (one more) or with a count of items done since the last call."""
     if not sys.stderr.isatty() or path.stat().st_size < 32 * 1024 * 1024:
         return None
     import time
@@ -288,8 +289,8 @@ def _progress(path: Path):
     state = {"n": 0, "t": 0.0}
     err = make_console(stderr=True)
 
-    def tick(item) -> None:
-        state["n"] += 1
+    def tick(done=1) -> None:
+        state["n"] += done if isinstance(done, int) else 1
         now = time.monotonic()
         if now - state["t"] > 0.5:
             state["t"] = now

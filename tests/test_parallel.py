@@ -151,3 +151,16 @@ def test_unreadable_file_fails_cleanly_with_workers(tmp_path):
     r = run("decode", bad, "-f", "jsonl", "-j", "2")
     assert r.returncode == 2
     assert r.stderr.startswith("dcpinspect: ") and "Traceback" not in r.stderr
+
+
+def test_progress_counts_what_the_workers_send(busy):
+    from functools import partial
+
+    from dcpinspect.engines.parallel import Partitioned
+    from dcpinspect.engines.sinks import make_sink
+
+    counts: list[int] = []
+    parts = Partitioned(busy, 2, partial(make_sink, "jsonl"), progress=counts.append)
+    lines = list(parts)
+    assert counts and sum(counts) == len(lines)
+    assert sum(t.frames for t in parts.results) == sum(1 for is_frame, _ in lines if is_frame)

@@ -25,6 +25,7 @@ from .capture import Captured, Note
 from .files import ReadStats, keyed_items
 
 BATCH = 2048  # payloads a message between processes
+TICK = 65536  # items between progress messages of a worker that sends no payloads
 
 
 class Sink(Protocol):
@@ -56,9 +57,14 @@ def _child(conn, path: str, part: int, parts: int, make_sink: Callable[[], Sink]
         sink = make_sink()
         stats = ReadStats()
         take = sink.take
+        quiet = 0
         for key, item in keyed_items(read_records(path), part, parts, stats, **kw):
             payload = take(key, item)
             if payload is None:
+                quiet += 1
+                if quiet >= TICK:
+                    conn.send(("tick", quiet))
+                    quiet = 0
                 continue
             keys.append(key)
             payloads.append(payload)
@@ -95,13 +101,15 @@ class Partitioned:
     """``parts`` worker processes over one file; iterate for the merged payloads, then read
     :attr:`results` (each worker's sink result, in part order) and :attr:`stats`."""
 
-    def __init__(self, path, parts: int, make_sink: Callable[[], Sink], **kw) -> None:
+    def __init__(self, path, parts: int, make_sink: Callable[[], Sink],
+                 progress: Callable[[int], None] | None = None, **kw) -> None:
         import multiprocessing as mp
 
         methods = mp.get_all_start_methods()
         ctx = mp.get_context("fork" if "fork" in methods and sys.platform != "darwin" else "spawn")
         self.results: list[Any] = [None] * parts
         self.stats = ReadStats()
+        self._progress = progress
         self._procs = []
         self._conns = []
         for part in range(parts):
@@ -130,7 +138,12 @@ class Partitioned:
                 raise WorkerCrash(f"worker {part} ended without its results") from None
             kind = message[0]
             if kind == "items":
+                if self._progress is not None:
+                    self._progress(len(message[1]))
                 yield from zip(message[1], message[2])
+            elif kind == "tick":
+                if self._progress is not None:
+                    self._progress(message[1])
             elif kind == "done":
                 self.results[part] = message[1]
                 if part == 0:
