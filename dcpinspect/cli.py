@@ -149,11 +149,14 @@ def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progres
     from .engines.parallel import run_sink
     from .engines.sinks import JsonlSink, SummarySink, combine_summaries, combine_tallies
 
-    if progress is not None:
+    if progress is not None and parts is None:
         keyed = _tap(keyed, progress)
     console = make_console()
     if fmt == "table":
-        return _show_table(keyed, console, keep, limit, strict)
+        code = _show_table(keyed, console, keep, limit, strict)
+        if hasattr(progress, "close"):
+            progress.close()
+        return code
     if fmt == "jsonl":
         sink = JsonlSink(keep, limit)
         write, shown = sys.stdout.write, 0
@@ -164,6 +167,8 @@ def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progres
                 if limit is not None and shown >= limit:
                     break
         tally = combine_tallies(parts.results) if parts is not None and limit is None else sink.tally
+        if hasattr(progress, "close"):
+            progress.close()
     else:
         sink = SummarySink()
         if parts is not None:
@@ -173,6 +178,8 @@ def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progres
         else:
             for _ in run_sink(sink, keyed):
                 pass
+        if hasattr(progress, "close"):
+            progress.close()
         sink.summary.render(console)
         tally = sink.tally
     return EXIT_VIOLATIONS if strict and tally.severities["error"] else EXIT_OK
@@ -266,12 +273,12 @@ def decode_command(
         try:
             if n > 1:
                 recipe = partial(make_sink, "jsonl", keep) if fmt is CaptureFormat.jsonl else partial(make_sink, "summary")
-                parts = Partitioned(path, n, recipe, progress=_progress(path) if fmt != "jsonl" else None, **kw)
-                code = max(code, show_capture(None, fmt.value, keep, limit, strict, parts=parts))
+                progress = _progress(path, fmt.value)
+                parts = Partitioned(path, n, recipe, progress=progress, **kw)
+                code = max(code, show_capture(None, fmt.value, keep, limit, strict, progress, parts))
             else:
                 keyed = keyed_items(read_records(path), **kw)
-                progress = _progress(path) if fmt != "jsonl" else None
-                code = max(code, show_capture(keyed, fmt.value, keep, limit, strict, progress))
+                code = max(code, show_capture(keyed, fmt.value, keep, limit, strict, _progress(path, fmt.value)))
         except CaptureError as exc:
             _capture_error(path, exc)
         except WorkerCrash as exc:
@@ -279,24 +286,38 @@ def decode_command(
     raise typer.Exit(code)
 
 
-def _progress(path: Path):
-    """A progress line on stderr for long files, when stderr is a terminal: call it with an
-    item (one more) or with a count of items done since the last call."""
+def _progress(path: Path, fmt: str) -> "_Progress | None":
+    """A progress line on stderr for long files, when stderr is a terminal that frames are
+    not being printed to."""
     if not sys.stderr.isatty() or path.stat().st_size < 32 * 1024 * 1024:
         return None
-    import time
+    if fmt != "summary" and sys.stdout.isatty():
+        return None
+    return _Progress(path.stat().st_size)
 
-    state = {"n": 0, "t": 0.0}
-    err = make_console(stderr=True)
 
-    def tick(done=1) -> None:
-        state["n"] += done if isinstance(done, int) else 1
+class _Progress:
+    """Call with an item (one more) or a count of items done since the last call."""
+
+    def __init__(self, size: int) -> None:
+        self.n, self.shown, self.size = 0, 0.0, size
+
+    def __call__(self, done=1) -> None:
+        import time
+
+        self.n += done if isinstance(done, int) else 1
         now = time.monotonic()
-        if now - state["t"] > 0.5:
-            state["t"] = now
-            err.print(f"\r{state['n']} items…", end="")
+        if now - self.shown > 0.5:
+            self.shown = now
+            sys.stderr.write(f"\r{self.n:,} items of a {self.size / 2**20:,.0f} MiB capture…")
+            sys.stderr.flush()
 
-    return tick
+    def close(self) -> None:
+        """Clear the line (before anything else is printed to the terminal)."""
+        if self.shown:
+            self.shown = 0.0
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
 
 
 @app.command("live")

@@ -164,3 +164,44 @@ def test_progress_counts_what_the_workers_send(busy):
     lines = list(parts)
     assert counts and sum(counts) == len(lines)
     assert sum(t.frames for t in parts.results) == sum(1 for is_frame, _ in lines if is_frame)
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory) -> Path:
+    """One connection carrying 33 MiB of documents: long enough for a progress line."""
+    d = Dcp().handshake()
+    p = d.stream(7)
+    body = b'{"pad":"' + b"x" * (56 * 1024) + b'"}'
+    p.marker(1, 600)
+    for seqno in range(1, 601):
+        p.mutation(seqno=seqno, value=body)
+    path = d.pcap(tmp_path_factory.mktemp("parallel-large") / "large.pcap")
+    assert path.stat().st_size > 32 * 2**20
+    return path
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_progress_line_on_a_terminal_is_cleared_before_the_summary(large, jobs):
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        r = subprocess.run(servers.dcpinspect_argv() + ["decode", str(large), "-f", "summary", "-j", jobs],
+                           stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, timeout=300)
+    finally:
+        os.close(slave)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(master)
+    assert r.returncode == 0
+    assert b"items of a 3" in err and b"MiB capture" in err
+    assert err.endswith(b"\r\x1b[K")  # the line is gone before the summary is printed
+    assert b"items of" not in r.stdout and b" frames in 1 connections" in r.stdout

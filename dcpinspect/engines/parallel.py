@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import os
 import sys
+import time
 import traceback
 from typing import Any, Callable, Iterator, Protocol
 
@@ -25,7 +26,7 @@ from .capture import Captured, Note
 from .files import ReadStats, keyed_items
 
 BATCH = 2048  # payloads a message between processes
-TICK = 65536  # items between progress messages of a worker that sends no payloads
+TICK = 0.25  # seconds between progress messages of a worker that sends no payloads
 
 
 class Sink(Protocol):
@@ -57,14 +58,14 @@ def _child(conn, path: str, part: int, parts: int, make_sink: Callable[[], Sink]
         sink = make_sink()
         stats = ReadStats()
         take = sink.take
-        quiet = 0
+        quiet, last = 0, 0.0  # the first item is reported at once
         for key, item in keyed_items(read_records(path), part, parts, stats, **kw):
             payload = take(key, item)
             if payload is None:
                 quiet += 1
-                if quiet >= TICK:
+                if time.monotonic() - last > TICK:
                     conn.send(("tick", quiet))
-                    quiet = 0
+                    quiet, last = 0, 0.0  # the first item is reported at once
                 continue
             keys.append(key)
             payloads.append(payload)
