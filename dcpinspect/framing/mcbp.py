@@ -73,13 +73,19 @@ class FrameSplitter:
         self._synced = synced
         self._max_body = max_body
         self._skip: tuple[int, str] | None = None  # (stream offset, reason) of a range being skipped
+        #: on a synced stream, the buffer size below which feeding cannot complete a frame
+        #: (a frame split over many segments is looked at once, when it is whole)
+        self._want = 0
 
     @property
     def buffered(self) -> int:
         return len(self._buf)
 
     def feed(self, data: bytes) -> list[RawFrame | Skipped]:
-        self._buf += data
+        buf = self._buf
+        buf += data
+        if len(buf) < self._want:
+            return []
         return self._drain(final=False)
 
     def gap(self, missing: int) -> list[RawFrame | Skipped]:
@@ -89,6 +95,7 @@ class FrameSplitter:
             out.extend(self._drain(final=True))
         self._base += missing
         self._synced = False
+        self._want = 0
         return out
 
     def close(self, data: bytes = b"") -> list[RawFrame | Skipped]:
@@ -158,7 +165,17 @@ class FrameSplitter:
             self._end_skip(out, self._base + n)
         del buf[:pos]
         self._base += pos
+        self._want = self._needed(buf) if self._synced and self._skip is None and not final else 0
         return out
+
+    def _needed(self, buf: bytearray) -> int:
+        """Bytes the buffer must hold before the frame at its start can come out (0: look now)."""
+        if len(buf) < HEADER_SIZE:
+            return HEADER_SIZE
+        bodylen = _U32(buf, 8)[0]
+        if buf[0] not in MAGICS or bodylen > self._max_body:
+            return 0
+        return HEADER_SIZE + bodylen
 
     def _end_skip(self, out: list, end: int) -> None:
         """A skipped range is reported once, whole, when the next frame (or the end) is found."""
