@@ -205,3 +205,21 @@ def test_progress_line_on_a_terminal_is_cleared_before_the_summary(large, jobs):
     assert b"items of a 3" in err and b"MiB capture" in err
     assert err.endswith(b"\r\x1b[K")  # the line is gone before the summary is printed
     assert b"items of" not in r.stdout and b" frames in 1 connections" in r.stdout
+
+
+def test_quiet_workers_report_progress_now_and_then_not_per_item(busy):
+    import time
+    from functools import partial
+
+    from dcpinspect.engines.parallel import TICK, Partitioned
+    from dcpinspect.engines.sinks import make_sink
+
+    counts: list[int] = []
+    start = time.monotonic()
+    parts = Partitioned(busy, 2, partial(make_sink, "summary"), progress=counts.append)
+    for _ in parts:
+        pass
+    elapsed = time.monotonic() - start
+    frames = sum(p.summary.total_frames() for p in parts.results)
+    assert counts and frames > 2000
+    assert len(counts) <= 2 * (1 + elapsed / TICK)  # one at the start, then one every TICK seconds

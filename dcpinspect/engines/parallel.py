@@ -65,7 +65,7 @@ def _child(conn, path: str, part: int, parts: int, make_sink: Callable[[], Sink]
                 quiet += 1
                 if time.monotonic() - last > TICK:
                     conn.send(("tick", quiet))
-                    quiet, last = 0, 0.0  # the first item is reported at once
+                    quiet, last = 0, time.monotonic()
                 continue
             keys.append(key)
             payloads.append(payload)
