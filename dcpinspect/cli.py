@@ -158,7 +158,7 @@ def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progres
             progress.close()
         return code
     if fmt == "jsonl":
-        sink = JsonlSink(keep, limit)
+        sink = JsonlSink(None if keep.empty else keep, limit)
         write, shown = sys.stdout.write, 0
         for is_frame, line in (parts if parts is not None else run_sink(sink, keyed)):
             write(line + "\n")
@@ -272,7 +272,8 @@ def decode_command(
         n = _jobs(jobs, path, fmt is not CaptureFormat.table and limit is None)
         try:
             if n > 1:
-                recipe = partial(make_sink, "jsonl", keep) if fmt is CaptureFormat.jsonl else partial(make_sink, "summary")
+                recipe = (partial(make_sink, "jsonl", None if keep.empty else keep) if fmt is CaptureFormat.jsonl
+                          else partial(make_sink, "summary"))
                 progress = _progress(path, fmt.value)
                 parts = Partitioned(path, n, recipe, progress=progress, **kw)
                 code = max(code, show_capture(None, fmt.value, keep, limit, strict, progress, parts))

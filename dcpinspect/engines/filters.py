@@ -31,6 +31,10 @@ class FrameFilter:
     vbuckets: frozenset[int] = frozenset()
     flow: str = ""
 
+    @property
+    def empty(self) -> bool:
+        return not (self.opcodes or self.vbuckets or self.flow)
+
     def __call__(self, item: Captured) -> bool:
         msg = item.msg
         if self.opcodes and msg.opcode not in self.opcodes:

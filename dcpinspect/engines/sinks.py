@@ -30,9 +30,9 @@ class _Labels(dict):
 @dataclass
 class JsonlSink:
     """``decode --format jsonl``: payload ``(is_frame, line)``; totals: a :class:`Tally` of
-    every frame, shown or not (``--strict`` judges them all)."""
+    every frame, shown or not (``--strict`` judges them all). ``keep`` None: every frame."""
 
-    keep: Callable[[Captured], bool] = lambda item: True
+    keep: Callable[[Captured], bool] | None = None
     limit: int | None = None
     tally: Tally = field(default_factory=Tally)
     shown: int = 0
@@ -40,11 +40,17 @@ class JsonlSink:
 
     def take(self, key: int, item: Captured | Note) -> tuple[bool, str] | None:
         if isinstance(item, Captured):
-            self.tally.add(item.msg)
-            if not self.keep(item) or self.done():
+            msg = item.msg
+            tally = self.tally
+            tally.frames += 1  # Tally.add, inline: this runs for every frame
+            if msg.findings:
+                for f in msg.findings:
+                    tally.severities[f.severity] += 1
+            if (self.keep is not None and not self.keep(item)) or (
+                    self.limit is not None and self.shown >= self.limit):
                 return None
             self.shown += 1
-            return True, dumps(frame_record(item.msg, kind="frame", frame=item.number, ts=item.ts,
+            return True, dumps(frame_record(msg, kind="frame", frame=item.number, ts=item.ts,
                                             flow=self.labels[item.flow], direction=item.direction))
         rec = {"kind": item.kind, "message": item.message, "ts": item.ts,
                "flow": self.labels[item.flow] if item.flow else None, "direction": item.direction,
