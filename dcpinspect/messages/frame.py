@@ -146,7 +146,10 @@ def decode_frame(
                 offset + 8,
             )
         )
-    _decode_body(msg, ctx)
+    if ctx.detail:
+        _decode_body(msg, ctx)
+    else:
+        _decode_body_lean(msg, ctx)
     return msg
 
 
@@ -165,40 +168,29 @@ def _new_message(data: bytes, offset: int) -> Message:
 
 
 def _decode_body(msg: Message, ctx: DecodeContext) -> None:
-    """Fields, values and problems of the body; with ``ctx.detail`` also the located
-    sections and rows that tables and diagrams print (jsonl and summary skip them)."""
+    """Fields, values and problems of the body, and the located sections and rows that
+    tables and diagrams print."""
     data, base = msg.data, msg.offset
-    detail = ctx.detail
     end = min(len(data), HEADER_SIZE + msg.body_length)
     body = msg.body
     pos = HEADER_SIZE
     if msg.framing_length:
         stop = min(pos + msg.framing_length, end)
-        if detail:
-            _section(msg, "framing_extras", pos, stop)
+        _section(msg, "framing_extras", pos, stop)
         _decode_framing(msg, data[pos:stop], base + pos)
         pos = stop
     stop = min(pos + msg.extras_length, end)
-    if stop > pos or detail:
-        _decode_extras(msg, body, data, pos, stop, _section(msg, "extras", pos, stop) if detail else None)
+    _decode_extras(msg, body, data, pos, stop, _section(msg, "extras", pos, stop))
     pos = stop
     if body is not None and body.engine_specific and "engine_specific_length" in msg.values:
         stop = min(pos + msg.values["engine_specific_length"], end)
-        _decode_engine_specific(msg, data, pos, stop, _section(msg, "engine_specific", pos, stop) if detail else None)
+        _decode_engine_specific(msg, data, pos, stop, _section(msg, "engine_specific", pos, stop))
         pos = stop
     stop = max(pos, min(pos + msg.key_length, end))
-    key = _section(msg, "key", pos, stop) if detail else None
-    if stop > pos or key is not None:
-        rows = decode_key(msg, data[pos:stop], base + pos, body.key_kind if body is not None else "text", ctx)
-        if key is not None:
-            key.fields = rows
+    _section(msg, "key", pos, stop).fields = decode_key(
+        msg, data[pos:stop], base + pos, body.key_kind if body is not None else "text", ctx)
     pos = stop
     msg.value = value = data[pos:end]
-    if not detail:
-        if value or (body is not None and body.value_kind == "snapshot_marker"):
-            kind = body.value_kind if body is not None else ("error" if msg.status not in (None, 0) else "auto")
-            decode_value_fields(kind, msg, value, base + pos, ctx)
-        return
     out = _section(msg, "value", pos, end)
     if value or (body is not None and body.value_kind == "snapshot_marker"):
         kind = body.value_kind if body is not None else ("error" if msg.status not in (None, 0) else "auto")
@@ -210,6 +202,60 @@ def _decode_body(msg: Message, ctx: DecodeContext) -> None:
                 fields[f.name] = f.value
 
 
+def _decode_body_lean(msg: Message, ctx: DecodeContext) -> None:
+    """What :func:`_decode_body` puts in fields, values and problems, without sections and
+    rows (``ctx.detail`` off: jsonl): the same steps, the calls that only build rows left
+    out and the extras layout inline. Most frames of a capture take this path."""
+    data, base = msg.data, msg.offset
+    bodylen, framing, extlen, keylen = msg.body_length, msg.framing_length, msg.extras_length, msg.key_length
+    end = HEADER_SIZE + bodylen
+    if end > len(data):
+        end = len(data)
+    body = msg.body
+    pos = HEADER_SIZE
+    if framing:
+        stop = pos + framing
+        if stop > end:
+            stop = end
+        _decode_framing(msg, data[pos:stop], base + pos)
+        pos = stop
+    if extlen:
+        stop = pos + extlen
+        if stop > end:  # cut short: no layout applies
+            stop = end
+        elif body is not None:
+            extras = body.extras
+            if extras is not None:
+                layout = extras.get(extlen)
+                if layout is not None:
+                    values, fields = layout.decode(data, pos)
+                    msg.values = values  # the first values of the frame
+                    if msg.fields:
+                        msg.fields.update(fields)
+                    else:
+                        msg.fields = fields
+        pos = stop
+    if body is None:
+        kind = "text"
+        value_kind = "error" if msg.status not in (None, 0) else "auto"
+    else:
+        kind, value_kind = body.key_kind, body.value_kind
+        if body.engine_specific and "engine_specific_length" in msg.values:
+            stop = min(pos + msg.values["engine_specific_length"], end)
+            _decode_engine_specific(msg, data, pos, stop, None)
+            pos = stop
+    if keylen:
+        stop = pos + keylen
+        if stop > end:
+            stop = end
+        if stop > pos:
+            decode_key(msg, data[pos:stop], base + pos, kind, ctx)
+            pos = stop
+    msg.value = value = data[pos:end]
+    if value or value_kind == "snapshot_marker":
+        decode_value_fields(value_kind, msg, value, base + pos, ctx)
+
+
 def _section(msg: Message, name: str, start: int, stop: int) -> Section:
     sec = Section(name, msg.offset + start, max(0, stop - start))
     msg.sections.append(sec)
@@ -217,7 +263,7 @@ def _section(msg: Message, name: str, start: int, stop: int) -> Section:
 
 
 def _decode_framing(msg: Message, raw: bytes, base: int) -> None:
-    if len(raw) == 3 and raw[0] == 0x22 and msg.is_request and msg.magic == 0x08 and (raw[1] or raw[2]):
+    if len(raw) == 3 and raw[0] == 0x22 and msg.magic == 0x08 and (raw[1] or raw[2]):  # 0x08: a request
         # The common case on DCP: one stream-id frame info (``22 hh ll``).
         sid = (raw[1] << 8) | raw[2]
         msg.frame_infos.append({"id": 2, "name": "dcp_stream_id", "value": sid, "problem": None,

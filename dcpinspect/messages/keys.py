@@ -55,7 +55,7 @@ def decode_key(msg: "Message", raw: bytes, base: int, kind: str, ctx: "DecodeCon
     logical = raw[used:]
     msg.key = logical
     msg.collection_id = cid
-    text = key_text(logical)
+    text = logical.decode("utf-8", "backslashreplace")  # key_text, inline: most frames pass here
     msg.fields["collection_id"] = cid
     msg.fields["key"] = text
     if not logical:

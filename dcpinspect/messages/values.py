@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from typing import TYPE_CHECKING, Callable
 
 from ..findings import Problem
@@ -35,13 +36,24 @@ def _printable(text: str) -> bool:
     return text.isprintable() or text.translate(_LINE_SPACE).isprintable()
 
 
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+
+
+def _printable_utf8(text: str, raw: bytes) -> bool:
+    """``_printable(text)`` of ``text`` decoded from ``raw``: an ASCII text (known in O(1))
+    is judged on its bytes, a third of the time of ``isprintable`` on large documents."""
+    if text.isascii():
+        return not raw.translate(None, _PRINTABLE_ASCII)
+    return _printable(text)
+
+
 def bytes_field(name: str, label: str, raw: bytes, base: int, ctx: "DecodeContext", children=()) -> Field:
     """A byte string as UTF-8 text when it is text, else as hex (``<name>_hex``)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         text = None
-    if text is not None and _printable(text):
+    if text is not None and _printable_utf8(text, raw):
         shown = _shown(text, ctx)
         return Field(name, label, base, len(raw), shown, shown, tuple(children))
     return Field(f"{name}_hex", label, base, len(raw), raw.hex(), raw.hex(" "), tuple(children))
@@ -53,7 +65,7 @@ def _shown(text: str, ctx: "DecodeContext") -> str:
 
 def _set_bytes(fields: dict, name: str, raw: bytes, text: str | None, ctx: "DecodeContext") -> None:
     """What ``bytes_field`` would add to ``msg.fields``, without the Field (``text``: raw decoded, or None)."""
-    if text is not None and _printable(text):
+    if text is not None and _printable_utf8(text, raw):
         fields.setdefault(name, _shown(text, ctx))
     else:
         fields.setdefault(f"{name}_hex", raw.hex())
@@ -236,9 +248,10 @@ def _stream_request(msg, raw, base, ctx):
     return out
 
 
-def _snapshot_marker(msg, raw, base, ctx):
+def _snapshot_marker_layout(msg, raw, base) -> Layout | None:
+    """The layout of a v2 marker's value; None (the problem noted) to show the bytes as they are."""
     if msg.extras_length != 1:
-        return [bytes_field("value", "Value", raw, base, ctx)] if raw else []
+        return None
     version = msg.values.get("version")
     layout = dcp.SNAPSHOT_VALUE_BY_VERSION.get(version)
     if version == 0x01:
@@ -246,12 +259,19 @@ def _snapshot_marker(msg, raw, base, ctx):
     elif layout is None:
         if version is not None:
             msg.problems.append(Problem("snapshot-marker-version", f"unknown marker version 0x{version:02x}", base - 1))
-        return [bytes_field("value", "Value", raw, base, ctx)] if raw else []
+        return None
     if len(raw) != layout.size:
         msg.problems.append(
             Problem("snapshot-marker-value-size",
                     f"{dcp.SNAPSHOT_VERSIONS[version]} value must be {layout.size} bytes, has {len(raw)}", base)
         )
+        return None
+    return layout
+
+
+def _snapshot_marker(msg, raw, base, ctx):
+    layout = _snapshot_marker_layout(msg, raw, base)
+    if layout is None:
         return [bytes_field("value", "Value", raw, base, ctx)] if raw else []
     msg.values.update(layout.values(raw))
     return layout.describe(raw, 0, base)
@@ -419,26 +439,20 @@ def decode_value(kind: str, msg: "Message", raw: bytes, base: int, ctx: "DecodeC
 
 
 # -- without Field rows ------------------------------------------------------------------
-# jsonl and summary need only names, values and problems: for the kinds that carry the
-# documents (most frames of a DCP capture) these put them straight into ``msg.fields``,
-# saving the Field objects. Each does exactly what its decoder above adds to msg.fields
-# (tests/test_speed_lean.py compares them), and returns False, untouched, to leave a
-# case it does not cover (xattrs, snappy errors, ...) to that decoder.
+# jsonl (any decode with ``DecodeContext(detail=False)``) needs only names, values and
+# problems: for the kinds that carry the documents (most frames of a DCP capture) and the
+# few every connection has, these put them straight into ``msg.fields``, saving the Field
+# objects. Each does exactly what its decoder above adds to msg.fields and problems
+# (tests/test_speed_lean.py compares them), or returns False, having touched nothing, to
+# leave a case it does not cover (xattrs, snappy errors, ...) to that decoder.
 
 def _text_lean(msg, raw, base, ctx) -> bool:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    _set_bytes(msg.fields, "value", raw, text, ctx)
+    _set_bytes(msg.fields, "value", raw, _utf8(raw), ctx)
     return True
 
 
 def _json_lean(msg, raw, base, ctx) -> bool:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
+    text = _utf8(raw)
     if text is None or not json_text_ok(text):
         msg.problems.append(Problem("json-invalid", "value is not valid JSON", base))
     _set_bytes(msg.fields, "value", raw, text, ctx)
@@ -456,13 +470,70 @@ def _document_lean(msg, raw, base, ctx) -> bool:
         except CodecError:
             return False
         fields.setdefault("value_inflated_length", len(data))
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
+    text = _utf8(data)
     if datatype & DATATYPE_JSON and data and (text is None or not json_text_ok(text)):
         msg.problems.append(Problem("json-invalid", "datatype JSON but the body is not valid JSON", base))
     _set_bytes(fields, "value", data, text, ctx)
+    return True
+
+
+def _snapshot_marker_lean(msg, raw, base, ctx) -> bool:
+    layout = _snapshot_marker_layout(msg, raw, base)
+    fields = msg.fields
+    if layout is None:
+        if raw:
+            _set_bytes(fields, "value", raw, _utf8(raw), ctx)
+        return True
+    values, shown = layout.decode(raw)
+    msg.values.update(values)
+    for name, value in shown.items():
+        fields.setdefault(name, value)
+    return True
+
+
+def _utf8(raw: bytes) -> str | None:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _repeated_lean(layout: Layout, name: str, label: str, raw: bytes, base: int, msg: "Message") -> bool:
+    count, rest = divmod(len(raw), layout.size)
+    if rest:
+        msg.problems.append(Problem("value-size", f"{label}: {len(raw)} bytes is not a multiple of {layout.size}", base))
+    msg.fields.setdefault(name, [layout.decode(raw, i * layout.size)[1] for i in range(count)])
+    return True
+
+
+def _failover_log_lean(msg, raw, base, ctx) -> bool:
+    if msg.status not in (None, 0):
+        return False
+    return _repeated_lean(dcp.FAILOVER_ENTRY, "failover_log", "Failover log", raw, base, msg)
+
+
+def _vbucket_seqnos_lean(msg, raw, base, ctx) -> bool:
+    return _repeated_lean(VBUCKET_SEQNO, "vbucket_seqnos", "Vbucket seqnos", raw, base, msg)
+
+
+def _features_lean(msg, raw, base, ctx) -> bool:
+    if len(raw) % 2:
+        msg.problems.append(Problem("value-size", f"feature list has odd length {len(raw)}", base))
+    codes = struct.unpack_from(f">{len(raw) // 2}H", raw)
+    msg.fields.setdefault("features", [FEATURES.get(code, f"0x{code:04x}") for code in codes])
+    return True
+
+
+def _system_event_lean(msg, raw, base, ctx) -> bool:
+    version = msg.values.get("version")
+    layout = dcp.SYSTEM_EVENT_VALUES.get((msg.values.get("event"), version)) if version in (0, 1) else None
+    if layout is None or len(raw) != layout.size:
+        return False  # no event, a wrong size or a FlatBuffers (v2) value
+    values, shown = layout.decode(raw)
+    msg.values.update(values)
+    fields = msg.fields
+    for name, value in shown.items():
+        fields.setdefault(name, value)
     return True
 
 
@@ -479,6 +550,12 @@ LEAN_DECODERS: dict[str, Callable[["Message", bytes, int, "DecodeContext"], bool
     "text": _text_lean,
     "json": _json_lean,
     "document": _document_lean,
+    "snapshot_marker": _snapshot_marker_lean,
+    # one or two a connection, but a connection may be short
+    "features": _features_lean,
+    "failover_log": _failover_log_lean,
+    "vbucket_seqnos": _vbucket_seqnos_lean,
+    "system_event": _system_event_lean,
 }
 
 

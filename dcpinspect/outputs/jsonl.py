@@ -6,45 +6,57 @@ import json
 from typing import Any
 
 from ..messages.frame import Message
-from ..messages.names import MAGICS
+from ..messages.names import MAGICS, REQUEST_MAGICS
 
 SCHEMA_VERSION = 1
+
+
+_PROTOCOLS = {"dcp": "dcp", "tap": "tap"}  # spec family → protocol; the rest is "mcbp"
 
 
 def protocol_of(msg: Message) -> str:
     if msg.spec is None:
         return "mcbp"
-    return {"dcp": "dcp", "tap": "tap"}.get(msg.spec.family, "mcbp")
+    return _PROTOCOLS.get(msg.spec.family, "mcbp")
 
 
 def frame_record(msg: Message, **extra: Any) -> dict[str, Any]:
-    rec: dict[str, Any] = dict(extra)
-    rec.update(
-        protocol=protocol_of(msg),
-        offset=msg.offset,
-        length=msg.size,
-        magic=msg.magic,
-        magic_name=MAGICS.get(msg.magic, "Unknown"),
-        opcode=msg.opcode,
-        opcode_name=msg.name,
-    )
-    if msg.is_request:
-        rec["vbucket"] = msg.vbucket
+    # One frame of jsonl output per frame of the capture: built as few dict literals in
+    # the schema's key order (a key of ``extra`` the record also sets keeps its place).
+    spec = msg.spec
+    magic = msg.magic
+    if magic in REQUEST_MAGICS:
+        rec = {**extra, "protocol": "mcbp" if spec is None else _PROTOCOLS.get(spec.family, "mcbp"),
+               "offset": msg.offset, "length": len(msg.data), "magic": magic,
+               "magic_name": MAGICS.get(magic, "Unknown"), "opcode": msg.opcode, "opcode_name": msg.name,
+               "vbucket": msg.vbucket, "opaque": msg.opaque, "cas": msg.cas, "datatype": msg.datatype}
     else:
-        rec["status"] = msg.status
-        rec["status_name"] = msg.status_name
-    rec.update(opaque=msg.opaque, cas=msg.cas, datatype=msg.datatype)
-    rec["key"] = msg.fields.get("key", "")
+        rec = {**extra, "protocol": "mcbp" if spec is None else _PROTOCOLS.get(spec.family, "mcbp"),
+               "offset": msg.offset, "length": len(msg.data), "magic": magic,
+               "magic_name": MAGICS.get(magic, "Unknown"), "opcode": msg.opcode, "opcode_name": msg.name,
+               "status": msg.status, "status_name": msg.status_name, "opaque": msg.opaque, "cas": msg.cas,
+               "datatype": msg.datatype}
+    fields = msg.fields
+    rec["key"] = fields.get("key", "")
     if msg.collection_id is not None:
         rec["collection_id"] = msg.collection_id
     if msg.stream_id is not None:
         rec["stream_id"] = msg.stream_id
     if msg.frame_infos:
-        rec["frame_infos"] = [{k: v for k, v in fi.items() if k not in ("offset", "size")} for fi in msg.frame_infos]
+        rec["frame_infos"] = [_frame_info(fi) for fi in msg.frame_infos]
     rec["truncated"] = msg.truncated
-    rec["fields"] = {k: v for k, v in msg.fields.items() if k != "key"}
-    rec["findings"] = [f.to_json() for f in msg.findings]
+    rec["fields"] = fields = fields.copy()  # all but the key, in their order
+    fields.pop("key", None)
+    rec["findings"] = [f.to_json() for f in msg.findings] if msg.findings else []
     return rec
+
+
+def _frame_info(fi: dict) -> dict:
+    """A frame info without its location (offset and size belong to tables and diagrams)."""
+    out = fi.copy()
+    out.pop("offset", None)
+    out.pop("size", None)
+    return out
 
 
 # json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str) with the C encoder

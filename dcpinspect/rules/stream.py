@@ -7,7 +7,7 @@ from dataclasses import replace
 from ..findings import Finding
 from ..messages.dcp import DELETION_V2, SNAPSHOT_DISK, SNAPSHOT_HISTORY
 from ..messages.frame import Message
-from ..messages.names import SUCCESS_LIKE_STATUS
+from ..messages.names import REQUEST_MAGICS, SUCCESS_LIKE_STATUS
 from ..sessions.negotiation import Negotiation
 from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STREAM_OPCODES, DcpState, Stream
 from .registry import STATUS_CLASSES, STREAM_RULES
@@ -20,6 +20,7 @@ _NO_SID = frozenset({0x5B, 0x60, 0x62, 0x63})  # sent without a stream-id frame 
 _NEEDS = {0x60: ("enable_sync_writes", "true"), 0x62: ("enable_sync_writes", "true"),
           0x63: ("enable_sync_writes", "true"), 0x59: ("enable_expiry_opcode", "true"),
           0x64: "collections", 0x65: "collections", 0x5F: "collections"}
+_NEGOTIATED = frozenset(_NEEDS) | {0x56}  # the opcodes _negotiated looks at
 
 
 class ConnectionValidator:
@@ -38,17 +39,19 @@ class ConnectionValidator:
     def feed(self, msg: Message, direction: str | None = None, ts: float | None = None,
              index: int | None = None) -> list[Finding]:
         self.frames += 1
-        index = self.frames if index is None else index
+        if index is None:
+            index = self.frames
         out: list[Finding] = []
         if msg.truncated or msg.spec is None:
             return out
         emit = self._emit
         emit.out, emit.msg = out, msg
-        if msg.is_request:
+        if msg.magic in REQUEST_MAGICS:
             self._request(msg, direction, ts, index, emit)
         else:
             self._response(msg, direction, index, emit)
-        msg.findings.extend(out)
+        if out:
+            msg.findings.extend(out)
         return out
 
     def gap(self) -> None:
@@ -79,11 +82,13 @@ class ConnectionValidator:
 
     def _request(self, msg: Message, direction, ts, index, emit) -> None:
         st, op = self.state, msg.opcode
-        if (msg.spec.family == "dcp" and op != 0x50 and not st.dcp_open_seen and st.producer_direction is None
-                and self.seen_from_start):
+        if (not st.dcp_open_seen and st.producer_direction is None and self.seen_from_start
+                and msg.spec.family == "dcp" and op != 0x50):
             st.producer_direction = "unknown"  # report once
             emit("dcp-open-missing", f"{msg.name} on a connection whose DCP_OPEN was not seen")
-        if op == 0x50:
+        if op in STREAM_OPCODES:  # first: most requests are (none of the opcodes below is)
+            self._stream_message(msg, index, ts, emit)
+        elif op == 0x50:
             if st.dcp_open_seen:
                 emit("dcp-open-missing", "a second DCP_OPEN on the same connection")
             st.dcp_open_seen = True
@@ -94,8 +99,6 @@ class ConnectionValidator:
             self._buffer_ack(msg, emit)
         elif op == 0x5C:
             st.noops[msg.opaque] = _pending(msg, index, ts, direction)
-        elif op in STREAM_OPCODES:
-            self._stream_message(msg, index, ts, emit)
         if op in FLOW_CONTROLLED and op != 0x5C:
             self._flow_control(msg, emit)
         st.remember_request(msg, index, ts, direction)
@@ -136,7 +139,8 @@ class ConnectionValidator:
             return
         if self.negotiation.stream_ids and msg.stream_id is None and op not in _NO_SID:
             emit("stream-id-missing", f"{msg.name} without a stream-id frame", **ctx)
-        self._negotiated(msg, emit, ctx)
+        if op in _NEGOTIATED:  # not mutations and deletions, most of a stream
+            self._negotiated(msg, emit, ctx)
         if op == 0x56:
             self._marker(stream, msg, index, emit, ctx)
         elif op == 0x65:
@@ -148,8 +152,10 @@ class ConnectionValidator:
         if op == 0x5F:
             self._system_event(stream, msg, emit, ctx)
         field = SEQNO_OPCODES.get(op)
-        if field is not None and field in msg.values:
-            self._seqno(stream, msg, msg.values[field], index, ts, emit, ctx)
+        if field is not None:
+            seqno = msg.values.get(field)
+            if seqno is not None:
+                self._seqno(stream, msg, seqno, index, ts, emit, ctx)
 
     def _negotiated(self, msg: Message, emit, ctx) -> None:
         """Only a connection seen from its start shows what was (not) negotiated."""
@@ -165,31 +171,31 @@ class ConnectionValidator:
             emit("negotiation-missing", "v2.2 snapshot marker without DCP_CONTROL max_marker_version=2.2", **ctx)
 
     def _seqno(self, stream: Stream, msg: Message, seqno: int, index, ts, emit, ctx) -> None:
-        snap = stream.snapshot
+        snap, op = stream.snapshot, msg.opcode
         if stream.in_oso:
             if seqno <= stream.oso_base:
                 emit("oso-below-start", f"{msg.name} seqno {seqno} <= {stream.oso_base} (last before OSO)", **ctx)
         else:
             if seqno <= stream.last_seqno and not (stream.adopted and stream.last_seqno == 0):
                 emit("seqno-regression", f"{msg.name} seqno {seqno} <= previous {stream.last_seqno} on {stream.label()}", **ctx)
-            if msg.opcode in ITEM_OPCODES:
-                if snap is None and not stream.adopted:
-                    emit("item-before-marker", f"{msg.name} seqno {seqno} before any snapshot marker", **ctx)
-                elif snap is None:
-                    pass
+            if op in ITEM_OPCODES:
+                if snap is None:
+                    if not stream.adopted:
+                        emit("item-before-marker", f"{msg.name} seqno {seqno} before any snapshot marker", **ctx)
                 elif not snap.start <= seqno <= snap.end:
                     emit("seqno-outside-snapshot",
                          f"{msg.name} seqno {seqno} outside snapshot {snap.start}..{snap.end} (marker frame {snap.index})", **ctx)
                 elif stream.end_reached and snap.complete:
                     emit("beyond-end-seqno", f"{msg.name} seqno {seqno} after the snapshot holding end seqno {stream.end_seqno}", **ctx)
-            if snap is not None and msg.opcode in _KEYED and not snap.may_duplicate:
+            if snap is not None and op in _KEYED and not snap.may_duplicate:
                 # Prepares are indexed apart; keys are kept as digests, and a snapshot larger
                 # than MAX_SNAPSHOT_KEYS stops being checked rather than growing without bound.
-                key = hash((msg.opcode == 0x60, msg.collection_id, msg.key))
-                if key in snap.keys:
+                keys = snap.keys
+                key = hash((op == 0x60, msg.collection_id, msg.key))
+                if key in keys:
                     emit("duplicate-key", f"key {msg.fields.get('key', '')!r} repeats in snapshot {snap.start}..{snap.end}", **ctx)
-                elif len(snap.keys) < MAX_SNAPSHOT_KEYS:
-                    snap.keys.add(key)
+                elif len(keys) < MAX_SNAPSHOT_KEYS:
+                    keys.add(key)
         self.state.item(stream, msg, seqno, ts)
 
     def _marker(self, stream: Stream, msg: Message, index, emit, ctx) -> None:

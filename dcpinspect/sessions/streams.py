@@ -110,11 +110,20 @@ class RequestRef:
     @classmethod
     def of(cls, msg: Message) -> "RequestRef":
         ref = cls()
-        ref.opcode, ref.opaque, ref.name, ref.vbucket = msg.opcode, msg.opaque, msg.name, msg.vbucket
-        ref.stream_id = msg.stream_id
-        ref.values = msg.values if msg.opcode == 0x53 else {}
-        ref.fields = {k: msg.fields[k] for k in ("key", "stream_id") if k in msg.fields}
+        ref.refer_to(msg)
         return ref
+
+    def refer_to(self, msg: Message) -> None:
+        self.opcode, self.opaque, self.name, self.vbucket = msg.opcode, msg.opaque, msg.name, msg.vbucket
+        self.stream_id = msg.stream_id
+        self.values = msg.values if msg.opcode == 0x53 else {}
+        # fields "key" and "stream_id" only, when present (unrolled: one of these a frame)
+        fields = msg.fields
+        if "key" in fields:
+            self.fields = ({"key": fields["key"], "stream_id": fields["stream_id"]} if "stream_id" in fields
+                           else {"key": fields["key"]})
+        else:
+            self.fields = {"stream_id": fields["stream_id"]} if "stream_id" in fields else {}
 
 
 @dataclass(slots=True)
@@ -163,7 +172,15 @@ class DcpState:
     # -- state changes -------------------------------------------------------------------
 
     def remember_request(self, msg: Message, index: int, ts: float | None, direction: str | None) -> None:
-        self.pending[(direction, msg.opaque)] = Pending(RequestRef.of(msg), index, ts, direction)
+        key = (direction, msg.opaque)
+        pending = self.pending.get(key)
+        if pending is not None:
+            # A stream's messages share its opaque: each replaces the last in place (what
+            # a new Pending at the same key would be; no one else holds these).
+            pending.msg.refer_to(msg)
+            pending.index, pending.ts = index, ts
+            return
+        self.pending[key] = Pending(RequestRef.of(msg), index, ts, direction)
         if len(self.pending) > 100_000:  # bounded: forget the oldest
             self.pending.pop(next(iter(self.pending)))
 
