@@ -394,18 +394,18 @@ def _keyed_of(path: Path, ports: set[int], collections: bool | None, jobs: int, 
 
     from .engines.files import keyed_items
     from .engines.parallel import Partitioned, WorkerCrash, run_sink
+    from .messages.frame import DecodeContext  # findings need no field rows
     from .sources.capture import CaptureError, read_records
 
     if _is_capture(path):
+        kw = dict(ports=ports, collections=collections, base=DecodeContext(detail=False))
         n = _jobs(jobs, path, True)
         try:
             if n > 1:
-                parts = Partitioned(path, n, partial(_findings_sink, sink.source, sink.show_info),
-                                    ports=ports, collections=collections)
+                parts = Partitioned(path, n, partial(_findings_sink, sink.source, sink.show_info), **kw)
                 rows = [row for batch in parts for row in batch]
                 return rows, sum(parts.results)
-            rows = [row for batch in run_sink(sink, keyed_items(read_records(path), ports=ports,
-                                                                collections=collections)) for row in batch]
+            rows = [row for batch in run_sink(sink, keyed_items(read_records(path), **kw)) for row in batch]
             return rows, sink.frames
         except CaptureError as exc:
             _capture_error(path, exc)
@@ -443,13 +443,14 @@ def _hex_items(path: Path, collections: bool | None):
 def _items_of(path: Path, ports: set[int], collections: bool | None):
     """Captured frames and notes of a capture file or of a hex dump given as a file."""
     from .engines.files import decode_capture_file
+    from .messages.frame import DecodeContext  # counts need no field rows
     from .sources.capture import CaptureError
 
     if not _is_capture(path):
         yield from (item for _, item in _hex_items(path, collections))
         return
     try:
-        yield from decode_capture_file(path, ports=ports, collections=collections)
+        yield from decode_capture_file(path, ports=ports, collections=collections, base=DecodeContext(detail=False))
     except CaptureError as exc:
         _capture_error(path, exc)
 
