@@ -183,7 +183,9 @@ def _record_field_by_field(msg: Message, **extra) -> dict:
     if msg.stream_id is not None:
         rec["stream_id"] = msg.stream_id
     if msg.frame_infos:
-        rec["frame_infos"] = [{k: v for k, v in fi.items() if k not in ("offset", "size")} for fi in msg.frame_infos]
+        rec["frame_infos"] = [{k: v for k, v in fi.items()
+                               if k not in ("offset", "size") and (k != "problem" or v is not None)}
+                              for fi in msg.frame_infos]
     rec["truncated"] = msg.truncated
     rec["fields"] = {k: v for k, v in msg.fields.items() if k != "key"}
     rec["findings"] = [f.to_json() for f in msg.findings]

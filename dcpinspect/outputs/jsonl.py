@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..messages.frame import Message
@@ -52,10 +53,13 @@ def frame_record(msg: Message, **extra: Any) -> dict[str, Any]:
 
 
 def _frame_info(fi: dict) -> dict:
-    """A frame info without its location (offset and size belong to tables and diagrams)."""
+    """A frame info without its location (offset and size belong to tables and diagrams),
+    and with ``problem`` only when there is one."""
     out = fi.copy()
     out.pop("offset", None)
     out.pop("size", None)
+    if out.get("problem", 0) is None:
+        del out["problem"]
     return out
 
 
@@ -65,8 +69,35 @@ _ENCODE = json.encoder.c_make_encoder(
     None, str, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
 ) if json.encoder.c_make_encoder is not None else None
 
+# orjson writes the same bytes about four times faster, except where it differs from the
+# line above, and then the line above is used: non-ASCII text and DEL (written raw),
+# floats outside [1e-4, 1e16) (other exponent and fixed forms), NaN and infinities (null),
+# and whatever orjson refuses (integers over 64 bits, non-string keys, and, by the
+# pass-through options, subclasses, dataclasses and dates, which ``default=str`` prints).
+try:
+    import orjson
+except ImportError:  # an optional speed-up
+    orjson = None
+else:
+    _ORJSON_OPTS = (orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+                    | orjson.OPT_PASSTHROUGH_DATETIME)
+    _EXPONENT = re.compile(rb"e-?[0-9]+[,}\]]").search  # a float token in orjson's exponent form
 
-def dumps(record: dict[str, Any]) -> str:
+
+def _stdlib(record: dict[str, Any]) -> str:
     if _ENCODE is None:
         return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)
     return "".join(_ENCODE(record, 0))
+
+
+def dumps(record: dict[str, Any]) -> str:
+    """One compact JSON line, ASCII only (``\\uXXXX`` escapes), as ``json.dumps`` writes it."""
+    if orjson is not None:
+        try:
+            out = orjson.dumps(record, option=_ORJSON_OPTS)
+        except TypeError:
+            return _stdlib(record)
+        if (out.isascii() and b"null" not in out and b"0.0000" not in out and b"\x7f" not in out
+                and _EXPONENT(out) is None):
+            return out.decode("ascii")
+    return _stdlib(record)

@@ -1,0 +1,80 @@
+"""``outputs.jsonl.dumps`` writes exactly what ``json.dumps(..., ensure_ascii=True,
+separators=(",", ":"), default=str)`` writes, whichever encoder it uses underneath."""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dcpinspect.outputs import jsonl
+
+
+def reference(record) -> str:
+    return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)
+
+
+class Colour(enum.IntEnum):
+    RED = 1
+
+
+class Name(str, enum.Enum):
+    ALPHA = "alpha"
+
+
+scalars = st.one_of(
+    st.none(), st.booleans(),
+    st.integers(), st.integers(min_value=-2**70, max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=1e-6, max_value=1e-3), st.floats(min_value=1e14, max_value=1e18),
+    st.text(), st.text(alphabet=st.characters(max_codepoint=0x80)),
+    st.binary(max_size=8), st.sampled_from([Colour.RED, Name.ALPHA, datetime.datetime(2026, 11, 22, 12, 0)]),
+)
+trees = st.recursive(
+    scalars,
+    lambda kids: st.one_of(st.lists(kids, max_size=4),
+                           st.dictionaries(st.text(max_size=6), kids, max_size=4),
+                           st.dictionaries(st.integers(0, 9), kids, max_size=2)),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=2000)
+@given(st.dictionaries(st.text(max_size=8), trees, max_size=6))
+def test_same_text_as_the_standard_library(record):
+    assert jsonl.dumps(record) == reference(record)
+
+
+@pytest.mark.parametrize("value", [1e-5, 9.99e-5, 1e-4, 1e15, 9.999999999999998e15, 1e16, 1e300, 5e-324,
+                                   float("nan"), float("inf"), -float("inf"), -0.0, 1700000000.0003])
+def test_floats_at_the_edges_of_the_two_encoders(value):
+    assert jsonl.dumps({"v": value, "w": [value]}) == reference({"v": value, "w": [value]})
+
+
+def test_real_frame_records_are_written_alike():
+    """Every record the shipped samples produce, through both paths."""
+    from dcpinspect.engines.files import decode_capture_file
+    from dcpinspect.engines.capture import Captured
+
+    samples = Path(__file__).resolve().parent.parent / "samples"
+    n = 0
+    for name in ("dcp-session.pcap", "dcp-lossy.pcapng", "memcached-binary.pcap"):
+        for item in decode_capture_file(samples / name):
+            if isinstance(item, Captured):
+                rec = jsonl.frame_record(item.msg, kind="frame", frame=item.number, ts=item.ts, flow="f",
+                                         direction=item.direction)
+                assert jsonl.dumps(rec) == reference(rec)
+                n += 1
+    assert n > 100
+
+
+def test_fast_encoder_is_in_use_when_installed():
+    """The comparison above exercised the fast path, not only the fallback."""
+    orjson = pytest.importorskip("orjson")
+    rec = {"kind": "frame", "ts": 1700000000.0003, "key": "doc::1", "fields": {"by_seqno": 7}}
+    assert orjson.dumps(rec, option=jsonl._ORJSON_OPTS).decode() == jsonl.dumps(rec)
