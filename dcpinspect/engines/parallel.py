@@ -25,7 +25,7 @@ from ..sources.capture import CaptureError, read_records
 from .capture import Captured, Note
 from .files import ReadStats, keyed_items
 
-BATCH = 2048  # payloads a message between processes
+BATCH = 256  # payloads a message between processes (a few MB at most for large values)
 TICK = 0.25  # seconds between progress messages of a worker that sends no payloads
 
 
