@@ -580,3 +580,9 @@ def main() -> None:
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(EXIT_OK)
+    except SystemExit as exc:
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            # the reader went away (``| head``): typer swallows EPIPE as exit 1, which here
+            # would mean "violations found"; stopping early is not a failure
+            sys.exit(EXIT_OK)
+        raise

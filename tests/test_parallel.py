@@ -223,3 +223,49 @@ def test_quiet_workers_report_progress_now_and_then_not_per_item(busy):
     frames = sum(p.summary.total_frames() for p in parts.results)
     assert counts and frames > 2000
     assert len(counts) <= 2 * (1 + elapsed / TICK)  # one at the start, then one every TICK seconds
+
+
+def _running_on(path: Path) -> list[str]:
+    """Command lines of live processes that name ``path`` (workers inherit their parent's)."""
+    out = []
+    for pid in filter(str.isdigit, __import__("os").listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(path) in cmd and "pytest" not in cmd:
+            out.append(cmd)
+    return out
+
+
+def test_reader_going_away_ends_the_run_cleanly(large):
+    """``dcpinspect decode ... | head -1``: exit 0, nothing on stderr, no worker left behind."""
+    import time
+
+    p = subprocess.Popen(servers.dcpinspect_argv() + ["decode", str(large), "-f", "jsonl", "-j", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    assert p.stdout.readline().startswith(b'{"kind":"frame"')
+    p.stdout.close()
+    assert p.wait(timeout=60) == 0
+    assert p.stderr.read() == b""
+    time.sleep(0.2)
+    assert _running_on(large) == []
+
+
+def test_interrupt_stops_workers_and_exits_130(large):
+    import os
+    import signal
+    import time
+
+    # stdout is a pipe nobody reads: the run blocks on it, so the signal lands mid-run
+    p = subprocess.Popen(servers.dcpinspect_argv() + ["decode", str(large), "-f", "jsonl", "-j", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                         start_new_session=True)
+    time.sleep(1.0)
+    assert p.poll() is None
+    os.killpg(p.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
+    p.stdout.close()
+    assert p.wait(timeout=60) == 130
+    assert b"Traceback" not in p.stderr.read()
+    time.sleep(0.2)
+    assert _running_on(large) == []
