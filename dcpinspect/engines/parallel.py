@@ -2,14 +2,16 @@
 
 Connections are independent (reassembly, negotiation and the stream validator are all per
 connection), so each worker reads the whole file, parses every record's headers (cheap),
-and decodes only the connections that hash to it. Frames are numbered by the packet that
+and decodes only the connections dealt to it (:class:`~.files.Owners`: in turn, as they
+first appear, which every worker works out alike). Frames are numbered by the packet that
 completed them, which a worker knows without seeing the other connections. A worker hands
 each item to a *sink* that turns it into a small picklable payload (a JSON line, a findings
 row) and keeps totals; the caller merges the payloads back by capture record, and
 combines the sinks' totals.
 
 The same sink runs in one process when there is nothing to split (:func:`run_sink`), so
-both ways print the same bytes.
+both ways print the same bytes. ``keyed_items(records, part, parts)`` is the unit of work
+any other scheduler can run the same way: a part's items, keyed for the merge.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import sys
 import time
 import traceback
+from operator import itemgetter
 from typing import Any, Callable, Iterator, Protocol
 
 from ..sources.capture import CaptureError, read_records
@@ -125,7 +128,7 @@ class Partitioned:
     def __iter__(self) -> Iterator[Any]:
         try:
             streams = [self._stream(part) for part in range(len(self._conns))]
-            for _, payload in heapq.merge(*streams, key=_first):
+            for _, payload in heapq.merge(*streams, key=itemgetter(0)):
                 yield payload
         finally:
             self.close()
@@ -164,10 +167,6 @@ class Partitioned:
                 proc.terminate()
                 proc.join()
         self._procs, self._conns = [], []
-
-
-def _first(pair: tuple[int, Any]) -> int:
-    return pair[0]
 
 
 def available_cpus() -> int:
