@@ -278,8 +278,11 @@ def decode_command(
                 parts = Partitioned(path, n, recipe, progress=progress, **kw)
                 code = max(code, show_capture(None, fmt.value, keep, limit, strict, progress, parts))
             else:
-                keyed = keyed_items(read_records(path), **kw)
-                code = max(code, show_capture(keyed, fmt.value, keep, limit, strict, _progress(path, fmt.value)))
+                records = read_records(path)
+                progress = _progress(path, fmt.value)
+                if progress is not None:
+                    progress.where = records.tell
+                code = max(code, show_capture(keyed_items(records, **kw), fmt.value, keep, limit, strict, progress))
         except CaptureError as exc:
             _capture_error(path, exc)
         except WorkerCrash as exc:
@@ -298,19 +301,32 @@ def _progress(path: Path, fmt: str) -> "_Progress | None":
 
 
 class _Progress:
-    """Call with an item (one more) or a count of items done since the last call."""
+    """A bar on stderr: call with an item (one more) or a count of items done since the last
+    call, and optionally how far into the file reading has got (-1: the end)."""
 
-    def __init__(self, size: int) -> None:
-        self.n, self.shown, self.size = 0, 0.0, size
+    WIDTH = 30
 
-    def __call__(self, done=1) -> None:
+    def __init__(self, size: int, where=None) -> None:
+        self.n, self.shown, self.size = 0, 0.0, max(1, size)
+        self.where = where  # () -> bytes read, when the caller owns the reader
+        self.read = 0
+
+    def __call__(self, done=1, read: int | None = None) -> None:
         import time
 
         self.n += done if isinstance(done, int) else 1
+        if read is not None:
+            self.read = self.size if read < 0 else read
         now = time.monotonic()
         if now - self.shown > 0.5:
             self.shown = now
-            sys.stderr.write(f"\r{self.n:,} items of a {self.size / 2**20:,.0f} MiB capture…")
+            if self.where is not None:
+                at = self.where()
+                self.read = self.size if at < 0 else at
+            part = min(1.0, self.read / self.size)
+            bar = "#" * int(part * self.WIDTH)
+            sys.stderr.write(f"\r[{bar:-<{self.WIDTH}}] {part:4.0%} of {self.size / 2**20:,.0f} MiB, "
+                             f"{self.n:,} items")
             sys.stderr.flush()
 
     def close(self) -> None:

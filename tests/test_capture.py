@@ -314,3 +314,21 @@ def test_memory_stays_flat(tmp_path):
         tracemalloc.stop()
     assert n == 20_000
     assert peak < 8 * 2**20
+
+
+def test_records_tell_how_far_reading_has_got(tmp_path):
+    """For progress bars: bytes of the file read so far (compressed bytes for gzip), -1 at the end."""
+    plain = tmp_path / "t.pcap"
+    wrpcap(str(plain), [Eth() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=50000, dport=11210, seq=i)
+                        / Raw(bytes([i % 256]) * (1000 + i % 400)) for i in range(3000)])  # > 4 MiB
+    gz = tmp_path / "t.pcap.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=0))  # stored: as big as the pcap
+    for path, total in ((plain, plain.stat().st_size), (gz, gz.stat().st_size)):
+        records = read_records(path)
+        seen = []
+        for _ in records:
+            seen.append(records.tell())
+        # the reader takes the file a MiB at a time: the position moves by those steps
+        assert len(seen) == 3000 and seen == sorted(seen) and 0 < seen[0] < seen[-1] <= total
+        assert len(set(seen)) >= 3
+        assert records.tell() == -1

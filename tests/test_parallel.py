@@ -160,9 +160,13 @@ def test_progress_counts_what_the_workers_send(busy):
     from dcpinspect.engines.sinks import make_sink
 
     counts: list[int] = []
-    parts = Partitioned(busy, 2, partial(make_sink, "jsonl"), progress=counts.append)
+    reads: list[int] = []
+    parts = Partitioned(busy, 2, partial(make_sink, "jsonl"),
+                        progress=lambda n, read: (counts.append(n), reads.append(read)))
     lines = list(parts)
     assert counts and sum(counts) == len(lines)
+    assert reads[-1] == -1  # the slowest worker has read all of the file
+    assert all(0 <= r <= busy.stat().st_size for r in reads[:-1])
     assert sum(t.frames for t in parts.results) == sum(1 for is_frame, _ in lines if is_frame)
 
 
@@ -202,7 +206,7 @@ def test_progress_line_on_a_terminal_is_cleared_before_the_summary(large, jobs):
         err += chunk
     os.close(master)
     assert r.returncode == 0
-    assert b"items of a 3" in err and b"MiB capture" in err
+    assert b"% of 3" in err and b" MiB, " in err and b" items" in err and err.startswith(b"\r[")
     assert err.endswith(b"\r\x1b[K")  # the line is gone before the summary is printed
     assert b"items of" not in r.stdout and b" frames in 1 connections" in r.stdout
 
@@ -216,7 +220,7 @@ def test_quiet_workers_report_progress_now_and_then_not_per_item(busy):
 
     counts: list[int] = []
     start = time.monotonic()
-    parts = Partitioned(busy, 2, partial(make_sink, "summary"), progress=counts.append)
+    parts = Partitioned(busy, 2, partial(make_sink, "summary"), progress=lambda n, read: counts.append(n))
     for _ in parts:
         pass
     elapsed = time.monotonic() - start

@@ -62,23 +62,24 @@ def _child(conn, path: str, part: int, parts: int, make_sink: Callable[[], Sink]
         stats = ReadStats()
         take = sink.take
         quiet, last = 0, 0.0  # the first item is reported at once
-        for key, item in keyed_items(read_records(path), part, parts, stats, **kw):
+        records = read_records(path)
+        for key, item in keyed_items(records, part, parts, stats, **kw):
             payload = take(key, item)
             if payload is None:
                 quiet += 1
                 if time.monotonic() - last > TICK:
-                    conn.send(("tick", quiet))
+                    conn.send(("tick", quiet, records.tell()))
                     quiet, last = 0, time.monotonic()
                 continue
             keys.append(key)
             payloads.append(payload)
             if len(keys) >= BATCH:
-                conn.send(("items", keys, payloads))
+                conn.send(("items", keys, payloads, records.tell()))
                 keys, payloads = [], []
             if sink.done():
                 break
         if keys:
-            conn.send(("items", keys, payloads))
+            conn.send(("items", keys, payloads, -1))
         conn.send(("done", sink.result(), stats))
     except CaptureError as exc:
         _send(conn, ("error", str(exc)))
@@ -103,10 +104,12 @@ class WorkerCrash(RuntimeError):
 
 class Partitioned:
     """``parts`` worker processes over one file; iterate for the merged payloads, then read
-    :attr:`results` (each worker's sink result, in part order) and :attr:`stats`."""
+    :attr:`results` (each worker's sink result, in part order) and :attr:`stats`.
+    ``progress(items, position)`` hears of items done and of how far into the file the
+    slowest worker has read (-1: all of it)."""
 
     def __init__(self, path, parts: int, make_sink: Callable[[], Sink],
-                 progress: Callable[[int], None] | None = None, **kw) -> None:
+                 progress: Callable[[int, int], None] | None = None, **kw) -> None:
         import multiprocessing as mp
 
         methods = mp.get_all_start_methods()
@@ -114,6 +117,7 @@ class Partitioned:
         self.results: list[Any] = [None] * parts
         self.stats = ReadStats()
         self._progress = progress
+        self._read = [0] * parts  # bytes of the file each worker has read
         self._procs = []
         self._conns = []
         for part in range(parts):
@@ -142,12 +146,10 @@ class Partitioned:
                 raise WorkerCrash(f"worker {part} ended without its results") from None
             kind = message[0]
             if kind == "items":
-                if self._progress is not None:
-                    self._progress(len(message[1]))
+                self._tell(part, len(message[1]), message[3])
                 yield from zip(message[1], message[2])
             elif kind == "tick":
-                if self._progress is not None:
-                    self._progress(message[1])
+                self._tell(part, message[1], message[2])
             elif kind == "done":
                 self.results[part] = message[1]
                 if part == 0:
@@ -157,6 +159,12 @@ class Partitioned:
                 raise CaptureError(message[1])
             else:
                 raise WorkerCrash(message[1])
+
+    def _tell(self, part: int, items: int, read: int) -> None:
+        if self._progress is not None:
+            self._read[part] = read if read >= 0 else 1 << 62
+            slowest = min(self._read)
+            self._progress(items, -1 if slowest == 1 << 62 else slowest)
 
     def close(self) -> None:
         for conn in self._conns:

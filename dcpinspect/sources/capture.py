@@ -166,7 +166,7 @@ _PCAP_MAGICS = {
 _PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
 
 
-def read_records(path: str | os.PathLike) -> Iterator[Record | CaptureProblem]:
+def read_records(path: str | os.PathLike) -> "Records":
     """Return an iterator over the records of a pcap / pcapng file (optionally gzipped).
 
     Raises ``CaptureError`` at once if the file cannot be opened or is not a
@@ -180,12 +180,33 @@ def read_records(path: str | os.PathLike) -> Iterator[Record | CaptureProblem]:
         raise CaptureError(f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from None
     magic = head[:4]
     if magic in _PCAP_MAGICS:
-        return _records(f, _pcap(f, head, *_PCAP_MAGICS[magic]))
+        return Records(f, _pcap(f, head, *_PCAP_MAGICS[magic]))
     if magic == _PCAPNG_SHB and (len(head) < 12 or head[8:12] in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d")):
-        return _records(f, _pcapng(f, head))
+        return Records(f, _pcapng(f, head))
     why = getattr(f, "error", None) or ("empty file" if not head else f"unknown magic {magic.hex()}")
     f.close()
     raise CaptureError(f"{os.fspath(path)}: not a pcap or pcapng capture ({why})")
+
+
+class Records:
+    """The records of one capture file, in order; :meth:`tell` says how far into the file
+    (bytes on disk, compressed ones for gzip) reading has got, for progress reports."""
+
+    def __init__(self, f, gen) -> None:
+        self._file = getattr(f, "_raw", f)
+        self._gen = _records(f, gen)
+
+    def __iter__(self) -> Iterator[Record | CaptureProblem]:
+        return self._gen  # the generator itself: no extra call a record
+
+    def __next__(self) -> Record | CaptureProblem:
+        return next(self._gen)
+
+    def tell(self) -> int:
+        try:
+            return self._file.tell()
+        except (OSError, ValueError):  # closed at the end
+            return -1
 
 
 def _records(f, gen):
