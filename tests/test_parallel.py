@@ -273,3 +273,25 @@ def test_interrupt_stops_workers_and_exits_130(large):
     assert b"Traceback" not in p.stderr.read()
     time.sleep(0.2)
     assert _running_on(large) == []
+
+
+def test_merge_by_runs_is_heapq_merge():
+    """The run-at-a-time merge gives what heapq.merge gives, ties in part order included."""
+    import heapq
+    import random
+
+    from dcpinspect.engines.parallel import _merge
+
+    rng = random.Random(7)
+    for _ in range(300):
+        parts = []
+        for p in range(rng.randint(1, 4)):
+            keys = sorted(rng.randint(0, 30) for _ in range(rng.randint(0, 40)))
+            items = [(k, (p, i)) for i, k in enumerate(keys)]
+            cuts = sorted(rng.sample(range(1, len(items)), k=min(3, max(0, len(items) - 1)))) if items else []
+            batches = [items[a:b] for a, b in zip([0] + cuts, cuts + [len(items)]) if items[a:b]]
+            parts.append(batches)
+        streams = [iter([([k for k, _ in b], [v for _, v in b]) for b in batches]) for batches in parts]
+        want = [v for _, v in heapq.merge(*[[x for b in batches for x in b] for batches in parts],
+                                          key=lambda kv: kv[0])]
+        assert list(_merge(streams)) == want

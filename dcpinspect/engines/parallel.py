@@ -16,12 +16,11 @@ any other scheduler can run the same way: a part's items, keyed for the merge.
 
 from __future__ import annotations
 
-import heapq
+from bisect import bisect_left, bisect_right
 import os
 import sys
 import time
 import traceback
-from operator import itemgetter
 from typing import Any, Callable, Iterator, Protocol
 
 from ..sources.capture import CaptureError, read_records
@@ -131,13 +130,11 @@ class Partitioned:
 
     def __iter__(self) -> Iterator[Any]:
         try:
-            streams = [self._stream(part) for part in range(len(self._conns))]
-            for _, payload in heapq.merge(*streams, key=itemgetter(0)):
-                yield payload
+            yield from _merge([self._batches(part) for part in range(len(self._conns))])
         finally:
             self.close()
 
-    def _stream(self, part: int) -> Iterator[tuple[int, Any]]:
+    def _batches(self, part: int) -> Iterator[tuple[list[int], list[Any]]]:
         conn = self._conns[part]
         while True:
             try:
@@ -147,7 +144,7 @@ class Partitioned:
             kind = message[0]
             if kind == "items":
                 self._tell(part, len(message[1]), message[3])
-                yield from zip(message[1], message[2])
+                yield message[1], message[2]
             elif kind == "tick":
                 self._tell(part, message[1], message[2])
             elif kind == "done":
@@ -175,6 +172,34 @@ class Partitioned:
                 proc.terminate()
                 proc.join()
         self._procs, self._conns = [], []
+
+
+def _merge(streams: list[Iterator[tuple[list[int], list[Any]]]]) -> Iterator[Any]:
+    """Payloads of all parts by key, equal keys in part order (as ``heapq.merge`` would give
+    them), a run at a time: the part with the smallest key goes on until another part's key
+    comes first, found by bisection, so the cost is per run of one part, not per payload."""
+    heads: list[list | None] = []
+    for stream in streams:
+        batch = next(stream, None)
+        heads.append(None if batch is None else [batch[0], batch[1], 0])
+    while True:
+        live = [p for p, h in enumerate(heads) if h is not None]
+        if not live:
+            return
+        p = min(live, key=lambda q: (heads[q][0][heads[q][2]], q))
+        keys, payloads, i = heads[p]
+        end = len(keys)
+        for q in live:
+            if q != p:
+                k = heads[q][0][heads[q][2]]
+                # a later part waits for equal keys of this one; an earlier one comes first
+                end = min(end, bisect_right(keys, k, i, end) if q > p else bisect_left(keys, k, i, end))
+        yield from payloads[i:end]
+        if end < len(keys):
+            heads[p][2] = end
+        else:
+            batch = next(streams[p], None)
+            heads[p] = None if batch is None else [batch[0], batch[1], 0]
 
 
 def available_cpus() -> int:
