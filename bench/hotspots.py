@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, root)
     import dcpinspect.cli  # noqa: F401 - imported before profiling: start-up is not the question here
 
-    cli_argv = ["decode", "--format", args.format, str(args.file)]
+    # one process: worker processes would leave only the parent's merge in the profile
+    cli_argv = ["decode", "--format", args.format, "--jobs", "1", str(args.file)]
     report = (with_pyinstrument if args.sampling else with_cprofile)(cli_argv, args.top, root)
     print(report)
     return 0
