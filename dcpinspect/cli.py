@@ -154,8 +154,7 @@ def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progres
     console = make_console()
     if fmt == "table":
         code = _show_table(keyed, console, keep, limit, strict)
-        if hasattr(progress, "close"):
-            progress.close()
+        _clear(progress)
         return code
     if fmt == "jsonl":
         sink = JsonlSink(None if keep.empty else keep, limit)
@@ -167,8 +166,7 @@ def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progres
                 if limit is not None and shown >= limit:
                     break
         tally = combine_tallies(parts.results) if parts is not None and limit is None else sink.tally
-        if hasattr(progress, "close"):
-            progress.close()
+        _clear(progress)
     else:
         sink = SummarySink()
         if parts is not None:
@@ -178,11 +176,16 @@ def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progres
         else:
             for _ in run_sink(sink, keyed):
                 pass
-        if hasattr(progress, "close"):
-            progress.close()
+        _clear(progress)
         sink.summary.render(console)
         tally = sink.tally
     return EXIT_VIOLATIONS if strict and tally.severities["error"] else EXIT_OK
+
+
+def _clear(progress) -> None:
+    """Take a progress bar off the terminal before anything else is printed there."""
+    if hasattr(progress, "close"):  # the live command's progress is a plain callback
+        progress.close()
 
 
 def _tap(keyed, progress):
