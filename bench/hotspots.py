@@ -57,20 +57,10 @@ def with_cprofile(argv: list[str], top: int, root: str) -> str:
             total = cum
         rows.append((cum, own, ncalls, f"{_short(file, root)}:{line}({fn})"))
     total = total or max(r[0] for r in rows)
-    rows.sort(reverse=True)
-    out = [f"cProfile: decode_command {total:.2f} s (profiled)", "", "  cum%     cum s   own s     calls  function"]
-    shown = 0
-    for cum, own, ncalls, name in rows:
-        if "dcpinspect/" not in name and "json" not in name:
-            continue
-        out.append(f"{100 * cum / total:6.1f}  {cum:8.2f}  {own:6.2f}  {ncalls:>8}  {name}")
-        shown += 1
-        if shown >= top:
-            break
-    out += ["", "by own time:", "  own%     own s  function"]
-    for cum, own, ncalls, name in sorted(rows, key=lambda r: -r[1])[:top]:
-        out.append(f"{100 * own / total:6.1f}  {own:8.2f}  {name}")
-    return "\n".join(out)
+    cumulative = [(name, cum, f"{own:6.2f}  {ncalls:>8}  ") for cum, own, ncalls, name in sorted(rows, reverse=True)]
+    owns = [(name, own) for cum, own, ncalls, name in sorted(rows, key=lambda r: -r[1])]
+    return _report(f"cProfile: decode_command {total:.2f} s (profiled)", "   own s     calls  ", total,
+                   cumulative, owns, top)
 
 
 def with_pyinstrument(argv: list[str], top: int, root: str) -> str:
@@ -94,18 +84,26 @@ def with_pyinstrument(argv: list[str], top: int, root: str) -> str:
     walk(prof.last_session.root_frame(), frozenset())
     total = max((v for k, v in incl.items() if k.endswith("(decode_command)")), default=None) \
         or max(incl.values())
-    out = [f"pyinstrument: decode_command {total:.2f} s (sampled)", "", "  cum%     cum s  function"]
+    return _report(f"pyinstrument: decode_command {total:.2f} s (sampled)", "  ", total,
+                   [(name, t, "") for name, t in incl.most_common()], own.most_common(), top)
+
+
+def _report(title: str, extra_head: str, total: float, cumulative: list[tuple[str, float, str]],
+            owns: list[tuple[str, float]], top: int) -> str:
+    """Both profilers' flat tables: the package's functions by cumulative time (``extra``:
+    more columns), then every function by own time."""
+    out = [title, "", f"  cum%     cum s{extra_head}function"]
     shown = 0
-    for name, t in incl.most_common():
+    for name, cum, extra in cumulative:
         if "dcpinspect/" not in name and "json" not in name:
             continue
-        out.append(f"{100 * t / total:6.1f}  {t:8.2f}  {name}")
+        out.append(f"{100 * cum / total:6.1f}  {cum:8.2f}  {extra}{name}")
         shown += 1
         if shown >= top:
             break
     out += ["", "by own time:", "  own%     own s  function"]
-    for name, t in own.most_common(top):
-        out.append(f"{100 * t / total:6.1f}  {t:8.2f}  {name}")
+    for name, own in owns[:top]:
+        out.append(f"{100 * own / total:6.1f}  {own:8.2f}  {name}")
     return "\n".join(out)
 
 
