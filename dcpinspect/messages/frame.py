@@ -146,10 +146,7 @@ def decode_frame(
                 offset + 8,
             )
         )
-    if ctx.detail:
-        _decode_body(msg, ctx)
-    else:
-        _decode_body_lean(msg, ctx)
+    _decode_body(msg, ctx)
     return msg
 
 
@@ -168,92 +165,49 @@ def _new_message(data: bytes, offset: int) -> Message:
 
 
 def _decode_body(msg: Message, ctx: DecodeContext) -> None:
-    """Fields, values and problems of the body, and the located sections and rows that
-    tables and diagrams print."""
+    """Fields, values and problems of the body; with ``ctx.detail`` also the located sections
+    and rows that tables and diagrams print (jsonl, most frames of a capture, skips them)."""
+    detail = ctx.detail
     data, base = msg.data, msg.offset
     end = min(len(data), HEADER_SIZE + msg.body_length)
     body = msg.body
     pos = HEADER_SIZE
     if msg.framing_length:
         stop = min(pos + msg.framing_length, end)
-        _section(msg, "framing_extras", pos, stop)
+        if detail:
+            _section(msg, "framing_extras", pos, stop)
         _decode_framing(msg, data[pos:stop], base + pos)
         pos = stop
     stop = min(pos + msg.extras_length, end)
-    _decode_extras(msg, body, data, pos, stop, _section(msg, "extras", pos, stop))
+    if stop > pos or detail:
+        _decode_extras(msg, body, data, pos, stop, _section(msg, "extras", pos, stop) if detail else None)
     pos = stop
-    if body is not None and body.engine_specific and "engine_specific_length" in msg.values:
-        stop = min(pos + msg.values["engine_specific_length"], end)
-        _decode_engine_specific(msg, data, pos, stop, _section(msg, "engine_specific", pos, stop))
-        pos = stop
+    if body is None:
+        key_kind, value_kind = "text", ("error" if msg.status not in (None, 0) else "auto")
+    else:
+        key_kind, value_kind = body.key_kind, body.value_kind
+        if body.engine_specific and "engine_specific_length" in msg.values:
+            stop = min(pos + msg.values["engine_specific_length"], end)
+            _decode_engine_specific(msg, data, pos, stop,
+                                    _section(msg, "engine_specific", pos, stop) if detail else None)
+            pos = stop
     stop = max(pos, min(pos + msg.key_length, end))
-    _section(msg, "key", pos, stop).fields = decode_key(
-        msg, data[pos:stop], base + pos, body.key_kind if body is not None else "text", ctx)
+    if detail:
+        _section(msg, "key", pos, stop).fields = decode_key(msg, data[pos:stop], base + pos, key_kind, ctx)
+    elif stop > pos:
+        decode_key(msg, data[pos:stop], base + pos, key_kind, ctx)
     pos = stop
     msg.value = value = data[pos:end]
-    out = _section(msg, "value", pos, end)
-    if value or (body is not None and body.value_kind == "snapshot_marker"):
-        kind = body.value_kind if body is not None else ("error" if msg.status not in (None, 0) else "auto")
-        rows = decode_value(kind, msg, value, base + pos, ctx)
-        out.fields = rows
+    out = _section(msg, "value", pos, end) if detail else None
+    if value or value_kind == "snapshot_marker":
+        if out is None:
+            decode_value_fields(value_kind, msg, value, base + pos, ctx)
+            return
+        out.fields = rows = decode_value(value_kind, msg, value, base + pos, ctx)
         fields = msg.fields
         for f in rows:
             if f.name not in fields:
                 fields[f.name] = f.value
-
-
-def _decode_body_lean(msg: Message, ctx: DecodeContext) -> None:
-    """What :func:`_decode_body` puts in fields, values and problems, without sections and
-    rows (``ctx.detail`` off: jsonl): the same steps, the calls that only build rows left
-    out and the extras layout inline. Most frames of a capture take this path."""
-    data, base = msg.data, msg.offset
-    bodylen, framing, extlen, keylen = msg.body_length, msg.framing_length, msg.extras_length, msg.key_length
-    end = HEADER_SIZE + bodylen
-    if end > len(data):
-        end = len(data)
-    body = msg.body
-    pos = HEADER_SIZE
-    if framing:
-        stop = pos + framing
-        if stop > end:
-            stop = end
-        _decode_framing(msg, data[pos:stop], base + pos)
-        pos = stop
-    if extlen:
-        stop = pos + extlen
-        if stop > end:  # cut short: no layout applies
-            stop = end
-        elif body is not None:
-            extras = body.extras
-            if extras is not None:
-                layout = extras.get(extlen)
-                if layout is not None:
-                    values, fields = layout.decode(data, pos)
-                    msg.values = values  # the first values of the frame
-                    if msg.fields:
-                        msg.fields.update(fields)
-                    else:
-                        msg.fields = fields
-        pos = stop
-    if body is None:
-        kind = "text"
-        value_kind = "error" if msg.status not in (None, 0) else "auto"
-    else:
-        kind, value_kind = body.key_kind, body.value_kind
-        if body.engine_specific and "engine_specific_length" in msg.values:
-            stop = min(pos + msg.values["engine_specific_length"], end)
-            _decode_engine_specific(msg, data, pos, stop, None)
-            pos = stop
-    if keylen:
-        stop = pos + keylen
-        if stop > end:
-            stop = end
-        if stop > pos:
-            decode_key(msg, data[pos:stop], base + pos, kind, ctx)
-            pos = stop
-    msg.value = value = data[pos:end]
-    if value or value_kind == "snapshot_marker":
-        decode_value_fields(value_kind, msg, value, base + pos, ctx)
 
 
 def _section(msg: Message, name: str, start: int, stop: int) -> Section:

@@ -90,12 +90,15 @@ def _fixed(layout: Layout, raw: bytes, base: int, msg: "Message", what: str) -> 
     return layout.describe(raw, 0, base)
 
 
+def _auto_kind(datatype: int) -> str:
+    """The value kind a frame's datatype implies when its message says none."""
+    if datatype & (DATATYPE_SNAPPY | DATATYPE_XATTR):
+        return "document"
+    return "json" if datatype & DATATYPE_JSON else "text"
+
+
 def _auto(msg, raw, base, ctx):
-    if msg.datatype & (DATATYPE_SNAPPY | DATATYPE_XATTR):
-        return _document(msg, raw, base, ctx)
-    if msg.datatype & DATATYPE_JSON:
-        return _json(msg, raw, base, ctx)
-    return [bytes_field("value", "Value", raw, base, ctx)]
+    return DECODERS[_auto_kind(msg.datatype)](msg, raw, base, ctx)
 
 
 def _text(msg, raw, base, ctx):
@@ -484,11 +487,17 @@ def _snapshot_marker_lean(msg, raw, base, ctx) -> bool:
         if raw:
             _set_bytes(fields, "value", raw, _utf8(raw), ctx)
         return True
+    _put_layout(msg, layout, raw)
+    return True
+
+
+def _put_layout(msg, layout: Layout, raw: bytes) -> None:
+    """A fixed value layout's raw values, and its JSON ones where the frame has none yet."""
     values, shown = layout.decode(raw)
     msg.values.update(values)
+    fields = msg.fields
     for name, value in shown.items():
         fields.setdefault(name, value)
-    return True
 
 
 def _utf8(raw: bytes) -> str | None:
@@ -529,20 +538,12 @@ def _system_event_lean(msg, raw, base, ctx) -> bool:
     layout = dcp.SYSTEM_EVENT_VALUES.get((msg.values.get("event"), version)) if version in (0, 1) else None
     if layout is None or len(raw) != layout.size:
         return False  # no event, a wrong size or a FlatBuffers (v2) value
-    values, shown = layout.decode(raw)
-    msg.values.update(values)
-    fields = msg.fields
-    for name, value in shown.items():
-        fields.setdefault(name, value)
+    _put_layout(msg, layout, raw)
     return True
 
 
 def _auto_lean(msg, raw, base, ctx) -> bool:
-    if msg.datatype & (DATATYPE_SNAPPY | DATATYPE_XATTR):
-        return _document_lean(msg, raw, base, ctx)
-    if msg.datatype & DATATYPE_JSON:
-        return _json_lean(msg, raw, base, ctx)
-    return _text_lean(msg, raw, base, ctx)
+    return LEAN_DECODERS[_auto_kind(msg.datatype)](msg, raw, base, ctx)
 
 
 LEAN_DECODERS: dict[str, Callable[["Message", bytes, int, "DecodeContext"], bool]] = {
