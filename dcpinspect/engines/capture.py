@@ -101,7 +101,6 @@ class FlowDecoder:
     protocol: str = "unknown"  # mcbp, tls, ignored, unknown
     sides: dict[str, Side] = field(default_factory=dict)
     pending: dict[str, bytearray] = field(default_factory=dict)
-    frames: int = 0
     first_index: int = 0  # the capture record that began the connection
 
     def side(self, direction: str) -> Side:
@@ -127,7 +126,6 @@ class CaptureDecoder:
         self.base = base or DecodeContext()
         self.reassembler = Reassembler(server_ports=self.ports | TLS_PORTS, max_buffer=max_buffer)
         self.flows: dict[FlowKey, FlowDecoder] = {}
-        self.frames = 0
         self._index = 0  # capture record being fed
 
     def feed(self, seg: Segment) -> list[Captured | Note]:
@@ -208,7 +206,6 @@ class CaptureDecoder:
         sd = fd.sides[direction]
         for item in items:
             if isinstance(item, RawFrame):
-                self.frames += 1
                 index = sd.record_of(item.offset + len(item.data))
                 msg = fd.conversation.decode(item, direction, ts, index + 1)
                 c = _CapturedBuilder(ts, fd.flow, direction, msg, index, index + 1)
