@@ -143,43 +143,70 @@ def _stamp(ts: float) -> str:
     return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progress=None, parts=None) -> int:
-    """Render ``(key, item)`` pairs of a capture (or, for jsonl and summary, the merged output
-    of ``parts``, a :class:`~dcpinspect.engines.parallel.Partitioned` run); returns the exit code."""
+def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progress=None) -> int:
+    """Render ``(key, item)`` pairs of a capture decoded in this process; returns the exit code."""
     from .engines.parallel import run_sink
-    from .engines.sinks import JsonlSink, SummarySink, combine_summaries, combine_tallies
 
-    if progress is not None and parts is None:
+    if progress is not None:
         keyed = _tap(keyed, progress)
-    console = make_console()
     if fmt == "table":
-        code = _show_table(keyed, console, keep, limit, strict)
+        code = _show_table(keyed, make_console(), keep, limit, strict)
         _clear(progress)
         return code
+    sink = _recipe(fmt, keep, limit)()
+    return show_sinks(fmt, run_sink(sink, keyed), lambda: [sink.result()], strict, progress)
+
+
+def _recipe(fmt: str, keep, limit: int | None = None):
+    """How to make the sink of a format: a picklable recipe, for worker processes too."""
+    from functools import partial
+
+    from .engines.sinks import make_sink
+
     if fmt == "jsonl":
-        sink = JsonlSink(None if keep.empty else keep, limit)
-        write, shown = sys.stdout.write, 0
-        for is_frame, line in (parts if parts is not None else run_sink(sink, keyed)):
+        return partial(make_sink, "jsonl", None if keep.empty else keep, limit)
+    return partial(make_sink, "summary")
+
+
+def show_sinks(fmt: str, payloads, results, strict: bool, progress=None) -> int:
+    """Print jsonl or summary from sink ``payloads`` (in capture order) and, once they are
+    all read, ``results()``: every sink's totals. Returns the exit code."""
+    from .engines.sinks import combine_summaries, combine_tallies
+
+    if fmt == "jsonl":
+        write = sys.stdout.write
+        for _, line in payloads:
             write(line + "\n")
-            if is_frame:
-                shown += 1
-                if limit is not None and shown >= limit:
-                    break
-        tally = combine_tallies(parts.results) if parts is not None and limit is None else sink.tally
         _clear(progress)
+        tally = combine_tallies(results())
     else:
-        sink = SummarySink()
-        if parts is not None:
-            for _ in parts:
-                pass
-            sink = combine_summaries(parts.results)
-        else:
-            for _ in run_sink(sink, keyed):
-                pass
+        for _ in payloads:
+            pass
         _clear(progress)
-        sink.summary.render(console)
-        tally = sink.tally
+        summaries = results()
+        done = summaries[0] if len(summaries) == 1 else combine_summaries(summaries)
+        done.summary.render(make_console())
+        tally = done.tally
     return EXIT_VIOLATIONS if strict and tally.severities["error"] else EXIT_OK
+
+
+def _sink_run(path: Path, jobs: int, recipe, kw: dict, progress=None):
+    """A capture file's sink payloads, over ``jobs`` worker processes or in this one, and a
+    function giving every sink's result once the payloads are read."""
+    from .engines.files import keyed_items
+    from .engines.parallel import Partitioned, run_sink
+    from .sources.capture import read_records
+
+    if jobs > 1:
+        parts = Partitioned(path, jobs, recipe, progress=progress, **kw)
+        return parts, lambda: parts.results
+    records = read_records(path)
+    keyed = keyed_items(records, **kw)
+    if progress is not None:
+        progress.where = records.tell
+        keyed = _tap(keyed, progress)
+    sink = recipe()
+    return run_sink(sink, keyed), lambda: [sink.result()]
 
 
 def _clear(progress) -> None:
@@ -255,12 +282,9 @@ def decode_command(
                              help="Worker processes for jsonl and summary (0: one per CPU on files over 16 MiB)."),
 ) -> None:
     """Decode MCBP/DCP frames from capture files, in capture order."""
-    from functools import partial
-
     from .engines.files import keyed_items
-    from .engines.parallel import Partitioned, WorkerCrash
+    from .engines.parallel import WorkerCrash
     from .messages.frame import DecodeContext
-    from .engines.sinks import make_sink
     from .sources.capture import CaptureError, read_records
 
     keep = _frame_filter(opcode, vbucket, flow)
@@ -272,20 +296,17 @@ def decode_command(
     for path in files:
         if not path.exists():
             fail(f"{path}: no such file")
-        n = _jobs(jobs, path, fmt is not CaptureFormat.table and limit is None)
+        progress = _progress(path, fmt.value)
         try:
-            if n > 1:
-                recipe = (partial(make_sink, "jsonl", None if keep.empty else keep) if fmt is CaptureFormat.jsonl
-                          else partial(make_sink, "summary"))
-                progress = _progress(path, fmt.value)
-                parts = Partitioned(path, n, recipe, progress=progress, **kw)
-                code = max(code, show_capture(None, fmt.value, keep, limit, strict, progress, parts))
-            else:
+            if fmt is CaptureFormat.table:
                 records = read_records(path)
-                progress = _progress(path, fmt.value)
                 if progress is not None:
                     progress.where = records.tell
                 code = max(code, show_capture(keyed_items(records, **kw), fmt.value, keep, limit, strict, progress))
+                continue
+            n = _jobs(jobs, path, limit is None)
+            payloads, results = _sink_run(path, n, _recipe(fmt.value, keep, limit), kw, progress)
+            code = max(code, show_sinks(fmt.value, payloads, results, strict, progress))
         except CaptureError as exc:
             _capture_error(path, exc)
         except WorkerCrash as exc:
@@ -406,32 +427,29 @@ class FailOn(str, Enum):
     error = "error"
 
 
-def _keyed_of(path: Path, ports: set[int], collections: bool | None, jobs: int, sink):
+def _findings_of(path: Path, ports: set[int], collections: bool | None, jobs: int, show_info: bool):
     """Findings rows of a capture file (over ``jobs`` processes when it pays), or of a hex dump
     given as a file; returns (rows in order, frames checked)."""
     from functools import partial
 
-    from .engines.files import keyed_items
-    from .engines.parallel import Partitioned, WorkerCrash, run_sink
+    from .engines.parallel import WorkerCrash, run_sink
     from .messages.frame import DecodeContext  # findings need no field rows
-    from .sources.capture import CaptureError, read_records
+    from .sources.capture import CaptureError
 
+    recipe = partial(_findings_sink, str(path), show_info)
     if _is_capture(path):
         kw = dict(ports=ports, collections=collections, base=DecodeContext(detail=False))
-        n = _jobs(jobs, path, True)
         try:
-            if n > 1:
-                parts = Partitioned(path, n, partial(_findings_sink, sink.source, sink.show_info), **kw)
-                rows = [row for batch in parts for row in batch]
-                return rows, sum(parts.results)
-            rows = [row for batch in run_sink(sink, keyed_items(read_records(path), **kw)) for row in batch]
-            return rows, sink.frames
+            payloads, results = _sink_run(path, _jobs(jobs, path, True), recipe, kw)
+            rows = [row for batch in payloads for row in batch]
+            return rows, sum(results())
         except CaptureError as exc:
             _capture_error(path, exc)
         except WorkerCrash as exc:
             fail(f"{path}: a worker process failed: {exc}")
+    sink = recipe()
     rows = [row for batch in run_sink(sink, _hex_items(path, collections)) for row in batch]
-    return rows, sink.frames
+    return rows, sink.result()
 
 
 def _is_capture(path: Path) -> bool:
@@ -501,8 +519,7 @@ def validate_command(
     for path in files:
         if not path.exists():
             fail(f"{path}: no such file")
-        got, checked = _keyed_of(path, set(port), _collections(collections), jobs,
-                                 _findings_sink(str(path), show_info))
+        got, checked = _findings_of(path, set(port), _collections(collections), jobs, show_info)
         rows.extend(got)
         frames += checked
     worst = max((LEVELS[r.severity] for r in rows), default=-1)
