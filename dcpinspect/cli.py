@@ -474,7 +474,7 @@ def _hex_items(path: Path, collections: bool | None):
         fail(f"{path}: neither a capture nor a hex dump")
     frames = (i for i in result.items if isinstance(i, Message))
     for n, msg in enumerate(frames, 1):
-        yield n, Captured(0.0, ("hex", 0, str(path), 0), "", msg, n, n)
+        yield n, Captured(0.0, ("hex", 0, str(path), 0), "", msg, n)
 
 
 def _items_of(path: Path, ports: set[int], collections: bool | None):

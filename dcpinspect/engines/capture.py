@@ -39,9 +39,8 @@ class Captured:
     flow: FlowKey
     direction: str  # c2s or s2c
     msg: Message
-    index: int  # capture record (0-based) that completed the frame
-    #: the capture frame number (1-based, as Wireshark numbers packets) of that record:
-    #: what findings name, and known without seeing the capture's other connections
+    #: the capture frame number (1-based, as Wireshark numbers packets) of the record that
+    #: completed the frame: what findings name, known without seeing other connections
     number: int = 0
 
 
@@ -126,10 +125,8 @@ class CaptureDecoder:
         self.base = base or DecodeContext()
         self.reassembler = Reassembler(server_ports=self.ports | TLS_PORTS, max_buffer=max_buffer)
         self.flows: dict[FlowKey, FlowDecoder] = {}
-        self._index = 0  # capture record being fed
 
     def feed(self, seg: Segment) -> list[Captured | Note]:
-        self._index = seg.index
         out: list[Captured | Note] = []
         for ev in self.reassembler.feed(seg):
             self._event(ev, out)
@@ -148,7 +145,7 @@ class CaptureDecoder:
     def _event(self, ev, out: list) -> None:
         if isinstance(ev, Start):
             fd = FlowDecoder(ev.flow, Conversation.new(self.collections, self.base, not ev.midstream), ev.midstream,
-                             first_index=self._index)
+                             first_index=ev.index)
             self.flows[ev.flow] = fd
             sport = ev.flow[3]
             if sport in TLS_PORTS:
@@ -208,7 +205,7 @@ class CaptureDecoder:
             if isinstance(item, RawFrame):
                 index = sd.record_of(item.offset + len(item.data))
                 msg = fd.conversation.decode(item, direction, ts, index + 1)
-                c = _CapturedBuilder(ts, fd.flow, direction, msg, index, index + 1)
+                c = _CapturedBuilder(ts, fd.flow, direction, msg, index + 1)
                 c.__class__ = Captured
                 out.append(c)
             else:

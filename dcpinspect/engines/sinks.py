@@ -41,11 +41,7 @@ class JsonlSink:
     def take(self, key: int, item: Captured | Note) -> tuple[bool, str] | None:
         if isinstance(item, Captured):
             msg = item.msg
-            tally = self.tally
-            tally.frames += 1  # Tally.add, inline: this runs for every frame
-            if msg.findings:
-                for f in msg.findings:
-                    tally.severities[f.severity] += 1
+            self.tally.add_message(msg)
             if (self.keep is not None and not self.keep(item)) or (
                     self.limit is not None and self.shown >= self.limit):
                 return None
@@ -76,7 +72,7 @@ class SummarySink:
         if item.flow is not None and item.flow not in self.began:
             self.began[item.flow] = key
         if isinstance(item, Captured):
-            self.tally.add(item.msg)
+            self.tally.add_message(item.msg)
         self.summary.add(item)
         return None
 

@@ -37,10 +37,14 @@ class Tally:
         if isinstance(item, Skipped):
             self.skipped += 1
             self.skipped_bytes += item.size
-            return
+        else:
+            self.add_message(item)
+
+    def add_message(self, msg: Message) -> None:
         self.frames += 1
-        for f in item.findings:
-            self.severities[f.severity] += 1
+        if msg.findings:
+            for f in msg.findings:
+                self.severities[f.severity] += 1
 
     def line(self) -> str:
         parts = [f"{self.frames} frames"]

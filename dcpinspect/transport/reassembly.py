@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..unguarded import builder
 from bisect import bisect_right, insort
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dcpinspect.transport.packet import Segment
 
@@ -64,6 +64,7 @@ class Start:
     flow: FlowKey
     ts: float
     midstream: bool
+    index: int = field(default=0, compare=False)  # the capture record that began it
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +219,7 @@ class Reassembler:
         self._flows[(client[0], client[1], server[0], server[1])] = (flow, flow.c2s)
         self._flows[(server[0], server[1], client[0], client[1])] = (flow, flow.s2c)
         self._count += 1
-        ev.append(Start(flow.key, seg.ts, not flags & _SYN))
+        ev.append(Start(flow.key, seg.ts, not flags & _SYN, seg.index))
         return ev
 
     def _evict(self, ev: list) -> None:
