@@ -13,6 +13,7 @@ from typing import Any
 
 from ..messages.dcp import SNAPSHOT_ACK, SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE
 from ..messages.frame import Message
+from ..messages.registry import CLIENT_SPECS
 
 #: Opcodes that belong to a stream and travel producer → consumer.
 STREAM_OPCODES = frozenset({0x55, 0x56, 0x57, 0x58, 0x59, 0x5B, 0x5F, 0x60, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67})
@@ -24,7 +25,8 @@ ITEM_OPCODES = frozenset({0x57, 0x58, 0x59, 0x60, 0x5F})
 #: Messages the producer counts against the consumer's flow-control buffer.
 FLOW_CONTROLLED = STREAM_OPCODES | {0x5B}
 MAX_SEQNO = 0xFFFFFFFFFFFFFFFF
-_COUNT_NAMES: dict[tuple[int, int], str] = {}  # (magic, opcode) → stream.counts key
+#: the stream.counts key of each known message, ``DCP_SEQNO_ADVANCED`` → ``seqno_advanced``
+_COUNT_NAMES = {op: spec.name.removeprefix("DCP_").lower() for op, spec in CLIENT_SPECS.items()}
 
 
 @dataclass
@@ -231,10 +233,9 @@ class DcpState:
         return snap
 
     def item(self, stream: Stream, msg: Message, seqno: int, ts: float | None) -> None:
-        key = (msg.magic, msg.opcode)
-        name = _COUNT_NAMES.get(key)
+        name = _COUNT_NAMES.get(msg.opcode) if msg.spec is CLIENT_SPECS.get(msg.opcode) else None
         if name is None:
-            name = _COUNT_NAMES[key] = msg.name.removeprefix("DCP_").lower()
+            name = msg.name.removeprefix("DCP_").lower()
         stream.counts[name] = stream.counts.get(name, 0) + 1
         if msg.opcode in ITEM_OPCODES and stream.first_item_ts is None:
             stream.first_item_ts = ts
