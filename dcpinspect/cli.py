@@ -193,20 +193,28 @@ def show_sinks(fmt: str, payloads, results, strict: bool, progress=None) -> int:
 def _sink_run(path: Path, jobs: int, recipe, kw: dict, progress=None):
     """A capture file's sink payloads, over ``jobs`` worker processes or in this one, and a
     function giving every sink's result once the payloads are read."""
-    from .engines.files import keyed_items
     from .engines.parallel import Partitioned, run_sink
-    from .sources.capture import read_records
 
     if jobs > 1:
         parts = Partitioned(path, jobs, recipe, progress=progress, **kw)
         return parts, lambda: parts.results
-    records = read_records(path)
-    keyed = keyed_items(records, **kw)
+    keyed = _keyed(path, kw, progress)
     if progress is not None:
-        progress.where = records.tell
         keyed = _tap(keyed, progress)
     sink = recipe()
     return run_sink(sink, keyed), lambda: [sink.result()]
+
+
+def _keyed(path: Path, kw: dict, progress=None):
+    """``(key, item)`` pairs of a whole capture file in this process; the progress bar, if
+    any, follows the reader's position."""
+    from .engines.files import keyed_items
+    from .sources.capture import read_records
+
+    records = read_records(path)
+    if progress is not None:
+        progress.where = records.tell
+    return keyed_items(records, **kw)
 
 
 def _clear(progress) -> None:
@@ -282,10 +290,9 @@ def decode_command(
                              help="Worker processes for jsonl and summary (0: one per CPU on files over 16 MiB)."),
 ) -> None:
     """Decode MCBP/DCP frames from capture files, in capture order."""
-    from .engines.files import keyed_items
     from .engines.parallel import WorkerCrash
     from .messages.frame import DecodeContext
-    from .sources.capture import CaptureError, read_records
+    from .sources.capture import CaptureError
 
     keep = _frame_filter(opcode, vbucket, flow)
     ports = _port_map(port, decode_as)
@@ -299,10 +306,7 @@ def decode_command(
         progress = _progress(path, fmt.value)
         try:
             if fmt is CaptureFormat.table:
-                records = read_records(path)
-                if progress is not None:
-                    progress.where = records.tell
-                code = max(code, show_capture(keyed_items(records, **kw), fmt.value, keep, limit, strict, progress))
+                code = max(code, show_capture(_keyed(path, kw, progress), fmt.value, keep, limit, strict, progress))
                 continue
             n = _jobs(jobs, path, limit is None)
             payloads, results = _sink_run(path, n, _recipe(fmt.value, keep, limit), kw, progress)
