@@ -300,6 +300,27 @@ def test_tshark_agrees_frame_by_frame(request, decode_jsonl, name):
 
 
 @pytest.mark.tshark
+@pytest.mark.parametrize("name", ["capable", "slap", "precise"])
+def test_frame_numbers_are_the_ones_tshark_shows(request, decode_jsonl, name):
+    """Each frame is named by the capture frame that completed it, as tshark places a
+    reassembled PDU (the 1 MiB values of ``precise`` span many packets)."""
+    cap = _capture(request, name)
+    _no_drops(cap)
+    theirs: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for num, sport, dport, magic in tshark(cap.path, cap.port, ("frame.number", "tcp.srcport", "tcp.dstport",
+                                                                 "couchbase.magic")):
+        if magic:
+            direction = "s2c" if int(sport) == cap.port else "c2s"
+            cport = int(dport) if direction == "s2c" else int(sport)
+            theirs[(cport, direction)] += [int(num)] * len(magic.split(AGG))
+    mine: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for r in servers.frames_of(decode_jsonl(cap.path, "--port", str(cap.port))):
+        mine[(int(r["flow"].split("-")[0].rsplit(":", 1)[1]), r["direction"])].append(r["frame"])
+    assert dict(mine) == dict(theirs)
+    assert len({n for ns in mine.values() for n in ns}) > 10
+
+
+@pytest.mark.tshark
 def test_tshark_opaque_is_little_endian_regression(precise_capture, decode_jsonl):
     """Landscape §1.4 item 4: bytes 00 00 00 10 → tshark 0x10000000, dcpinspect 0x10 (big-endian)."""
     servers.require("tshark")
