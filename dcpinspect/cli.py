@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -298,7 +299,8 @@ def decode_command(
     ports = _port_map(port, decode_as)
     lean = (DecodeContext(headers_only=True) if fmt is CaptureFormat.summary
             else DecodeContext(detail=False) if fmt is CaptureFormat.jsonl else None)  # jsonl: no field rows
-    kw = dict(ports=ports, collections=_collections(collections), heuristic=not no_heuristic, base=lean)
+    kw = dict(ports=ports, collections=_collections(collections), heuristic=not no_heuristic, base=lean,
+              lane=fmt is CaptureFormat.jsonl and keep.empty and limit is None and not os.environ.get("DCPINSPECT_PURE"))
     code = EXIT_OK
     for path in files:
         if not path.exists():

@@ -12,10 +12,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from ..framing.mcbp import FrameSplitter, RawFrame, Skipped, header_problem
+from ..framing.mcbp import FrameSplitter, RawFrame, RawRun, Skipped, header_problem
 from ..messages.frame import DecodeContext, Message
 from ..messages.header import HEADER_SIZE
 from ..findings import Finding
+from .lane import Lane
 from .streaming import Conversation
 from ..transport.packet import Segment
 from ..transport.reassembly import Data, End, FlowKey, Gap, Reassembler, Start
@@ -65,8 +66,8 @@ class Side:
 
     __slots__ = ("splitter", "fed", "marks")
 
-    def __init__(self, synced: bool) -> None:
-        self.splitter = FrameSplitter(synced=synced)
+    def __init__(self, synced: bool, runs: bool = False) -> None:
+        self.splitter = FrameSplitter(synced=synced, runs=runs)
         self.fed = 0  # stream offset after the last byte handed over (gaps count)
         self.marks: deque[tuple[int, int]] = deque()  # (stream offset after a record's bytes, record)
 
@@ -101,11 +102,13 @@ class FlowDecoder:
     sides: dict[str, Side] = field(default_factory=dict)
     pending: dict[str, bytearray] = field(default_factory=dict)
     first_index: int = 0  # the capture record that began the connection
+    label: str = ""  # flow_label(flow), for the lines of the jsonl lane
+    runs: bool = False  # splitters hand whole frames over as runs, for the lane
 
     def side(self, direction: str) -> Side:
         sd = self.sides.get(direction)
         if sd is None:
-            sd = self.sides[direction] = Side(synced=not self.midstream)
+            sd = self.sides[direction] = Side(not self.midstream, self.runs)
         return sd
 
 
@@ -118,6 +121,7 @@ class CaptureDecoder:
         heuristic: bool = True,
         base: DecodeContext | None = None,
         max_buffer: int = 4 * 1024 * 1024,
+        lane: bool = False,
     ) -> None:
         self.ports = MCBP_PORTS | frozenset(ports)
         self.collections = collections
@@ -125,6 +129,8 @@ class CaptureDecoder:
         self.base = base or DecodeContext()
         self.reassembler = Reassembler(server_ports=self.ports | TLS_PORTS, max_buffer=max_buffer)
         self.flows: dict[FlowKey, FlowDecoder] = {}
+        #: jsonl only (``lane=True``): plain DCP items become Lines, not Captured (engines/lane.py)
+        self.lane = Lane(self.base) if lane and Lane.usable(self.base) else None
 
     def feed(self, seg: Segment) -> list[Captured | Note]:
         out: list[Captured | Note] = []
@@ -146,6 +152,8 @@ class CaptureDecoder:
         if isinstance(ev, Start):
             fd = FlowDecoder(ev.flow, Conversation.new(self.collections, self.base, not ev.midstream), ev.midstream,
                              first_index=ev.index)
+            if self.lane is not None:
+                fd.label, fd.runs = flow_label(ev.flow), True
             self.flows[ev.flow] = fd
             sport = ev.flow[3]
             if sport in TLS_PORTS:
@@ -203,14 +211,33 @@ class CaptureDecoder:
         sd = fd.sides[direction]
         for item in items:
             if isinstance(item, RawFrame):
-                index = sd.record_of(item.offset + len(item.data))
-                msg = fd.conversation.decode(item, direction, ts, index + 1)
-                c = _CapturedBuilder(ts, fd.flow, direction, msg, index + 1)
-                c.__class__ = Captured
-                out.append(c)
+                out.append(self._frame(fd, sd, direction, item, ts))
+            elif type(item) is RawRun:
+                self._run(fd, sd, direction, item, ts, out)
             else:
                 sd.record_of(item.offset + item.size)
                 out.append(Note("skipped", item.reason, ts, fd.flow, direction, item.offset, item.size))
+
+    def _frame(self, fd: FlowDecoder, sd: Side, direction: str, raw: RawFrame, ts: float) -> Captured:
+        index = sd.record_of(raw.offset + len(raw.data))
+        msg = fd.conversation.decode(raw, direction, ts, index + 1)
+        c = _CapturedBuilder(ts, fd.flow, direction, msg, index + 1)
+        c.__class__ = Captured
+        return c
+
+    def _run(self, fd: FlowDecoder, sd: Side, direction: str, run: RawRun, ts: float, out: list) -> None:
+        """Whole frames in a row: what the lane vouches for as Lines, the rest frame by frame."""
+        data, offset, lane = run.data, run.offset, self.lane
+        pos, n = 0, len(data)
+        while pos < n:
+            pos, lines = lane.run(fd, sd, direction, data, pos, offset, ts)
+            if lines is not None:
+                out.append(lines)
+                if pos >= n:
+                    break
+            end = pos + HEADER_SIZE + int.from_bytes(data[pos + 8:pos + 12], "big")
+            out.append(self._frame(fd, sd, direction, RawFrame(offset + pos, data[pos:end]), ts))
+            pos = end
 
     def _close_flow(self, fd: FlowDecoder, out: list, ts: float | None) -> None:
         if fd.protocol != "mcbp":

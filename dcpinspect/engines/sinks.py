@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .capture import Captured, Note, flow_label
+from .lane import Lines
 from ..findings import Finding
 from ..outputs.jsonl import dumps, frame_record
 from ..outputs.render import Tally
@@ -38,7 +39,11 @@ class JsonlSink:
     shown: int = 0
     labels: _Labels = field(default_factory=_Labels)
 
-    def take(self, key: int, item: Captured | Note) -> tuple[bool, str] | None:
+    def take(self, key: int, item: Captured | Note | Lines) -> tuple[bool, str] | None:
+        if type(item) is Lines:  # only made with no filter and no limit (CaptureDecoder lane)
+            self.tally.frames += item.count
+            self.shown += item.count
+            return True, item.text
         if isinstance(item, Captured):
             msg = item.msg
             self.tally.add_message(msg)

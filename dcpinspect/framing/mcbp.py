@@ -26,6 +26,20 @@ class RawFrame:
 _RawFrameBuilder = builder(RawFrame)  # fast constructor, see dcpinspect/unguarded.py
 
 _U32 = struct.Struct(">I").unpack_from
+_MAGIC_BYTES = bytes(sorted(MAGICS))
+
+try:
+    from .. import _lane
+except ImportError:  # built without a C compiler: no runs
+    _lane = None
+
+
+@dataclass(frozen=True, slots=True)
+class RawRun:
+    """Whole frames back to back (a splitter made with ``runs=True``), for the jsonl lane."""
+
+    offset: int  # stream offset of the first header byte
+    data: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +81,10 @@ class FrameSplitter:
     Buffering is bounded by the largest legal frame.
     """
 
-    def __init__(self, synced: bool = True, max_body: int = MAX_BODY_LENGTH) -> None:
+    def __init__(self, synced: bool = True, max_body: int = MAX_BODY_LENGTH, runs: bool = False) -> None:
         self._buf = bytearray()
+        #: the synced fast path hands whole frames over as one RawRun (needs the C lane)
+        self._runs = runs
         self._base = 0
         self._synced = synced
         self._max_body = max_body
@@ -108,6 +124,11 @@ class FrameSplitter:
         """Synced fast path: cut whole frames whose magic is known and body length sane
         (all of header_problem(strict=False)); stop at anything else. Returns the end."""
         pos, base, max_body, magics = 0, self._base, self._max_body, MAGICS
+        if self._runs:
+            pos, count = _lane.cut(buf, 0, n, _MAGIC_BYTES, max_body)
+            if count:
+                out.append(RawRun(base, bytes(buf[:pos])))
+            return pos
         view = None
         while n - pos >= HEADER_SIZE:
             bodylen = _U32(buf, pos + 8)[0]

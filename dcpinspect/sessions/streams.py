@@ -109,12 +109,6 @@ class RequestRef:
 
     __slots__ = ("opcode", "opaque", "name", "vbucket", "stream_id", "values", "fields")
 
-    @classmethod
-    def of(cls, msg: Message) -> "RequestRef":
-        ref = cls()
-        ref.refer_to(msg)
-        return ref
-
     def refer_to(self, msg: Message) -> None:
         self.opcode, self.opaque, self.name, self.vbucket = msg.opcode, msg.opaque, msg.name, msg.vbucket
         self.stream_id = msg.stream_id
@@ -126,6 +120,12 @@ class RequestRef:
                            else {"key": fields["key"]})
         else:
             self.fields = {"stream_id": fields["stream_id"]} if "stream_id" in fields else {}
+
+    def item(self, opcode: int, opaque: int, name: str, vbucket: int, stream_id: int | None, key: str) -> None:
+        """What :meth:`refer_to` takes from a keyed request without values (a DCP item)."""
+        self.opcode, self.opaque, self.name, self.vbucket, self.stream_id = opcode, opaque, name, vbucket, stream_id
+        self.values = {}
+        self.fields = {"key": key} if stream_id is None else {"key": key, "stream_id": stream_id}
 
 
 @dataclass(slots=True)
@@ -174,17 +174,22 @@ class DcpState:
     # -- state changes -------------------------------------------------------------------
 
     def remember_request(self, msg: Message, index: int, ts: float | None, direction: str | None) -> None:
-        key = (direction, msg.opaque)
+        self.remember(direction, msg.opaque, index, ts).refer_to(msg)
+
+    def remember(self, direction: str | None, opaque: int, index: int, ts: float | None) -> RequestRef:
+        """The reference that answers from the other side are judged against, for the caller
+        to fill. A stream's messages share its opaque: each reuses the last one's in place
+        (no one else holds these)."""
+        key = (direction, opaque)
         pending = self.pending.get(key)
         if pending is not None:
-            # A stream's messages share its opaque: each replaces the last in place (what
-            # a new Pending at the same key would be; no one else holds these).
-            pending.msg.refer_to(msg)
             pending.index, pending.ts = index, ts
-            return
-        self.pending[key] = Pending(RequestRef.of(msg), index, ts, direction)
+            return pending.msg
+        ref = RequestRef()
+        self.pending[key] = Pending(ref, index, ts, direction)
         if len(self.pending) > 100_000:  # bounded: forget the oldest
             self.pending.pop(next(iter(self.pending)))
+        return ref
 
     def open_request(self, msg: Message, index: int, ts: float | None) -> Stream:
         sid = msg.fields.get("stream_id") if isinstance(msg.fields.get("stream_id"), int) else msg.stream_id

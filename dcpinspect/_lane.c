@@ -1,0 +1,749 @@
+/* The jsonl fast lane: runs of DCP items of one stream, straight from bytes to lines.
+ *
+ * dcpinspect.engines.lane calls scan() with a run of whole MCBP frames and the state of
+ * the stream their opaque names. scan() goes frame by frame while every frame is a plain
+ * DCP_MUTATION or DCP_DELETION of that stream that the Python path would decode without a
+ * problem and judge without a finding (no frame rule, no stream rule), writes the jsonl
+ * line the Python path writes for it, and stops at the first frame it cannot vouch for:
+ * that frame, and everything after it, goes the ordinary way. Declining is always safe.
+ *
+ * The extras layouts come from the layout tables (lane.py passes them in); the record
+ * keys and their order are those of outputs/jsonl.frame_record. tests/test_lane.py checks
+ * every line against the Python path.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* -- a growable output buffer ------------------------------------------------------ */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Out;
+
+static int out_grow(Out *o, size_t need) {
+    if (o->len + need <= o->cap)
+        return 0;
+    size_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->len + need)
+        cap *= 2;
+    char *p = PyMem_Realloc(o->p, cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->p = p;
+    o->cap = cap;
+    return 0;
+}
+
+static int out_put(Out *o, const char *s, size_t n) {
+    if (out_grow(o, n) < 0)
+        return -1;
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+    return 0;
+}
+
+#define PUT_LIT(o, s) out_put((o), (s), sizeof(s) - 1)
+
+static int out_u64(Out *o, uint64_t v) {
+    char tmp[24];
+    int i = 24;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return out_put(o, tmp + i, 24 - i);
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+/* ASCII text as a JSON string, as json.dumps(ensure_ascii=True) writes it */
+static int out_json_ascii(Out *o, const uint8_t *s, size_t n) {
+    if (out_grow(o, n * 6 + 2) < 0)
+        return -1;
+    char *w = o->p + o->len;
+    *w++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = s[i];
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+            *w++ = (char)c;
+            continue;
+        }
+        *w++ = '\\';
+        switch (c) {
+        case '"': *w++ = '"'; break;
+        case '\\': *w++ = '\\'; break;
+        case '\n': *w++ = 'n'; break;
+        case '\r': *w++ = 'r'; break;
+        case '\t': *w++ = 't'; break;
+        case '\b': *w++ = 'b'; break;
+        case '\f': *w++ = 'f'; break;
+        default:
+            *w++ = 'u'; *w++ = '0'; *w++ = '0';
+            *w++ = HEX[c >> 4]; *w++ = HEX[c & 15];
+        }
+    }
+    *w++ = '"';
+    o->len = (size_t)(w - o->p);
+    return 0;
+}
+
+static int out_hex(Out *o, const uint8_t *s, size_t n) {
+    if (out_grow(o, n * 2 + 2) < 0)
+        return -1;
+    char *w = o->p + o->len;
+    *w++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        *w++ = HEX[s[i] >> 4];
+        *w++ = HEX[s[i] & 15];
+    }
+    *w++ = '"';
+    o->len = (size_t)(w - o->p);
+    return 0;
+}
+
+/* -- strict JSON, as values.json_text_ok judges ASCII text ---------------------------- */
+
+enum { J_BAD = 0, J_OK = 1, J_DEEP = -1 };
+#define MAX_DEPTH 64
+
+typedef struct {
+    const uint8_t *s;
+    size_t n, i;
+    int deep;
+} J;
+
+static void j_ws(J *j) {
+    while (j->i < j->n) {
+        uint8_t c = j->s[j->i];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+            break;
+        j->i++;
+    }
+}
+
+static int is_hex(uint8_t c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int j_string(J *j) { /* at the opening quote */
+    j->i++;
+    while (j->i < j->n) {
+        uint8_t c = j->s[j->i++];
+        if (c == '"')
+            return 1;
+        if (c < 0x20)
+            return 0;
+        if (c == '\\') {
+            if (j->i >= j->n)
+                return 0;
+            c = j->s[j->i++];
+            if (c == 'u') {
+                if (j->i + 4 > j->n)
+                    return 0;
+                for (int k = 0; k < 4; k++)
+                    if (!is_hex(j->s[j->i + k]))
+                        return 0;
+                j->i += 4;
+            } else if (!strchr("\"\\/bfnrt", c) || c == 0) {
+                return 0;
+            }
+        }
+    }
+    return 0;
+}
+
+static int j_digits(J *j) {
+    size_t start = j->i;
+    while (j->i < j->n && j->s[j->i] >= '0' && j->s[j->i] <= '9')
+        j->i++;
+    return j->i > start;
+}
+
+static int j_number(J *j) {
+    if (j->s[j->i] == '-')
+        j->i++;
+    if (j->i >= j->n)
+        return 0;
+    size_t first = j->i;
+    if (j->s[j->i] == '0')
+        j->i++;
+    else if (!j_digits(j))
+        return 0;
+    size_t digits = j->i - first;
+    int fraction = 0;
+    if (j->i + 1 < j->n && j->s[j->i] == '.' && j->s[j->i + 1] >= '0' && j->s[j->i + 1] <= '9') {
+        j->i++;
+        j_digits(j);
+        fraction = 1;
+    }
+    if (j->i < j->n && (j->s[j->i] == 'e' || j->s[j->i] == 'E')) {
+        size_t back = j->i;
+        j->i++;
+        if (j->i < j->n && (j->s[j->i] == '+' || j->s[j->i] == '-'))
+            j->i++;
+        if (!j_digits(j))
+            j->i = back; /* not part of the number; what follows decides */
+        else
+            fraction = 1;
+    }
+    if (!fraction && digits > 4000) {
+        j->deep = 1; /* int() of it may exceed sys.get_int_max_str_digits(): leave it to Python */
+        return 0;
+    }
+    return 1;
+}
+
+static int j_value(J *j, int depth);
+
+static int j_word(J *j, const char *w) {
+    size_t n = strlen(w);
+    if (j->i + n > j->n || memcmp(j->s + j->i, w, n) != 0)
+        return 0;
+    j->i += n;
+    return 1;
+}
+
+static int j_value(J *j, int depth) {
+    if (j->i >= j->n)
+        return 0;
+    if (depth > MAX_DEPTH) {
+        j->deep = 1;
+        return 0;
+    }
+    uint8_t c = j->s[j->i];
+    if (c == '"')
+        return j_string(j);
+    if (c == '{') {
+        j->i++;
+        j_ws(j);
+        if (j->i < j->n && j->s[j->i] == '}') {
+            j->i++;
+            return 1;
+        }
+        for (;;) {
+            if (j->i >= j->n || j->s[j->i] != '"' || !j_string(j))
+                return 0;
+            j_ws(j);
+            if (j->i >= j->n || j->s[j->i] != ':')
+                return 0;
+            j->i++;
+            j_ws(j);
+            if (!j_value(j, depth + 1))
+                return 0;
+            j_ws(j);
+            if (j->i >= j->n)
+                return 0;
+            if (j->s[j->i] == '}') {
+                j->i++;
+                return 1;
+            }
+            if (j->s[j->i] != ',')
+                return 0;
+            j->i++;
+            j_ws(j);
+        }
+    }
+    if (c == '[') {
+        j->i++;
+        j_ws(j);
+        if (j->i < j->n && j->s[j->i] == ']') {
+            j->i++;
+            return 1;
+        }
+        for (;;) {
+            if (!j_value(j, depth + 1))
+                return 0;
+            j_ws(j);
+            if (j->i >= j->n)
+                return 0;
+            if (j->s[j->i] == ']') {
+                j->i++;
+                return 1;
+            }
+            if (j->s[j->i] != ',')
+                return 0;
+            j->i++;
+            j_ws(j);
+        }
+    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return j_number(j);
+    return j_word(j, "true") || j_word(j, "false") || j_word(j, "null");
+}
+
+static int json_valid(const uint8_t *s, size_t n) {
+    J j = {s, n, 0, 0};
+    j_ws(&j);
+    int ok = j_value(&j, 0);
+    if (j.deep)
+        return J_DEEP;
+    if (!ok)
+        return J_BAD;
+    j_ws(&j);
+    return j.i == n ? J_OK : J_BAD;
+}
+
+/* -- raw snappy blocks, as codecs/snappy.inflate takes them ------------------------------ */
+
+/* The uncompressed bytes of a raw snappy block into a new buffer (PyMem; *out), their
+ * length; -1 for anything inflate() would refuse or this decoder does not vouch for. */
+static Py_ssize_t snappy_inflate(const uint8_t *s, size_t n, size_t max, uint8_t **out) {
+    uint64_t want = 0;
+    size_t i = 0;
+    for (;; i++) {
+        if (i >= n || i >= 5)
+            return -1;
+        want |= (uint64_t)(s[i] & 0x7f) << (7 * i);
+        if (!(s[i] & 0x80))
+            break;
+    }
+    i++;
+    if (want > 0xFFFFFFFFu || want > max)
+        return -1;
+    uint8_t *o = PyMem_Malloc(want ? (size_t)want : 1);
+    if (o == NULL)
+        return -1;
+    size_t len = 0;
+    while (i < n) {
+        uint8_t tag = s[i++];
+        size_t run, offset = 0;
+        if ((tag & 3) == 0) { /* literal */
+            run = (size_t)(tag >> 2);
+            if (run >= 60) {
+                size_t extra = run - 59;
+                if (i + extra > n)
+                    goto bad;
+                run = 0;
+                for (size_t k = 0; k < extra; k++)
+                    run |= (size_t)s[i + k] << (8 * k);
+                i += extra;
+            }
+            run += 1;
+            if (i + run > n || len + run > want)
+                goto bad;
+            memcpy(o + len, s + i, run);
+            i += run;
+            len += run;
+            continue;
+        }
+        if ((tag & 3) == 1) {
+            if (i + 1 > n)
+                goto bad;
+            run = 4 + ((tag >> 2) & 7);
+            offset = ((size_t)(tag >> 5) << 8) | s[i];
+            i += 1;
+        } else if ((tag & 3) == 2) {
+            if (i + 2 > n)
+                goto bad;
+            run = (size_t)(tag >> 2) + 1;
+            offset = (size_t)s[i] | ((size_t)s[i + 1] << 8);
+            i += 2;
+        } else {
+            if (i + 4 > n)
+                goto bad;
+            run = (size_t)(tag >> 2) + 1;
+            offset = (size_t)s[i] | ((size_t)s[i + 1] << 8) | ((size_t)s[i + 2] << 16) | ((size_t)s[i + 3] << 24);
+            i += 4;
+        }
+        if (offset == 0 || offset > len || len + run > want)
+            goto bad;
+        for (size_t k = 0; k < run; k++, len++) /* may overlap itself: byte by byte */
+            o[len] = o[len - offset];
+    }
+    if (len != want)
+        goto bad;
+    *out = o;
+    return (Py_ssize_t)len;
+bad:
+    PyMem_Free(o);
+    return -1;
+}
+
+/* -- frames ------------------------------------------------------------------------ */
+
+static inline uint32_t be16(const uint8_t *p) { return ((uint32_t)p[0] << 8) | p[1]; }
+static inline uint32_t be32(const uint8_t *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static inline uint64_t beN(const uint8_t *p, int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* codecs/leb128.decode_uleb128: canonical, at most 5 bytes, a u32; 0: not a valid prefix */
+static int leb128(const uint8_t *p, size_t n, uint64_t *value) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n && i < 5; i++) {
+        v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (p[i] & 0x80)
+            continue;
+        if ((p[i] == 0 && i > 0) || v > 0xFFFFFFFFu)
+            return 0;
+        *value = v;
+        return (int)i + 1;
+    }
+    return 0;
+}
+
+#define MAX_FIELDS 8
+
+typedef struct { /* one extras layout, from lane.py */
+    int opcode, extras, nfields, seqno, zero; /* seqno, zero: field indexes (-1: none) */
+    int sizes[MAX_FIELDS];
+    PyObject *names[MAX_FIELDS]; /* '"by_seqno":' (borrowed, ASCII) */
+    PyObject *head;               /* ',"opcode":87,"opcode_name":"DCP_MUTATION"' */
+} Plan;
+
+static int read_plans(PyObject *seq, Plan *plans, int max) {
+    if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) > max) {
+        PyErr_SetString(PyExc_TypeError, "plans: a tuple of at most 8 plans");
+        return -1;
+    }
+    int n = (int)PyTuple_GET_SIZE(seq);
+    for (int i = 0; i < n; i++) {
+        PyObject *t = PyTuple_GET_ITEM(seq, i), *names, *sizes;
+        Plan *p = &plans[i];
+        if (!PyArg_ParseTuple(t, "iiiiO!O!O!", &p->opcode, &p->extras, &p->seqno, &p->zero, &PyTuple_Type,
+                              &names, &PyTuple_Type, &sizes, &PyUnicode_Type, &p->head))
+            return -1;
+        p->nfields = (int)PyTuple_GET_SIZE(names);
+        if (p->nfields > MAX_FIELDS || PyTuple_GET_SIZE(sizes) != p->nfields) {
+            PyErr_SetString(PyExc_ValueError, "plan: bad field list");
+            return -1;
+        }
+        for (int k = 0; k < p->nfields; k++) {
+            p->names[k] = PyTuple_GET_ITEM(names, k);
+            p->sizes[k] = (int)PyLong_AsLong(PyTuple_GET_ITEM(sizes, k));
+            if (!PyUnicode_Check(p->names[k]) || !PyUnicode_IS_ASCII(p->names[k]) || p->sizes[k] < 1 || p->sizes[k] > 8) {
+                PyErr_SetString(PyExc_ValueError, "plan: bad field");
+                return -1;
+            }
+        }
+        if (!PyUnicode_IS_ASCII(p->head)) {
+            PyErr_SetString(PyExc_ValueError, "plan: head must be ASCII");
+            return -1;
+        }
+    }
+    return n;
+}
+
+static int put_str(Out *o, PyObject *ascii) {
+    return out_put(o, (const char *)PyUnicode_DATA(ascii), (size_t)PyUnicode_GET_LENGTH(ascii));
+}
+
+static int printable_ascii(const uint8_t *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = s[i];
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c >= 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
+static int all_ascii(const uint8_t *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] >= 0x80)
+            return 0;
+    return 1;
+}
+
+/* hash((False, cid or None, logical key)): the digest rules/stream.py keeps per snapshot */
+static Py_hash_t key_digest(int prefixed, uint64_t cid, const uint8_t *key, size_t n) {
+    PyObject *k = PyBytes_FromStringAndSize((const char *)key, (Py_ssize_t)n);
+    if (k == NULL)
+        return -1;
+    PyObject *c;
+    if (prefixed) {
+        c = PyLong_FromUnsignedLongLong(cid);
+        if (c == NULL) {
+            Py_DECREF(k);
+            return -1;
+        }
+    } else {
+        c = Py_None;
+        Py_INCREF(c);
+    }
+    Py_INCREF(Py_False);
+    PyObject *t = PyTuple_Pack(3, Py_False, c, k);
+    Py_DECREF(Py_False);
+    Py_DECREF(c);
+    Py_DECREF(k);
+    if (t == NULL)
+        return -1;
+    Py_hash_t h = PyObject_Hash(t);
+    Py_DECREF(t);
+    return h;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos, stop;
+    long long base;
+    unsigned int want_opaque;
+    int want_vb, want_sid, need_sid, collections, deletion_extras;
+    Py_ssize_t max_text, max_keys, max_inflate;
+    uint8_t *inflated = NULL;
+    unsigned long long last_seqno, snap_start, snap_end;
+    long long unacked, limit;
+    PyObject *keys, *prefix, *plan_seq, *magic_names;
+    if (!PyArg_ParseTuple(args, "y*nnL(IiiiinniKKKOnLLU)O!O!", &view, &pos, &stop, &base, &want_opaque, &want_vb,
+                          &want_sid, &need_sid, &collections, &max_text, &max_inflate, &deletion_extras, &last_seqno, &snap_start,
+                          &snap_end, &keys, &max_keys, &unacked, &limit, &prefix, &PyTuple_Type, &plan_seq,
+                          &PyTuple_Type, &magic_names))
+        return NULL;
+    const uint8_t *d = view.buf;
+    Plan plans[8];
+    int nplans = read_plans(plan_seq, plans, 8);
+    PyObject *result = NULL;
+    Out o = {NULL, 0, 0};
+    if (nplans < 0)
+        goto done;
+    if (keys != Py_None && !PySet_Check(keys)) {
+        PyErr_SetString(PyExc_TypeError, "keys: a set or None");
+        goto done;
+    }
+    if (!PyUnicode_IS_ASCII(prefix) || PyTuple_GET_SIZE(magic_names) != 2) {
+        PyErr_SetString(PyExc_ValueError, "prefix must be ASCII, magic_names two strings");
+        goto done;
+    }
+    if (stop > view.len)
+        stop = view.len;
+    Py_ssize_t counts[2] = {0, 0}, last_key_at = -1, last_key_len = 0;
+    long long total = 0;
+    int last_op = -1, last_prefixed = 0, last_sid = -1;
+    uint64_t last_cid = 0;
+    while (pos >= 0 && pos + 24 <= stop) {
+        const uint8_t *h = d + pos;
+        int magic = h[0], op = h[1], flex = magic == 0x08;
+        if ((magic != 0x80 && !flex) || (op != 0x57 && op != 0x58))
+            break;
+        uint32_t bodylen = be32(h + 8);
+        Py_ssize_t size = 24 + (Py_ssize_t)bodylen;
+        if (pos + size > stop)
+            break;
+        uint32_t framing = flex ? h[2] : 0, keylen = flex ? h[3] : be16(h + 2), extlen = h[4];
+        int dt = h[5];
+        uint32_t vb = be16(h + 6), opaque = be32(h + 12);
+        uint64_t cas = beN(h + 16, 8);
+        if (opaque != want_opaque || (int)vb != want_vb || framing + extlen + keylen > bodylen)
+            break;
+        int sid = -1;
+        if (flex) { /* one stream-id frame info and nothing else */
+            if (framing != 3 || h[24] != 0x22)
+                break;
+            sid = (int)be16(h + 25);
+            if (sid == 0 || sid != want_sid)
+                break;
+        } else if (need_sid) {
+            break;
+        }
+        Plan *plan = NULL;
+        for (int i = 0; i < nplans; i++)
+            if (plans[i].opcode == op && (uint32_t)plans[i].extras == extlen)
+                plan = &plans[i];
+        if (plan == NULL || (op == 0x58 && deletion_extras >= 0 && (int)extlen != deletion_extras))
+            break;
+        if (dt > 3 || (op == 0x58 && dt != 0)) /* xattrs; deletion-datatype */
+            break;
+        const uint8_t *ex = h + 24 + framing;
+        uint64_t vals[MAX_FIELDS];
+        for (int k = 0, off = 0; k < plan->nfields; off += plan->sizes[k], k++)
+            vals[k] = beN(ex + off, plan->sizes[k]);
+        uint64_t seqno = vals[plan->seqno];
+        if (seqno == 0 || (plan->zero >= 0 && vals[plan->zero] != 0))
+            break; /* seqno-zero, nmeta-nonzero */
+        if (seqno <= last_seqno || seqno < snap_start || seqno > snap_end)
+            break;
+        const uint8_t *key = ex + extlen, *value = key + keylen, *end = h + size;
+        size_t vlen = (size_t)(end - value);
+        if (keylen == 0)
+            break;
+        int prefixed = collections == 1;
+        uint64_t cid = 0;
+        if (collections < 0 && !(key[0] >= 0x20 && key[0] < 0x7f)) { /* keys._looks_prefixed */
+            int used = leb128(key, keylen, &cid);
+            prefixed = used && (cid == 0 || cid >= 8) && (uint32_t)used < keylen;
+        }
+        const uint8_t *logical = key;
+        size_t llen = keylen;
+        if (prefixed) {
+            int used = leb128(key, keylen, &cid);
+            if (!used)
+                break;
+            logical = key + used;
+            llen = keylen - (size_t)used;
+            if (llen == 0 || (cid >= 1 && cid <= 7))
+                break;
+        }
+        if (!all_ascii(logical, llen) || keylen > (prefixed ? 251u : 250u) || (prefixed && cid && llen > 246))
+            break;
+        /* the document: the value, inflated when snappy (values._document_lean) */
+        const uint8_t *doc = value;
+        Py_ssize_t dlen = (Py_ssize_t)vlen;
+        PyMem_Free(inflated);
+        inflated = NULL;
+        if ((dt & 2) && vlen) {
+            dlen = snappy_inflate(value, vlen, (size_t)max_inflate, &inflated);
+            if (dlen < 0)
+                break;
+            doc = inflated;
+        }
+        if (!all_ascii(doc, (size_t)dlen))
+            break;
+        int text = printable_ascii(doc, (size_t)dlen);
+        if ((dt & 1) && dlen && json_valid(doc, (size_t)dlen) != J_OK)
+            break;
+        if (limit && unacked >= limit)
+            break; /* buffer-overrun */
+        if (keys != Py_None) {
+            Py_hash_t hv = key_digest(prefixed, cid, logical, llen);
+            if (hv == -1 && PyErr_Occurred())
+                goto done;
+            PyObject *hk = PyLong_FromSsize_t(hv);
+            if (hk == NULL)
+                goto done;
+            int seen = PySet_Contains(keys, hk);
+            if (seen == 0 && PySet_GET_SIZE(keys) < max_keys)
+                seen = PySet_Add(keys, hk);
+            Py_DECREF(hk);
+            if (seen < 0)
+                goto done;
+            if (seen == 1)
+                break; /* duplicate-key */
+        }
+        /* the line, as frame_record and dumps write it */
+        if (o.len && PUT_LIT(&o, "\n") < 0)
+            goto done;
+        if (put_str(&o, prefix) < 0 || PUT_LIT(&o, "\"protocol\":\"dcp\",\"offset\":") < 0 ||
+            out_u64(&o, (uint64_t)(base + pos)) < 0 || PUT_LIT(&o, ",\"length\":") < 0 ||
+            out_u64(&o, (uint64_t)size) < 0 || PUT_LIT(&o, ",\"magic\":") < 0 || out_u64(&o, (uint64_t)magic) < 0 ||
+            PUT_LIT(&o, ",\"magic_name\":") < 0 || put_str(&o, PyTuple_GET_ITEM(magic_names, flex)) < 0 ||
+            put_str(&o, plan->head) < 0 || PUT_LIT(&o, ",\"vbucket\":") < 0 || out_u64(&o, vb) < 0 ||
+            PUT_LIT(&o, ",\"opaque\":") < 0 || out_u64(&o, opaque) < 0 || PUT_LIT(&o, ",\"cas\":") < 0 ||
+            out_u64(&o, cas) < 0 || PUT_LIT(&o, ",\"datatype\":") < 0 || out_u64(&o, (uint64_t)dt) < 0 ||
+            PUT_LIT(&o, ",\"key\":") < 0 || out_json_ascii(&o, logical, llen) < 0)
+            goto done;
+        if (prefixed && (PUT_LIT(&o, ",\"collection_id\":") < 0 || out_u64(&o, cid) < 0))
+            goto done;
+        if (sid >= 0 && (PUT_LIT(&o, ",\"stream_id\":") < 0 || out_u64(&o, (uint64_t)sid) < 0 ||
+                         PUT_LIT(&o, ",\"frame_infos\":[{\"id\":2,\"name\":\"dcp_stream_id\",\"value\":") < 0 ||
+                         out_u64(&o, (uint64_t)sid) < 0 || PUT_LIT(&o, "}]") < 0))
+            goto done;
+        if (PUT_LIT(&o, ",\"truncated\":false,\"fields\":{") < 0)
+            goto done;
+        if (sid >= 0 && (PUT_LIT(&o, "\"stream_id\":") < 0 || out_u64(&o, (uint64_t)sid) < 0 || PUT_LIT(&o, ",") < 0))
+            goto done;
+        for (int k = 0; k < plan->nfields; k++) {
+            if ((k && PUT_LIT(&o, ",") < 0) || put_str(&o, plan->names[k]) < 0 || out_u64(&o, vals[k]) < 0)
+                goto done;
+        }
+        if (prefixed && (PUT_LIT(&o, ",\"collection_id\":") < 0 || out_u64(&o, cid) < 0))
+            goto done;
+        if (vlen && (dt & 2) && (PUT_LIT(&o, ",\"value_inflated_length\":") < 0 || out_u64(&o, (uint64_t)dlen) < 0))
+            goto done;
+        if (vlen) {
+            if (text) {
+                size_t shown = (size_t)dlen > (size_t)max_text ? (size_t)max_text : (size_t)dlen;
+                if (PUT_LIT(&o, ",\"value\":") < 0 || out_json_ascii(&o, doc, shown) < 0)
+                    goto done;
+                if (shown < (size_t)dlen) { /* "…" before the closing quote */
+                    o.len--;
+                    if (PUT_LIT(&o, "\\u2026\"") < 0)
+                        goto done;
+                }
+            } else if (PUT_LIT(&o, ",\"value_hex\":") < 0 || out_hex(&o, doc, (size_t)dlen) < 0) {
+                goto done;
+            }
+        }
+        if (PUT_LIT(&o, "},\"findings\":[]}") < 0)
+            goto done;
+        if (limit)
+            unacked += size;
+        total += size;
+        last_seqno = seqno;
+        counts[op - 0x57]++;
+        last_op = op;
+        last_key_at = logical - d;
+        last_key_len = (Py_ssize_t)llen;
+        last_prefixed = prefixed;
+        last_sid = sid;
+        last_cid = cid;
+        pos += size;
+        if (seqno >= snap_end)
+            break; /* the snapshot is complete: the caller closes it */
+    }
+    PyObject *lines = PyUnicode_DecodeASCII(o.p ? o.p : "", (Py_ssize_t)o.len, NULL);
+    if (lines == NULL)
+        goto done;
+    PyObject *cid_obj = last_prefixed ? PyLong_FromUnsignedLongLong(last_cid) : (Py_INCREF(Py_None), Py_None);
+    PyObject *key_obj = last_key_at >= 0 ? PyUnicode_DecodeASCII((const char *)d + last_key_at, last_key_len, NULL)
+                                         : (Py_INCREF(Py_None), Py_None);
+    if (cid_obj && key_obj)
+        result = Py_BuildValue("(nnnKLLNiiNN)", pos, counts[0], counts[1], last_seqno, total, unacked, lines, last_op,
+                               last_sid, key_obj, cid_obj);
+    else {
+        Py_DECREF(lines);
+        Py_XDECREF(cid_obj);
+        Py_XDECREF(key_obj);
+    }
+done:
+    PyMem_Free(inflated);
+    PyMem_Free(o.p);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *cut(PyObject *self, PyObject *args) {
+    /* framing.mcbp.FrameSplitter._frames without the frames: the end of the whole frames
+       from pos whose magic is known and body length sane */
+    Py_buffer view, magics;
+    Py_ssize_t pos, n;
+    unsigned long long max_body;
+    if (!PyArg_ParseTuple(args, "y*nny*K", &view, &pos, &n, &magics, &max_body))
+        return NULL;
+    const uint8_t *d = view.buf;
+    uint8_t known[256] = {0};
+    for (Py_ssize_t i = 0; i < magics.len; i++)
+        known[((const uint8_t *)magics.buf)[i]] = 1;
+    if (n > view.len)
+        n = view.len;
+    Py_ssize_t count = 0;
+    while (n - pos >= 24) {
+        uint32_t bodylen = be32(d + pos + 8);
+        if (!known[d[pos]] || bodylen > max_body || pos + 24 + (Py_ssize_t)bodylen > n)
+            break;
+        pos += 24 + (Py_ssize_t)bodylen;
+        count++;
+    }
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&magics);
+    return Py_BuildValue("(nn)", pos, count);
+}
+
+static PyObject *valid_json(PyObject *self, PyObject *arg) {
+    /* for tests: 1 valid, 0 not, -1 too deep to say */
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int r = json_valid(view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromLong(r);
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, "Lines for a run of plain DCP items of one stream."},
+    {"cut", cut, METH_VARARGS, "End and count of the whole frames from a position."},
+    {"valid_json", valid_json, METH_O, "Strict JSON check of ASCII bytes: 1, 0, or -1 (too deep)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_lane", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__lane(void) { return PyModule_Create(&module); }

@@ -1,0 +1,158 @@
+"""The jsonl fast lane: runs of plain DCP mutations and deletions of one open stream go from
+bytes to jsonl lines in C (``dcpinspect/_lane.c``), with the stream's state brought up to
+date here once a run, as the frame-by-frame path would have left it.
+
+A run is taken only where the frame-by-frame path would report nothing: the stream is
+open, inside a snapshot, not in OSO, not at its end; each frame is checked in C against
+what the frame rules and stream rules would say about it (extras, key, value, seqno order
+and window, duplicate keys, flow control, stream ids) and the run stops at the first frame
+that might draw a finding or a decode problem, which then goes the ordinary way. Without
+the compiled module (no compiler at install time) every frame goes the ordinary way; the
+output is the same byte for byte (tests/test_lane.py).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+
+from ..messages.dcp import DELETION_V2
+from ..messages.frame import DecodeContext
+from ..messages.names import MAGICS
+from ..messages.registry import CLIENT_SPECS
+from ..outputs.jsonl import _stdlib
+from ..rules.stream import INCLUDE_DELETE_TIMES, MAX_SNAPSHOT_KEYS
+from ..sessions.streams import FLOW_CONTROLLED
+
+try:
+    from .. import _lane
+except ImportError:  # built without a C compiler
+    _lane = None
+
+#: the opcodes the lane takes, and the extras field the frame rules require to be 0
+#: (rules/frame.py: nmeta-nonzero); the seqno must not be 0 either (seqno-zero)
+LANE_OPCODES = (0x57, 0x58)
+_ZERO_FIELD = "nmeta"
+_HEAD = struct.Struct(">BBHBBHIIQ")
+_MAGICS = (0x80, 0x08)  # ClientRequest, AltClientRequest (one stream-id frame info)
+
+
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """jsonl lines of ``count`` frames in a row of one connection and direction."""
+
+    text: str  # lines joined by newlines, no newline at the end
+    count: int
+    flow: tuple
+    direction: str
+
+
+def _plans() -> tuple:
+    """Per opcode and extras layout: field names as JSON keys and sizes, from the layouts."""
+    plans = []
+    for op in LANE_OPCODES:
+        spec = CLIENT_SPECS[op]
+        assert spec.request.extras is not None and spec.family == "dcp"
+        for size, layout in sorted(spec.request.extras.items()):
+            if layout._convert:  # a flag, enum or bytes field: not a plain number in JSON
+                continue
+            names = tuple(json.dumps(n) + ":" for n in layout.names)
+            zero = layout.names.index(_ZERO_FIELD) if _ZERO_FIELD in layout.names else -1
+            head = f',"opcode":{op},"opcode_name":{json.dumps(spec.name)}'
+            plans.append((op, size, layout.names.index(spec.seqno_field), zero, names,
+                          tuple(f.size for f in layout.fields), head))
+    return tuple(plans)
+
+
+_PLANS = _plans()
+_MAGIC_NAMES = tuple(json.dumps(MAGICS[m]) for m in _MAGICS)
+_NAMES = {op: CLIENT_SPECS[op].name for op in LANE_OPCODES}
+_COUNT_KEYS = {op: CLIENT_SPECS[op].name.removeprefix("DCP_").lower() for op in LANE_OPCODES}
+assert all(op in FLOW_CONTROLLED for op in LANE_OPCODES)
+
+
+def available() -> bool:
+    return _lane is not None
+
+
+class Lane:
+    """What one capture's lines share: the decode context and a line prefix per record."""
+
+    __slots__ = ("base", "_prefix_key", "_prefix")
+
+    def __init__(self, base: DecodeContext) -> None:
+        self.base = base
+        self._prefix_key: tuple | None = None
+        self._prefix = ""
+
+    @staticmethod
+    def usable(base: DecodeContext) -> bool:
+        return _lane is not None and not base.detail and base.documents and not base.headers_only
+
+    def prefix(self, number: int, ts: float, label: str, direction: str) -> str:
+        """``{"kind":"frame","frame":N,"ts":T,"flow":F,"direction":D,`` as dumps writes it."""
+        key = (number, ts, label, direction)
+        if key != self._prefix_key:
+            head = _stdlib({"kind": "frame", "frame": number, "ts": ts, "flow": label, "direction": direction})
+            self._prefix_key, self._prefix = key, head[:-1] + ","
+        return self._prefix
+
+    def run(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
+            ts: float) -> tuple[int, Lines | None]:
+        """Frames of ``data`` (whole frames from stream ``offset`` on, of ``fd``'s ``direction``)
+        from ``pos`` that the lane can vouch for: the position after them, and their lines
+        (None if none)."""
+        magic, op, _, _, _, vbucket, _, opaque, _ = _HEAD.unpack_from(data, pos)
+        if op not in _NAMES or magic not in _MAGICS:
+            return pos, None
+        conversation = fd.conversation
+        validator, negotiation = conversation.validator, conversation.negotiation
+        st = validator.state
+        if not st.dcp_open_seen and st.producer_direction is None and validator.seen_from_start:
+            return pos, None  # dcp-open-missing is due
+        stream = st.streams_by_opaque.get(opaque)
+        if stream is None or stream.vbucket != vbucket or stream.state != "open" or stream.in_oso:
+            return pos, None
+        snap = stream.snapshot
+        if snap is None or (stream.end_reached and snap.complete):
+            return pos, None
+        flags = negotiation.dcp_open_flags
+        deletion_extras = -1 if flags is None else (DELETION_V2.size if flags & INCLUDE_DELETE_TIMES else 18)
+        collections = negotiation.context(self.base).collections
+        limit = negotiation.buffer_size or 0
+        # every frame of a run is numbered by the same record: stop where the next one begins
+        end = pos + 24 + int.from_bytes(data[pos + 8:pos + 12], "big")
+        number = side.record_of(offset + end) + 1
+        marks = side.marks
+        stop = marks[0][0] - offset if len(marks) > 1 else len(data)
+        params = (opaque, vbucket, -1 if stream.stream_id is None else stream.stream_id,
+                  1 if negotiation.stream_ids else 0, -1 if collections is None else int(collections),
+                  self.base.max_value_text, self.base.max_inflate, deletion_extras, stream.last_seqno, snap.start, snap.end,
+                  None if snap.may_duplicate else snap.keys, MAX_SNAPSHOT_KEYS, st.unacked, limit,
+                  self.prefix(number, ts, fd.label, direction))
+        (after, mutations, deletions, last, size, unacked, text, last_op, last_sid, last_key,
+         _) = _lane.scan(data, pos, stop, offset, params, _PLANS, _MAGIC_NAMES)
+        count = mutations + deletions
+        if not count:
+            return pos, None
+        # the state, as ConnectionValidator.feed leaves it after these frames
+        validator.frames += count
+        counts = stream.counts
+        for code, n in ((0x57, mutations), (0x58, deletions)):
+            if n:
+                name = _COUNT_KEYS[code]
+                counts[name] = counts.get(name, 0) + n
+        if stream.first_item_ts is None:
+            stream.first_item_ts = ts
+        stream.last_seqno = last
+        if last >= snap.end:
+            snap.complete = True
+            if snap.end >= stream.end_seqno or last >= stream.end_seqno:
+                stream.end_reached = True
+        if limit:
+            st.unacked = unacked
+            st.sent_total += size
+        st.remember(direction, opaque, number, ts).item(
+            last_op, opaque, _NAMES[last_op], vbucket, None if last_sid < 0 else last_sid, last_key)
+        return after, Lines(text, count, fd.flow, direction)
