@@ -1,0 +1,289 @@
+"""The jsonl fast lane (dcpinspect/_lane.c, engines/lane.py) prints exactly what the
+frame-by-frame path prints, and takes frames only where that path would find nothing.
+
+Every comparison decodes the same capture twice in this process, with and without the
+lane, and compares the jsonl text byte for byte and the totals. The captures are real TCP
+conversations written by ``dcpgen``/``synth``: hand-made streams for each condition the
+lane must decline, hypothesis-made streams that break them at random, and the samples.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import cramjam
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dcpgen
+from dcpgen import DISK, MAY_DUPLICATE, MEMORY, Dcp
+from dcpinspect.engines import lane as lane_module
+from dcpinspect.engines.files import keyed_items
+from dcpinspect.engines.lane import Lines
+from dcpinspect.engines.parallel import run_sink
+from dcpinspect.engines.sinks import JsonlSink
+from dcpinspect.messages import dcp as L
+from dcpinspect.messages.codecs.leb128 import encode_uleb128
+from dcpinspect.messages.frame import DecodeContext
+from dcpinspect.messages.values import json_text_ok
+from dcpinspect.sources.capture import read_records
+
+pytestmark = pytest.mark.skipif(not lane_module.available(), reason="built without the C lane")
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+LEAN = DecodeContext(detail=False)
+
+
+def run(path: Path, lane: bool, **kw) -> tuple[str, tuple, int]:
+    """(jsonl text, (frames, severities), frames the lane took)."""
+    sink = JsonlSink()
+    taken = 0
+
+    def counted(items):
+        nonlocal taken
+        for key, item in items:
+            if type(item) is Lines:
+                taken += item.count
+            yield key, item
+
+    keyed = counted(keyed_items(read_records(path), base=kw.pop("base", LEAN), lane=lane, **kw))
+    text = "\n".join(line for _, line in run_sink(sink, keyed))
+    tally = sink.result()
+    return text, (tally.frames, sorted(tally.severities.items())), taken
+
+
+def same(path: Path, **kw) -> int:
+    """Assert both ways print the same; return how many frames the lane took."""
+    fast, fast_totals, taken = run(path, True, **kw)
+    slow, slow_totals, none = run(path, False, **kw)
+    assert none == 0
+    if fast != slow:
+        for i, (a, b) in enumerate(zip(fast.split("\n"), slow.split("\n"))):
+            assert a == b, f"line {i + 1} differs"
+    assert fast == slow
+    assert fast_totals == slow_totals
+    return taken
+
+
+def capture(tmp_path: Path, dcp: Dcp, name: str = "c.pcap", **kw) -> Path:
+    return dcp.pcap(tmp_path / name, **kw)
+
+
+# -- streams the lane takes whole ------------------------------------------------------
+
+@pytest.mark.parametrize("collections", [True, False])
+@pytest.mark.parametrize("sid", [None, 7])
+def test_plain_stream_taken_and_identical(tmp_path, collections, sid):
+    d = Dcp(collections=collections).handshake(stream_ids=sid is not None)
+    p = d.stream(5, sid=sid)
+    for _ in range(3):
+        p.snapshot(40, kind="mutation")
+        p.snapshot(5, kind="deletion")
+    taken = same(capture(tmp_path, d))
+    assert taken == 3 * 45  # every item; markers and the rest frame by frame
+
+
+def test_snappy_json_and_text_values(tmp_path):
+    d = Dcp().handshake()
+    p = d.stream(9)
+    p.marker(1, 6)
+    doc = json.dumps({"name": "x" * 300, "n": [1, 2.5, -3e2, True, None]}).encode()
+    p.mutation(value=doc, datatype=0x01)
+    p.mutation(value=bytes(cramjam.snappy.compress_raw(doc)), datatype=0x03)
+    p.mutation(value=b"plain text\twith tab", datatype=0x00)
+    p.mutation(value=bytes(cramjam.snappy.compress_raw(b"")), datatype=0x02)
+    p.mutation(value=b"\x01\x02binary", datatype=0x00)  # ASCII, not printable: value_hex
+    p.mutation(value=b"", datatype=0x01)
+    assert same(capture(tmp_path, d)) == 6
+
+
+def test_long_value_cut_like_python(tmp_path):
+    d = Dcp().handshake()
+    p = d.stream(9)
+    p.marker(1, 2)
+    p.mutation(value=json.dumps({"k": "v" * 10_000}).encode())
+    p.mutation(value=b"t" * 4096, datatype=0)
+    assert same(capture(tmp_path, d)) == 2
+    assert same(capture(tmp_path, d, "small.pcap"), base=DecodeContext(detail=False, max_value_text=10)) == 2
+
+
+# -- what the lane must leave to the frame-by-frame path ---------------------------------
+
+def _declined(tmp_path, build) -> int:
+    d = Dcp().handshake()
+    p = d.stream(3)
+    p.marker(1, 100)
+    p.mutation()  # taken
+    build(d, p)
+    p.mutation(seqno=99)  # taken again after the odd one (if the state allows)
+    return same(capture(tmp_path, d))
+
+
+BAD_ITEMS = {
+    "seqno regression": lambda d, p: p.mutation(seqno=1),
+    "seqno outside snapshot": lambda d, p: p.mutation(seqno=500),
+    "seqno zero": lambda d, p: p.mutation(seqno=0),
+    "duplicate key": lambda d, p: (p.mutation(key="same", seqno=10), p.mutation(key="same", seqno=11)),
+    "nmeta": lambda d, p: p.send(0x57, extras=L.MUTATION.pack(by_seqno=20, rev_seqno=1, nmeta=2),
+                                 key=p.key(), value=b"{}", datatype=1),
+    "invalid json": lambda d, p: p.mutation(value=b'{"a":', seqno=21),
+    "nan is not json": lambda d, p: p.mutation(value=b"NaN", seqno=22),
+    "bad snappy": lambda d, p: p.mutation(value=b"\x05\x00ab", datatype=0x03, seqno=23),
+    "xattr": lambda d, p: p.mutation(value=b"\x00\x00\x00\x00{}", datatype=0x05, seqno=24),
+    "non-ascii value": lambda d, p: p.mutation(value='{"a":"é"}'.encode(), seqno=25),
+    "non-ascii key": lambda d, p: p.mutation(key="clé", seqno=26),
+    "control chars in key": lambda d, p: p.mutation(key="a\x01b\x7f\"\\", seqno=27),
+    "reserved collection": lambda d, p: p.mutation(seqno=28, cid=3),
+    "empty logical key": lambda d, p: p.send(0x57, extras=L.MUTATION.pack(by_seqno=29, rev_seqno=1),
+                                             key=encode_uleb128(8), value=b"{}", datatype=1),
+    "key too long": lambda d, p: p.mutation(key="k" * 247, seqno=30),
+    "deletion v1 when v2 negotiated": lambda d, p: p.deletion(seqno=31, v2=False),
+    "deletion with json datatype": lambda d, p: p.send(
+        0x58, extras=L.DELETION_V2.pack(by_seqno=32, rev_seqno=1), key=p.key(), datatype=1),
+    "wrong vbucket": lambda d, p: d.server(dcpgen.build_frame(
+        0x80, 0x57, vbucket=4, opaque=p.opaque, extras=L.MUTATION.pack(by_seqno=33, rev_seqno=1), key=p.key())),
+    "unknown opaque": lambda d, p: d.server(dcpgen.build_frame(
+        0x80, 0x57, vbucket=3, opaque=0x7777, extras=L.MUTATION.pack(by_seqno=34, rev_seqno=1), key=p.key())),
+    "sid on a stream without one": lambda d, p: p.send(
+        0x57, extras=L.MUTATION.pack(by_seqno=35, rev_seqno=1), key=p.key(), sid=9),
+    "snapshot end reached": lambda d, p: (p.mutation(seqno=100), p.mutation(seqno=101)),
+    "big integer": lambda d, p: p.mutation(value=b"1" * 5000, seqno=36),
+    "deep nesting": lambda d, p: p.mutation(value=b"[" * 100 + b"]" * 100, seqno=37),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_ITEMS))
+def test_odd_items_identical(tmp_path, name):
+    assert _declined(tmp_path, BAD_ITEMS[name]) >= 1
+
+
+def test_flow_control_overrun_identical(tmp_path):
+    d = Dcp().handshake(buffer=2000)
+    d.auto_ack = False
+    p = d.stream(3)
+    p.snapshot(50)  # runs past the buffer without an ack: buffer-overrun findings
+    text, _, taken = run(capture(tmp_path, d), True)
+    assert "buffer-overrun" in text
+    assert 0 < same(capture(tmp_path, d)) < 50
+
+
+def test_may_duplicate_snapshot_keeps_no_keys(tmp_path):
+    d = Dcp().handshake()
+    p = d.stream(3)
+    p.marker(1, 4, flags=MEMORY | MAY_DUPLICATE)
+    for s in range(1, 5):
+        p.mutation(key="same", seqno=s)
+    assert same(capture(tmp_path, d)) == 4
+
+
+def test_stream_state_after_a_run_is_the_same(tmp_path):
+    """What the lane leaves behind (last seqno, counts, snapshot completion, the request an
+    error answer is paired with) shows in what follows: an error reply to the last item."""
+    d = Dcp().handshake()
+    p = d.stream(3, end=30)
+    p.snapshot(10, flags=DISK)
+    p.snapshot(20)
+    d.client(dcpgen.build_frame(0x81, 0x57, status=0x04, opaque=p.opaque))
+    p.mutation(seqno=31)  # after the snapshot holding the end seqno
+    p.end()
+    d.noop(reply=False)
+    text = run(capture(tmp_path, d), True)[0]
+    assert "answered-error" in text and "seqno-outside-snapshot" in text
+    assert same(capture(tmp_path, d)) == 30
+
+
+def test_joined_mid_stream_and_several_streams(tmp_path):
+    d = Dcp().handshake()
+    streams = [d.stream(vb) for vb in (1, 2, 3)]
+    for round_ in range(4):
+        for p in streams:
+            p.snapshot(7, kind="deletion" if round_ == 2 else "mutation")
+    path = capture(tmp_path, d)
+    assert same(path) == 4 * 3 * 7
+    late = dcpgen.write_capture(d.frames[len(d.frames) // 3:], tmp_path / "late.pcap", handshake=False)
+    assert same(late) > 0  # streams adopted from their first message, then taken
+
+
+@pytest.mark.parametrize("name", ["dcp-session.pcap", "dcp-lossy.pcapng", "memcached-binary.pcap"])
+def test_samples_identical(name):
+    same(SAMPLES / name)
+
+
+def test_busy_capture_interleaved_identical(tmp_path):
+    conns = [dcpgen.busy_collections_connection(400, seed=s) for s in range(3)]
+    path = tmp_path / "busy.pcap"
+    from dcpinspect.transport import synth
+
+    packets = []
+    for n, c in enumerate(conns):
+        msgs = dcpgen.coalesce(c.frames, limit=1400)
+        packets.append(synth.tcp_conversation(msgs, client=(f"10.0.0.{n + 1}", 40000 + n), handshake=True,
+                                              close="fin", acks=False))
+    merged = [pkt for group in zip(*packets) for pkt in group]
+    synth.write_pcap(path, merged, "ether", dt=1e-5)
+    assert same(path) > 0
+
+
+# -- random streams ----------------------------------------------------------------------
+
+_KEYS = st.one_of(st.sampled_from(["k1", "k2", "doc::1"]), st.text(max_size=12),
+                  st.binary(max_size=8).map(lambda b: b.decode("latin-1")))
+_VALUES = st.one_of(
+    st.sampled_from([b'{"v":1}', b"[]", b" 1 ", b'"s"', b"{", b"nul", b"-", b"1.", b"1e", b'{"a":1,}', b"\t{}\n"]),
+    st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+                 lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+                 max_leaves=6).map(lambda v: json.dumps(v).encode()),
+    st.binary(max_size=20),
+)
+
+
+@st.composite
+def streams(draw):
+    d = Dcp(collections=draw(st.booleans()), delete_times=draw(st.booleans()))
+    d.handshake(stream_ids=draw(st.booleans()), buffer=draw(st.sampled_from([0, 0, 3000])))
+    sid = 4 if d.stream_ids else None
+    p = d.stream(draw(st.integers(0, 3)), sid=sid)
+    seqno = 0
+    for _ in range(draw(st.integers(1, 3))):
+        start = seqno + draw(st.integers(0, 2))
+        end = start + draw(st.integers(0, 12))
+        p.marker(start, end, flags=draw(st.sampled_from([MEMORY, DISK, MEMORY | MAY_DUPLICATE])))
+        for _ in range(draw(st.integers(0, 14))):
+            seqno = max(0, seqno + draw(st.sampled_from([1, 1, 1, 0, -1, 2])))
+            key = draw(_KEYS)
+            cid = draw(st.sampled_from([0, 0, 8, 200, 2]))
+            if draw(st.integers(0, 4)) == 0:
+                p.deletion(key=key, seqno=max(seqno, 0), cid=cid, v2=draw(st.booleans()))
+                continue
+            value = draw(_VALUES)
+            datatype = draw(st.sampled_from([0, 1, 1, 2, 3, 5]))
+            if datatype & 2:
+                value = bytes(cramjam.snappy.compress_raw(value)) if draw(st.booleans()) else value
+            p.mutation(key=key, seqno=max(seqno, 0), value=value, datatype=datatype, cid=cid)
+    return d
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(streams())
+def test_random_streams_identical(tmp_path, d):
+    same(capture(tmp_path, d, coalesced=random.Random(len(d.frames)).random() < 0.8))
+
+
+# -- the C JSON check agrees with the Python one -------------------------------------------
+
+_JSONISH = st.text(alphabet=st.sampled_from(list('{}[]:,"\\ \t\n-+.eE0123456789tfrunlasNIy\x01u/')), max_size=24)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(_JSONISH, st.tuples(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+    max_leaves=8), st.sampled_from([None, 1])).map(lambda t: json.dumps(t[0], indent=t[1]))))
+def test_json_check_agrees(text):
+    raw = text.encode("ascii", "backslashreplace")
+    got = lane_module._lane.valid_json(raw)
+    if got != -1:
+        assert bool(got) == json_text_ok(raw.decode("ascii")), raw
