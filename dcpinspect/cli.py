@@ -6,12 +6,12 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from .outputs.render import Renderer, make_console
-from .outputs.table import frame_table
+if TYPE_CHECKING:
+    from .outputs.render import Renderer
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_UNUSABLE, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_TEXT_INPUT = 256 * 1024 * 1024
@@ -71,6 +71,13 @@ def _read_text(path: Optional[Path]) -> str:
     return data.decode("utf-8", "replace")
 
 
+def make_console(stderr: bool = False):
+    """A rich console (imported only by the outputs that print through one)."""
+    from .outputs.render import make_console as make
+
+    return make(stderr=stderr)
+
+
 def _exit_code(renderer: Renderer, strict: bool) -> int:
     if strict and renderer.tally.severities["error"]:
         return EXIT_VIOLATIONS
@@ -97,6 +104,8 @@ def hex_command(
     err = make_console(stderr=True)
     for problem in result.dump.problems:
         err.print(f"dcpinspect: input: {problem}")
+    from .outputs.render import Renderer
+
     renderer = Renderer("diagram" if diagram else fmt.value, make_console())
     for item in result.items:
         renderer.item(item)
@@ -233,6 +242,8 @@ def _tap(keyed, progress):
 def _show_table(keyed, console, keep, limit: int | None, strict: bool) -> int:
     from .engines.capture import Captured, flow_label
 
+    from .outputs.render import Renderer
+
     renderer = Renderer("table", console)
     err = make_console(stderr=True)
     shown = 0
@@ -244,6 +255,8 @@ def _show_table(keyed, console, keep, limit: int | None, strict: bool) -> int:
             if limit is not None and shown >= limit:
                 break
             shown += 1
+            from .outputs.table import frame_table
+
             console.print(frame_table(item.msg, f"{_stamp(item.ts)}  {flow_label(item.flow)} {item.direction}"
                                                 f"  frame {item.number}"))
             console.print()

@@ -7,12 +7,14 @@ interface or a Spark partition) and returns :class:`Captured` frames and
 
 from __future__ import annotations
 
+import json
+
 from ..unguarded import builder
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from ..framing.mcbp import FrameSplitter, RawFrame, RawRun, Skipped, header_problem
+from ..framing.mcbp import FrameSplitter, RawFrame, RawRun, header_problem
 from ..messages.frame import DecodeContext, Message
 from ..messages.header import HEADER_SIZE
 from ..findings import Finding
@@ -102,7 +104,7 @@ class FlowDecoder:
     sides: dict[str, Side] = field(default_factory=dict)
     pending: dict[str, bytearray] = field(default_factory=dict)
     first_index: int = 0  # the capture record that began the connection
-    label: str = ""  # flow_label(flow), for the lines of the jsonl lane
+    label: str = ""  # flow_label(flow) as a JSON string, for the lines of the jsonl lane
     runs: bool = False  # splitters hand whole frames over as runs, for the lane
 
     def side(self, direction: str) -> Side:
@@ -153,7 +155,7 @@ class CaptureDecoder:
             fd = FlowDecoder(ev.flow, Conversation.new(self.collections, self.base, not ev.midstream), ev.midstream,
                              first_index=ev.index)
             if self.lane is not None:
-                fd.label, fd.runs = flow_label(ev.flow), True
+                fd.label, fd.runs = json.dumps(flow_label(ev.flow)), True
             self.flows[ev.flow] = fd
             sport = ev.flow[3]
             if sport in TLS_PORTS:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..messages.dcp import DELETION_V2
 from ..messages.frame import DecodeContext
@@ -38,8 +38,7 @@ _HEAD = struct.Struct(">BBHBBHIIQ")
 _MAGICS = (0x80, 0x08)  # ClientRequest, AltClientRequest (one stream-id frame info)
 
 
-@dataclass(frozen=True, slots=True)
-class Lines:
+class Lines(NamedTuple):
     """jsonl lines of ``count`` frames in a row of one connection and direction."""
 
     text: str  # lines joined by newlines, no newline at the end
@@ -68,7 +67,7 @@ def _plans() -> tuple:
 _PLANS = _plans()
 _MAGIC_NAMES = tuple(json.dumps(MAGICS[m]) for m in _MAGICS)
 _NAMES = {op: CLIENT_SPECS[op].name for op in LANE_OPCODES}
-_COUNT_KEYS = {op: CLIENT_SPECS[op].name.removeprefix("DCP_").lower() for op in LANE_OPCODES}
+_MUTATIONS, _DELETIONS = (CLIENT_SPECS[op].name.removeprefix("DCP_").lower() for op in LANE_OPCODES)
 assert all(op in FLOW_CONTROLLED for op in LANE_OPCODES)
 
 
@@ -91,11 +90,16 @@ class Lane:
         return _lane is not None and not base.detail and base.documents and not base.headers_only
 
     def prefix(self, number: int, ts: float, label: str, direction: str) -> str:
-        """``{"kind":"frame","frame":N,"ts":T,"flow":F,"direction":D,`` as dumps writes it."""
+        """``{"kind":"frame","frame":N,"ts":T,"flow":F,"direction":D,`` as dumps writes it
+        (``label``: the flow label as a JSON string)."""
         key = (number, ts, label, direction)
         if key != self._prefix_key:
-            head = _stdlib({"kind": "frame", "frame": number, "ts": ts, "flow": label, "direction": direction})
-            self._prefix_key, self._prefix = key, head[:-1] + ","
+            if type(ts) is float and ts - ts == 0.0:  # finite: json writes float.__repr__
+                head = f'{{"kind":"frame","frame":{number},"ts":{ts!r},"flow":{label},"direction":"{direction}",'
+            else:
+                head = _stdlib({"kind": "frame", "frame": number, "ts": ts, "flow": json.loads(label),
+                                "direction": direction})[:-1] + ","
+            self._prefix_key, self._prefix = key, head
         return self._prefix
 
     def run(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
@@ -103,8 +107,11 @@ class Lane:
         """Frames of ``data`` (whole frames from stream ``offset`` on, of ``fd``'s ``direction``)
         from ``pos`` that the lane can vouch for: the position after them, and their lines
         (None if none)."""
-        magic, op, _, _, _, vbucket, _, opaque, _ = _HEAD.unpack_from(data, pos)
-        if op not in _NAMES or magic not in _MAGICS:
+        op = data[pos + 1]
+        if op != 0x57 and op != 0x58:
+            return pos, None
+        magic, _, _, _, _, vbucket, _, opaque, _ = _HEAD.unpack_from(data, pos)
+        if magic != 0x80 and magic != 0x08:
             return pos, None
         conversation = fd.conversation
         validator, negotiation = conversation.validator, conversation.negotiation
@@ -122,10 +129,12 @@ class Lane:
         collections = negotiation.context(self.base).collections
         limit = negotiation.buffer_size or 0
         # every frame of a run is numbered by the same record: stop where the next one begins
-        end = pos + 24 + int.from_bytes(data[pos + 8:pos + 12], "big")
-        number = side.record_of(offset + end) + 1
         marks = side.marks
-        stop = marks[0][0] - offset if len(marks) > 1 else len(data)
+        if len(marks) > 1:
+            number = side.record_of(offset + pos + 24 + int.from_bytes(data[pos + 8:pos + 12], "big")) + 1
+            stop = marks[0][0] - offset
+        else:  # one record holds them all (record_of's answer for any end)
+            number, stop = (marks[0][1] if marks else -1) + 1, len(data)
         params = (opaque, vbucket, -1 if stream.stream_id is None else stream.stream_id,
                   1 if negotiation.stream_ids else 0, -1 if collections is None else int(collections),
                   self.base.max_value_text, self.base.max_inflate, deletion_extras, stream.last_seqno, snap.start, snap.end,
@@ -139,10 +148,10 @@ class Lane:
         # the state, as ConnectionValidator.feed leaves it after these frames
         validator.frames += count
         counts = stream.counts
-        for code, n in ((0x57, mutations), (0x58, deletions)):
-            if n:
-                name = _COUNT_KEYS[code]
-                counts[name] = counts.get(name, 0) + n
+        if mutations:
+            counts[_MUTATIONS] = counts.get(_MUTATIONS, 0) + mutations
+        if deletions:
+            counts[_DELETIONS] = counts.get(_DELETIONS, 0) + deletions
         if stream.first_item_ts is None:
             stream.first_item_ts = ts
         stream.last_seqno = last

@@ -8,14 +8,16 @@ in capture order, and keeps totals that :func:`combine_*` merges across workers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .capture import Captured, Note, flow_label
 from .lane import Lines
 from ..findings import Finding
 from ..outputs.jsonl import dumps, frame_record
-from ..outputs.render import Tally
-from ..outputs.summary import CaptureSummary
+from ..outputs.tally import Tally
+
+if TYPE_CHECKING:
+    from ..outputs.summary import CaptureSummary
 
 LEVELS = {"info": 0, "warning": 1, "error": 2}
 
@@ -69,7 +71,7 @@ class JsonlSink:
 class SummarySink:
     """``decode --format summary``: no payloads; totals: per-connection counts."""
 
-    summary: CaptureSummary = field(default_factory=CaptureSummary)
+    summary: "CaptureSummary" = field(default_factory=lambda: _summary())
     tally: Tally = field(default_factory=Tally)
     began: dict = field(default_factory=dict)  # flow → key of its first item
 
@@ -171,3 +173,9 @@ class FindingsSink:
 def make_sink(kind: str, *args: Any, **kw: Any):
     """A sink by name, for worker processes (a picklable recipe: name and arguments)."""
     return {"jsonl": JsonlSink, "summary": SummarySink, "findings": FindingsSink}[kind](*args, **kw)
+
+
+def _summary() -> "CaptureSummary":
+    from ..outputs.summary import CaptureSummary  # rich: only for the formats that print one
+
+    return CaptureSummary()

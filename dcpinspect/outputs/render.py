@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from rich.console import Console
 from rich.text import Text
 
 from ..framing.mcbp import Skipped
+from .tally import Tally  # noqa: F401 (re-exported)
 from ..messages.frame import Message
 from .diagram import diagram
 from .escape import safe
@@ -24,34 +23,6 @@ def make_console(stream: TextIO | None = None, stderr: bool = False) -> Console:
     stream = stream or (sys.stderr if stderr else sys.stdout)
     width = None if stream.isatty() else 160
     return Console(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False, markup=False)
-
-
-@dataclass
-class Tally:
-    frames: int = 0
-    skipped: int = 0
-    skipped_bytes: int = 0
-    severities: Counter = field(default_factory=Counter)
-
-    def add(self, item: Message | Skipped) -> None:
-        if isinstance(item, Skipped):
-            self.skipped += 1
-            self.skipped_bytes += item.size
-        else:
-            self.add_message(item)
-
-    def add_message(self, msg: Message) -> None:
-        self.frames += 1
-        if msg.findings:
-            for f in msg.findings:
-                self.severities[f.severity] += 1
-
-    def line(self) -> str:
-        parts = [f"{self.frames} frames"]
-        if self.skipped:
-            parts.append(f"{self.skipped_bytes} bytes skipped in {self.skipped} ranges")
-        parts.append(f"{self.severities['error']} errors, {self.severities['warning']} warnings")
-        return ", ".join(parts)
 
 
 class Renderer:

@@ -1,0 +1,37 @@
+"""Totals of a decode: frames, skipped ranges, findings by severity (no terminal needed)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..framing.mcbp import Skipped
+from ..messages.frame import Message
+
+
+@dataclass
+class Tally:
+    frames: int = 0
+    skipped: int = 0
+    skipped_bytes: int = 0
+    severities: Counter = field(default_factory=Counter)
+
+    def add(self, item: Message | Skipped) -> None:
+        if isinstance(item, Skipped):
+            self.skipped += 1
+            self.skipped_bytes += item.size
+        else:
+            self.add_message(item)
+
+    def add_message(self, msg: Message) -> None:
+        self.frames += 1
+        if msg.findings:
+            for f in msg.findings:
+                self.severities[f.severity] += 1
+
+    def line(self) -> str:
+        parts = [f"{self.frames} frames"]
+        if self.skipped:
+            parts.append(f"{self.skipped_bytes} bytes skipped in {self.skipped} ranges")
+        parts.append(f"{self.severities['error']} errors, {self.severities['warning']} warnings")
+        return ", ".join(parts)
