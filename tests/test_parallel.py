@@ -13,6 +13,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dcpgen
 import servers
@@ -295,3 +297,46 @@ def test_merge_by_runs_is_heapq_merge():
         want = [v for _, v in heapq.merge(*[[x for b in batches for x in b] for batches in parts],
                                           key=lambda kv: kv[0])]
         assert list(_merge(streams)) == want
+
+
+# -- the owner test on raw bytes ----------------------------------------------------------
+
+def _plain_packet() -> bytes:
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+
+    return bytes(Ether() / IP(src="10.1.2.3", dst="10.9.8.7") / TCP(sport=40001, dport=11210, seq=5) / (b"x" * 30))
+
+
+def test_plain_tcp4_names_the_connection_parse_record_finds():
+    from dcpinspect.engines.files import plain_tcp4
+    from dcpinspect.sources.capture import Record
+
+    raw = plain_tcp4(Record(0.0, 1, _plain_packet(), 84, 0))
+    assert raw == bytes([10, 1, 2, 3, 10, 9, 8, 7]) + (40001).to_bytes(2, "big") + (11210).to_bytes(2, "big")
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 255)), max_size=4), st.integers(0, 90),
+       st.sampled_from([1, 1, 1, 113, 101]))
+def test_plain_tcp4_only_for_records_parse_record_takes(flips, cut, linktype):
+    """Whatever the bytes, a record the owner test names would parse to a Segment of exactly
+    those addresses and ports: skipping other workers' records unparsed loses nothing."""
+    from dcpinspect.engines.files import plain_tcp4
+    from dcpinspect.sources.capture import Record
+    from dcpinspect.transport.packet import Segment, parse_record
+
+    data = bytearray(_plain_packet())
+    for at, value in flips:
+        data[at] = value
+    data = bytes(data[:len(data) - cut])
+    rec = Record(0.0, linktype, data, len(data), 0)
+    raw = plain_tcp4(rec)
+    if raw is None:
+        return
+    seg = parse_record(rec)
+    assert isinstance(seg, Segment) and seg.proto == "tcp"
+    import ipaddress
+
+    assert raw == (ipaddress.ip_address(seg.src).packed + ipaddress.ip_address(seg.dst).packed
+                   + seg.sport.to_bytes(2, "big") + seg.dport.to_bytes(2, "big"))

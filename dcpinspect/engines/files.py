@@ -37,12 +37,15 @@ class Owners:
     capture goes to worker n mod parts. Every worker reads the same records in the same
     order, so all of them agree without talking, and connections are spread evenly."""
 
-    __slots__ = ("parts", "table", "seen")
+    __slots__ = ("parts", "table", "seen", "raw")
 
     def __init__(self, parts: int) -> None:
         self.parts = parts
         self.table: dict[tuple, int] = {}  # (src, sport, dst, dport), both ways → part
         self.seen = 0
+        #: the same, by the 12 address and port bytes of a plain Ethernet/IPv4/TCP record
+        #: (see :func:`plain_tcp4`), both ways: other workers' records are known unparsed
+        self.raw: dict[bytes, int] = {}
 
     def of(self, src: str, sport: int, dst: str, dport: int) -> int:
         four = (src, sport, dst, dport)
@@ -50,9 +53,28 @@ class Owners:
         if part is None:
             if len(self.table) >= MAX_OWNERS:  # half a million connections: start over
                 self.table.clear()
+                self.raw.clear()
             part = self.table[four] = self.table[(dst, dport, src, sport)] = self.seen % self.parts
             self.seen += 1
         return part
+
+
+def plain_tcp4(rec) -> bytes | None:
+    """The IPv4 addresses and TCP ports (12 bytes, as on the wire) of an Ethernet record that
+    ``parse_record`` takes on its fast path, so surely to a Segment of those; else None."""
+    data = rec.data
+    if (rec.linktype != 1 or len(data) < 54 or data[12] != 8 or data[13] or data[14] != 0x45 or data[23] != 6
+            or data[20] & 0x3F or data[21]):
+        return None
+    tot = (data[16] << 8) | data[17]
+    doff = (data[46] >> 2) & 0x3C
+    if tot < 40 or 14 + tot > len(data) or doff < 20 or doff > tot - 20:
+        return None
+    return data[26:38]
+
+
+def _reverse(raw: bytes) -> bytes:
+    return raw[4:8] + raw[:4] + raw[10:12] + raw[8:10]
 
 
 def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None = None,
@@ -71,12 +93,21 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
                 yield rec.index, Note("capture", text)
             continue
         stats.records += 1
+        raw = None
+        if parts > 1:
+            raw = plain_tcp4(rec)
+            if raw is not None and owners.raw.get(raw, part) != part:
+                continue  # another worker's connection, and parsing would find nothing to report
         seg = parse_record(rec)
         if isinstance(seg, Skip):
             stats.skip(seg.reason)
             continue
-        if parts > 1 and owners.of(seg.src, seg.sport, seg.dst, seg.dport) != part:
-            continue
+        if parts > 1:
+            owner = owners.of(seg.src, seg.sport, seg.dst, seg.dport)
+            if raw is not None and raw not in owners.raw:
+                owners.raw[raw] = owners.raw[_reverse(raw)] = owner
+            if owner != part:
+                continue
         index = rec.index
         for item in dec.feed(seg):
             yield index, item
