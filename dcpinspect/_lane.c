@@ -6,6 +6,7 @@
  * problem and judge without a finding (no frame rule, no stream rule), writes the jsonl
  * line the Python path writes for it, and stops at the first frame it cannot vouch for:
  * that frame, and everything after it, goes the ordinary way. Declining is always safe.
+ * The lines come back as ASCII bytes, each ending in a newline.
  *
  * The extras layouts come from the layout tables (lane.py passes them in); the record
  * keys and their order are those of outputs/jsonl.frame_record. tests/test_lane.py checks
@@ -619,8 +620,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 break; /* duplicate-key */
         }
         /* the line, as frame_record and dumps write it */
-        if (o.len && PUT_LIT(&o, "\n") < 0)
-            goto done;
         if (put_str(&o, prefix) < 0 || PUT_LIT(&o, "\"protocol\":\"dcp\",\"offset\":") < 0 ||
             out_u64(&o, (uint64_t)(base + pos)) < 0 || PUT_LIT(&o, ",\"length\":") < 0 ||
             out_u64(&o, (uint64_t)size) < 0 || PUT_LIT(&o, ",\"magic\":") < 0 || out_u64(&o, (uint64_t)magic) < 0 ||
@@ -662,7 +661,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 goto done;
             }
         }
-        if (PUT_LIT(&o, "},\"findings\":[]}") < 0)
+        if (PUT_LIT(&o, "},\"findings\":[]}\n") < 0)
             goto done;
         if (limit)
             unacked += size;
@@ -679,7 +678,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (seqno >= snap_end)
             break; /* the snapshot is complete: the caller closes it */
     }
-    PyObject *lines = PyUnicode_DecodeASCII(o.p ? o.p : "", (Py_ssize_t)o.len, NULL);
+    PyObject *lines = PyBytes_FromStringAndSize(o.p ? o.p : "", (Py_ssize_t)o.len);
     if (lines == NULL)
         goto done;
     PyObject *cid_obj = last_prefixed ? PyLong_FromUnsignedLongLong(last_cid) : (Py_INCREF(Py_None), Py_None);

@@ -184,9 +184,9 @@ def show_sinks(fmt: str, payloads, results, strict: bool, progress=None) -> int:
     from .engines.sinks import combine_summaries, combine_tallies
 
     if fmt == "jsonl":
-        write = sys.stdout.write
+        write = _binary_out()
         for _, line in payloads:
-            write(line + "\n")
+            write(line)
         _clear(progress)
         tally = combine_tallies(results())
     else:
@@ -198,6 +198,16 @@ def show_sinks(fmt: str, payloads, results, strict: bool, progress=None) -> int:
         done.summary.render(make_console())
         tally = done.tally
     return EXIT_VIOLATIONS if strict and tally.severities["error"] else EXIT_OK
+
+
+def _binary_out():
+    """A write for ASCII bytes onto stdout, past the text layer when there is one."""
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is not None:
+        return buffer.write
+    text = sys.stdout.write
+    return lambda data: text(data.decode("ascii"))
 
 
 def _sink_run(path: Path, jobs: int, recipe, kw: dict, progress=None):

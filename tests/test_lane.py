@@ -50,7 +50,7 @@ def run(path: Path, lane: bool, **kw) -> tuple[str, tuple, int]:
             yield key, item
 
     keyed = counted(keyed_items(read_records(path), base=kw.pop("base", LEAN), lane=lane, **kw))
-    text = "\n".join(line for _, line in run_sink(sink, keyed))
+    text = b"".join(line for _, line in run_sink(sink, keyed)).decode("ascii")
     tally = sink.result()
     return text, (tally.frames, sorted(tally.severities.items())), taken
 

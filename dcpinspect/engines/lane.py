@@ -41,7 +41,7 @@ _MAGICS = (0x80, 0x08)  # ClientRequest, AltClientRequest (one stream-id frame i
 class Lines(NamedTuple):
     """jsonl lines of ``count`` frames in a row of one connection and direction."""
 
-    text: str  # lines joined by newlines, no newline at the end
+    text: bytes  # ASCII lines, each ending in a newline
     count: int
     flow: tuple
     direction: str

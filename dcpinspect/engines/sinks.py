@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .capture import Captured, Note, flow_label
 from .lane import Lines
 from ..findings import Finding
-from ..outputs.jsonl import dumps, frame_record
+from ..outputs.jsonl import dumps_line, frame_record
 from ..outputs.tally import Tally
 
 if TYPE_CHECKING:
@@ -32,7 +32,8 @@ class _Labels(dict):
 
 @dataclass
 class JsonlSink:
-    """``decode --format jsonl``: payload ``(is_frame, line)``; totals: a :class:`Tally` of
+    """``decode --format jsonl``: payload ``(is_frame, line)`` (ASCII bytes, newline included:
+    one line, or several for :class:`Lines`); totals: a :class:`Tally` of
     every frame, shown or not (``--strict`` judges them all). ``keep`` None: every frame."""
 
     keep: Callable[[Captured], bool] | None = None
@@ -53,12 +54,12 @@ class JsonlSink:
                     self.limit is not None and self.shown >= self.limit):
                 return None
             self.shown += 1
-            return True, dumps(frame_record(msg, kind="frame", frame=item.number, ts=item.ts,
-                                            flow=self.labels[item.flow], direction=item.direction))
+            return True, dumps_line(frame_record(msg, kind="frame", frame=item.number, ts=item.ts,
+                                                 flow=self.labels[item.flow], direction=item.direction))
         rec = {"kind": item.kind, "message": item.message, "ts": item.ts,
                "flow": self.labels[item.flow] if item.flow else None, "direction": item.direction,
                "offset": item.offset, "length": item.size}
-        return False, dumps(rec)
+        return False, dumps_line(rec)
 
     def done(self) -> bool:
         return self.limit is not None and self.shown >= self.limit

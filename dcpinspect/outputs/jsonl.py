@@ -92,12 +92,17 @@ def _stdlib(record: dict[str, Any]) -> str:
 
 def dumps(record: dict[str, Any]) -> str:
     """One compact JSON line, ASCII only (``\\uXXXX`` escapes), as ``json.dumps`` writes it."""
+    return dumps_line(record)[:-1].decode("ascii")
+
+
+def dumps_line(record: dict[str, Any]) -> bytes:
+    """:func:`dumps` as ASCII bytes, newline included: what jsonl output writes."""
     if orjson is not None:
         try:
-            out = orjson.dumps(record, option=_ORJSON_OPTS)
+            out = orjson.dumps(record, option=_ORJSON_OPTS | orjson.OPT_APPEND_NEWLINE)
         except TypeError:
-            return _stdlib(record)
+            return (_stdlib(record) + "\n").encode("ascii")
         if (out.isascii() and b"null" not in out and b"0.0000" not in out and b"\x7f" not in out
                 and _EXPONENT(out) is None):
-            return out.decode("ascii")
-    return _stdlib(record)
+            return out
+    return (_stdlib(record) + "\n").encode("ascii")
