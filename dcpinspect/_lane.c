@@ -516,6 +516,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     if (stop > view.len)
         stop = view.len;
+    if (pos < 0 || pos > stop) {
+        PyErr_SetString(PyExc_ValueError, "scan: position outside the buffer");
+        goto done;
+    }
     Py_ssize_t counts[2] = {0, 0}, last_key_at = -1, last_key_len = 0;
     long long total = 0;
     int last_op = -1, last_prefixed = 0, last_sid = -1;
@@ -713,6 +717,12 @@ static PyObject *cut(PyObject *self, PyObject *args) {
         known[((const uint8_t *)magics.buf)[i]] = 1;
     if (n > view.len)
         n = view.len;
+    if (pos < 0 || pos > n) {
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&magics);
+        PyErr_SetString(PyExc_ValueError, "cut: position outside the buffer");
+        return NULL;
+    }
     Py_ssize_t count = 0;
     while (n - pos >= 24) {
         uint32_t bodylen = be32(d + pos + 8);
