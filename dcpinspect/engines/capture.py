@@ -18,7 +18,7 @@ from ..framing.mcbp import FrameSplitter, RawFrame, RawRun, header_problem
 from ..messages.frame import DecodeContext, Message
 from ..messages.header import HEADER_SIZE
 from ..findings import Finding
-from .lane import Lane
+from .lane import LANE_OPCODES, Lane
 from .streaming import Conversation
 from ..transport.packet import Segment
 from ..transport.reassembly import Data, End, FlowKey, Gap, Reassembler, Start
@@ -232,11 +232,12 @@ class CaptureDecoder:
         data, offset, lane = run.data, run.offset, self.lane
         pos, n = 0, len(data)
         while pos < n:
-            pos, lines = lane.run(fd, sd, direction, data, pos, offset, ts)
-            if lines is not None:
-                out.append(lines)
-                if pos >= n:
-                    break
+            if data[pos + 1] in LANE_OPCODES:
+                pos, lines = lane.run(fd, sd, direction, data, pos, offset, ts)
+                if lines is not None:
+                    out.append(lines)
+                    if pos >= n:
+                        break
             end = pos + HEADER_SIZE + int.from_bytes(data[pos + 8:pos + 12], "big")
             out.append(self._frame(fd, sd, direction, RawFrame(offset + pos, data[pos:end]), ts))
             pos = end

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from ..framing.mcbp import Skipped
 from ..messages.frame import Message
 from ..sources.capture import CaptureProblem, Record, read_records
-from ..sources.hexdump import HexDump
 from ..transport.packet import Skip, parse_record
 from .capture import CaptureDecoder, Captured, Note
+
+if TYPE_CHECKING:
+    from ..sources.hexdump import HexDump
 
 LINKTYPE_ETHERNET, LINKTYPE_RAW = 1, 101
 
@@ -135,7 +137,7 @@ def _linktype(packet: bytes) -> int:
     return LINKTYPE_ETHERNET
 
 
-def decode_packet_blocks(dump: HexDump, collections: bool | None = None) -> Iterator[Message | Skipped]:
+def decode_packet_blocks(dump: "HexDump", collections: bool | None = None) -> Iterator[Message | Skipped]:
     """Packets pasted from ``tcpdump -X`` / ``-xx``: one block a packet, link type guessed."""
     records = (
         Record(float(i), _linktype(dump.data[s:e]), dump.data[s:e], e - s, i) for i, (s, e) in enumerate(dump.blocks)

@@ -32,7 +32,7 @@ except ImportError:  # built without a C compiler
 
 #: the opcodes the lane takes, and the extras field the frame rules require to be 0
 #: (rules/frame.py: nmeta-nonzero); the seqno must not be 0 either (seqno-zero)
-LANE_OPCODES = (0x57, 0x58)
+LANE_OPCODES = frozenset({0x57, 0x58})
 _ZERO_FIELD = "nmeta"
 _HEAD = struct.Struct(">BBHBBHIIQ")
 _MAGICS = (0x80, 0x08)  # ClientRequest, AltClientRequest (one stream-id frame info)
@@ -50,7 +50,7 @@ class Lines(NamedTuple):
 def _plans() -> tuple:
     """Per opcode and extras layout: field names as JSON keys and sizes, from the layouts."""
     plans = []
-    for op in LANE_OPCODES:
+    for op in sorted(LANE_OPCODES):
         spec = CLIENT_SPECS[op]
         assert spec.request.extras is not None and spec.family == "dcp"
         for size, layout in sorted(spec.request.extras.items()):
@@ -67,7 +67,7 @@ def _plans() -> tuple:
 _PLANS = _plans()
 _MAGIC_NAMES = tuple(json.dumps(MAGICS[m]) for m in _MAGICS)
 _NAMES = {op: CLIENT_SPECS[op].name for op in LANE_OPCODES}
-_MUTATIONS, _DELETIONS = (CLIENT_SPECS[op].name.removeprefix("DCP_").lower() for op in LANE_OPCODES)
+_MUTATIONS, _DELETIONS = (CLIENT_SPECS[op].name.removeprefix("DCP_").lower() for op in (0x57, 0x58))
 assert all(op in FLOW_CONTROLLED for op in LANE_OPCODES)
 
 
