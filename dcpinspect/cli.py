@@ -367,7 +367,7 @@ class _Progress:
     def __call__(self, done=1, read: int | None = None) -> None:
         import time
 
-        self.n += done if isinstance(done, int) else 1
+        self.n += done if isinstance(done, int) else getattr(done, "count", 1)  # Lines: several frames
         if read is not None:
             self.read = self.size if read < 0 else read
         now = time.monotonic()
