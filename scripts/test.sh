@@ -10,6 +10,7 @@ command -v tcpdump >/dev/null || need+=(tcpdump)
 command -v memccapable >/dev/null || need+=(libmemcached-tools)
 command -v xxd >/dev/null || need+=(xxd)
 command -v hexdump >/dev/null || need+=(bsdextrautils)
+command -v cc >/dev/null || need+=(gcc)  # builds the jsonl fast lane (dcpinspect/_lane.c)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing: ${need[*]}"
@@ -22,4 +23,5 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 python3 -m pip install -q -e ".[test,plot]"
+python3 -c "import dcpinspect._lane" || { echo "dcpinspect/_lane.c did not build: its tests would be skipped" >&2; exit 1; }
 exec python3 -m pytest -q -p no:cacheprovider "$@"
