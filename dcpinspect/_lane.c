@@ -209,6 +209,40 @@ static int j_word(J *j, const char *w) {
     return 1;
 }
 
+/* an object (keyed: "name": value pairs) or an array, at its opening bracket */
+static int j_container(J *j, int depth, uint8_t close, int keyed) {
+    j->i++;
+    j_ws(j);
+    if (j->i < j->n && j->s[j->i] == close) {
+        j->i++;
+        return 1;
+    }
+    for (;;) {
+        if (keyed) {
+            if (j->i >= j->n || j->s[j->i] != '"' || !j_string(j))
+                return 0;
+            j_ws(j);
+            if (j->i >= j->n || j->s[j->i] != ':')
+                return 0;
+            j->i++;
+            j_ws(j);
+        }
+        if (!j_value(j, depth + 1))
+            return 0;
+        j_ws(j);
+        if (j->i >= j->n)
+            return 0;
+        if (j->s[j->i] == close) {
+            j->i++;
+            return 1;
+        }
+        if (j->s[j->i] != ',')
+            return 0;
+        j->i++;
+        j_ws(j);
+    }
+}
+
 static int j_value(J *j, int depth) {
     if (j->i >= j->n)
         return 0;
@@ -219,59 +253,8 @@ static int j_value(J *j, int depth) {
     uint8_t c = j->s[j->i];
     if (c == '"')
         return j_string(j);
-    if (c == '{') {
-        j->i++;
-        j_ws(j);
-        if (j->i < j->n && j->s[j->i] == '}') {
-            j->i++;
-            return 1;
-        }
-        for (;;) {
-            if (j->i >= j->n || j->s[j->i] != '"' || !j_string(j))
-                return 0;
-            j_ws(j);
-            if (j->i >= j->n || j->s[j->i] != ':')
-                return 0;
-            j->i++;
-            j_ws(j);
-            if (!j_value(j, depth + 1))
-                return 0;
-            j_ws(j);
-            if (j->i >= j->n)
-                return 0;
-            if (j->s[j->i] == '}') {
-                j->i++;
-                return 1;
-            }
-            if (j->s[j->i] != ',')
-                return 0;
-            j->i++;
-            j_ws(j);
-        }
-    }
-    if (c == '[') {
-        j->i++;
-        j_ws(j);
-        if (j->i < j->n && j->s[j->i] == ']') {
-            j->i++;
-            return 1;
-        }
-        for (;;) {
-            if (!j_value(j, depth + 1))
-                return 0;
-            j_ws(j);
-            if (j->i >= j->n)
-                return 0;
-            if (j->s[j->i] == ']') {
-                j->i++;
-                return 1;
-            }
-            if (j->s[j->i] != ',')
-                return 0;
-            j->i++;
-            j_ws(j);
-        }
-    }
+    if (c == '{' || c == '[')
+        return j_container(j, depth, c == '{' ? '}' : ']', c == '{');
     if (c == '-' || (c >= '0' && c <= '9'))
         return j_number(j);
     return j_word(j, "true") || j_word(j, "false") || j_word(j, "null");
