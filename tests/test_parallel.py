@@ -340,3 +340,19 @@ def test_plain_tcp4_only_for_records_parse_record_takes(flips, cut, linktype):
 
     assert raw == (ipaddress.ip_address(seg.src).packed + ipaddress.ip_address(seg.dst).packed
                    + seg.sport.to_bytes(2, "big") + seg.dport.to_bytes(2, "big"))
+
+
+@pytest.mark.skipif(not __import__("dcpinspect.engines.lane", fromlist=["available"]).available(),
+                    reason="built without the C lane")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_lane_and_python_path_print_the_same(busy, cut, jobs):
+    """The command as users run it, with the fast lane and without (DCPINSPECT_PURE=1)."""
+    import os
+
+    for path in captures(busy, cut):
+        fast = run("decode", path, "-f", "jsonl", "-j", jobs)
+        slow = subprocess.run(servers.dcpinspect_argv() + ["decode", str(path), "-f", "jsonl", "-j", jobs],
+                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                              env={**os.environ, "DCPINSPECT_PURE": "1"})
+        assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), path
+        assert fast.stdout.count("\n") > 0
