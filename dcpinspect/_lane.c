@@ -729,9 +729,41 @@ static PyObject *valid_json(PyObject *self, PyObject *arg) {
     return PyLong_FromLong(r);
 }
 
+static PyObject *plain_json(PyObject *self, PyObject *arg) {
+    /* outputs/jsonl.dumps_line's test of an orjson line, in one pass: ASCII without DEL, and
+       no "null", "0.0000" or exponent (e-?[0-9]+ then , } or ]) where json.dumps could differ */
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *s = view.buf;
+    size_t n = (size_t)view.len;
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        uint8_t c = s[i];
+        if (c >= 0x7f)
+            ok = 0;
+        else if (c == 'n')
+            ok = !(i + 4 <= n && memcmp(s + i, "null", 4) == 0);
+        else if (c == '0')
+            ok = !(i + 6 <= n && memcmp(s + i, "0.0000", 6) == 0);
+        else if (c == 'e') {
+            size_t j = i + 1;
+            if (j < n && s[j] == '-')
+                j++;
+            size_t k = j;
+            while (j < n && s[j] >= '0' && s[j] <= '9')
+                j++;
+            ok = !(j > k && j < n && (s[j] == ',' || s[j] == '}' || s[j] == ']'));
+        }
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Lines for a run of plain DCP items of one stream."},
     {"cut", cut, METH_VARARGS, "End and count of the whole frames from a position."},
+    {"plain_json", plain_json, METH_O, "Whether json.dumps would write these orjson bytes the same."},
     {"valid_json", valid_json, METH_O, "Strict JSON check of ASCII bytes: 1, 0, or -1 (too deep)."},
     {NULL, NULL, 0, NULL},
 };

@@ -78,3 +78,14 @@ def test_fast_encoder_is_in_use_when_installed():
     orjson = pytest.importorskip("orjson")
     rec = {"kind": "frame", "ts": 1700000000.0003, "key": "doc::1", "fields": {"by_seqno": 7}}
     assert orjson.dumps(rec, option=jsonl._ORJSON_OPTS).decode() == jsonl.dumps(rec)
+
+
+_TOKENS = st.sampled_from([b"null", b"nul", b"0.0000", b"0.000", b"1e5,", b"1e-5}", b"e-]", b"e5", b"1E5,",
+                           b"\x7f", b"\x80", b"e", b"-", b",", b"}", b"]", b"0", b"a", b'"'])
+
+
+@pytest.mark.skipif(jsonl._plain is jsonl.plain_orjson, reason="built without the C lane")
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(st.lists(_TOKENS, max_size=12).map(b"".join), st.binary(max_size=40)))
+def test_the_one_pass_check_is_the_python_one(out):
+    assert jsonl._plain(out) == jsonl.plain_orjson(out)
