@@ -465,6 +465,52 @@ static Py_hash_t key_digest(int prefixed, uint64_t cid, const uint8_t *key, size
     return h;
 }
 
+/* One frame's header, as the line shows it. */
+typedef struct {
+    long long offset; /* stream offset of the frame */
+    Py_ssize_t size;
+    int magic, flex, dt, sid; /* sid: -1 without a stream-id frame info */
+    uint32_t vb, opaque;
+    uint64_t cas;
+} Head;
+
+/* A frame's line from the prefix to the opened "fields" object (with the stream id in it):
+ * outputs/jsonl.frame_record's keys, in its order, as dumps writes them. */
+static int put_head(Out *o, PyObject *prefix, const Head *f, PyObject *magic_names, PyObject *op_head,
+                    const uint8_t *key, size_t klen, int prefixed, uint64_t cid) {
+    if (put_str(o, prefix) < 0 || PUT_LIT(o, "\"protocol\":\"dcp\",\"offset\":") < 0 ||
+        out_u64(o, (uint64_t)f->offset) < 0 || PUT_LIT(o, ",\"length\":") < 0 || out_u64(o, (uint64_t)f->size) < 0 ||
+        PUT_LIT(o, ",\"magic\":") < 0 || out_u64(o, (uint64_t)f->magic) < 0 || PUT_LIT(o, ",\"magic_name\":") < 0 ||
+        put_str(o, PyTuple_GET_ITEM(magic_names, f->flex)) < 0 || put_str(o, op_head) < 0 ||
+        PUT_LIT(o, ",\"vbucket\":") < 0 || out_u64(o, f->vb) < 0 || PUT_LIT(o, ",\"opaque\":") < 0 ||
+        out_u64(o, f->opaque) < 0 || PUT_LIT(o, ",\"cas\":") < 0 || out_u64(o, f->cas) < 0 ||
+        PUT_LIT(o, ",\"datatype\":") < 0 || out_u64(o, (uint64_t)f->dt) < 0 || PUT_LIT(o, ",\"key\":") < 0 ||
+        out_json_ascii(o, key, klen) < 0)
+        return -1;
+    if (prefixed && (PUT_LIT(o, ",\"collection_id\":") < 0 || out_u64(o, cid) < 0))
+        return -1;
+    if (f->sid >= 0 && (PUT_LIT(o, ",\"stream_id\":") < 0 || out_u64(o, (uint64_t)f->sid) < 0 ||
+                        PUT_LIT(o, ",\"frame_infos\":[{\"id\":2,\"name\":\"dcp_stream_id\",\"value\":") < 0 ||
+                        out_u64(o, (uint64_t)f->sid) < 0 || PUT_LIT(o, "}]") < 0))
+        return -1;
+    if (PUT_LIT(o, ",\"truncated\":false,\"fields\":{") < 0)
+        return -1;
+    if (f->sid >= 0 && (PUT_LIT(o, "\"stream_id\":") < 0 || out_u64(o, (uint64_t)f->sid) < 0 || PUT_LIT(o, ",") < 0))
+        return -1;
+    return 0;
+}
+
+/* The stream id of a request with one stream-id frame info and nothing else (-1: none;
+ * -2: other framing, which the lane leaves alone). */
+static int stream_id_of(const uint8_t *h, int flex, uint32_t framing) {
+    if (!flex)
+        return -1;
+    if (framing != 3 || h[24] != 0x22)
+        return -2;
+    int sid = (int)be16(h + 25);
+    return sid ? sid : -2;
+}
+
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t pos, stop;
@@ -521,16 +567,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         uint64_t cas = beN(h + 16, 8);
         if (opaque != want_opaque || (int)vb != want_vb || framing + extlen + keylen > bodylen)
             break;
-        int sid = -1;
-        if (flex) { /* one stream-id frame info and nothing else */
-            if (framing != 3 || h[24] != 0x22)
-                break;
-            sid = (int)be16(h + 25);
-            if (sid == 0 || sid != want_sid)
-                break;
-        } else if (need_sid) {
+        int sid = stream_id_of(h, flex, framing);
+        if (sid == -2 || (sid >= 0 && sid != want_sid) || (sid < 0 && need_sid))
             break;
-        }
         Plan *plan = NULL;
         for (int i = 0; i < nplans; i++)
             if (plans[i].opcode == op && (uint32_t)plans[i].extras == extlen)
@@ -607,25 +646,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             if (seen == 1)
                 break; /* duplicate-key */
         }
-        /* the line, as frame_record and dumps write it */
-        if (put_str(&o, prefix) < 0 || PUT_LIT(&o, "\"protocol\":\"dcp\",\"offset\":") < 0 ||
-            out_u64(&o, (uint64_t)(base + pos)) < 0 || PUT_LIT(&o, ",\"length\":") < 0 ||
-            out_u64(&o, (uint64_t)size) < 0 || PUT_LIT(&o, ",\"magic\":") < 0 || out_u64(&o, (uint64_t)magic) < 0 ||
-            PUT_LIT(&o, ",\"magic_name\":") < 0 || put_str(&o, PyTuple_GET_ITEM(magic_names, flex)) < 0 ||
-            put_str(&o, plan->head) < 0 || PUT_LIT(&o, ",\"vbucket\":") < 0 || out_u64(&o, vb) < 0 ||
-            PUT_LIT(&o, ",\"opaque\":") < 0 || out_u64(&o, opaque) < 0 || PUT_LIT(&o, ",\"cas\":") < 0 ||
-            out_u64(&o, cas) < 0 || PUT_LIT(&o, ",\"datatype\":") < 0 || out_u64(&o, (uint64_t)dt) < 0 ||
-            PUT_LIT(&o, ",\"key\":") < 0 || out_json_ascii(&o, logical, llen) < 0)
-            goto done;
-        if (prefixed && (PUT_LIT(&o, ",\"collection_id\":") < 0 || out_u64(&o, cid) < 0))
-            goto done;
-        if (sid >= 0 && (PUT_LIT(&o, ",\"stream_id\":") < 0 || out_u64(&o, (uint64_t)sid) < 0 ||
-                         PUT_LIT(&o, ",\"frame_infos\":[{\"id\":2,\"name\":\"dcp_stream_id\",\"value\":") < 0 ||
-                         out_u64(&o, (uint64_t)sid) < 0 || PUT_LIT(&o, "}]") < 0))
-            goto done;
-        if (PUT_LIT(&o, ",\"truncated\":false,\"fields\":{") < 0)
-            goto done;
-        if (sid >= 0 && (PUT_LIT(&o, "\"stream_id\":") < 0 || out_u64(&o, (uint64_t)sid) < 0 || PUT_LIT(&o, ",") < 0))
+        Head f = {base + pos, size, magic, flex, dt, sid, vb, opaque, cas};
+        if (put_head(&o, prefix, &f, magic_names, plan->head, logical, llen, prefixed, cid) < 0)
             goto done;
         for (int k = 0; k < plan->nfields; k++) {
             if ((k && PUT_LIT(&o, ",") < 0) || put_str(&o, plan->names[k]) < 0 || out_u64(&o, vals[k]) < 0)
@@ -682,6 +704,113 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
 done:
     PyMem_Free(inflated);
+    PyMem_Free(o.p);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyObject *marker(PyObject *self, PyObject *args) {
+    /* One DCP_SNAPSHOT_MARKER request at pos, when its extras and value are exactly one of
+     * the given layouts (fixed fields, from the layout tables) and it has no key, no
+     * datatype and no framing but a stream id: (end, values, stream id or -1, line bytes),
+     * else None. Whether the marker draws a finding is for the rules, which the caller runs. */
+    Py_buffer view;
+    Py_ssize_t pos, stop;
+    long long base;
+    PyObject *prefix, *magic_names, *plan_seq, *result = NULL, *vals = NULL;
+    if (!PyArg_ParseTuple(args, "y*nnLUO!O!", &view, &pos, &stop, &base, &prefix, &PyTuple_Type, &magic_names,
+                          &PyTuple_Type, &plan_seq))
+        return NULL;
+    Out o = {NULL, 0, 0};
+    const uint8_t *d = view.buf, *h = d + pos;
+    if (stop > view.len)
+        stop = view.len;
+    if (pos < 0 || pos > stop) {
+        PyErr_SetString(PyExc_ValueError, "marker: position outside the buffer");
+        goto done;
+    }
+    if (!PyUnicode_IS_ASCII(prefix) || PyTuple_GET_SIZE(magic_names) != 2) {
+        PyErr_SetString(PyExc_ValueError, "prefix must be ASCII, magic_names two strings");
+        goto done;
+    }
+    if (pos + 24 > stop || (h[0] != 0x80 && h[0] != 0x08) || h[1] != 0x56)
+        goto none;
+    int flex = h[0] == 0x08;
+    Py_ssize_t size = 24 + (Py_ssize_t)be32(h + 8);
+    uint32_t framing = flex ? h[2] : 0, keylen = flex ? h[3] : be16(h + 2), extlen = h[4];
+    if (pos + size > stop || keylen || h[5] || 24 + framing + extlen > (uint32_t)size)
+        goto none;
+    int sid = stream_id_of(h, flex, framing);
+    if (sid == -2)
+        goto none;
+    const uint8_t *ex = h + 24 + framing;
+    size_t vlen = (size_t)size - 24 - framing - extlen;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plan_seq); i++) {
+        /* (extras size, version byte or -1, value size, field names, sizes, renderers, head) */
+        int extras, version;
+        Py_ssize_t value_len;
+        PyObject *names, *sizes, *renderers, *head;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(plan_seq, i), "iinO!O!O!U", &extras, &version, &value_len,
+                              &PyTuple_Type, &names, &PyTuple_Type, &sizes, &PyTuple_Type, &renderers, &head))
+            goto done;
+        if ((uint32_t)extras != extlen || (version >= 0 && (extlen < 1 || ex[0] != version)) ||
+            (size_t)value_len != vlen)
+            continue;
+        Py_ssize_t n = PyTuple_GET_SIZE(names);
+        if (PyTuple_GET_SIZE(sizes) != n || PyTuple_GET_SIZE(renderers) != n) {
+            PyErr_SetString(PyExc_ValueError, "marker plan: names, sizes and renderers differ in length");
+            goto done;
+        }
+        Head f = {base + pos, size, h[0], flex, 0, sid, be16(h + 6), be32(h + 12), beN(h + 16, 8)};
+        if (put_head(&o, prefix, &f, magic_names, head, NULL, 0, 0, 0) < 0 || (vals = PyTuple_New(n)) == NULL)
+            goto done;
+        size_t off = 0; /* the fields run on from the extras into the value: there is no key */
+        for (Py_ssize_t k = 0; k < n; k++) {
+            long width = PyLong_AsLong(PyTuple_GET_ITEM(sizes, k));
+            PyObject *name = PyTuple_GET_ITEM(names, k), *render = PyTuple_GET_ITEM(renderers, k);
+            if (width < 1 || width > 8 || off + (size_t)width > extlen + vlen || !PyUnicode_IS_ASCII(name)) {
+                PyErr_SetString(PyExc_ValueError, "marker plan: bad field");
+                goto done;
+            }
+            uint64_t v = beN(ex + off, (int)width);
+            off += (size_t)width;
+            PyObject *value = PyLong_FromUnsignedLongLong(v);
+            if (value == NULL)
+                goto done;
+            PyTuple_SET_ITEM(vals, k, value);
+            if ((k && PUT_LIT(&o, ",") < 0) || put_str(&o, name) < 0)
+                goto done;
+            if (render == Py_None) {
+                if (out_u64(&o, v) < 0)
+                    goto done;
+                continue;
+            }
+            PyObject *fragment = PyDict_Check(render) ? PyDict_GetItemWithError(render, value) : NULL;
+            if (fragment == NULL) {
+                if (PyErr_Occurred())
+                    goto done;
+                goto none; /* a value the tables do not name: the rules will say so */
+            }
+            if (!PyUnicode_Check(fragment) || !PyUnicode_IS_ASCII(fragment) || put_str(&o, fragment) < 0) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "marker plan: fragments must be ASCII strings");
+                goto done;
+            }
+        }
+        if (off != extlen + vlen || PUT_LIT(&o, "},\"findings\":[]}\n") < 0)
+            goto none;
+        PyObject *line = PyBytes_FromStringAndSize(o.p, (Py_ssize_t)o.len);
+        if (line == NULL)
+            goto done;
+        result = Py_BuildValue("(nNiN)", pos + size, vals, sid, line); /* N: takes both */
+        vals = NULL;
+        goto done;
+    }
+none:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_XDECREF(vals);
     PyMem_Free(o.p);
     PyBuffer_Release(&view);
     return result;
@@ -763,6 +892,7 @@ static PyObject *plain_json(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Lines for a run of plain DCP items of one stream."},
+    {"marker", marker, METH_VARARGS, "A snapshot marker's values and line, when its layout is plain."},
     {"cut", cut, METH_VARARGS, "End and count of the whole frames from a position."},
     {"plain_json", plain_json, METH_O, "Whether json.dumps would write these orjson bytes the same."},
     {"valid_json", valid_json, METH_O, "Strict JSON check of ASCII bytes: 1, 0, or -1 (too deep)."},

@@ -83,7 +83,7 @@ def test_plain_stream_taken_and_identical(tmp_path, collections, sid):
         p.snapshot(40, kind="mutation")
         p.snapshot(5, kind="deletion")
     taken = same(capture(tmp_path, d))
-    assert taken == 3 * 45  # every item; markers and the rest frame by frame
+    assert taken == 3 * 45 + 6  # every item and marker; the rest frame by frame
 
 
 def test_snappy_json_and_text_values(tmp_path):
@@ -97,7 +97,7 @@ def test_snappy_json_and_text_values(tmp_path):
     p.mutation(value=bytes(cramjam.snappy.compress_raw(b"")), datatype=0x02)
     p.mutation(value=b"\x01\x02binary", datatype=0x00)  # ASCII, not printable: value_hex
     p.mutation(value=b"", datatype=0x01)
-    assert same(capture(tmp_path, d)) == 6
+    assert same(capture(tmp_path, d)) == 1 + 6  # the marker and every item
 
 
 def test_long_value_cut_like_python(tmp_path):
@@ -106,8 +106,52 @@ def test_long_value_cut_like_python(tmp_path):
     p.marker(1, 2)
     p.mutation(value=json.dumps({"k": "v" * 10_000}).encode())
     p.mutation(value=b"t" * 4096, datatype=0)
-    assert same(capture(tmp_path, d)) == 2
-    assert same(capture(tmp_path, d, "small.pcap"), base=DecodeContext(detail=False, max_value_text=10)) == 2
+    assert same(capture(tmp_path, d)) == 1 + 2
+    assert same(capture(tmp_path, d, "small.pcap"), base=DecodeContext(detail=False, max_value_text=10)) == 1 + 2
+
+
+# -- snapshot markers: read in C, judged by the rules ----------------------------------------
+
+@pytest.mark.parametrize("version", ["v1", "2.0", "2.2"])
+@pytest.mark.parametrize("sid", [None, 3])
+def test_markers_of_every_version_identical(tmp_path, version, sid):
+    d = Dcp().handshake(("max_marker_version", "2.2"), stream_ids=sid is not None)
+    p = d.stream(6, sid=sid)
+    p.snapshot(3, version=version, flags=MEMORY)
+    p.snapshot(3, version=version, flags=DISK | 0x04, hcs=2, purge=1, hps=0)
+    p.snapshot(2, version=version, flags=MEMORY | 0x08 | 0x10)
+    assert same(capture(tmp_path, d)) == 3 + 8
+
+
+BAD_MARKERS = {
+    "end before the previous end": lambda p: p.marker(10, 5),
+    "overlapping the previous snapshot": lambda p: p.marker(2, 9),
+    "unknown flag bit": lambda p: p.marker(4, 6, flags=MEMORY | 0x4000),
+    "v2.2 without its control": lambda p: p.marker(4, 6, version="2.2"),
+    "v2.1, removed": lambda p: p.send(0x56, extras=L.SNAPSHOT_V2_EXTRAS.pack(version=1),
+                                      value=L.SNAPSHOT_V21.pack(start_seqno=4, end_seqno=6)),
+    "unknown version": lambda p: p.send(0x56, extras=L.SNAPSHOT_V2_EXTRAS.pack(version=7),
+                                        value=L.SNAPSHOT_V20.pack(start_seqno=4, end_seqno=6)),
+    "value of the wrong size": lambda p: p.send(0x56, extras=L.SNAPSHOT_V2_EXTRAS.pack(version=0),
+                                                value=L.SNAPSHOT_V20.pack(start_seqno=4, end_seqno=6) + b"\0"),
+    "v1 with a value": lambda p: p.send(0x56, extras=L.SNAPSHOT_V1.pack(start_seqno=4, end_seqno=6), value=b"x"),
+    "with a key": lambda p: p.send(0x56, extras=L.SNAPSHOT_V1.pack(start_seqno=4, end_seqno=6), key=b"k"),
+    "with a datatype": lambda p: p.send(0x56, extras=L.SNAPSHOT_V1.pack(start_seqno=4, end_seqno=6), datatype=1),
+    "mvs above the end": lambda p: p.marker(4, 6, version="2.0", mvs=9),
+    "inside an unfinished snapshot": lambda p: (p.marker(4, 9), p.mutation(seqno=4), p.marker(10, 12)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_MARKERS))
+def test_odd_markers_identical(tmp_path, name):
+    d = Dcp().handshake()
+    p = d.stream(6)
+    p.snapshot(3)
+    BAD_MARKERS[name](p)
+    p.mutation(seqno=20)
+    text = run(capture(tmp_path, d), True)[0]
+    assert same(capture(tmp_path, d)) >= 4
+    assert '"findings":[{' in text or name in ("with a datatype",)
 
 
 # -- what the lane must leave to the frame-by-frame path ---------------------------------
@@ -176,7 +220,7 @@ def test_may_duplicate_snapshot_keeps_no_keys(tmp_path):
     p.marker(1, 4, flags=MEMORY | MAY_DUPLICATE)
     for s in range(1, 5):
         p.mutation(key="same", seqno=s)
-    assert same(capture(tmp_path, d)) == 4
+    assert same(capture(tmp_path, d)) == 1 + 4
 
 
 def test_stream_state_after_a_run_is_the_same(tmp_path):
@@ -192,7 +236,7 @@ def test_stream_state_after_a_run_is_the_same(tmp_path):
     d.noop(reply=False)
     text = run(capture(tmp_path, d), True)[0]
     assert "answered-error" in text and "seqno-outside-snapshot" in text
-    assert same(capture(tmp_path, d)) == 30
+    assert same(capture(tmp_path, d)) == 2 + 30
 
 
 def test_joined_mid_stream_and_several_streams(tmp_path):
@@ -202,7 +246,7 @@ def test_joined_mid_stream_and_several_streams(tmp_path):
         for p in streams:
             p.snapshot(7, kind="deletion" if round_ == 2 else "mutation")
     path = capture(tmp_path, d)
-    assert same(path) == 4 * 3 * 7
+    assert same(path) == 4 * 3 * (1 + 7)
     late = dcpgen.write_capture(d.frames[len(d.frames) // 3:], tmp_path / "late.pcap", handshake=False)
     assert same(late) > 0  # streams adopted from their first message, then taken
 
@@ -250,7 +294,8 @@ def streams(draw):
     for _ in range(draw(st.integers(1, 3))):
         start = seqno + draw(st.integers(0, 2))
         end = start + draw(st.integers(0, 12))
-        p.marker(start, end, flags=draw(st.sampled_from([MEMORY, DISK, MEMORY | MAY_DUPLICATE])))
+        p.marker(start, end, flags=draw(st.sampled_from([MEMORY, DISK, MEMORY | MAY_DUPLICATE, 0x4001])),
+                 version=draw(st.sampled_from(["v1", "2.0", "2.2"])), mvs=draw(st.sampled_from([None, end + 1])))
         for _ in range(draw(st.integers(0, 14))):
             seqno = max(0, seqno + draw(st.sampled_from([1, 1, 1, 0, -1, 2])))
             key = draw(_KEYS)

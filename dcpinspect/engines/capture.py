@@ -232,12 +232,23 @@ class CaptureDecoder:
         data, offset, lane = run.data, run.offset, self.lane
         pos, n = 0, len(data)
         while pos < n:
-            if data[pos + 1] in LANE_OPCODES:
+            op = data[pos + 1]
+            if op in LANE_OPCODES:
                 pos, lines = lane.run(fd, sd, direction, data, pos, offset, ts)
                 if lines is not None:
                     out.append(lines)
-                    if pos >= n:
-                        break
+                    continue
+            elif op == 0x56:  # a snapshot marker: read in C, judged here
+                end, got = lane.marker(fd, sd, direction, data, pos, offset, ts)
+                if got is not None:
+                    if type(got) is tuple:  # findings: the marker decoded in full
+                        msg, number = got
+                        c = _CapturedBuilder(ts, fd.flow, direction, msg, number)
+                        c.__class__ = Captured
+                        got = c
+                    out.append(got)
+                    pos = end
+                    continue
             end = pos + HEADER_SIZE + int.from_bytes(data[pos + 8:pos + 12], "big")
             out.append(self._frame(fd, sd, direction, RawFrame(offset + pos, data[pos:end]), ts))
             pos = end

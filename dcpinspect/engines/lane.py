@@ -17,8 +17,12 @@ import json
 import struct
 from typing import NamedTuple
 
+from itertools import combinations
+
+from ..messages import dcp
 from ..messages.dcp import DELETION_V2
-from ..messages.frame import DecodeContext
+from ..messages.frame import DecodeContext, decode_frame, header_message
+from ..messages.layout import FieldSpec
 from ..messages.names import MAGICS
 from ..messages.registry import CLIENT_SPECS
 from ..outputs.jsonl import _stdlib
@@ -65,6 +69,40 @@ def _plans() -> tuple:
 
 
 _PLANS = _plans()
+
+
+def _renderer(spec: FieldSpec) -> dict | None:
+    """A field's JSON text by value, where it is not the number itself: every enum value,
+    every combination of named flags (other values are left to the Python path)."""
+    if spec.enum is not None:
+        return {v: json.dumps(spec.json(v)) for v in spec.enum}
+    if spec.flags is not None:
+        bits = list(spec.flags)
+        return {sum(c): json.dumps(spec.json(sum(c)), separators=(",", ":"))
+                for n in range(len(bits) + 1) for c in combinations(bits, n)}
+    return None
+
+
+def _marker_plans() -> tuple:
+    """DCP_SNAPSHOT_MARKER's shapes: v1 extras alone; v2 extras (the version) then the value
+    layout of that version (v2.1, removed, is left to the Python path)."""
+    spec = CLIENT_SPECS[0x56]
+    head = f',"opcode":{spec.opcode},"opcode_name":{json.dumps(spec.name)}'
+    shapes = [(dcp.SNAPSHOT_V1, -1, ())]
+    shapes += [(dcp.SNAPSHOT_V2_EXTRAS, version, value.fields)
+               for version, value in sorted(dcp.SNAPSHOT_VALUE_BY_VERSION.items()) if version != 0x01]
+    plans, names = [], {}
+    for extras, version, value_fields in shapes:
+        fields = extras.fields + tuple(value_fields)
+        assert all(f.kind == "uint" for f in fields) and len(fields) not in names
+        names[len(fields)] = tuple(f.name for f in fields)  # C gives the values back in this order
+        plans.append((extras.size, version, sum(f.size for f in value_fields),
+                      tuple(json.dumps(f.name) + ":" for f in fields), tuple(f.size for f in fields),
+                      tuple(_renderer(f) for f in fields), head))
+    return tuple(plans), names
+
+
+_MARKER_PLANS, _MARKER_NAMES = _marker_plans()
 _MAGIC_NAMES = tuple(json.dumps(MAGICS[m]) for m in _MAGICS)
 _NAMES = {op: CLIENT_SPECS[op].name for op in LANE_OPCODES}
 _MUTATIONS, _DELETIONS = (CLIENT_SPECS[op].name.removeprefix("DCP_").lower() for op in (0x57, 0x58))
@@ -129,12 +167,7 @@ class Lane:
         collections = negotiation.context(self.base).collections
         limit = negotiation.buffer_size or 0
         # every frame of a run is numbered by the same record: stop where the next one begins
-        marks = side.marks
-        if len(marks) > 1:
-            number = side.record_of(offset + pos + 24 + int.from_bytes(data[pos + 8:pos + 12], "big")) + 1
-            stop = marks[0][0] - offset
-        else:  # one record holds them all (record_of's answer for any end)
-            number, stop = (marks[0][1] if marks else -1) + 1, len(data)
+        number, stop = _numbered(side, data, pos, offset)
         params = (opaque, vbucket, -1 if stream.stream_id is None else stream.stream_id,
                   1 if negotiation.stream_ids else 0, -1 if collections is None else int(collections),
                   self.base.max_value_text, self.base.max_inflate, deletion_extras, stream.last_seqno, snap.start, snap.end,
@@ -165,3 +198,40 @@ class Lane:
         st.remember(direction, opaque, number, ts).item(
             last_op, opaque, _NAMES[last_op], vbucket, None if last_sid < 0 else last_sid, last_key)
         return after, Lines(text, count, fd.flow, direction)
+
+    def marker(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
+               ts: float) -> tuple[int, object]:
+        """The snapshot marker at ``pos``, judged by the rules on the values C read, and its
+        line (Lines) when they find nothing; with findings, the marker decoded in full
+        (Captured, for the ordinary record). ``(pos, None)``: left to the ordinary way."""
+        number, stop = _numbered(side, data, pos, offset)
+        got = _lane.marker(data, pos, stop, offset, self.prefix(number, ts, fd.label, direction),
+                           _MAGIC_NAMES, _MARKER_PLANS)
+        if got is None:
+            return pos, None
+        end, values, sid, text = got
+        frame, at = data[pos:end], offset + pos
+        msg = header_message(frame, at)
+        msg.values = dict(zip(_MARKER_NAMES[len(values)], values))
+        if sid >= 0:  # what frame._decode_framing sets for one stream-id frame info
+            msg.stream_id = sid
+            msg.fields = {"stream_id": sid}
+            msg.frame_infos = [{"id": 2, "name": "dcp_stream_id", "value": sid, "problem": None,
+                                "offset": at + 24, "size": 3}]
+        conversation = fd.conversation
+        conversation.judge(msg, direction, ts, number)
+        if not msg.findings:
+            return end, Lines(text, 1, fd.flow, direction)
+        full = decode_frame(frame, at, conversation.negotiation.context(self.base))
+        full.findings = msg.findings
+        return end, (full, number)
+
+
+def _numbered(side, data: bytes, pos: int, offset: int) -> tuple[int, int]:
+    """The capture frame number of the frame at ``pos`` and where frames with that same
+    number end in ``data`` (the start of the next record's bytes)."""
+    marks = side.marks
+    if len(marks) > 1:
+        number = side.record_of(offset + pos + 24 + int.from_bytes(data[pos + 8:pos + 12], "big")) + 1
+        return number, marks[0][0] - offset
+    return (marks[0][1] if marks else -1) + 1, len(data)  # one record holds them all

@@ -31,10 +31,16 @@ class Conversation:
         if self.base.headers_only:
             return decode_frame(raw.data, raw.offset, self.base)
         msg = decode_frame(raw.data, raw.offset, self.negotiation.context(self.base))
+        self.judge(msg, direction, ts, index)
+        return msg
+
+    def judge(self, msg: Message, direction: str | None = None, ts: float | None = None,
+              index: int | None = None) -> None:
+        """The frame rules, then the connection's negotiation and stream state, on a decoded
+        message (its findings land on it)."""
         check_frame(msg)
         self.negotiation.observe(msg)
         self.validator.feed(msg, direction, ts, index)
-        return msg
 
 
 @dataclass

@@ -121,12 +121,12 @@ def decode_frame(
     """Decode ``data`` (one frame, possibly cut short) found at stream ``offset``."""
     if len(data) < HEADER_SIZE:
         padded = data + bytes(HEADER_SIZE - len(data))
-        msg = _new_message(padded, offset)
+        msg = header_message(padded, offset)
         msg.data = data
         msg.truncated = True
         msg.problems.append(Problem("truncated", f"frame has {len(data)} of 24 header bytes", offset))
         return msg
-    msg = _new_message(data, offset)
+    msg = header_message(data, offset)
     if ctx.headers_only:
         msg.truncated = len(data) - HEADER_SIZE < msg.body_length
         return msg
@@ -154,7 +154,8 @@ _HEADER = struct.Struct(">BBBBBBHIIQ").unpack_from
 _FLEX = frozenset((0x08, 0x18))  # what parse_header treats as flexible framing
 
 
-def _new_message(data: bytes, offset: int) -> Message:
+def header_message(data: bytes, offset: int = 0) -> Message:
+    """A Message of ``data``'s 24-byte header alone (at least 24 bytes): the body is not read."""
     # parse_header without its NamedTuple, Message built positionally (hot path)
     magic, opcode, b2, b3, extlen, datatype, vbs, bodylen, opaque, cas = _HEADER(data)
     framing, keylen = (b2, b3) if magic in _FLEX else (0, (b2 << 8) | b3)
