@@ -816,6 +816,61 @@ done:
     return result;
 }
 
+static PyObject *skip_records(PyObject *self, PyObject *args) {
+    /* Classic pcap records from pos, passed over while each is a whole Ethernet/IPv4/TCP
+     * record that engines/files.plain_tcp4 names and whose 12 address and port bytes map in
+     * table to a part other than part: (position of the first record to read, records passed).
+     * Anything else stops the walk for the reader to take the record the ordinary way. */
+    Py_buffer view;
+    Py_ssize_t pos, hdrlen, max_record;
+    int little;
+    PyObject *table, *part;
+    if (!PyArg_ParseTuple(args, "y*nnpnO!O", &view, &pos, &hdrlen, &little, &max_record, &PyDict_Type, &table,
+                          &part))
+        return NULL;
+    const uint8_t *d = view.buf;
+    Py_ssize_t n = view.len, passed = 0;
+    PyObject *result = NULL;
+    if (pos < 0 || hdrlen < 16) {
+        PyErr_SetString(PyExc_ValueError, "skip_records: bad position or header length");
+        goto done;
+    }
+    while (pos + hdrlen <= n) {
+        const uint8_t *r = d + pos + 8;
+        Py_ssize_t caplen = little ? (Py_ssize_t)((uint32_t)r[0] | (uint32_t)r[1] << 8 | (uint32_t)r[2] << 16 |
+                                                  (uint32_t)r[3] << 24)
+                                   : (Py_ssize_t)be32(r);
+        if (caplen > max_record || pos + hdrlen + caplen > n || caplen < 54)
+            break;
+        const uint8_t *p = d + pos + hdrlen;
+        uint32_t tot = be16(p + 16), doff = (p[46] >> 2) & 0x3C;
+        if (p[12] != 8 || p[13] || p[14] != 0x45 || p[23] != 6 || (p[20] & 0x3F) || p[21] || tot < 40 ||
+            14 + tot > (uint32_t)caplen || doff < 20 || doff > tot - 20)
+            break;
+        PyObject *key = PyBytes_FromStringAndSize((const char *)p + 26, 12);
+        if (key == NULL)
+            goto done;
+        PyObject *owner = PyDict_GetItemWithError(table, key);
+        Py_DECREF(key);
+        if (owner == NULL) {
+            if (PyErr_Occurred())
+                goto done;
+            break;
+        }
+        int mine = PyObject_RichCompareBool(owner, part, Py_EQ);
+        if (mine < 0)
+            goto done;
+        if (mine)
+            break;
+        pos += hdrlen + caplen;
+        passed++;
+    }
+    result = Py_BuildValue("(nn)", pos, passed);
+done:
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyObject *cut(PyObject *self, PyObject *args) {
     /* framing.mcbp.FrameSplitter._frames without the frames: the end of the whole frames
        from pos whose magic is known and body length sane */
@@ -893,6 +948,7 @@ static PyObject *plain_json(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Lines for a run of plain DCP items of one stream."},
     {"marker", marker, METH_VARARGS, "A snapshot marker's values and line, when its layout is plain."},
+    {"skip_records", skip_records, METH_VARARGS, "Pass over pcap records of other workers' connections."},
     {"cut", cut, METH_VARARGS, "End and count of the whole frames from a position."},
     {"plain_json", plain_json, METH_O, "Whether json.dumps would write these orjson bytes the same."},
     {"valid_json", valid_json, METH_O, "Strict JSON check of ASCII bytes: 1, 0, or -1 (too deep)."},

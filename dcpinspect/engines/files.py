@@ -88,6 +88,8 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
     stats = stats if stats is not None else ReadStats()
     dec = CaptureDecoder(**kw)
     owners = Owners(parts)
+    if parts > 1 and hasattr(records, "pass_over"):
+        records.pass_over(owners.raw, part)  # the reader skips what plain_tcp4 would, unmade
     for rec in records:
         if isinstance(rec, CaptureProblem):
             if part == 0:
@@ -113,6 +115,7 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
         index = rec.index
         for item in dec.feed(seg):
             yield index, item
+    stats.records += getattr(records, "passed", 0)
     began = {flow: fd.first_index for flow, fd in dec.flows.items()}
     for item in dec.finish():
         yield END_KEY + began.get(item.flow, END_KEY), item

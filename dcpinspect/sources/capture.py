@@ -180,7 +180,8 @@ def read_records(path: str | os.PathLike) -> "Records":
         raise CaptureError(f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from None
     magic = head[:4]
     if magic in _PCAP_MAGICS:
-        return Records(f, _pcap(f, head, *_PCAP_MAGICS[magic]))
+        skip = _Skip()
+        return Records(f, _pcap(f, head, *_PCAP_MAGICS[magic], skip), skip)
     if magic == _PCAPNG_SHB and (len(head) < 12 or head[8:12] in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d")):
         return Records(f, _pcapng(f, head))
     why = getattr(f, "error", None) or ("empty file" if not head else f"unknown magic {magic.hex()}")
@@ -192,9 +193,24 @@ class Records:
     """The records of one capture file, in order; :meth:`tell` says how far into the file
     (bytes on disk, compressed ones for gzip) reading has got, for progress reports."""
 
-    def __init__(self, f, gen) -> None:
+    def __init__(self, f, gen, skip: "_Skip | None" = None) -> None:
         self._file = getattr(f, "_raw", f)
         self._gen = _records(f, gen)
+        self._skip = skip
+
+    def pass_over(self, owners: dict, part: object) -> bool:
+        """From now on, pass over (never yield) the plain Ethernet/IPv4/TCP records whose 12
+        address and port bytes ``owners`` maps to something other than ``part``: another
+        worker's connections, known without making a Record. False if this reader cannot
+        (pcapng, or no compiled lane); :attr:`passed` counts them."""
+        if self._skip is None or _lane is None:
+            return False
+        self._skip.owners, self._skip.part = owners, part
+        return True
+
+    @property
+    def passed(self) -> int:
+        return 0 if self._skip is None else self._skip.passed
 
     def __iter__(self) -> Iterator[Record | CaptureProblem]:
         return self._gen  # the generator itself: no extra call a record
@@ -250,7 +266,26 @@ def _stream_note(f) -> str:
 # --- pcap ----------------------------------------------------------------------------
 
 
-def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int):
+class _Skip:
+    """What a pcap reader passes over (see Records.pass_over)."""
+
+    __slots__ = ("owners", "part", "passed")
+
+    def __init__(self) -> None:
+        self.owners: dict | None = None
+        self.part: object = None
+        self.passed = 0
+
+
+try:
+    from .._lane import skip_records as _skip_records
+except ImportError:  # built without a C compiler
+    _lane = _skip_records = None
+else:
+    _lane = True
+
+
+def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int, skip: _Skip):
     if len(head) < 24:
         yield CaptureProblem(0, f"file ends inside the pcap header ({len(head)} of 24 bytes){_stream_note(f)}")
         return
@@ -261,9 +296,16 @@ def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int):
     rtype = Record
     b = _Buffer(f, b"")
     index = 0
+    little = endian == "<"
     while True:
         buf = b.buf
         pos = b.pos
+        if skip.owners is not None and linktype == 1:
+            pos, passed = _skip_records(buf, pos, hdrlen, little, MAX_RECORD, skip.owners, skip.part)
+            if passed:
+                index += passed
+                skip.passed += passed
+                b.pos = pos
         if len(buf) - pos < hdrlen:
             if not b.need(hdrlen):
                 problem = _cut_short(f, index, f"record {index}: ", "the record header", b.left(), hdrlen,
@@ -271,8 +313,7 @@ def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int):
                 if problem is not None:
                     yield problem
                 return
-            buf = b.buf
-            pos = b.pos
+            continue  # refilled: look again for records to pass over
         sec, frac, caplen, wirelen = unpack(buf, pos)
         if caplen > MAX_RECORD:
             yield CaptureProblem(index, f"record {index}: bad record length {caplen} at byte {b.offset() + 24}")
@@ -283,9 +324,7 @@ def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int):
                 yield CaptureProblem(index, f"record {index}: record length {caplen} exceeds the "
                                             f"{b.left() - hdrlen} bytes left in the file{_stream_note(f)}")
                 return
-            buf = b.buf
-            pos = b.pos
-            end = pos + hdrlen + caplen
+            continue  # refilled: the record is whole now
         rec = make(sec + frac * scale, linktype, buf[pos + hdrlen:end], wirelen, index)
         rec.__class__ = rtype
         yield rec
