@@ -475,14 +475,19 @@ typedef struct {
 } Head;
 
 /* A frame's line from the prefix to the opened "fields" object (with the stream id in it):
- * outputs/jsonl.frame_record's keys, in its order, as dumps writes them. */
-static int put_head(Out *o, PyObject *prefix, const Head *f, PyObject *magic_names, PyObject *op_head,
-                    const uint8_t *key, size_t klen, int prefixed, uint64_t cid) {
-    if (put_str(o, prefix) < 0 || PUT_LIT(o, "\"protocol\":\"dcp\",\"offset\":") < 0 ||
+ * outputs/jsonl.frame_record's keys, in its order, as dumps writes them (proto: the
+ * "protocol" member; op_head: the opcode's members, and a response's status ones). The
+ * fields object holds the stream id, if any: what follows it starts with a comma then. */
+static int put_head(Out *o, PyObject *prefix, const Head *f, PyObject *proto, PyObject *magic_name,
+                    PyObject *op_head, int with_vbucket, const uint8_t *key, size_t klen, int prefixed, uint64_t cid) {
+    if (put_str(o, prefix) < 0 || put_str(o, proto) < 0 || PUT_LIT(o, ",\"offset\":") < 0 ||
         out_u64(o, (uint64_t)f->offset) < 0 || PUT_LIT(o, ",\"length\":") < 0 || out_u64(o, (uint64_t)f->size) < 0 ||
         PUT_LIT(o, ",\"magic\":") < 0 || out_u64(o, (uint64_t)f->magic) < 0 || PUT_LIT(o, ",\"magic_name\":") < 0 ||
-        put_str(o, PyTuple_GET_ITEM(magic_names, f->flex)) < 0 || put_str(o, op_head) < 0 ||
-        PUT_LIT(o, ",\"vbucket\":") < 0 || out_u64(o, f->vb) < 0 || PUT_LIT(o, ",\"opaque\":") < 0 ||
+        put_str(o, magic_name) < 0 || put_str(o, op_head) < 0)
+        return -1;
+    if (with_vbucket && (PUT_LIT(o, ",\"vbucket\":") < 0 || out_u64(o, f->vb) < 0))
+        return -1;
+    if (PUT_LIT(o, ",\"opaque\":") < 0 ||
         out_u64(o, f->opaque) < 0 || PUT_LIT(o, ",\"cas\":") < 0 || out_u64(o, f->cas) < 0 ||
         PUT_LIT(o, ",\"datatype\":") < 0 || out_u64(o, (uint64_t)f->dt) < 0 || PUT_LIT(o, ",\"key\":") < 0 ||
         out_json_ascii(o, key, klen) < 0)
@@ -495,7 +500,7 @@ static int put_head(Out *o, PyObject *prefix, const Head *f, PyObject *magic_nam
         return -1;
     if (PUT_LIT(o, ",\"truncated\":false,\"fields\":{") < 0)
         return -1;
-    if (f->sid >= 0 && (PUT_LIT(o, "\"stream_id\":") < 0 || out_u64(o, (uint64_t)f->sid) < 0 || PUT_LIT(o, ",") < 0))
+    if (f->sid >= 0 && (PUT_LIT(o, "\"stream_id\":") < 0 || out_u64(o, (uint64_t)f->sid) < 0))
         return -1;
     return 0;
 }
@@ -528,6 +533,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                           &PyTuple_Type, &magic_names))
         return NULL;
     const uint8_t *d = view.buf;
+    PyObject *dcp_proto = PyTuple_GET_SIZE(magic_names) == 3 ? PyTuple_GET_ITEM(magic_names, 2) : NULL;
     Plan plans[8];
     int nplans = read_plans(plan_seq, plans, 8);
     PyObject *result = NULL;
@@ -538,8 +544,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "keys: a set or None");
         goto done;
     }
-    if (!PyUnicode_IS_ASCII(prefix) || PyTuple_GET_SIZE(magic_names) != 2) {
-        PyErr_SetString(PyExc_ValueError, "prefix must be ASCII, magic_names two strings");
+    if (!PyUnicode_IS_ASCII(prefix) || PyTuple_GET_SIZE(magic_names) != 3) {
+        PyErr_SetString(PyExc_ValueError, "prefix must be ASCII; names: two magic names, the protocol member");
         goto done;
     }
     if (stop > view.len)
@@ -647,10 +653,12 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 break; /* duplicate-key */
         }
         Head f = {base + pos, size, magic, flex, dt, sid, vb, opaque, cas};
-        if (put_head(&o, prefix, &f, magic_names, plan->head, logical, llen, prefixed, cid) < 0)
+        if (put_head(&o, prefix, &f, dcp_proto, PyTuple_GET_ITEM(magic_names, flex), plan->head, 1, logical, llen,
+                     prefixed, cid) < 0)
             goto done;
         for (int k = 0; k < plan->nfields; k++) {
-            if ((k && PUT_LIT(&o, ",") < 0) || put_str(&o, plan->names[k]) < 0 || out_u64(&o, vals[k]) < 0)
+            if (((k || sid >= 0) && PUT_LIT(&o, ",") < 0) || put_str(&o, plan->names[k]) < 0 ||
+                out_u64(&o, vals[k]) < 0)
                 goto done;
         }
         if (prefixed && (PUT_LIT(&o, ",\"collection_id\":") < 0 || out_u64(&o, cid) < 0))
@@ -709,83 +717,103 @@ done:
     return result;
 }
 
-static PyObject *marker(PyObject *self, PyObject *args) {
-    /* One DCP_SNAPSHOT_MARKER request at pos, when its extras and value are exactly one of
-     * the given layouts (fixed fields, from the layout tables) and it has no key, no
-     * datatype and no framing but a stream id: (end, values, stream id or -1, line bytes),
-     * else None. Whether the marker draws a finding is for the rules, which the caller runs. */
+static PyObject *fixed(PyObject *self, PyObject *args) {
+    /* One frame at pos made of fixed fields only (from the layout tables): no key, no
+     * datatype, no framing but a request's stream id; a response only with status 0.
+     * shapes maps magic << 8 | opcode to the shapes that frame may have, each
+     * (extras size, version byte or -1, value size, field names, sizes, renderers, protocol
+     * member, opcode members, whether the line has a vbucket, shape index). Returns
+     * (end, shape index, stream id or -1, line bytes), or None. Whether the frame draws a
+     * finding is for the rules, which the caller runs. */
     Py_buffer view;
     Py_ssize_t pos, stop;
     long long base;
-    PyObject *prefix, *magic_names, *plan_seq, *result = NULL, *vals = NULL;
-    if (!PyArg_ParseTuple(args, "y*nnLUO!O!", &view, &pos, &stop, &base, &prefix, &PyTuple_Type, &magic_names,
-                          &PyTuple_Type, &plan_seq))
+    PyObject *prefix, *magic_name, *shapes, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*nnLUUO!", &view, &pos, &stop, &base, &prefix, &magic_name, &PyDict_Type,
+                          &shapes))
         return NULL;
     Out o = {NULL, 0, 0};
     const uint8_t *d = view.buf, *h = d + pos;
     if (stop > view.len)
         stop = view.len;
     if (pos < 0 || pos > stop) {
-        PyErr_SetString(PyExc_ValueError, "marker: position outside the buffer");
+        PyErr_SetString(PyExc_ValueError, "fixed: position outside the buffer");
         goto done;
     }
-    if (!PyUnicode_IS_ASCII(prefix) || PyTuple_GET_SIZE(magic_names) != 2) {
-        PyErr_SetString(PyExc_ValueError, "prefix must be ASCII, magic_names two strings");
+    if (!PyUnicode_IS_ASCII(prefix) || !PyUnicode_IS_ASCII(magic_name)) {
+        PyErr_SetString(PyExc_ValueError, "fixed: prefix and magic name must be ASCII");
         goto done;
     }
-    if (pos + 24 > stop || (h[0] != 0x80 && h[0] != 0x08) || h[1] != 0x56)
+    if (pos + 24 > stop)
         goto none;
-    int flex = h[0] == 0x08;
+    int magic = h[0], flex = magic == 0x08, response = magic == 0x81;
     Py_ssize_t size = 24 + (Py_ssize_t)be32(h + 8);
     uint32_t framing = flex ? h[2] : 0, keylen = flex ? h[3] : be16(h + 2), extlen = h[4];
-    if (pos + size > stop || keylen || h[5] || 24 + framing + extlen > (uint32_t)size)
+    if ((magic != 0x80 && !flex && !response) || pos + size > stop || keylen || h[5] ||
+        24 + framing + extlen > (uint32_t)size || (response && be16(h + 6)))
         goto none;
     int sid = stream_id_of(h, flex, framing);
     if (sid == -2)
         goto none;
+    PyObject *code = PyLong_FromLong(magic << 8 | h[1]);
+    if (code == NULL)
+        goto done;
+    PyObject *candidates = PyDict_GetItemWithError(shapes, code);
+    Py_DECREF(code);
+    if (candidates == NULL) {
+        if (PyErr_Occurred())
+            goto done;
+        goto none;
+    }
+    if (!PyTuple_Check(candidates)) {
+        PyErr_SetString(PyExc_TypeError, "fixed: shapes map to tuples");
+        goto done;
+    }
     const uint8_t *ex = h + 24 + framing;
     size_t vlen = (size_t)size - 24 - framing - extlen;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plan_seq); i++) {
-        /* (extras size, version byte or -1, value size, field names, sizes, renderers, head) */
-        int extras, version;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(candidates); i++) {
+        int extras, version, with_vbucket, index;
         Py_ssize_t value_len;
-        PyObject *names, *sizes, *renderers, *head;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(plan_seq, i), "iinO!O!O!U", &extras, &version, &value_len,
-                              &PyTuple_Type, &names, &PyTuple_Type, &sizes, &PyTuple_Type, &renderers, &head))
+        PyObject *names, *sizes, *renderers, *proto, *head;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(candidates, i), "iinO!O!O!UUpi", &extras, &version, &value_len,
+                              &PyTuple_Type, &names, &PyTuple_Type, &sizes, &PyTuple_Type, &renderers, &proto, &head,
+                              &with_vbucket, &index))
             goto done;
         if ((uint32_t)extras != extlen || (version >= 0 && (extlen < 1 || ex[0] != version)) ||
             (size_t)value_len != vlen)
             continue;
         Py_ssize_t n = PyTuple_GET_SIZE(names);
-        if (PyTuple_GET_SIZE(sizes) != n || PyTuple_GET_SIZE(renderers) != n) {
-            PyErr_SetString(PyExc_ValueError, "marker plan: names, sizes and renderers differ in length");
+        if (PyTuple_GET_SIZE(sizes) != n || PyTuple_GET_SIZE(renderers) != n || !PyUnicode_IS_ASCII(proto) ||
+            !PyUnicode_IS_ASCII(head)) {
+            PyErr_SetString(PyExc_ValueError, "fixed: a shape's lists differ in length or are not ASCII");
             goto done;
         }
-        Head f = {base + pos, size, h[0], flex, 0, sid, be16(h + 6), be32(h + 12), beN(h + 16, 8)};
-        if (put_head(&o, prefix, &f, magic_names, head, NULL, 0, 0, 0) < 0 || (vals = PyTuple_New(n)) == NULL)
+        Head f = {base + pos, size, magic, flex, 0, sid, be16(h + 6), be32(h + 12), beN(h + 16, 8)};
+        if (put_head(&o, prefix, &f, proto, magic_name, head, with_vbucket, NULL, 0, 0, 0) < 0)
             goto done;
         size_t off = 0; /* the fields run on from the extras into the value: there is no key */
         for (Py_ssize_t k = 0; k < n; k++) {
             long width = PyLong_AsLong(PyTuple_GET_ITEM(sizes, k));
             PyObject *name = PyTuple_GET_ITEM(names, k), *render = PyTuple_GET_ITEM(renderers, k);
-            if (width < 1 || width > 8 || off + (size_t)width > extlen + vlen || !PyUnicode_IS_ASCII(name)) {
-                PyErr_SetString(PyExc_ValueError, "marker plan: bad field");
+            if (width < 1 || width > 8 || off + (size_t)width > extlen + vlen || !PyUnicode_Check(name) ||
+                !PyUnicode_IS_ASCII(name)) {
+                PyErr_SetString(PyExc_ValueError, "fixed: bad field");
                 goto done;
             }
             uint64_t v = beN(ex + off, (int)width);
             off += (size_t)width;
-            PyObject *value = PyLong_FromUnsignedLongLong(v);
-            if (value == NULL)
-                goto done;
-            PyTuple_SET_ITEM(vals, k, value);
-            if ((k && PUT_LIT(&o, ",") < 0) || put_str(&o, name) < 0)
+            if (((k || sid >= 0) && PUT_LIT(&o, ",") < 0) || put_str(&o, name) < 0)
                 goto done;
             if (render == Py_None) {
                 if (out_u64(&o, v) < 0)
                     goto done;
                 continue;
             }
+            PyObject *value = PyLong_FromUnsignedLongLong(v);
+            if (value == NULL)
+                goto done;
             PyObject *fragment = PyDict_Check(render) ? PyDict_GetItemWithError(render, value) : NULL;
+            Py_DECREF(value);
             if (fragment == NULL) {
                 if (PyErr_Occurred())
                     goto done;
@@ -793,24 +821,19 @@ static PyObject *marker(PyObject *self, PyObject *args) {
             }
             if (!PyUnicode_Check(fragment) || !PyUnicode_IS_ASCII(fragment) || put_str(&o, fragment) < 0) {
                 if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_ValueError, "marker plan: fragments must be ASCII strings");
+                    PyErr_SetString(PyExc_ValueError, "fixed: fragments must be ASCII strings");
                 goto done;
             }
         }
         if (off != extlen + vlen || PUT_LIT(&o, "},\"findings\":[]}\n") < 0)
             goto none;
-        PyObject *line = PyBytes_FromStringAndSize(o.p, (Py_ssize_t)o.len);
-        if (line == NULL)
-            goto done;
-        result = Py_BuildValue("(nNiN)", pos + size, vals, sid, line); /* N: takes both */
-        vals = NULL;
+        result = Py_BuildValue("(niiy#)", pos + size, index, sid, o.p, (Py_ssize_t)o.len);
         goto done;
     }
 none:
     result = Py_None;
     Py_INCREF(result);
 done:
-    Py_XDECREF(vals);
     PyMem_Free(o.p);
     PyBuffer_Release(&view);
     return result;
@@ -947,7 +970,7 @@ static PyObject *plain_json(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Lines for a run of plain DCP items of one stream."},
-    {"marker", marker, METH_VARARGS, "A snapshot marker's values and line, when its layout is plain."},
+    {"fixed", fixed, METH_VARARGS, "The line of a frame of fixed fields only, and which shape it has."},
     {"skip_records", skip_records, METH_VARARGS, "Pass over pcap records of other workers' connections."},
     {"cut", cut, METH_VARARGS, "End and count of the whole frames from a position."},
     {"plain_json", plain_json, METH_O, "Whether json.dumps would write these orjson bytes the same."},

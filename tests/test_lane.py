@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from pathlib import Path
 
 import cramjam
@@ -37,16 +38,15 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 LEAN = DecodeContext(detail=False)
 
 
-def run(path: Path, lane: bool, **kw) -> tuple[str, tuple, int]:
-    """(jsonl text, (frames, severities), frames the lane took)."""
+def run(path: Path, lane: bool, **kw) -> tuple[str, tuple, Counter]:
+    """(jsonl text, (frames, severities), frames the lane took by opcode name)."""
     sink = JsonlSink()
-    taken = 0
+    taken: Counter = Counter()
 
     def counted(items):
-        nonlocal taken
         for key, item in items:
             if type(item) is Lines:
-                taken += item.count
+                taken.update(json.loads(line)["opcode_name"] for line in item.text.splitlines())
             yield key, item
 
     keyed = counted(keyed_items(read_records(path), base=kw.pop("base", LEAN), lane=lane, **kw))
@@ -55,17 +55,25 @@ def run(path: Path, lane: bool, **kw) -> tuple[str, tuple, int]:
     return text, (tally.frames, sorted(tally.severities.items())), taken
 
 
-def same(path: Path, **kw) -> int:
-    """Assert both ways print the same; return how many frames the lane took."""
+def same(path: Path, **kw) -> Counter:
+    """Assert both ways print the same; return the frames the lane took, by opcode name."""
     fast, fast_totals, taken = run(path, True, **kw)
     slow, slow_totals, none = run(path, False, **kw)
-    assert none == 0
+    assert not none
     if fast != slow:
         for i, (a, b) in enumerate(zip(fast.split("\n"), slow.split("\n"))):
             assert a == b, f"line {i + 1} differs"
     assert fast == slow
     assert fast_totals == slow_totals
     return taken
+
+
+def docs(taken: Counter) -> int:
+    return taken["DCP_MUTATION"] + taken["DCP_DELETION"]
+
+
+def marks(taken: Counter) -> int:
+    return taken["DCP_SNAPSHOT_MARKER"]
 
 
 def capture(tmp_path: Path, dcp: Dcp, name: str = "c.pcap", **kw) -> Path:
@@ -83,7 +91,7 @@ def test_plain_stream_taken_and_identical(tmp_path, collections, sid):
         p.snapshot(40, kind="mutation")
         p.snapshot(5, kind="deletion")
     taken = same(capture(tmp_path, d))
-    assert taken == 3 * 45 + 6  # every item and marker; the rest frame by frame
+    assert (docs(taken), marks(taken)) == (3 * 45, 6)  # every item and marker
 
 
 def test_snappy_json_and_text_values(tmp_path):
@@ -97,7 +105,7 @@ def test_snappy_json_and_text_values(tmp_path):
     p.mutation(value=bytes(cramjam.snappy.compress_raw(b"")), datatype=0x02)
     p.mutation(value=b"\x01\x02binary", datatype=0x00)  # ASCII, not printable: value_hex
     p.mutation(value=b"", datatype=0x01)
-    assert same(capture(tmp_path, d)) == 1 + 6  # the marker and every item
+    assert (docs(same(capture(tmp_path, d))), marks(same(capture(tmp_path, d)))) == (6, 1)
 
 
 def test_long_value_cut_like_python(tmp_path):
@@ -106,8 +114,8 @@ def test_long_value_cut_like_python(tmp_path):
     p.marker(1, 2)
     p.mutation(value=json.dumps({"k": "v" * 10_000}).encode())
     p.mutation(value=b"t" * 4096, datatype=0)
-    assert same(capture(tmp_path, d)) == 1 + 2
-    assert same(capture(tmp_path, d, "small.pcap"), base=DecodeContext(detail=False, max_value_text=10)) == 1 + 2
+    assert docs(same(capture(tmp_path, d))) == 2
+    assert docs(same(capture(tmp_path, d, "small.pcap"), base=DecodeContext(detail=False, max_value_text=10))) == 2
 
 
 # -- snapshot markers: read in C, judged by the rules ----------------------------------------
@@ -120,7 +128,8 @@ def test_markers_of_every_version_identical(tmp_path, version, sid):
     p.snapshot(3, version=version, flags=MEMORY)
     p.snapshot(3, version=version, flags=DISK | 0x04, hcs=2, purge=1, hps=0)
     p.snapshot(2, version=version, flags=MEMORY | 0x08 | 0x10)
-    assert same(capture(tmp_path, d)) == 3 + 8
+    taken = same(capture(tmp_path, d))
+    assert (docs(taken), marks(taken)) == (8, 3)
 
 
 BAD_MARKERS = {
@@ -150,8 +159,49 @@ def test_odd_markers_identical(tmp_path, name):
     BAD_MARKERS[name](p)
     p.mutation(seqno=20)
     text = run(capture(tmp_path, d), True)[0]
-    assert same(capture(tmp_path, d)) >= 4
+    assert docs(same(capture(tmp_path, d))) >= 3
     assert '"findings":[{' in text or name in ("with a datatype",)
+
+
+# -- other frames of fixed fields: read in C, judged by the rules -------------------------
+
+def test_fixed_frames_identical_and_taken(tmp_path):
+    d = Dcp().handshake(buffer=4000)  # controls answered with empty Success responses
+    p = d.stream(8)
+    p.snapshot(20)
+    d.noop()
+    d.buffer_ack(100)
+    p.set_vbucket_state(1)
+    p.set_vbucket_state(9)  # not a state: a finding
+    p.end(0)
+    q = d.stream(9)
+    q.snapshot(2)
+    q.end(99)  # an unknown reason: a finding
+    d.client(dcpgen.build_frame(0x81, 0x5E, opaque=0x99))  # a Success nobody asked for
+    d.server(dcpgen.build_frame(0x81, 0x53, opaque=0x98))  # STREAM_REQ Success without a failover log
+    d.server(dcpgen.build_frame(0x81, 0x5E, status=0x04, opaque=0x97))  # an error: the ordinary way
+    d.server(dcpgen.build_frame(0x81, 0x5E, opaque=0x96, value=b"x"))  # a body: the ordinary way
+    text = run(capture(tmp_path, d), True)[0]
+    assert "vbucket-state" in text and "stream-end-reason" in text
+    taken = same(capture(tmp_path, d))
+    for name in ("DCP_CONTROL", "DCP_NOOP", "DCP_BUFFER_ACKNOWLEDGEMENT", "DCP_STREAM_END", "DCP_OPEN",
+                 "DCP_SET_VBUCKET_STATE"):
+        assert taken[name] >= 1, name
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from([0x80, 0x08, 0x81, 0x18]), st.sampled_from([0x55, 0x56, 0x5B, 0x5C, 0x5D,
+                                                                                     0x5E, 0x1F, 0x53, 0x99]),
+                          st.sampled_from([0, 1, 4, 20]), st.binary(max_size=4), st.integers(0, 3)),
+                min_size=1, max_size=12))
+def test_random_fixed_frames_identical(tmp_path, frames):
+    d = Dcp().handshake()
+    p = d.stream(2, sid=None)
+    for magic, op, extras, value, status in frames:
+        framing = dcpgen.sid_frame(5) if magic in (0x08, 0x18) else b""
+        d.server(dcpgen.build_frame(magic, op, framing=framing, extras=bytes(range(extras)), value=value,
+                                    status=status if magic & 1 else 0, opaque=p.opaque, vbucket=2))
+    same(capture(tmp_path, d))
 
 
 # -- what the lane must leave to the frame-by-frame path ---------------------------------
@@ -163,7 +213,7 @@ def _declined(tmp_path, build) -> int:
     p.mutation()  # taken
     build(d, p)
     p.mutation(seqno=99)  # taken again after the odd one (if the state allows)
-    return same(capture(tmp_path, d))
+    return docs(same(capture(tmp_path, d)))
 
 
 BAD_ITEMS = {
@@ -211,7 +261,7 @@ def test_flow_control_overrun_identical(tmp_path):
     p.snapshot(50)  # runs past the buffer without an ack: buffer-overrun findings
     text, _, taken = run(capture(tmp_path, d), True)
     assert "buffer-overrun" in text
-    assert 0 < same(capture(tmp_path, d)) < 50
+    assert 0 < docs(same(capture(tmp_path, d))) < 50
 
 
 def test_may_duplicate_snapshot_keeps_no_keys(tmp_path):
@@ -220,7 +270,7 @@ def test_may_duplicate_snapshot_keeps_no_keys(tmp_path):
     p.marker(1, 4, flags=MEMORY | MAY_DUPLICATE)
     for s in range(1, 5):
         p.mutation(key="same", seqno=s)
-    assert same(capture(tmp_path, d)) == 1 + 4
+    assert docs(same(capture(tmp_path, d))) == 4
 
 
 def test_stream_state_after_a_run_is_the_same(tmp_path):
@@ -236,7 +286,7 @@ def test_stream_state_after_a_run_is_the_same(tmp_path):
     d.noop(reply=False)
     text = run(capture(tmp_path, d), True)[0]
     assert "answered-error" in text and "seqno-outside-snapshot" in text
-    assert same(capture(tmp_path, d)) == 2 + 30
+    assert docs(same(capture(tmp_path, d))) == 30
 
 
 def test_joined_mid_stream_and_several_streams(tmp_path):
@@ -246,9 +296,10 @@ def test_joined_mid_stream_and_several_streams(tmp_path):
         for p in streams:
             p.snapshot(7, kind="deletion" if round_ == 2 else "mutation")
     path = capture(tmp_path, d)
-    assert same(path) == 4 * 3 * (1 + 7)
+    taken = same(path)
+    assert (docs(taken), marks(taken)) == (4 * 3 * 7, 4 * 3)
     late = dcpgen.write_capture(d.frames[len(d.frames) // 3:], tmp_path / "late.pcap", handshake=False)
-    assert same(late) > 0  # streams adopted from their first message, then taken
+    assert docs(same(late)) > 0  # streams adopted from their first message, then taken
 
 
 @pytest.mark.parametrize("name", ["dcp-session.pcap", "dcp-lossy.pcapng", "memcached-binary.pcap"])
@@ -268,7 +319,7 @@ def test_busy_capture_interleaved_identical(tmp_path):
                                               close="fin", acks=False))
     merged = [pkt for group in zip(*packets) for pkt in group]
     synth.write_pcap(path, merged, "ether", dt=1e-5)
-    assert same(path) > 0
+    assert docs(same(path)) > 0
 
 
 # -- random streams ----------------------------------------------------------------------

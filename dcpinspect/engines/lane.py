@@ -21,7 +21,7 @@ from itertools import combinations
 
 from ..messages import dcp
 from ..messages.dcp import DELETION_V2
-from ..messages.frame import DecodeContext, decode_frame, header_message
+from ..messages.frame import DecodeContext, header_message
 from ..messages.layout import FieldSpec
 from ..messages.names import MAGICS
 from ..messages.registry import CLIENT_SPECS
@@ -83,27 +83,55 @@ def _renderer(spec: FieldSpec) -> dict | None:
     return None
 
 
-def _marker_plans() -> tuple:
-    """DCP_SNAPSHOT_MARKER's shapes: v1 extras alone; v2 extras (the version) then the value
-    layout of that version (v2.1, removed, is left to the Python path)."""
-    spec = CLIENT_SPECS[0x56]
-    head = f',"opcode":{spec.opcode},"opcode_name":{json.dumps(spec.name)}'
-    shapes = [(dcp.SNAPSHOT_V1, -1, ())]
-    shapes += [(dcp.SNAPSHOT_V2_EXTRAS, version, value.fields)
-               for version, value in sorted(dcp.SNAPSHOT_VALUE_BY_VERSION.items()) if version != 0x01]
-    plans, names = [], {}
-    for extras, version, value_fields in shapes:
-        fields = extras.fields + tuple(value_fields)
-        assert all(f.kind == "uint" for f in fields) and len(fields) not in names
-        names[len(fields)] = tuple(f.name for f in fields)  # C gives the values back in this order
-        plans.append((extras.size, version, sum(f.size for f in value_fields),
-                      tuple(json.dumps(f.name) + ":" for f in fields), tuple(f.size for f in fields),
-                      tuple(_renderer(f) for f in fields), head))
-    return tuple(plans), names
+#: requests of fixed fields only, no key (their shapes from the layout tables)
+FIXED_REQUESTS = (0x55, 0x56, 0x5B, 0x5C, 0x5D)
+_RESPONSE = 0x81
 
 
-_MARKER_PLANS, _MARKER_NAMES = _marker_plans()
-_MAGIC_NAMES = tuple(json.dumps(MAGICS[m]) for m in _MAGICS)
+def _fields(layouts) -> tuple:
+    fields = tuple(f for layout in layouts if layout is not None for f in layout.fields)
+    assert all(f.kind == "uint" for f in fields)
+    return (tuple(json.dumps(f.name) + ":" for f in fields), tuple(f.size for f in fields),
+            tuple(_renderer(f) for f in fields))
+
+
+def _fixed_shapes() -> tuple[dict, list]:
+    """What ``_lane.fixed`` takes: by ``magic << 8 | opcode``, the shapes a frame of fixed
+    fields may have, and by shape index the (extras, value) layouts they are read with.
+
+    Requests of FIXED_REQUESTS with each of their extras layouts (a v2 snapshot marker's
+    version then selects the value layout; v2.1, removed, is left to the Python path), and
+    the empty Success response of every opcode."""
+    shapes: dict[int, list] = {}
+    layouts: list = []
+
+    def add(magics, op, extras, version, value, proto, head, with_vbucket):
+        names, sizes, renderers = _fields((extras, value))
+        layouts.append((extras, value))
+        shape = (0 if extras is None else extras.size, version, 0 if value is None else value.size,
+                 names, sizes, renderers, proto, head, with_vbucket, len(layouts) - 1)
+        for magic in magics:
+            shapes.setdefault(magic << 8 | op, []).append(shape)
+
+    for op, spec in sorted(CLIENT_SPECS.items()):
+        proto = f'"protocol":{json.dumps("dcp" if spec.family == "dcp" else "tap" if spec.family == "tap" else "mcbp")}'
+        head = f',"opcode":{op},"opcode_name":{json.dumps(spec.name)}'
+        add((_RESPONSE,), op, None, -1, None, proto, head + ',"status":0,"status_name":"Success"', False)
+        if op not in FIXED_REQUESTS:
+            continue
+        for _, extras in sorted((spec.request.extras or {0: None}).items()):
+            if op == 0x56 and extras is dcp.SNAPSHOT_V2_EXTRAS:
+                for version, value in sorted(dcp.SNAPSHOT_VALUE_BY_VERSION.items()):
+                    if version != 0x01:
+                        add(_MAGICS, op, extras, version, value, proto, head, True)
+            else:
+                add(_MAGICS, op, extras, -1, None, proto, head, True)
+    return {code: tuple(v) for code, v in shapes.items()}, layouts
+
+
+_FIXED, _FIXED_LAYOUTS = _fixed_shapes()
+_MAGIC_JSON = {m: json.dumps(name) for m, name in MAGICS.items()}
+_MAGIC_NAMES = tuple(_MAGIC_JSON[m] for m in _MAGICS) + ('"protocol":"dcp"',)  # what scan writes
 _NAMES = {op: CLIENT_SPECS[op].name for op in LANE_OPCODES}
 _MUTATIONS, _DELETIONS = (CLIENT_SPECS[op].name.removeprefix("DCP_").lower() for op in (0x57, 0x58))
 assert all(op in FLOW_CONTROLLED for op in LANE_OPCODES)
@@ -199,32 +227,46 @@ class Lane:
             last_op, opaque, _NAMES[last_op], vbucket, None if last_sid < 0 else last_sid, last_key)
         return after, Lines(text, count, fd.flow, direction)
 
-    def marker(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
-               ts: float) -> tuple[int, object]:
-        """The snapshot marker at ``pos``, judged by the rules on the values C read, and its
-        line (Lines) when they find nothing; with findings, the marker decoded in full
-        (Captured, for the ordinary record). ``(pos, None)``: left to the ordinary way."""
+    def fixed(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
+              ts: float) -> tuple[int, object]:
+        """The frame at ``pos`` when it is made of fixed fields only (see _fixed_shapes):
+        read in C, decoded here from its layouts (the Message decode_frame makes), judged by
+        the rules; its line (Lines) when they find nothing, else ``(msg, number)`` for the
+        ordinary record. ``(pos, None)``: left to the ordinary way."""
         number, stop = _numbered(side, data, pos, offset)
-        got = _lane.marker(data, pos, stop, offset, self.prefix(number, ts, fd.label, direction),
-                           _MAGIC_NAMES, _MARKER_PLANS)
+        magic = data[pos]
+        got = _lane.fixed(data, pos, stop, offset, self.prefix(number, ts, fd.label, direction),
+                          _MAGIC_JSON.get(magic, '""'), _FIXED)
         if got is None:
             return pos, None
-        end, values, sid, text = got
+        end, shape, sid, text = got
+        extras, value = _FIXED_LAYOUTS[shape]
         frame, at = data[pos:end], offset + pos
         msg = header_message(frame, at)
-        msg.values = dict(zip(_MARKER_NAMES[len(values)], values))
+        start = 24
         if sid >= 0:  # what frame._decode_framing sets for one stream-id frame info
             msg.stream_id = sid
             msg.fields = {"stream_id": sid}
             msg.frame_infos = [{"id": 2, "name": "dcp_stream_id", "value": sid, "problem": None,
                                 "offset": at + 24, "size": 3}]
-        conversation = fd.conversation
-        conversation.judge(msg, direction, ts, number)
+            start = 27
+        if extras is not None:  # as frame._decode_extras and values._put_layout leave them
+            msg.values, fields = extras.decode(frame, start)
+            if msg.fields:
+                msg.fields.update(fields)
+            else:
+                msg.fields = fields
+            start += extras.size
+        msg.value = frame[start:]
+        if value is not None:
+            values, fields = value.decode(frame, start)
+            msg.values.update(values)
+            for name, shown in fields.items():
+                msg.fields.setdefault(name, shown)
+        fd.conversation.judge(msg, direction, ts, number)
         if not msg.findings:
             return end, Lines(text, 1, fd.flow, direction)
-        full = decode_frame(frame, at, conversation.negotiation.context(self.base))
-        full.findings = msg.findings
-        return end, (full, number)
+        return end, (msg, number)
 
 
 def _numbered(side, data: bytes, pos: int, offset: int) -> tuple[int, int]:
