@@ -718,8 +718,9 @@ done:
 }
 
 static PyObject *fixed(PyObject *self, PyObject *args) {
-    /* One frame at pos made of fixed fields only (from the layout tables): no key, no
-     * datatype, no framing but a request's stream id; a response only with status 0.
+    /* One frame at pos made of fixed fields only (from the layout tables) and no key, or of
+     * a text key and a text value (value size -1); no datatype, no framing but a request's
+     * stream id; a response only with status 0.
      * shapes maps magic << 8 | opcode to the shapes that frame may have, each
      * (extras size, version byte or -1, value size, field names, sizes, renderers, protocol
      * member, opcode members, whether the line has a vbucket, shape index). Returns
@@ -728,9 +729,10 @@ static PyObject *fixed(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t pos, stop;
     long long base;
+    Py_ssize_t max_text;
     PyObject *prefix, *magic_name, *shapes, *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*nnLUUO!", &view, &pos, &stop, &base, &prefix, &magic_name, &PyDict_Type,
-                          &shapes))
+    if (!PyArg_ParseTuple(args, "y*nnLUUO!n", &view, &pos, &stop, &base, &prefix, &magic_name, &PyDict_Type,
+                          &shapes, &max_text))
         return NULL;
     Out o = {NULL, 0, 0};
     const uint8_t *d = view.buf, *h = d + pos;
@@ -749,8 +751,8 @@ static PyObject *fixed(PyObject *self, PyObject *args) {
     int magic = h[0], flex = magic == 0x08, response = magic == 0x81;
     Py_ssize_t size = 24 + (Py_ssize_t)be32(h + 8);
     uint32_t framing = flex ? h[2] : 0, keylen = flex ? h[3] : be16(h + 2), extlen = h[4];
-    if ((magic != 0x80 && !flex && !response) || pos + size > stop || keylen || h[5] ||
-        24 + framing + extlen > (uint32_t)size || (response && be16(h + 6)))
+    if ((magic != 0x80 && !flex && !response) || pos + size > stop || h[5] ||
+        24 + framing + extlen + keylen > (uint32_t)size || (response && be16(h + 6)))
         goto none;
     int sid = stream_id_of(h, flex, framing);
     if (sid == -2)
@@ -769,8 +771,8 @@ static PyObject *fixed(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "fixed: shapes map to tuples");
         goto done;
     }
-    const uint8_t *ex = h + 24 + framing;
-    size_t vlen = (size_t)size - 24 - framing - extlen;
+    const uint8_t *ex = h + 24 + framing, *key = ex + extlen, *value = key + keylen;
+    size_t vlen = (size_t)size - 24 - framing - extlen - keylen;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(candidates); i++) {
         int extras, version, with_vbucket, index;
         Py_ssize_t value_len;
@@ -779,9 +781,14 @@ static PyObject *fixed(PyObject *self, PyObject *args) {
                               &PyTuple_Type, &names, &PyTuple_Type, &sizes, &PyTuple_Type, &renderers, &proto, &head,
                               &with_vbucket, &index))
             goto done;
+        /* value_len -1: a text key and a text value (values.bytes_field's way) */
+        int text = value_len < 0;
         if ((uint32_t)extras != extlen || (version >= 0 && (extlen < 1 || ex[0] != version)) ||
-            (size_t)value_len != vlen)
+            (text ? text_class(key, keylen) == NOT_ASCII : keylen != 0 || (size_t)value_len != vlen))
             continue;
+        int value_kind = text && vlen ? text_class(value, vlen) : TEXT;
+        if (value_kind == NOT_ASCII)
+            goto none;
         Py_ssize_t n = PyTuple_GET_SIZE(names);
         if (PyTuple_GET_SIZE(sizes) != n || PyTuple_GET_SIZE(renderers) != n || !PyUnicode_IS_ASCII(proto) ||
             !PyUnicode_IS_ASCII(head)) {
@@ -789,13 +796,13 @@ static PyObject *fixed(PyObject *self, PyObject *args) {
             goto done;
         }
         Head f = {base + pos, size, magic, flex, 0, sid, be16(h + 6), be32(h + 12), beN(h + 16, 8)};
-        if (put_head(&o, prefix, &f, proto, magic_name, head, with_vbucket, NULL, 0, 0, 0) < 0)
+        if (put_head(&o, prefix, &f, proto, magic_name, head, with_vbucket, key, keylen, 0, 0) < 0)
             goto done;
-        size_t off = 0; /* the fields run on from the extras into the value: there is no key */
+        size_t off = 0, span = text ? extlen : extlen + vlen; /* without a key, the fields run on into the value */
         for (Py_ssize_t k = 0; k < n; k++) {
             long width = PyLong_AsLong(PyTuple_GET_ITEM(sizes, k));
             PyObject *name = PyTuple_GET_ITEM(names, k), *render = PyTuple_GET_ITEM(renderers, k);
-            if (width < 1 || width > 8 || off + (size_t)width > extlen + vlen || !PyUnicode_Check(name) ||
+            if (width < 1 || width > 8 || off + (size_t)width > span || !PyUnicode_Check(name) ||
                 !PyUnicode_IS_ASCII(name)) {
                 PyErr_SetString(PyExc_ValueError, "fixed: bad field");
                 goto done;
@@ -825,8 +832,24 @@ static PyObject *fixed(PyObject *self, PyObject *args) {
                 goto done;
             }
         }
-        if (off != extlen + vlen || PUT_LIT(&o, "},\"findings\":[]}\n") < 0)
+        if (off != span)
             goto none;
+        int more = n > 0 || sid >= 0;
+        if (text && vlen && value_kind == TEXT) {
+            size_t shown = vlen > (size_t)max_text ? (size_t)max_text : vlen;
+            if ((more && PUT_LIT(&o, ",") < 0) || PUT_LIT(&o, "\"value\":") < 0 || out_json_ascii(&o, value, shown) < 0)
+                goto done;
+            if (shown < vlen) { /* "…" before the closing quote */
+                o.len--;
+                if (PUT_LIT(&o, "\\u2026\"") < 0)
+                    goto done;
+            }
+        } else if (text && vlen) {
+            if ((more && PUT_LIT(&o, ",") < 0) || PUT_LIT(&o, "\"value_hex\":") < 0 || out_hex(&o, value, vlen) < 0)
+                goto done;
+        }
+        if (PUT_LIT(&o, "},\"findings\":[]}\n") < 0)
+            goto done;
         result = Py_BuildValue("(niiy#)", pos + size, index, sid, o.p, (Py_ssize_t)o.len);
         goto done;
     }

@@ -190,6 +190,25 @@ def test_fixed_frames_identical_and_taken(tmp_path):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.binary(max_size=12), st.binary(max_size=12) | st.text(max_size=5000).map(str.encode),
+                          st.booleans()), min_size=1, max_size=6))
+def test_controls_identical(tmp_path, controls):
+    """DCP_CONTROL requests (a text key and a text value) with any bytes, as negotiation sees them."""
+    d = Dcp().handshake()
+    for key, value, flex in controls:
+        framing = dcpgen.sid_frame(4) if flex else b""
+        d.client(dcpgen.build_frame(0x08 if flex else 0x80, 0x5E, framing=framing, key=key, value=value))
+        d.server(dcpgen.build_frame(0x81, 0x5E))
+    d.stream(3).snapshot(2)
+    same(capture(tmp_path, d))
+
+
+def test_controls_taken(tmp_path):
+    d = Dcp().handshake(("a\tkey", "x" * 5000), ("k", "\x01binary"), ("", ""))
+    assert same(capture(tmp_path, d))["DCP_CONTROL"] == 2 * 5 - 1  # the empty one has findings
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from([0x80, 0x08, 0x81, 0x18]), st.sampled_from([0x55, 0x56, 0x5B, 0x5C, 0x5D,
                                                                                      0x5E, 0x1F, 0x53, 0x99]),
                           st.sampled_from([0, 1, 4, 20]), st.binary(max_size=4), st.integers(0, 3)),

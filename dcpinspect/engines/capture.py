@@ -18,7 +18,7 @@ from ..framing.mcbp import FrameSplitter, RawFrame, RawRun, header_problem
 from ..messages.frame import DecodeContext, Message
 from ..messages.header import HEADER_SIZE
 from ..findings import Finding
-from .lane import FIXED_REQUESTS, LANE_OPCODES, Lane
+from .lane import FIXED_REQUESTS, LANE_OPCODES, TEXT_REQUESTS, Lane
 from .streaming import Conversation
 from ..transport.packet import Segment
 from ..transport.reassembly import Data, End, FlowKey, Gap, Reassembler, Start
@@ -238,7 +238,7 @@ class CaptureDecoder:
                 if lines is not None:
                     out.append(lines)
                     continue
-            elif op in FIXED_REQUESTS or data[pos] == 0x81:  # fixed fields only: read in C, judged here
+            elif op in FIXED_REQUESTS or op in TEXT_REQUESTS or data[pos] == 0x81:  # read in C, judged here
                 end, got = lane.fixed(fd, sd, direction, data, pos, offset, ts)
                 if got is not None:
                     if type(got) is tuple:  # findings: the marker decoded in full

@@ -22,6 +22,8 @@ from itertools import combinations
 from ..messages import dcp
 from ..messages.dcp import DELETION_V2
 from ..messages.frame import DecodeContext, header_message
+from ..messages.keys import decode_key
+from ..messages.values import LEAN_DECODERS
 from ..messages.layout import FieldSpec
 from ..messages.names import MAGICS
 from ..messages.registry import CLIENT_SPECS
@@ -83,8 +85,10 @@ def _renderer(spec: FieldSpec) -> dict | None:
     return None
 
 
-#: requests of fixed fields only, no key (their shapes from the layout tables)
+#: requests of fixed fields only, no key (their shapes from the layout tables), and
+#: requests of a text key and a text value
 FIXED_REQUESTS = (0x55, 0x56, 0x5B, 0x5C, 0x5D)
+TEXT_REQUESTS = (0x5E,)
 _RESPONSE = 0x81
 
 
@@ -101,14 +105,15 @@ def _fixed_shapes() -> tuple[dict, list]:
 
     Requests of FIXED_REQUESTS with each of their extras layouts (a v2 snapshot marker's
     version then selects the value layout; v2.1, removed, is left to the Python path), and
-    the empty Success response of every opcode."""
+    the empty Success response of every opcode; TEXT_REQUESTS with their text key and
+    value."""
     shapes: dict[int, list] = {}
     layouts: list = []
 
-    def add(magics, op, extras, version, value, proto, head, with_vbucket):
+    def add(magics, op, extras, version, value, proto, head, with_vbucket, text=False):
         names, sizes, renderers = _fields((extras, value))
-        layouts.append((extras, value))
-        shape = (0 if extras is None else extras.size, version, 0 if value is None else value.size,
+        layouts.append((extras, value, text))
+        shape = (0 if extras is None else extras.size, version, -1 if text else 0 if value is None else value.size,
                  names, sizes, renderers, proto, head, with_vbucket, len(layouts) - 1)
         for magic in magics:
             shapes.setdefault(magic << 8 | op, []).append(shape)
@@ -117,6 +122,10 @@ def _fixed_shapes() -> tuple[dict, list]:
         proto = f'"protocol":{json.dumps("dcp" if spec.family == "dcp" else "tap" if spec.family == "tap" else "mcbp")}'
         head = f',"opcode":{op},"opcode_name":{json.dumps(spec.name)}'
         add((_RESPONSE,), op, None, -1, None, proto, head + ',"status":0,"status_name":"Success"', False)
+        if op in TEXT_REQUESTS:
+            body = spec.request
+            assert body.key_kind == "text" and body.value_kind == "text" and body.extras in (None, {0: None})
+            add(_MAGICS, op, None, -1, None, proto, head, True, text=True)
         if op not in FIXED_REQUESTS:
             continue
         for _, extras in sorted((spec.request.extras or {0: None}).items()):
@@ -236,11 +245,11 @@ class Lane:
         number, stop = _numbered(side, data, pos, offset)
         magic = data[pos]
         got = _lane.fixed(data, pos, stop, offset, self.prefix(number, ts, fd.label, direction),
-                          _MAGIC_JSON.get(magic, '""'), _FIXED)
+                          _MAGIC_JSON.get(magic, '""'), _FIXED, self.base.max_value_text)
         if got is None:
             return pos, None
         end, shape, sid, text = got
-        extras, value = _FIXED_LAYOUTS[shape]
+        extras, value, keyed = _FIXED_LAYOUTS[shape]
         frame, at = data[pos:end], offset + pos
         msg = header_message(frame, at)
         start = 24
@@ -257,7 +266,15 @@ class Lane:
             else:
                 msg.fields = fields
             start += extras.size
-        msg.value = frame[start:]
+        if keyed:  # a text key and a text value, as decode_frame reads them
+            ctx = fd.conversation.negotiation.context(self.base)
+            stop = start + msg.key_length
+            decode_key(msg, frame[start:stop], at + start, "text", ctx)
+            msg.value = raw = frame[stop:]
+            if raw:
+                LEAN_DECODERS["text"](msg, raw, at + stop, ctx)
+        else:
+            msg.value = frame[start:]
         if value is not None:
             values, fields = value.decode(frame, start)
             msg.values.update(values)
