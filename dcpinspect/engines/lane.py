@@ -6,18 +6,24 @@ A run is taken only where the frame-by-frame path would report nothing: the stre
 open, inside a snapshot, not in OSO, not at its end; each frame is checked in C against
 what the frame rules and stream rules would say about it (extras, key, value, seqno order
 and window, duplicate keys, flow control, stream ids) and the run stops at the first frame
-that might draw a finding or a decode problem, which then goes the ordinary way. Without
-the compiled module (no compiler at install time) every frame goes the ordinary way; the
-output is the same byte for byte (tests/test_lane.py).
+that might draw a finding or a decode problem, which then goes the ordinary way.
+
+Frames of fixed fields only (snapshot markers, stream ends, noops, buffer acks, vbucket
+states, empty Success answers) and DCP_CONTROL requests take a second way: C checks their
+shape against the layouts and writes their line; here they are decoded from the same
+layouts into the Message decode_frame would make and judged by the rules themselves; the
+line from C is used when the rules find nothing.
+
+Without the compiled module (no compiler at install time) every frame goes the ordinary
+way; the output is the same byte for byte (tests/test_lane.py).
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from typing import NamedTuple
-
 from itertools import combinations
+from typing import NamedTuple
 
 from ..messages import dcp
 from ..messages.dcp import DELETION_V2
