@@ -719,7 +719,7 @@ done:
 
 static PyObject *fixed(PyObject *self, PyObject *args) {
     /* One frame at pos made of fixed fields only (from the layout tables) and no key, or of
-     * a text key and a text value (value size -1); no datatype, no framing but a request's
+     * a text key and a text value (value size -1) or none (-2); no datatype, no framing but a request's
      * stream id; a response only with status 0.
      * shapes maps magic << 8 | opcode to the shapes that frame may have, each
      * (extras size, version byte or -1, value size, field names, sizes, renderers, protocol
@@ -781,10 +781,12 @@ static PyObject *fixed(PyObject *self, PyObject *args) {
                               &PyTuple_Type, &names, &PyTuple_Type, &sizes, &PyTuple_Type, &renderers, &proto, &head,
                               &with_vbucket, &index))
             goto done;
-        /* value_len -1: a text key and a text value (values.bytes_field's way) */
+        /* value_len -1: a text key and a text value (values.bytes_field's way); -2: a text key
+         * and no value */
         int text = value_len < 0;
         if ((uint32_t)extras != extlen || (version >= 0 && (extlen < 1 || ex[0] != version)) ||
-            (text ? text_class(key, keylen) == NOT_ASCII : keylen != 0 || (size_t)value_len != vlen))
+            (text ? text_class(key, keylen) == NOT_ASCII || (value_len == -2 && vlen)
+                  : keylen != 0 || (size_t)value_len != vlen))
             continue;
         int value_kind = text && vlen ? text_class(value, vlen) : TEXT;
         if (value_kind == NOT_ASCII)

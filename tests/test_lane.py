@@ -185,7 +185,7 @@ def test_fixed_frames_identical_and_taken(tmp_path):
     assert "vbucket-state" in text and "stream-end-reason" in text
     taken = same(capture(tmp_path, d))
     for name in ("DCP_CONTROL", "DCP_NOOP", "DCP_BUFFER_ACKNOWLEDGEMENT", "DCP_STREAM_END", "DCP_OPEN",
-                 "DCP_SET_VBUCKET_STATE"):
+                 "DCP_SET_VBUCKET_STATE", "DCP_STREAM_REQ"):
         assert taken[name] >= 1, name
 
 
@@ -209,16 +209,17 @@ def test_controls_taken(tmp_path):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.sampled_from([0x80, 0x08, 0x81, 0x18]), st.sampled_from([0x55, 0x56, 0x5B, 0x5C, 0x5D,
-                                                                                     0x5E, 0x1F, 0x53, 0x99]),
-                          st.sampled_from([0, 1, 4, 20]), st.binary(max_size=4), st.integers(0, 3)),
+@given(st.lists(st.tuples(st.sampled_from([0x80, 0x08, 0x81, 0x18]),
+                          st.sampled_from([0x50, 0x55, 0x56, 0x5B, 0x5C, 0x5D, 0x5E, 0x1F, 0x53, 0x99]),
+                          st.sampled_from([0, 1, 4, 8, 20, 48]), st.binary(max_size=3), st.binary(max_size=4),
+                          st.integers(0, 3)),
                 min_size=1, max_size=12))
 def test_random_fixed_frames_identical(tmp_path, frames):
     d = Dcp().handshake()
     p = d.stream(2, sid=None)
-    for magic, op, extras, value, status in frames:
+    for magic, op, extras, key, value, status in frames:
         framing = dcpgen.sid_frame(5) if magic in (0x08, 0x18) else b""
-        d.server(dcpgen.build_frame(magic, op, framing=framing, extras=bytes(range(extras)), value=value,
+        d.server(dcpgen.build_frame(magic, op, framing=framing, extras=bytes(range(extras)), key=key, value=value,
                                     status=status if magic & 1 else 0, opaque=p.opaque, vbucket=2))
     same(capture(tmp_path, d))
 

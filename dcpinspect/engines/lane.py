@@ -93,8 +93,8 @@ def _renderer(spec: FieldSpec) -> dict | None:
 
 #: requests of fixed fields only, no key (their shapes from the layout tables), and
 #: requests of a text key and a text value
-FIXED_REQUESTS = (0x55, 0x56, 0x5B, 0x5C, 0x5D)
-TEXT_REQUESTS = (0x5E,)
+FIXED_REQUESTS = (0x53, 0x55, 0x56, 0x5B, 0x5C, 0x5D)
+TEXT_REQUESTS = {0x5E: "text", 0x50: None}  # opcode → value kind taken (None: no value)
 _RESPONSE = 0x81
 
 
@@ -111,16 +111,17 @@ def _fixed_shapes() -> tuple[dict, list]:
 
     Requests of FIXED_REQUESTS with each of their extras layouts (a v2 snapshot marker's
     version then selects the value layout; v2.1, removed, is left to the Python path), and
-    the empty Success response of every opcode; TEXT_REQUESTS with their text key and
-    value."""
+    the empty Success response of every opcode; TEXT_REQUESTS with their text key and a
+    text value, or none."""
     shapes: dict[int, list] = {}
     layouts: list = []
 
-    def add(magics, op, extras, version, value, proto, head, with_vbucket, text=False):
+    def add(magics, op, extras, version, value, proto, head, with_vbucket, keyed=False, text=False):
         names, sizes, renderers = _fields((extras, value))
-        layouts.append((extras, value, text))
-        shape = (0 if extras is None else extras.size, version, -1 if text else 0 if value is None else value.size,
-                 names, sizes, renderers, proto, head, with_vbucket, len(layouts) - 1)
+        layouts.append((extras, value, keyed))
+        size = (-1 if text else -2) if keyed else 0 if value is None else value.size
+        shape = (0 if extras is None else extras.size, version, size, names, sizes, renderers, proto, head,
+                 with_vbucket, len(layouts) - 1)
         for magic in magics:
             shapes.setdefault(magic << 8 | op, []).append(shape)
 
@@ -130,8 +131,10 @@ def _fixed_shapes() -> tuple[dict, list]:
         add((_RESPONSE,), op, None, -1, None, proto, head + ',"status":0,"status_name":"Success"', False)
         if op in TEXT_REQUESTS:
             body = spec.request
-            assert body.key_kind == "text" and body.value_kind == "text" and body.extras in (None, {0: None})
-            add(_MAGICS, op, None, -1, None, proto, head, True, text=True)
+            text = TEXT_REQUESTS[op] == "text"
+            assert body.key_kind == "text" and (body.value_kind == "text" or not text)
+            for _, extras in sorted((body.extras or {0: None}).items()):
+                add(_MAGICS, op, extras, -1, None, proto, head, True, keyed=True, text=text)
         if op not in FIXED_REQUESTS:
             continue
         for _, extras in sorted((spec.request.extras or {0: None}).items()):
