@@ -465,6 +465,18 @@ static Py_hash_t key_digest(int prefixed, uint64_t cid, const uint8_t *key, size
     return h;
 }
 
+/* dict[key] into *found (borrowed), taking the reference to key (which may be NULL after a
+ * failed allocation): 1 found, 0 missing, -1 error. */
+static int lookup(PyObject *dict, PyObject *key, PyObject **found) {
+    if (key == NULL)
+        return -1;
+    *found = PyDict_GetItemWithError(dict, key);
+    Py_DECREF(key);
+    if (*found == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    return 1;
+}
+
 /* One frame's header, as the line shows it. */
 typedef struct {
     long long offset; /* stream offset of the frame */
@@ -757,16 +769,12 @@ static PyObject *fixed(PyObject *self, PyObject *args) {
     int sid = stream_id_of(h, flex, framing);
     if (sid == -2)
         goto none;
-    PyObject *code = PyLong_FromLong(magic << 8 | h[1]);
-    if (code == NULL)
+    PyObject *candidates;
+    int found = lookup(shapes, PyLong_FromLong(magic << 8 | h[1]), &candidates);
+    if (found < 0)
         goto done;
-    PyObject *candidates = PyDict_GetItemWithError(shapes, code);
-    Py_DECREF(code);
-    if (candidates == NULL) {
-        if (PyErr_Occurred())
-            goto done;
+    if (!found)
         goto none;
-    }
     if (!PyTuple_Check(candidates)) {
         PyErr_SetString(PyExc_TypeError, "fixed: shapes map to tuples");
         goto done;
@@ -895,16 +903,12 @@ static PyObject *skip_records(PyObject *self, PyObject *args) {
         if (p[12] != 8 || p[13] || p[14] != 0x45 || p[23] != 6 || (p[20] & 0x3F) || p[21] || tot < 40 ||
             14 + tot > (uint32_t)caplen || doff < 20 || doff > tot - 20)
             break;
-        PyObject *key = PyBytes_FromStringAndSize((const char *)p + 26, 12);
-        if (key == NULL)
+        PyObject *owner;
+        int found = lookup(table, PyBytes_FromStringAndSize((const char *)p + 26, 12), &owner);
+        if (found < 0)
             goto done;
-        PyObject *owner = PyDict_GetItemWithError(table, key);
-        Py_DECREF(key);
-        if (owner == NULL) {
-            if (PyErr_Occurred())
-                goto done;
+        if (!found)
             break;
-        }
         int mine = PyObject_RichCompareBool(owner, part, Py_EQ);
         if (mine < 0)
             goto done;
