@@ -247,8 +247,9 @@ class Lane:
 
     def fixed(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
               ts: float) -> tuple[int, object]:
-        """The frame at ``pos`` when it is made of fixed fields only (see _fixed_shapes):
-        read in C, decoded here from its layouts (the Message decode_frame makes), judged by
+        """The frame at ``pos`` when it is made of fixed fields, or of them and a text key and
+        value (see _fixed_shapes): read in C, decoded here from its layouts and the same key
+        and value decoders (the Message decode_frame makes), judged by
         the rules; its line (Lines) when they find nothing, else ``(msg, number)`` for the
         ordinary record. ``(pos, None)``: left to the ordinary way."""
         number, stop = _numbered(side, data, pos, offset)
