@@ -379,3 +379,19 @@ def test_reader_passes_over_exactly_the_other_parts_records(busy):
                 if plain_tcp4(r) is None or owners.get(plain_tcp4(r), part) == part]
         assert got == want
         assert records.passed == len(everything) - len(want) > 0
+
+
+def test_progress_counts_the_frames_a_run_of_lines_stands_for(busy):
+    """With the lane, a payload may hold many lines: progress counts the frames."""
+    from functools import partial
+
+    from dcpinspect.engines.parallel import Partitioned
+    from dcpinspect.engines.sinks import make_sink
+    from dcpinspect.messages.frame import DecodeContext
+
+    counts: list[int] = []
+    parts = Partitioned(busy, 2, partial(make_sink, "jsonl"), progress=lambda n, read: counts.append(n),
+                        base=DecodeContext(detail=False), lane=True)
+    sizes = [line.count(b"\n") for _, line in parts]
+    assert max(sizes) > 1  # runs of lines were made
+    assert sum(counts) == sum(sizes)

@@ -60,12 +60,12 @@ def _child(conn, path: str, part: int, parts: int, make_sink: Callable[[], Sink]
         sink = make_sink()
         stats = ReadStats()
         take = sink.take
-        quiet, last = 0, 0.0  # the first item is reported at once
+        quiet, last = 0, 0.0  # items not yet reported; the first item is reported at once
         records = read_records(path)
         for key, item in keyed_items(records, part, parts, stats, **kw):
             payload = take(key, item)
+            quiet += getattr(item, "count", 1)  # the lane's Lines stand for several frames
             if payload is None:
-                quiet += 1
                 if time.monotonic() - last > TICK:
                     conn.send(("tick", quiet, records.tell()))
                     quiet, last = 0, time.monotonic()
@@ -73,12 +73,12 @@ def _child(conn, path: str, part: int, parts: int, make_sink: Callable[[], Sink]
             keys.append(key)
             payloads.append(payload)
             if len(keys) >= BATCH:
-                conn.send(("items", keys, payloads, records.tell()))
-                keys, payloads = [], []
+                conn.send(("items", keys, payloads, records.tell(), quiet))
+                keys, payloads, quiet = [], [], 0
             if sink.done():
                 break
         if keys:
-            conn.send(("items", keys, payloads, -1))
+            conn.send(("items", keys, payloads, -1, quiet))
         conn.send(("done", sink.result(), stats))
     except CaptureError as exc:
         _send(conn, ("error", str(exc)))
@@ -143,7 +143,7 @@ class Partitioned:
                 raise WorkerCrash(f"worker {part} ended without its results") from None
             kind = message[0]
             if kind == "items":
-                self._tell(part, len(message[1]), message[3])
+                self._tell(part, message[4], message[3])
                 yield message[1], message[2]
             elif kind == "tick":
                 self._tell(part, message[1], message[2])
