@@ -18,7 +18,7 @@ from ..framing.mcbp import FrameSplitter, RawFrame, RawRun, header_problem
 from ..messages.frame import DecodeContext, Message
 from ..messages.header import HEADER_SIZE
 from ..findings import Finding
-from .lane import FIXED_REQUESTS, LANE_OPCODES, TEXT_REQUESTS, Lane
+from .lane import Lane
 from .streaming import Conversation
 from ..transport.packet import Segment
 from ..transport.reassembly import Data, End, FlowKey, Gap, Reassembler, Start
@@ -48,6 +48,12 @@ class Captured:
 
 
 _CapturedBuilder = builder(Captured)  # fast constructor, see dcpinspect/unguarded.py
+
+
+def _captured(ts: float, flow: FlowKey, direction: str, msg: Message, number: int) -> Captured:
+    c = _CapturedBuilder(ts, flow, direction, msg, number)
+    c.__class__ = Captured
+    return c
 
 @dataclass(frozen=True, slots=True)
 class Note:
@@ -221,36 +227,21 @@ class CaptureDecoder:
                 out.append(Note("skipped", item.reason, ts, fd.flow, direction, item.offset, item.size))
 
     def _frame(self, fd: FlowDecoder, sd: Side, direction: str, raw: RawFrame, ts: float) -> Captured:
-        index = sd.record_of(raw.offset + len(raw.data))
-        msg = fd.conversation.decode(raw, direction, ts, index + 1)
-        c = _CapturedBuilder(ts, fd.flow, direction, msg, index + 1)
-        c.__class__ = Captured
-        return c
+        number = sd.record_of(raw.offset + len(raw.data)) + 1
+        return _captured(ts, fd.flow, direction, fd.conversation.decode(raw, direction, ts, number), number)
 
     def _run(self, fd: FlowDecoder, sd: Side, direction: str, run: RawRun, ts: float, out: list) -> None:
-        """Whole frames in a row: what the lane vouches for as Lines, the rest frame by frame."""
-        data, offset, lane = run.data, run.offset, self.lane
+        """Whole frames in a row: what the lane takes, and the rest frame by frame."""
+        data, offset, take = run.data, run.offset, self.lane.take
         pos, n = 0, len(data)
         while pos < n:
-            op = data[pos + 1]
-            if op in LANE_OPCODES:
-                pos, lines = lane.run(fd, sd, direction, data, pos, offset, ts)
-                if lines is not None:
-                    out.append(lines)
-                    continue
-            elif op in FIXED_REQUESTS or op in TEXT_REQUESTS or data[pos] == 0x81:  # read in C, judged here
-                end, got = lane.fixed(fd, sd, direction, data, pos, offset, ts)
-                if got is not None:
-                    if type(got) is tuple:  # findings: the marker decoded in full
-                        msg, number = got
-                        c = _CapturedBuilder(ts, fd.flow, direction, msg, number)
-                        c.__class__ = Captured
-                        got = c
-                    out.append(got)
-                    pos = end
-                    continue
-            end = pos + HEADER_SIZE + int.from_bytes(data[pos + 8:pos + 12], "big")
-            out.append(self._frame(fd, sd, direction, RawFrame(offset + pos, data[pos:end]), ts))
+            end, got = take(fd, sd, direction, data, pos, offset, ts)
+            if got is None:
+                end = pos + HEADER_SIZE + int.from_bytes(data[pos + 8:pos + 12], "big")
+                got = self._frame(fd, sd, direction, RawFrame(offset + pos, data[pos:end]), ts)
+            elif type(got) is tuple:  # decoded and judged with findings: the ordinary record
+                got = _captured(ts, fd.flow, direction, *got)
+            out.append(got)
             pos = end
 
     def _close_flow(self, fd: FlowDecoder, out: list, ts: float | None) -> None:

@@ -31,9 +31,9 @@ from ..messages.frame import DecodeContext, header_message
 from ..messages.keys import decode_key
 from ..messages.values import LEAN_DECODERS
 from ..messages.layout import FieldSpec
-from ..messages.names import MAGICS
+from ..messages.names import MAGICS, status_name
 from ..messages.registry import CLIENT_SPECS
-from ..outputs.jsonl import _stdlib
+from ..outputs.jsonl import _stdlib, protocol_of_family
 from ..rules.stream import INCLUDE_DELETE_TIMES, MAX_SNAPSHOT_KEYS
 from ..sessions.streams import FLOW_CONTROLLED
 
@@ -59,6 +59,19 @@ class Lines(NamedTuple):
     direction: str
 
 
+def _key(name: str) -> str:
+    """``"name":``: a field's name as the line writes it."""
+    return json.dumps(name) + ":"
+
+
+def _op_head(op: int, status: int | None = None) -> str:
+    """The opcode's members of a line (and a response's status ones), as frame_record has them."""
+    head = f',"opcode":{op},"opcode_name":{json.dumps(CLIENT_SPECS[op].name)}'
+    if status is not None:
+        head += f',"status":{status},"status_name":{json.dumps(status_name(status))}'
+    return head
+
+
 def _plans() -> tuple:
     """Per opcode and extras layout: field names as JSON keys and sizes, from the layouts."""
     plans = []
@@ -68,11 +81,9 @@ def _plans() -> tuple:
         for size, layout in sorted(spec.request.extras.items()):
             if layout._convert:  # a flag, enum or bytes field: not a plain number in JSON
                 continue
-            names = tuple(json.dumps(n) + ":" for n in layout.names)
             zero = layout.names.index(_ZERO_FIELD) if _ZERO_FIELD in layout.names else -1
-            head = f',"opcode":{op},"opcode_name":{json.dumps(spec.name)}'
-            plans.append((op, size, layout.names.index(spec.seqno_field), zero, names,
-                          tuple(f.size for f in layout.fields), head))
+            plans.append((op, size, layout.names.index(spec.seqno_field), zero, tuple(map(_key, layout.names)),
+                          tuple(f.size for f in layout.fields), _op_head(op)))
     return tuple(plans)
 
 
@@ -101,8 +112,7 @@ _RESPONSE = 0x81
 def _fields(layouts) -> tuple:
     fields = tuple(f for layout in layouts if layout is not None for f in layout.fields)
     assert all(f.kind == "uint" for f in fields)
-    return (tuple(json.dumps(f.name) + ":" for f in fields), tuple(f.size for f in fields),
-            tuple(_renderer(f) for f in fields))
+    return tuple(_key(f.name) for f in fields), tuple(f.size for f in fields), tuple(map(_renderer, fields))
 
 
 def _fixed_shapes() -> tuple[dict, list]:
@@ -126,9 +136,8 @@ def _fixed_shapes() -> tuple[dict, list]:
             shapes.setdefault(magic << 8 | op, []).append(shape)
 
     for op, spec in sorted(CLIENT_SPECS.items()):
-        proto = f'"protocol":{json.dumps("dcp" if spec.family == "dcp" else "tap" if spec.family == "tap" else "mcbp")}'
-        head = f',"opcode":{op},"opcode_name":{json.dumps(spec.name)}'
-        add((_RESPONSE,), op, None, -1, None, proto, head + ',"status":0,"status_name":"Success"', False)
+        proto, head = f'"protocol":{json.dumps(protocol_of_family(spec.family))}', _op_head(op)
+        add((_RESPONSE,), op, None, -1, None, proto, _op_head(op, 0), False)
         if op in TEXT_REQUESTS:
             body = spec.request
             text = TEXT_REQUESTS[op] == "text"
@@ -186,14 +195,24 @@ class Lane:
             self._prefix_key, self._prefix = key, head
         return self._prefix
 
-    def run(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
-            ts: float) -> tuple[int, Lines | None]:
+    def take(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
+             ts: float) -> tuple[int, object]:
+        """What the lane makes of the whole frames of ``data`` (from stream ``offset`` on, of
+        ``fd``'s ``direction``) at ``pos``: the position after what it took, and Lines, or
+        ``(msg, number)`` for a frame it decoded and the rules found something in; ``(pos,
+        None)``: the frame at ``pos`` goes the ordinary way."""
+        op = data[pos + 1]
+        if op in LANE_OPCODES:
+            return self._run(fd, side, direction, data, pos, offset, ts)
+        if op in FIXED_REQUESTS or op in TEXT_REQUESTS or data[pos] == _RESPONSE:
+            return self._fixed(fd, side, direction, data, pos, offset, ts)
+        return pos, None
+
+    def _run(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
+             ts: float) -> tuple[int, Lines | None]:
         """Frames of ``data`` (whole frames from stream ``offset`` on, of ``fd``'s ``direction``)
         from ``pos`` that the lane can vouch for: the position after them, and their lines
         (None if none)."""
-        op = data[pos + 1]
-        if op != 0x57 and op != 0x58:
-            return pos, None
         magic, _, _, _, _, vbucket, _, opaque, _ = _HEAD.unpack_from(data, pos)
         if magic != 0x80 and magic != 0x08:
             return pos, None
@@ -226,18 +245,10 @@ class Lane:
             return pos, None
         # the state, as ConnectionValidator.feed leaves it after these frames
         validator.frames += count
-        counts = stream.counts
         if mutations:
-            counts[_MUTATIONS] = counts.get(_MUTATIONS, 0) + mutations
+            st.items(stream, _MUTATIONS, mutations, last, ts)
         if deletions:
-            counts[_DELETIONS] = counts.get(_DELETIONS, 0) + deletions
-        if stream.first_item_ts is None:
-            stream.first_item_ts = ts
-        stream.last_seqno = last
-        if last >= snap.end:
-            snap.complete = True
-            if snap.end >= stream.end_seqno or last >= stream.end_seqno:
-                stream.end_reached = True
+            st.items(stream, _DELETIONS, deletions, last, ts)
         if limit:
             st.unacked = unacked
             st.sent_total += size
@@ -245,8 +256,8 @@ class Lane:
             last_op, opaque, _NAMES[last_op], vbucket, None if last_sid < 0 else last_sid, last_key)
         return after, Lines(text, count, fd.flow, direction)
 
-    def fixed(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
-              ts: float) -> tuple[int, object]:
+    def _fixed(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
+               ts: float) -> tuple[int, object]:
         """The frame at ``pos`` when it is made of fixed fields, or of them and a text key and
         value (see _fixed_shapes): read in C, decoded here from its layouts and the same key
         and value decoders (the Message decode_frame makes), judged by

@@ -16,9 +16,11 @@ _PROTOCOLS = {"dcp": "dcp", "tap": "tap"}  # spec family → protocol; the rest 
 
 
 def protocol_of(msg: Message) -> str:
-    if msg.spec is None:
-        return "mcbp"
-    return _PROTOCOLS.get(msg.spec.family, "mcbp")
+    return "mcbp" if msg.spec is None else protocol_of_family(msg.spec.family)
+
+
+def protocol_of_family(family: str) -> str:
+    return _PROTOCOLS.get(family, "mcbp")
 
 
 def frame_record(msg: Message, **extra: Any) -> dict[str, Any]:

@@ -241,8 +241,13 @@ class DcpState:
         name = _COUNT_NAMES.get(msg.opcode) if msg.spec is CLIENT_SPECS.get(msg.opcode) else None
         if name is None:
             name = msg.name.removeprefix("DCP_").lower()
-        stream.counts[name] = stream.counts.get(name, 0) + 1
-        if msg.opcode in ITEM_OPCODES and stream.first_item_ts is None:
+        self.items(stream, name, 1, seqno, ts, msg.opcode in ITEM_OPCODES)
+
+    def items(self, stream: Stream, name: str, count: int, seqno: int, ts: float | None, data: bool = True) -> None:
+        """``count`` messages of a kind (counted as ``name``), the last of them at ``seqno``:
+        what :meth:`item` does for each of them in turn (only the last can end a snapshot)."""
+        stream.counts[name] = stream.counts.get(name, 0) + count
+        if data and stream.first_item_ts is None:
             stream.first_item_ts = ts
         if stream.in_oso:
             stream.oso_max = max(stream.oso_max, seqno)
