@@ -381,41 +381,72 @@ static int leb128(const uint8_t *p, size_t n, uint64_t *value) {
 typedef struct { /* one extras layout, from lane.py */
     int opcode, extras, nfields, seqno, zero; /* seqno, zero: field indexes (-1: none) */
     int sizes[MAX_FIELDS];
-    PyObject *names[MAX_FIELDS]; /* '"by_seqno":' (borrowed, ASCII) */
+    PyObject *names[MAX_FIELDS]; /* '"by_seqno":' (ASCII, kept alive by Plans.keep) */
+    PyObject *proto;              /* '"protocol":"dcp"' */
     PyObject *head;               /* ',"opcode":87,"opcode_name":"DCP_MUTATION"' */
 } Plan;
 
-static int read_plans(PyObject *seq, Plan *plans, int max) {
-    if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) > max) {
-        PyErr_SetString(PyExc_TypeError, "plans: a tuple of at most 8 plans");
-        return -1;
+#define MAX_PLANS 8
+#define PLANS_CAPSULE "dcpinspect._lane.plans"
+
+typedef struct { /* the item layouts, read once (compile_plans) for every scan */
+    int n;
+    Plan plan[MAX_PLANS];
+    PyObject *keep; /* the tuple the plans borrow from */
+} Plans;
+
+static void plans_free(PyObject *capsule) {
+    Plans *p = PyCapsule_GetPointer(capsule, PLANS_CAPSULE);
+    if (p != NULL) {
+        Py_XDECREF(p->keep);
+        PyMem_Free(p);
     }
-    int n = (int)PyTuple_GET_SIZE(seq);
-    for (int i = 0; i < n; i++) {
+}
+
+static PyObject *compile_plans(PyObject *self, PyObject *seq) {
+    /* (opcode, extras size, seqno index, zero index, names, sizes, protocol member, opcode
+       members) for each item layout, into what scan reads */
+    if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) > MAX_PLANS) {
+        PyErr_SetString(PyExc_TypeError, "plans: a tuple of at most 8 plans");
+        return NULL;
+    }
+    Plans *ps = PyMem_Calloc(1, sizeof(Plans));
+    if (ps == NULL)
+        return PyErr_NoMemory();
+    ps->n = (int)PyTuple_GET_SIZE(seq);
+    for (int i = 0; i < ps->n; i++) {
         PyObject *t = PyTuple_GET_ITEM(seq, i), *names, *sizes;
-        Plan *p = &plans[i];
-        if (!PyArg_ParseTuple(t, "iiiiO!O!O!", &p->opcode, &p->extras, &p->seqno, &p->zero, &PyTuple_Type,
-                              &names, &PyTuple_Type, &sizes, &PyUnicode_Type, &p->head))
-            return -1;
+        Plan *p = &ps->plan[i];
+        if (!PyArg_ParseTuple(t, "iiiiO!O!UU", &p->opcode, &p->extras, &p->seqno, &p->zero, &PyTuple_Type, &names,
+                              &PyTuple_Type, &sizes, &p->proto, &p->head))
+            goto bad;
         p->nfields = (int)PyTuple_GET_SIZE(names);
-        if (p->nfields > MAX_FIELDS || PyTuple_GET_SIZE(sizes) != p->nfields) {
+        if (p->nfields > MAX_FIELDS || PyTuple_GET_SIZE(sizes) != p->nfields || p->seqno < 0 ||
+            p->seqno >= p->nfields || p->zero >= p->nfields || !PyUnicode_IS_ASCII(p->proto) ||
+            !PyUnicode_IS_ASCII(p->head)) {
             PyErr_SetString(PyExc_ValueError, "plan: bad field list");
-            return -1;
+            goto bad;
         }
         for (int k = 0; k < p->nfields; k++) {
             p->names[k] = PyTuple_GET_ITEM(names, k);
             p->sizes[k] = (int)PyLong_AsLong(PyTuple_GET_ITEM(sizes, k));
             if (!PyUnicode_Check(p->names[k]) || !PyUnicode_IS_ASCII(p->names[k]) || p->sizes[k] < 1 || p->sizes[k] > 8) {
                 PyErr_SetString(PyExc_ValueError, "plan: bad field");
-                return -1;
+                goto bad;
             }
         }
-        if (!PyUnicode_IS_ASCII(p->head)) {
-            PyErr_SetString(PyExc_ValueError, "plan: head must be ASCII");
-            return -1;
-        }
     }
-    return n;
+    Py_INCREF(seq);
+    ps->keep = seq;
+    PyObject *capsule = PyCapsule_New(ps, PLANS_CAPSULE, plans_free);
+    if (capsule == NULL) {
+        Py_DECREF(seq);
+        PyMem_Free(ps);
+    }
+    return capsule;
+bad:
+    PyMem_Free(ps);
+    return NULL;
 }
 
 static int put_str(Out *o, PyObject *ascii) {
@@ -435,6 +466,23 @@ static int text_class(const uint8_t *s, size_t n) {
         control |= (uint8_t)((c < 0x20) & (c != '\t') & (c != '\n') & (c != '\r')) | (uint8_t)(c == 0x7f);
     }
     return (any & 0x80) ? NOT_ASCII : control ? NOT_PRINTABLE : TEXT;
+}
+
+/* ,"value":"…" (cut at max_text characters, then "…") for printable text, ,"value_hex":"…"
+ * for other ASCII: what values._set_bytes puts in the fields (comma: not the first member). */
+static int put_value(Out *o, const uint8_t *s, size_t n, int kind, Py_ssize_t max_text, int comma) {
+    if (comma && PUT_LIT(o, ",") < 0)
+        return -1;
+    if (kind != TEXT)
+        return PUT_LIT(o, "\"value_hex\":") < 0 ? -1 : out_hex(o, s, n);
+    size_t shown = n > (size_t)max_text ? (size_t)max_text : n;
+    if (PUT_LIT(o, "\"value\":") < 0 || out_json_ascii(o, s, shown) < 0)
+        return -1;
+    if (shown < n) { /* "…" before the closing quote */
+        o->len--;
+        return PUT_LIT(o, "\\u2026\"");
+    }
+    return 0;
 }
 
 /* hash((False, cid or None, logical key)): the digest rules/stream.py keeps per snapshot */
@@ -538,26 +586,25 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     uint8_t *inflated = NULL;
     unsigned long long last_seqno, snap_start, snap_end;
     long long unacked, limit;
-    PyObject *keys, *prefix, *plan_seq, *magic_names;
-    if (!PyArg_ParseTuple(args, "y*nnL(IiiiinniKKKOnLLU)O!O!", &view, &pos, &stop, &base, &want_opaque, &want_vb,
+    PyObject *keys, *prefix, *capsule, *magic_names;
+    if (!PyArg_ParseTuple(args, "y*nnL(IiiiinniKKKOnLLU)OO!", &view, &pos, &stop, &base, &want_opaque, &want_vb,
                           &want_sid, &need_sid, &collections, &max_text, &max_inflate, &deletion_extras, &last_seqno, &snap_start,
-                          &snap_end, &keys, &max_keys, &unacked, &limit, &prefix, &PyTuple_Type, &plan_seq,
-                          &PyTuple_Type, &magic_names))
+                          &snap_end, &keys, &max_keys, &unacked, &limit, &prefix, &capsule, &PyTuple_Type, &magic_names))
         return NULL;
     const uint8_t *d = view.buf;
-    PyObject *dcp_proto = PyTuple_GET_SIZE(magic_names) == 3 ? PyTuple_GET_ITEM(magic_names, 2) : NULL;
-    Plan plans[8];
-    int nplans = read_plans(plan_seq, plans, 8);
     PyObject *result = NULL;
     Out o = {NULL, 0, 0};
-    if (nplans < 0)
+    Plans *compiled = PyCapsule_GetPointer(capsule, PLANS_CAPSULE);
+    if (compiled == NULL)
         goto done;
+    const Plan *plans = compiled->plan;
+    int nplans = compiled->n;
     if (keys != Py_None && !PySet_Check(keys)) {
         PyErr_SetString(PyExc_TypeError, "keys: a set or None");
         goto done;
     }
-    if (!PyUnicode_IS_ASCII(prefix) || PyTuple_GET_SIZE(magic_names) != 3) {
-        PyErr_SetString(PyExc_ValueError, "prefix must be ASCII; names: two magic names, the protocol member");
+    if (!PyUnicode_IS_ASCII(prefix) || PyTuple_GET_SIZE(magic_names) != 2) {
+        PyErr_SetString(PyExc_ValueError, "prefix must be ASCII, magic_names two strings");
         goto done;
     }
     if (stop > view.len)
@@ -568,8 +615,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     Py_ssize_t counts[2] = {0, 0}, last_key_at = -1, last_key_len = 0;
     long long total = 0;
-    int last_op = -1, last_prefixed = 0, last_sid = -1;
-    uint64_t last_cid = 0;
+    int last_op = -1, last_sid = -1;
     while (pos >= 0 && pos + 24 <= stop) {
         const uint8_t *h = d + pos;
         int magic = h[0], op = h[1], flex = magic == 0x08;
@@ -588,7 +634,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         int sid = stream_id_of(h, flex, framing);
         if (sid == -2 || (sid >= 0 && sid != want_sid) || (sid < 0 && need_sid))
             break;
-        Plan *plan = NULL;
+        const Plan *plan = NULL;
         for (int i = 0; i < nplans; i++)
             if (plans[i].opcode == op && (uint32_t)plans[i].extras == extlen)
                 plan = &plans[i];
@@ -643,7 +689,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         int kind = text_class(doc, (size_t)dlen);
         if (kind == NOT_ASCII)
             break;
-        int text = kind == TEXT;
         if ((dt & 1) && dlen && json_valid(doc, (size_t)dlen) != J_OK)
             break;
         if (limit && unacked >= limit)
@@ -665,7 +710,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 break; /* duplicate-key */
         }
         Head f = {base + pos, size, magic, flex, dt, sid, vb, opaque, cas};
-        if (put_head(&o, prefix, &f, dcp_proto, PyTuple_GET_ITEM(magic_names, flex), plan->head, 1, logical, llen,
+        if (put_head(&o, prefix, &f, plan->proto, PyTuple_GET_ITEM(magic_names, flex), plan->head, 1, logical, llen,
                      prefixed, cid) < 0)
             goto done;
         for (int k = 0; k < plan->nfields; k++) {
@@ -677,20 +722,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             goto done;
         if (vlen && (dt & 2) && (PUT_LIT(&o, ",\"value_inflated_length\":") < 0 || out_u64(&o, (uint64_t)dlen) < 0))
             goto done;
-        if (vlen) {
-            if (text) {
-                size_t shown = (size_t)dlen > (size_t)max_text ? (size_t)max_text : (size_t)dlen;
-                if (PUT_LIT(&o, ",\"value\":") < 0 || out_json_ascii(&o, doc, shown) < 0)
-                    goto done;
-                if (shown < (size_t)dlen) { /* "…" before the closing quote */
-                    o.len--;
-                    if (PUT_LIT(&o, "\\u2026\"") < 0)
-                        goto done;
-                }
-            } else if (PUT_LIT(&o, ",\"value_hex\":") < 0 || out_hex(&o, doc, (size_t)dlen) < 0) {
-                goto done;
-            }
-        }
+        if (vlen && put_value(&o, doc, (size_t)dlen, kind, max_text, 1) < 0)
+            goto done;
         if (PUT_LIT(&o, "},\"findings\":[]}\n") < 0)
             goto done;
         if (limit)
@@ -701,9 +734,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         last_op = op;
         last_key_at = logical - d;
         last_key_len = (Py_ssize_t)llen;
-        last_prefixed = prefixed;
         last_sid = sid;
-        last_cid = cid;
         pos += size;
         if (seqno >= snap_end)
             break; /* the snapshot is complete: the caller closes it */
@@ -711,17 +742,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *lines = PyBytes_FromStringAndSize(o.p ? o.p : "", (Py_ssize_t)o.len);
     if (lines == NULL)
         goto done;
-    PyObject *cid_obj = last_prefixed ? PyLong_FromUnsignedLongLong(last_cid) : (Py_INCREF(Py_None), Py_None);
     PyObject *key_obj = last_key_at >= 0 ? PyUnicode_DecodeASCII((const char *)d + last_key_at, last_key_len, NULL)
                                          : (Py_INCREF(Py_None), Py_None);
-    if (cid_obj && key_obj)
-        result = Py_BuildValue("(nnnKLLNiiNN)", pos, counts[0], counts[1], last_seqno, total, unacked, lines, last_op,
-                               last_sid, key_obj, cid_obj);
-    else {
+    if (key_obj != NULL)
+        result = Py_BuildValue("(nnnKLLNiiN)", pos, counts[0], counts[1], last_seqno, total, unacked, lines, last_op,
+                               last_sid, key_obj);
+    else
         Py_DECREF(lines);
-        Py_XDECREF(cid_obj);
-        Py_XDECREF(key_obj);
-    }
 done:
     PyMem_Free(inflated);
     PyMem_Free(o.p);
@@ -844,20 +871,8 @@ static PyObject *fixed(PyObject *self, PyObject *args) {
         }
         if (off != span)
             goto none;
-        int more = n > 0 || sid >= 0;
-        if (text && vlen && value_kind == TEXT) {
-            size_t shown = vlen > (size_t)max_text ? (size_t)max_text : vlen;
-            if ((more && PUT_LIT(&o, ",") < 0) || PUT_LIT(&o, "\"value\":") < 0 || out_json_ascii(&o, value, shown) < 0)
-                goto done;
-            if (shown < vlen) { /* "…" before the closing quote */
-                o.len--;
-                if (PUT_LIT(&o, "\\u2026\"") < 0)
-                    goto done;
-            }
-        } else if (text && vlen) {
-            if ((more && PUT_LIT(&o, ",") < 0) || PUT_LIT(&o, "\"value_hex\":") < 0 || out_hex(&o, value, vlen) < 0)
-                goto done;
-        }
+        if (text && vlen && put_value(&o, value, vlen, value_kind, max_text, n > 0 || sid >= 0) < 0)
+            goto done;
         if (PUT_LIT(&o, "},\"findings\":[]}\n") < 0)
             goto done;
         result = Py_BuildValue("(niiy#)", pos + size, index, sid, o.p, (Py_ssize_t)o.len);
@@ -1001,6 +1016,7 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Lines for a run of plain DCP items of one stream."},
     {"fixed", fixed, METH_VARARGS, "The line of a frame of fixed fields only, and which shape it has."},
     {"skip_records", skip_records, METH_VARARGS, "Pass over pcap records of other workers' connections."},
+    {"compile_plans", compile_plans, METH_O, "The item layouts, read once for scan."},
     {"cut", cut, METH_VARARGS, "End and count of the whole frames from a position."},
     {"plain_json", plain_json, METH_O, "Whether json.dumps would write these orjson bytes the same."},
     {"valid_json", valid_json, METH_O, "Strict JSON check of ASCII bytes: 1, 0, or -1 (too deep)."},

@@ -444,7 +444,7 @@ def test_scan_takes_mutated_frames(flips, datatype, value, snappy):
             frame[at] = byte
     data = bytes(frame) * 2
     params = (9, 3, -1, 0, -1, 4096, 1 << 20, -1, 0, 0, 1 << 63, set(), 10, 0, 0, '{"kind":"frame",')
-    end, mutations, deletions, *_, text, _, _, _, _ = lane_module._lane.scan(
+    end, mutations, deletions, *_, text, _, _, _ = lane_module._lane.scan(
         data, 0, len(data), 0, params, lane_module._PLANS, lane_module._MAGIC_NAMES)
     assert 0 <= end <= len(data) and text.count(b"\n") == mutations + deletions <= 2
     for line in text.splitlines():

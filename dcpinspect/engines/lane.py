@@ -64,6 +64,10 @@ def _key(name: str) -> str:
     return json.dumps(name) + ":"
 
 
+def _protocol(spec) -> str:
+    return f'"protocol":{json.dumps(protocol_of_family(spec.family))}'
+
+
 def _op_head(op: int, status: int | None = None) -> str:
     """The opcode's members of a line (and a response's status ones), as frame_record has them."""
     head = f',"opcode":{op},"opcode_name":{json.dumps(CLIENT_SPECS[op].name)}'
@@ -83,11 +87,11 @@ def _plans() -> tuple:
                 continue
             zero = layout.names.index(_ZERO_FIELD) if _ZERO_FIELD in layout.names else -1
             plans.append((op, size, layout.names.index(spec.seqno_field), zero, tuple(map(_key, layout.names)),
-                          tuple(f.size for f in layout.fields), _op_head(op)))
+                          tuple(f.size for f in layout.fields), _protocol(spec), _op_head(op)))
     return tuple(plans)
 
 
-_PLANS = _plans()
+_PLANS = None if _lane is None else _lane.compile_plans(_plans())
 
 
 def _renderer(spec: FieldSpec) -> dict | None:
@@ -136,7 +140,7 @@ def _fixed_shapes() -> tuple[dict, list]:
             shapes.setdefault(magic << 8 | op, []).append(shape)
 
     for op, spec in sorted(CLIENT_SPECS.items()):
-        proto, head = f'"protocol":{json.dumps(protocol_of_family(spec.family))}', _op_head(op)
+        proto, head = _protocol(spec), _op_head(op)
         add((_RESPONSE,), op, None, -1, None, proto, _op_head(op, 0), False)
         if op in TEXT_REQUESTS:
             body = spec.request
@@ -158,7 +162,7 @@ def _fixed_shapes() -> tuple[dict, list]:
 
 _FIXED, _FIXED_LAYOUTS = _fixed_shapes()
 _MAGIC_JSON = {m: json.dumps(name) for m, name in MAGICS.items()}
-_MAGIC_NAMES = tuple(_MAGIC_JSON[m] for m in _MAGICS) + ('"protocol":"dcp"',)  # what scan writes
+_MAGIC_NAMES = tuple(_MAGIC_JSON[m] for m in _MAGICS)
 _NAMES = {op: CLIENT_SPECS[op].name for op in LANE_OPCODES}
 _MUTATIONS, _DELETIONS = (CLIENT_SPECS[op].name.removeprefix("DCP_").lower() for op in (0x57, 0x58))
 assert all(op in FLOW_CONTROLLED for op in LANE_OPCODES)
@@ -238,8 +242,8 @@ class Lane:
                   self.base.max_value_text, self.base.max_inflate, deletion_extras, stream.last_seqno, snap.start, snap.end,
                   None if snap.may_duplicate else snap.keys, MAX_SNAPSHOT_KEYS, st.unacked, limit,
                   self.prefix(number, ts, fd.label, direction))
-        (after, mutations, deletions, last, size, unacked, text, last_op, last_sid, last_key,
-         _) = _lane.scan(data, pos, stop, offset, params, _PLANS, _MAGIC_NAMES)
+        after, mutations, deletions, last, size, unacked, text, last_op, last_sid, last_key = _lane.scan(
+            data, pos, stop, offset, params, _PLANS, _MAGIC_NAMES)
         count = mutations + deletions
         if not count:
             return pos, None
