@@ -322,8 +322,9 @@ def decode_command(
     ports = _port_map(port, decode_as)
     lean = (DecodeContext(headers_only=True) if fmt is CaptureFormat.summary
             else DecodeContext(detail=False) if fmt is CaptureFormat.jsonl else None)  # jsonl: no field rows
+    pure = bool(os.environ.get("DCPINSPECT_PURE"))  # no C shortcuts: the reference the tests compare with
     kw = dict(ports=ports, collections=_collections(collections), heuristic=not no_heuristic, base=lean,
-              lane=fmt is CaptureFormat.jsonl and keep.empty and limit is None and not os.environ.get("DCPINSPECT_PURE"))
+              lane=fmt is CaptureFormat.jsonl and keep.empty and limit is None and not pure, follow=not pure)
     code = EXIT_OK
     for path in files:
         if not path.exists():

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from scapy.config import conf
 from scapy.fields import EnumField, FlagsField, XStrFixedLenField
@@ -399,6 +399,8 @@ def frames(draw):
 
 @given(frames())
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# a v2.0 marker cut one byte short: the 36 bytes left fit v2.0, the 37 declared do not
+@example(raw=bytes.fromhex("805600000100000000000026") + bytes(12 + 1 + 36))
 def test_generated_frames_agree_with_decode_frame(raw):
     assert bytes(assert_same_as_decode_frame(raw)) == raw
 

@@ -682,6 +682,9 @@ INVALID: dict[str, tuple[bytes, bool | None, set[str]]] = {
                       {"xattr-invalid"}),
     "json-garbage": (request(0x57, extras=MUT, key=b"k", value=b"{nope", datatype=0x01), False, {"json-invalid"}),
     "failover-log-odd-size": (response(0x54, value=bytes(20)), None, {"value-size"}),
+    # a cut frame whose present value bytes fit v2.0 by chance: the header says 37
+    "marker-v2.0-cut-to-fit": (request(0x56, extras=b"\x00", value=bytes(37))[:-1], None,
+                               {"truncated", "snapshot-marker-value-size"}),
 }
 
 
@@ -691,6 +694,12 @@ def test_invalid_variant(name: str) -> None:
     msg = decode(data, collections)
     found = rules(judge(msg))
     assert want <= found, f"expected {want}, got {found}"
+
+
+def test_cut_value_is_measured_by_its_header() -> None:
+    msg = decode(INVALID["marker-v2.0-cut-to-fit"][0], None)
+    assert "start_seqno" not in msg.values
+    assert any("has 37" in p.message for p in msg.problems)
 
 
 def test_truncated_vector_reports_truncated() -> None:

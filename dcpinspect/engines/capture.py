@@ -20,6 +20,7 @@ from ..messages.header import HEADER_SIZE
 from ..findings import Finding
 from .lane import Lane
 from .streaming import Conversation
+from .tails import DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, reverse_raw, settle
 from ..transport.packet import Segment
 from ..transport.reassembly import Data, End, FlowKey, Gap, Reassembler, Start
 
@@ -130,29 +131,86 @@ class CaptureDecoder:
         base: DecodeContext | None = None,
         max_buffer: int = 4 * 1024 * 1024,
         lane: bool = False,
+        max_flows: int = 100_000,
     ) -> None:
         self.ports = MCBP_PORTS | frozenset(ports)
         self.collections = collections
         self.heuristic = heuristic
         self.base = base or DecodeContext()
-        self.reassembler = Reassembler(server_ports=self.ports | TLS_PORTS, max_buffer=max_buffer)
+        self.reassembler = Reassembler(server_ports=self.ports | TLS_PORTS, max_buffer=max_buffer,
+                                       max_flows=max_flows)
         self.flows: dict[FlowKey, FlowDecoder] = {}
         #: jsonl only (``lane=True``): plain DCP items become Lines, not Captured (engines/lane.py)
         self.lane = Lane(self.base) if lane and Lane.usable(self.base) else None
+        #: the directions a reader follows in C (see tails.py); None: it follows none
+        self.tails: Tails | None = None
 
     def feed(self, seg: Segment) -> list[Captured | Note]:
+        tails = self.tails
+        if tails is not None and tails.raw:
+            if self.reassembler.full:  # eviction looks at every flow
+                self._settle(tails.drop_all())
+            else:
+                self._settle(tails.drop((seg.src, seg.sport, seg.dst, seg.dport)))
         out: list[Captured | Note] = []
         for ev in self.reassembler.feed(seg):
             self._event(ev, out)
         return out
 
     def finish(self) -> list[Captured | Note]:
+        if self.tails is not None:
+            self._settle(self.tails.drop_all())
         out: list[Captured | Note] = []
         for ev in self.reassembler.flush():
             self._event(ev, out)
         for fd in self.flows.values():
             self._close_flow(fd, out, None)
         return out
+
+    # -- directions followed by the reader ----------------------------------------------
+
+    def follow_with(self, raw: dict) -> None:
+        """A reader takes the records of followed directions, by their 12 raw address and
+        port bytes in ``raw`` (see tails.py): from now on :meth:`follow` fills it."""
+        self.tails = Tails(raw)
+
+    def follow(self, raw: bytes, seg: Segment) -> None:
+        """After ``seg`` (whose plain Ethernet/IPv4/TCP record had ``raw`` as its 12 address
+        and port bytes) went the ordinary way: follow its connection, both ways, if it is
+        tracked and open; a direction's bytes too when they are in order and go to a splitter."""
+        key = (seg.src, seg.sport, seg.dst, seg.dport)
+        tails = self.tails
+        if key in tails.by_key:
+            return
+        reassembler = self.reassembler
+        mine = reassembler.in_order(key)
+        if mine is None:
+            return
+        fd = self.flows.get(mine[0])
+        if fd is None:
+            return
+        back = (seg.dst, seg.dport, seg.src, seg.sport)
+        theirs = reassembler.in_order(back)
+        if theirs is None:
+            return
+        # a direction's bytes are taken once it has a splitter (made by its first bytes: the
+        # order sides are made in is the order a closing connection flushes them in)
+        sides = fd.sides if fd.protocol == "mcbp" else {}
+        tails.add([new_tail(k, r, nxt, sides.get(direction), fd, direction)
+                   for k, r, (_, direction, nxt) in ((key, raw, mine), (back, reverse_raw(raw), theirs))])
+
+    def taken(self, tail: Tail) -> list[Captured | Note]:
+        """What the frames a followed direction's buffer now holds make (the reader's hit)."""
+        carried(tail)
+        splitter = tail[SIDE].splitter
+        out: list[Captured | Note] = []
+        self._items(tail[FLOW], tail[DIRECTION], splitter.feed(b""), tail[TS], out)
+        tail[WANT] = splitter.wanted
+        return out
+
+    def _settle(self, tails: list[Tail]) -> None:
+        for tail in tails:
+            settle(tail, self.reassembler)
 
     # -- events ------------------------------------------------------------------------
 

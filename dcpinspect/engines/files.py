@@ -10,6 +10,7 @@ from ..messages.frame import Message
 from ..sources.capture import CaptureProblem, Record, read_records
 from ..transport.packet import Skip, parse_record
 from .capture import CaptureDecoder, Captured, Note
+from .tails import INDEX, Tail, reverse_raw
 
 if TYPE_CHECKING:
     from ..sources.hexdump import HexDump
@@ -75,22 +76,31 @@ def plain_tcp4(rec) -> bytes | None:
     return data[26:38]
 
 
-def _reverse(raw: bytes) -> bytes:
-    return raw[4:8] + raw[:4] + raw[10:12] + raw[8:10]
-
-
-def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None = None,
+def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None = None, follow: bool = True,
                 **kw) -> Iterator[tuple[int, Captured | Note]]:
     """``(key, item)`` for the connections that :class:`Owners` gives to ``part`` (all of
     them when ``parts`` is 1). Keys order items across parts as one process emits them: the
     capture record that caused them, then, for what the end of input flushes, the record
-    that began their connection. Notes about the file itself come with part 0."""
+    that began their connection. Notes about the file itself come with part 0. ``follow``:
+    let a reader that can take the in-order records of connections under way in C
+    (see tails.py); the items are the same either way."""
     stats = stats if stats is not None else ReadStats()
     dec = CaptureDecoder(**kw)
     owners = Owners(parts)
     if parts > 1 and hasattr(records, "pass_over"):
         records.pass_over(owners.raw, part)  # the reader skips what plain_tcp4 would, unmade
+    following = False
+    if follow and hasattr(records, "follow"):
+        table: dict = {}
+        if records.follow(table):
+            dec.follow_with(table)
+            following = True
     for rec in records:
+        if type(rec) is Tail:  # a followed direction's buffer holds a frame
+            index = rec[INDEX]
+            for item in dec.taken(rec):
+                yield index, item
+            continue
         if isinstance(rec, CaptureProblem):
             if part == 0:
                 text = rec.message if rec.message.startswith("record ") else f"record {rec.index}: {rec.message}"
@@ -98,9 +108,9 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
             continue
         stats.records += 1
         raw = None
-        if parts > 1:
+        if parts > 1 or following:
             raw = plain_tcp4(rec)
-            if raw is not None and owners.raw.get(raw, part) != part:
+            if parts > 1 and raw is not None and owners.raw.get(raw, part) != part:
                 continue  # another worker's connection, and parsing would find nothing to report
         seg = parse_record(rec)
         if isinstance(seg, Skip):
@@ -109,12 +119,14 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
         if parts > 1:
             owner = owners.of(seg.src, seg.sport, seg.dst, seg.dport)
             if raw is not None and raw not in owners.raw:
-                owners.raw[raw] = owners.raw[_reverse(raw)] = owner
+                owners.raw[raw] = owners.raw[reverse_raw(raw)] = owner
             if owner != part:
                 continue
         index = rec.index
         for item in dec.feed(seg):
             yield index, item
+        if following and raw is not None:
+            dec.follow(raw, seg)
     stats.records += getattr(records, "passed", 0)
     began = {flow: fd.first_index for flow, fd in dec.flows.items()}
     for item in dec.finish():

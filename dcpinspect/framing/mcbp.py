@@ -97,6 +97,18 @@ class FrameSplitter:
     def buffered(self) -> int:
         return len(self._buf)
 
+    @property
+    def buffer(self) -> bytearray:
+        """The bytes held for the next frame. A reader that has the stream's next bytes in
+        order may append them here itself and call ``feed(b"")`` once the buffer holds
+        :attr:`wanted` bytes: the same frames come out as had it fed them."""
+        return self._buf
+
+    @property
+    def wanted(self) -> int:
+        """Feeding cannot complete a frame before the buffer holds this many bytes."""
+        return self._want
+
     def feed(self, data: bytes) -> list[RawFrame | Skipped]:
         buf = self._buf
         buf += data

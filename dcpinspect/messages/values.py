@@ -83,9 +83,20 @@ def _repeated(layout: Layout, name: str, label: str, raw: bytes, base: int, msg:
     return [Field(name, label, base, len(raw), [r.value for r in rows], f"{count} entries", tuple(rows))]
 
 
+def value_size(msg: "Message", raw: bytes) -> int:
+    """The size of a value as its header declares it: a cut frame's value is measured by
+    this, not by the bytes that are there (which may fit a layout by chance)."""
+    if not msg.truncated:
+        return len(raw)
+    declared = (msg.body_length - msg.framing_length - msg.extras_length - msg.key_length
+                - msg.values.get("engine_specific_length", 0))
+    return max(len(raw), declared)
+
+
 def _fixed(layout: Layout, raw: bytes, base: int, msg: "Message", what: str) -> list[Field]:
-    if len(raw) != layout.size:
-        msg.problems.append(Problem("value-size", f"{what}: value is {len(raw)} bytes, expected {layout.size}", base))
+    size = value_size(msg, raw)
+    if size != layout.size or len(raw) != size:
+        msg.problems.append(Problem("value-size", f"{what}: value is {size} bytes, expected {layout.size}", base))
         return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
     return layout.describe(raw, 0, base)
 
@@ -263,10 +274,11 @@ def _snapshot_marker_layout(msg, raw, base) -> Layout | None:
         if version is not None:
             msg.problems.append(Problem("snapshot-marker-version", f"unknown marker version 0x{version:02x}", base - 1))
         return None
-    if len(raw) != layout.size:
+    size = value_size(msg, raw)
+    if size != layout.size or len(raw) != size:
         msg.problems.append(
             Problem("snapshot-marker-value-size",
-                    f"{dcp.SNAPSHOT_VERSIONS[version]} value must be {layout.size} bytes, has {len(raw)}", base)
+                    f"{dcp.SNAPSHOT_VERSIONS[version]} value must be {layout.size} bytes, has {size}", base)
         )
         return None
     return layout
@@ -289,10 +301,11 @@ def _system_event(msg, raw, base, ctx):
         if layout is None:
             msg.problems.append(Problem("system-event-value", f"event {event} has no version {version} value", base))
             return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
-        if len(raw) != layout.size:
+        size = value_size(msg, raw)
+        if size != layout.size or len(raw) != size:
             msg.problems.append(
                 Problem("system-event-value",
-                        f"{layout.name} value must be {layout.size} bytes, has {len(raw)}", base)
+                        f"{layout.name} value must be {layout.size} bytes, has {size}", base)
             )
             return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
         msg.values.update(layout.values(raw))
@@ -536,7 +549,7 @@ def _features_lean(msg, raw, base, ctx) -> bool:
 def _system_event_lean(msg, raw, base, ctx) -> bool:
     version = msg.values.get("version")
     layout = dcp.SYSTEM_EVENT_VALUES.get((msg.values.get("event"), version)) if version in (0, 1) else None
-    if layout is None or len(raw) != layout.size:
+    if layout is None or len(raw) != layout.size or value_size(msg, raw) != layout.size:
         return False  # no event, a wrong size or a FlatBuffers (v2) value
     _put_layout(msg, layout, raw)
     return True

@@ -208,8 +208,20 @@ class Records:
         self._skip.owners, self._skip.part = owners, part
         return True
 
+    def follow(self, tails: dict) -> bool:
+        """From now on, take the plain Ethernet/IPv4/TCP records whose 12 address and port
+        bytes ``tails`` maps to a followed direction (engines/tails.py) in C when they are
+        pure ACKs or its next bytes in order, and yield the direction (a ``Tail``) instead of
+        a Record when its buffer holds a frame to cut. False if this reader cannot (pcapng,
+        or no compiled lane); :attr:`passed` counts these records too."""
+        if self._skip is None or _lane is None:
+            return False
+        self._skip.tails = tails
+        return True
+
     @property
     def passed(self) -> int:
+        """Records taken in C, never made into a Record: other workers', followed ones."""
         return 0 if self._skip is None else self._skip.passed
 
     def __iter__(self) -> Iterator[Record | CaptureProblem]:
@@ -267,20 +279,21 @@ def _stream_note(f) -> str:
 
 
 class _Skip:
-    """What a pcap reader passes over (see Records.pass_over)."""
+    """What a pcap reader takes in C (see Records.pass_over and Records.follow)."""
 
-    __slots__ = ("owners", "part", "passed")
+    __slots__ = ("owners", "part", "tails", "passed")
 
     def __init__(self) -> None:
         self.owners: dict | None = None
         self.part: object = None
+        self.tails: dict | None = None
         self.passed = 0
 
 
 try:
-    from .._lane import skip_records as _skip_records
+    from .._lane import take_records as _take_records
 except ImportError:  # built without a C compiler
-    _lane = _skip_records = None
+    _lane = _take_records = None
 else:
     _lane = True
 
@@ -300,12 +313,16 @@ def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int, skip: _Skip):
     while True:
         buf = b.buf
         pos = b.pos
-        if skip.owners is not None and linktype == 1:
-            pos, passed = _skip_records(buf, pos, hdrlen, little, MAX_RECORD, skip.owners, skip.part)
-            if passed:
-                index += passed
-                skip.passed += passed
+        if linktype == 1 and (skip.owners is not None or skip.tails is not None):
+            pos, taken, tail = _take_records(buf, pos, hdrlen, little, MAX_RECORD, skip.owners, skip.part,
+                                             skip.tails, index, scale)
+            if taken:
+                index += taken
+                skip.passed += taken
                 b.pos = pos
+            if tail is not None:
+                yield tail
+                continue
         if len(buf) - pos < hdrlen:
             if not b.need(hdrlen):
                 problem = _cut_short(f, index, f"record {index}: ", "the record header", b.left(), hdrlen,

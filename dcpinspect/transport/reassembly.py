@@ -181,6 +181,35 @@ class Reassembler:
                 self._close(flow, "fin" if flow.closing else "eof", flow.last_ts, flow.last_index, ev)
         return ev
 
+    def in_order(self, key: tuple[str, int, str, int]) -> tuple[FlowKey, str, int | None] | None:
+        """One direction of a tracked, open flow (``key``: the ``(src, sport, dst, dport)`` of
+        its segments): its flow key, its name, and the sequence number its next bytes carry
+        when :meth:`feed` would deliver them at once (nothing held out of order, no FIN yet),
+        else None there. None for a flow not tracked, or closed."""
+        ent = self._flows.get(key)
+        if ent is None or ent[0].closed:
+            return None
+        flow, d = ent
+        nxt = (d.base + d.off) & _MASK if d.started and not d.starts and d.fin < 0 else None
+        return flow.key, d.name, nxt
+
+    def advance(self, key: tuple[str, int, str, int], packets: int, size: int, ts: float, index: int) -> None:
+        """Count ``packets`` segments of one direction that were taken elsewhere while it was
+        in order (:meth:`in_order`): pure ACKs, and ``size`` bytes delivered in order. The
+        last of them came at ``ts`` in record ``index``. The flow stands as if :meth:`feed`
+        had had them."""
+        flow, d = self._flows[key]
+        flow.packets += packets
+        flow.bytes += size
+        d.off += size
+        if index > flow.last_index:
+            flow.last_ts, flow.last_index = ts, index
+
+    @property
+    def full(self) -> bool:
+        """The next new flow evicts old ones."""
+        return self._count >= self.max_flows
+
     def stats(self, flow: FlowKey) -> FlowStats | None:
         """Counters of a tracked flow (open, or closed and not yet evicted)."""
         ent = self._flows.get(flow)
