@@ -2,8 +2,9 @@
  *
  * dcpinspect.engines.lane calls scan() with a run of whole MCBP frames and the state of
  * the stream their opaque names. scan() goes frame by frame while every frame is a plain
- * DCP_MUTATION or DCP_DELETION of that stream that the Python path would decode without a
- * problem and judge without a finding (no frame rule, no stream rule), writes the jsonl
+ * DCP_MUTATION or DCP_DELETION of that stream, or a snapshot marker that opens the next
+ * snapshot of it, that the Python path would decode without a problem and judge without a
+ * finding (no frame rule, no stream rule), writes the jsonl
  * line the Python path writes for it, and stops at the first frame it cannot vouch for:
  * that frame, and everything after it, goes the ordinary way. Declining is always safe.
  * The lines come back as ASCII bytes, each ending in a newline.
@@ -576,24 +577,63 @@ static int stream_id_of(const uint8_t *h, int flex, uint32_t framing) {
     return sid ? sid : -2;
 }
 
+static int fixed_line(Out *o, const uint8_t *h, Py_ssize_t size, long long offset, int sid, PyObject *prefix,
+                      PyObject *magic_name, PyObject *candidates, Py_ssize_t max_text, int *index, uint64_t *vals,
+                      int *n_vals);
+static int fixed_header(const uint8_t *h, Py_ssize_t size, int *sid);
+
+/* A snapshot as the scan follows it: the one the caller's stream is in, then each marker's. */
+typedef struct {
+    uint64_t start, end, flags, mvs, hcs, hps;
+    int has_mvs, has_hcs, has_hps, complete;
+    PyObject *keys; /* the digests of its keys (None: not checked); a new one owned */
+} Snap;
+
+#define SNAP_ACK 0x08u
+#define SNAP_DISK 0x02u
+#define SNAP_DECLINED 0x38u /* ack, history, may-duplicate: left to the Python path */
+
+static PyObject *snap_info(const Snap *s) {
+    /* (start, end, snapshot type, max visible, high completed, high prepared, keys, complete) */
+    PyObject *mvs = s->has_mvs ? PyLong_FromUnsignedLongLong(s->mvs) : (Py_INCREF(Py_None), Py_None);
+    PyObject *hcs = s->has_hcs ? PyLong_FromUnsignedLongLong(s->hcs) : (Py_INCREF(Py_None), Py_None);
+    PyObject *hps = s->has_hps ? PyLong_FromUnsignedLongLong(s->hps) : (Py_INCREF(Py_None), Py_None);
+    if (mvs == NULL || hcs == NULL || hps == NULL) {
+        Py_XDECREF(mvs);
+        Py_XDECREF(hcs);
+        Py_XDECREF(hps);
+        return NULL;
+    }
+    return Py_BuildValue("(KKKNNNOO)", s->start, s->end, s->flags, mvs, hcs, hps, s->keys,
+                         s->complete ? Py_True : Py_False);
+}
+
 static PyObject *scan(PyObject *self, PyObject *args) {
+    /* Runs of a stream's DCP_MUTATION and DCP_DELETION frames, and the snapshot markers
+     * between them (read by fixed_line with the caller's marker shapes), that the rules
+     * would find nothing in; see the top of this file. */
     Py_buffer view;
     Py_ssize_t pos, stop;
     long long base;
     unsigned int want_opaque;
-    int want_vb, want_sid, need_sid, collections, deletion_extras;
+    int want_vb, want_sid, need_sid, collections, deletion_extras, complete, markers_ok, v22_ok;
     Py_ssize_t max_text, max_keys, max_inflate;
     uint8_t *inflated = NULL;
-    unsigned long long last_seqno, snap_start, snap_end;
+    unsigned long long last_seqno, snap_start, snap_end, end_seqno;
     long long unacked, limit;
-    PyObject *keys, *prefix, *capsule, *magic_names;
-    if (!PyArg_ParseTuple(args, "y*nnL(IiiiinniKKKOnLLU)OO!", &view, &pos, &stop, &base, &want_opaque, &want_vb,
-                          &want_sid, &need_sid, &collections, &max_text, &max_inflate, &deletion_extras, &last_seqno, &snap_start,
-                          &snap_end, &keys, &max_keys, &unacked, &limit, &prefix, &capsule, &PyTuple_Type, &magic_names))
+    PyObject *keys, *prefix, *capsule, *magic_names, *marker_shapes, *marker_fields;
+    if (!PyArg_ParseTuple(args, "y*nnL(IiiiinniKKKOnLLUpKppO!O!)OO!", &view, &pos, &stop, &base, &want_opaque,
+                          &want_vb, &want_sid, &need_sid, &collections, &max_text, &max_inflate, &deletion_extras,
+                          &last_seqno, &snap_start, &snap_end, &keys, &max_keys, &unacked, &limit, &prefix, &complete,
+                          &end_seqno, &markers_ok, &v22_ok, &PyTuple_Type, &marker_shapes, &PyTuple_Type,
+                          &marker_fields, &capsule, &PyTuple_Type, &magic_names))
         return NULL;
     const uint8_t *d = view.buf;
     PyObject *result = NULL;
     Out o = {NULL, 0, 0};
+    Snap cur = {snap_start, snap_end, 0, 0, 0, 0, 0, 0, 0, complete, keys}, older = cur;
+    int first_complete = complete;
+    Py_ssize_t markers = 0;
     Plans *compiled = PyCapsule_GetPointer(capsule, PLANS_CAPSULE);
     if (compiled == NULL)
         goto done;
@@ -603,8 +643,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "keys: a set or None");
         goto done;
     }
-    if (!PyUnicode_IS_ASCII(prefix) || PyTuple_GET_SIZE(magic_names) != 2) {
-        PyErr_SetString(PyExc_ValueError, "prefix must be ASCII, magic_names two strings");
+    if (!PyUnicode_IS_ASCII(prefix) || PyTuple_GET_SIZE(magic_names) != 2 || PyTuple_GET_SIZE(marker_shapes) != 2) {
+        PyErr_SetString(PyExc_ValueError, "prefix must be ASCII, magic_names and marker_shapes pairs");
         goto done;
     }
     if (stop > view.len)
@@ -619,7 +659,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     while (pos >= 0 && pos + 24 <= stop) {
         const uint8_t *h = d + pos;
         int magic = h[0], op = h[1], flex = magic == 0x08;
-        if ((magic != 0x80 && !flex) || (op != 0x57 && op != 0x58))
+        if ((magic != 0x80 && !flex) || (op != 0x57 && op != 0x58 && op != 0x56))
             break;
         uint32_t bodylen = be32(h + 8);
         Py_ssize_t size = 24 + (Py_ssize_t)bodylen;
@@ -634,6 +674,72 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         int sid = stream_id_of(h, flex, framing);
         if (sid == -2 || (sid >= 0 && sid != want_sid) || (sid < 0 && need_sid))
             break;
+        if (op == 0x56) {
+            /* a marker: the frame rules (its shape, named flags only), then rules.stream's
+             * _negotiated and _marker with the snapshot before it complete */
+            int msid, index, n_vals;
+            uint64_t vals[MAX_FIELDS];
+            size_t mark = o.len;
+            if (!markers_ok || !fixed_header(h, size, &msid) || (msid >= 0 && collections < 0))
+                break;
+            int got = fixed_line(&o, h, size, base + pos, sid, prefix, PyTuple_GET_ITEM(magic_names, flex),
+                                 PyTuple_GET_ITEM(marker_shapes, flex), max_text, &index, vals, &n_vals);
+            if (got < 0)
+                goto done;
+            if (!got)
+                break;
+            PyObject *where = index >= 0 && index < PyTuple_GET_SIZE(marker_fields)
+                                  ? PyTuple_GET_ITEM(marker_fields, index) : Py_None;
+            int at[7];
+            if (where == Py_None ||
+                !PyArg_ParseTuple(where, "iiiiiii", &at[0], &at[1], &at[2], &at[3], &at[4], &at[5], &at[6])) {
+                if (PyErr_Occurred())
+                    goto done;
+                o.len = mark;
+                break;
+            }
+            for (int k = 0; k < 6; k++)
+                if (at[k] >= n_vals || (k < 3 && at[k] < 0)) {
+                    PyErr_SetString(PyExc_ValueError, "scan: a marker field outside its shape");
+                    goto done;
+                }
+            Snap s = {vals[at[0]], vals[at[1]], vals[at[2]], 0, 0, 0, at[3] >= 0, at[4] >= 0, at[5] >= 0, 0, NULL};
+            if (s.has_mvs)
+                s.mvs = vals[at[3]];
+            if (s.has_hcs)
+                s.hcs = vals[at[4]];
+            if (s.has_hps)
+                s.hps = vals[at[5]];
+            if ((at[6] && !v22_ok) || (s.flags & SNAP_DECLINED) || s.end <= cur.end || s.start <= cur.end ||
+                s.start < cur.start || s.start > s.end || !(cur.complete || last_seqno >= cur.end) ||
+                (s.has_mvs && s.mvs > s.end) || (s.has_hps && s.hps > s.end && (s.flags & SNAP_DISK)) ||
+                (!(s.flags & SNAP_DISK) && ((s.has_hcs && s.hcs) || (s.has_hps && s.hps))) ||
+                (limit && unacked >= limit)) {
+                o.len = mark;
+                break;
+            }
+            s.keys = PySet_New(NULL);
+            if (s.keys == NULL)
+                goto done;
+            if (markers == 0)
+                first_complete = cur.complete;
+            else
+                Py_XDECREF(older.keys);
+            if (markers)
+                older = cur;
+            else
+                older = cur, older.keys = NULL; /* the caller's own snapshot */
+            cur = s;
+            markers++;
+            if (limit)
+                unacked += size;
+            total += size;
+            last_op = op;
+            last_key_at = -1;
+            last_sid = sid;
+            pos += size;
+            continue;
+        }
         const Plan *plan = NULL;
         for (int i = 0; i < nplans; i++)
             if (plans[i].opcode == op && (uint32_t)plans[i].extras == extlen)
@@ -649,7 +755,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         uint64_t seqno = vals[plan->seqno];
         if (seqno == 0 || (plan->zero >= 0 && vals[plan->zero] != 0))
             break; /* seqno-zero, nmeta-nonzero */
-        if (seqno <= last_seqno || seqno < snap_start || seqno > snap_end)
+        if (seqno <= last_seqno || seqno < cur.start || seqno > cur.end)
             break;
         const uint8_t *key = ex + extlen, *value = key + keylen, *end = h + size;
         size_t vlen = (size_t)(end - value);
@@ -693,16 +799,16 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             break;
         if (limit && unacked >= limit)
             break; /* buffer-overrun */
-        if (keys != Py_None) {
+        if (cur.keys != Py_None) {
             Py_hash_t hv = key_digest(prefixed, cid, logical, llen);
             if (hv == -1 && PyErr_Occurred())
                 goto done;
             PyObject *hk = PyLong_FromSsize_t(hv);
             if (hk == NULL)
                 goto done;
-            int seen = PySet_Contains(keys, hk);
-            if (seen == 0 && PySet_GET_SIZE(keys) < max_keys)
-                seen = PySet_Add(keys, hk);
+            int seen = PySet_Contains(cur.keys, hk);
+            if (seen == 0 && PySet_GET_SIZE(cur.keys) < max_keys)
+                seen = PySet_Add(cur.keys, hk);
             Py_DECREF(hk);
             if (seen < 0)
                 goto done;
@@ -736,24 +842,142 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         last_key_len = (Py_ssize_t)llen;
         last_sid = sid;
         pos += size;
-        if (seqno >= snap_end)
-            break; /* the snapshot is complete: the caller closes it */
+        if (seqno >= cur.end) { /* the snapshot is complete */
+            cur.complete = 1;
+            if (cur.end >= end_seqno || seqno >= end_seqno)
+                break; /* and holds the stream's end seqno: the caller says so */
+        }
     }
     PyObject *lines = PyBytes_FromStringAndSize(o.p ? o.p : "", (Py_ssize_t)o.len);
     if (lines == NULL)
         goto done;
     PyObject *key_obj = last_key_at >= 0 ? PyUnicode_DecodeASCII((const char *)d + last_key_at, last_key_len, NULL)
                                          : (Py_INCREF(Py_None), Py_None);
-    if (key_obj != NULL)
-        result = Py_BuildValue("(nnnKLLNiiN)", pos, counts[0], counts[1], last_seqno, total, unacked, lines, last_op,
-                               last_sid, key_obj);
-    else
+    PyObject *newest = markers ? snap_info(&cur) : (Py_INCREF(Py_None), Py_None);
+    PyObject *before = markers > 1 ? snap_info(&older) : (Py_INCREF(Py_None), Py_None);
+    if (key_obj != NULL && newest != NULL && before != NULL)
+        result = Py_BuildValue("(nnnKLLNiiNnONN)", pos, counts[0], counts[1], last_seqno, total, unacked, lines, last_op,
+                               last_sid, key_obj, markers, first_complete ? Py_True : Py_False, before, newest);
+    else {
         Py_DECREF(lines);
+        Py_XDECREF(key_obj);
+        Py_XDECREF(newest);
+        Py_XDECREF(before);
+    }
 done:
+    if (markers) {
+        Py_XDECREF(cur.keys);
+        if (markers > 1)
+            Py_XDECREF(older.keys);
+    }
     PyMem_Free(inflated);
     PyMem_Free(o.p);
     PyBuffer_Release(&view);
     return result;
+}
+
+/* The line of the frame at h (size bytes, at stream offset offset, stream id sid or -1) if
+ * one of candidates (see fixed) fits it: 1 written to o, with the shape's index in *index
+ * and its fields' values in vals (n_vals of them, at most MAX_FIELDS); 0 none fits or a
+ * field has a value the tables do not name (o as it was); -1 error. */
+static int fixed_line(Out *o, const uint8_t *h, Py_ssize_t size, long long offset, int sid, PyObject *prefix,
+                      PyObject *magic_name, PyObject *candidates, Py_ssize_t max_text, int *index, uint64_t *vals,
+                      int *n_vals) {
+    int magic = h[0], flex = magic == 0x08;
+    uint32_t framing = flex ? h[2] : 0, keylen = flex ? h[3] : be16(h + 2), extlen = h[4];
+    const uint8_t *ex = h + 24 + framing, *key = ex + extlen, *value = key + keylen;
+    size_t vlen = (size_t)size - 24 - framing - extlen - keylen, mark = o->len;
+    if (!PyTuple_Check(candidates)) {
+        PyErr_SetString(PyExc_TypeError, "fixed: shapes map to tuples");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(candidates); i++) {
+        int extras, version, with_vbucket;
+        Py_ssize_t value_len;
+        PyObject *names, *sizes, *renderers, *proto, *head;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(candidates, i), "iinO!O!O!UUpi", &extras, &version, &value_len,
+                              &PyTuple_Type, &names, &PyTuple_Type, &sizes, &PyTuple_Type, &renderers, &proto, &head,
+                              &with_vbucket, index))
+            return -1;
+        /* value_len -1: a text key and a text value (values.bytes_field's way); -2: a text key
+         * and no value */
+        int text = value_len < 0;
+        if ((uint32_t)extras != extlen || (version >= 0 && (extlen < 1 || ex[0] != version)) ||
+            (text ? text_class(key, keylen) == NOT_ASCII || (value_len == -2 && vlen)
+                  : keylen != 0 || (size_t)value_len != vlen))
+            continue;
+        int value_kind = text && vlen ? text_class(value, vlen) : TEXT;
+        if (value_kind == NOT_ASCII)
+            return 0;
+        Py_ssize_t n = PyTuple_GET_SIZE(names);
+        if (PyTuple_GET_SIZE(sizes) != n || PyTuple_GET_SIZE(renderers) != n || !PyUnicode_IS_ASCII(proto) ||
+            !PyUnicode_IS_ASCII(head) || n > MAX_FIELDS) {
+            PyErr_SetString(PyExc_ValueError, "fixed: a shape's lists differ in length, are too long or not ASCII");
+            return -1;
+        }
+        Head f = {offset, size, magic, flex, 0, sid, be16(h + 6), be32(h + 12), beN(h + 16, 8)};
+        if (put_head(o, prefix, &f, proto, magic_name, head, with_vbucket, key, keylen, 0, 0) < 0)
+            return -1;
+        size_t off = 0, span = text ? extlen : extlen + vlen; /* without a key, the fields run on into the value */
+        for (Py_ssize_t k = 0; k < n; k++) {
+            long width = PyLong_AsLong(PyTuple_GET_ITEM(sizes, k));
+            PyObject *name = PyTuple_GET_ITEM(names, k), *render = PyTuple_GET_ITEM(renderers, k);
+            if (width < 1 || width > 8 || off + (size_t)width > span || !PyUnicode_Check(name) ||
+                !PyUnicode_IS_ASCII(name)) {
+                PyErr_SetString(PyExc_ValueError, "fixed: bad field");
+                return -1;
+            }
+            uint64_t v = vals[k] = beN(ex + off, (int)width);
+            off += (size_t)width;
+            if (((k || sid >= 0) && PUT_LIT(o, ",") < 0) || put_str(o, name) < 0)
+                return -1;
+            if (render == Py_None) {
+                if (out_u64(o, v) < 0)
+                    return -1;
+                continue;
+            }
+            PyObject *number = PyLong_FromUnsignedLongLong(v);
+            if (number == NULL)
+                return -1;
+            PyObject *fragment = PyDict_Check(render) ? PyDict_GetItemWithError(render, number) : NULL;
+            Py_DECREF(number);
+            if (fragment == NULL) {
+                if (PyErr_Occurred())
+                    return -1;
+                o->len = mark;
+                return 0; /* a value the tables do not name: the rules will say so */
+            }
+            if (!PyUnicode_Check(fragment) || !PyUnicode_IS_ASCII(fragment) || put_str(o, fragment) < 0) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "fixed: fragments must be ASCII strings");
+                return -1;
+            }
+        }
+        if (off != span) {
+            o->len = mark;
+            return 0;
+        }
+        if (text && vlen && put_value(o, value, vlen, value_kind, max_text, n > 0 || sid >= 0) < 0)
+            return -1;
+        if (PUT_LIT(o, "},\"findings\":[]}\n") < 0)
+            return -1;
+        *n_vals = (int)n;
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether the 24-byte header at h (of a frame whose size bytes are all there) is one
+ * fixed_line may take: a request (or a response with status 0) without datatype, its
+ * lengths within the body; *sid its stream id (-1: none; -2: other framing). */
+static int fixed_header(const uint8_t *h, Py_ssize_t size, int *sid) {
+    int magic = h[0], flex = magic == 0x08, response = magic == 0x81;
+    uint32_t framing = flex ? h[2] : 0, keylen = flex ? h[3] : be16(h + 2), extlen = h[4];
+    if ((magic != 0x80 && !flex && !response) || h[5] || 24 + framing + extlen + keylen > (uint32_t)size ||
+        (response && be16(h + 6)))
+        return 0;
+    *sid = stream_id_of(h, flex, framing);
+    return *sid != -2;
 }
 
 static PyObject *fixed(PyObject *self, PyObject *args) {
@@ -787,94 +1011,21 @@ static PyObject *fixed(PyObject *self, PyObject *args) {
     }
     if (pos + 24 > stop)
         goto none;
-    int magic = h[0], flex = magic == 0x08, response = magic == 0x81;
     Py_ssize_t size = 24 + (Py_ssize_t)be32(h + 8);
-    uint32_t framing = flex ? h[2] : 0, keylen = flex ? h[3] : be16(h + 2), extlen = h[4];
-    if ((magic != 0x80 && !flex && !response) || pos + size > stop || h[5] ||
-        24 + framing + extlen + keylen > (uint32_t)size || (response && be16(h + 6)))
-        goto none;
-    int sid = stream_id_of(h, flex, framing);
-    if (sid == -2)
+    int sid, index, n_vals;
+    if (pos + size > stop || !fixed_header(h, size, &sid))
         goto none;
     PyObject *candidates;
-    int found = lookup(shapes, PyLong_FromLong(magic << 8 | h[1]), &candidates);
+    int found = lookup(shapes, PyLong_FromLong(h[0] << 8 | h[1]), &candidates);
     if (found < 0)
         goto done;
     if (!found)
         goto none;
-    if (!PyTuple_Check(candidates)) {
-        PyErr_SetString(PyExc_TypeError, "fixed: shapes map to tuples");
+    uint64_t vals[MAX_FIELDS];
+    int got = fixed_line(&o, h, size, base + pos, sid, prefix, magic_name, candidates, max_text, &index, vals, &n_vals);
+    if (got < 0)
         goto done;
-    }
-    const uint8_t *ex = h + 24 + framing, *key = ex + extlen, *value = key + keylen;
-    size_t vlen = (size_t)size - 24 - framing - extlen - keylen;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(candidates); i++) {
-        int extras, version, with_vbucket, index;
-        Py_ssize_t value_len;
-        PyObject *names, *sizes, *renderers, *proto, *head;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(candidates, i), "iinO!O!O!UUpi", &extras, &version, &value_len,
-                              &PyTuple_Type, &names, &PyTuple_Type, &sizes, &PyTuple_Type, &renderers, &proto, &head,
-                              &with_vbucket, &index))
-            goto done;
-        /* value_len -1: a text key and a text value (values.bytes_field's way); -2: a text key
-         * and no value */
-        int text = value_len < 0;
-        if ((uint32_t)extras != extlen || (version >= 0 && (extlen < 1 || ex[0] != version)) ||
-            (text ? text_class(key, keylen) == NOT_ASCII || (value_len == -2 && vlen)
-                  : keylen != 0 || (size_t)value_len != vlen))
-            continue;
-        int value_kind = text && vlen ? text_class(value, vlen) : TEXT;
-        if (value_kind == NOT_ASCII)
-            goto none;
-        Py_ssize_t n = PyTuple_GET_SIZE(names);
-        if (PyTuple_GET_SIZE(sizes) != n || PyTuple_GET_SIZE(renderers) != n || !PyUnicode_IS_ASCII(proto) ||
-            !PyUnicode_IS_ASCII(head)) {
-            PyErr_SetString(PyExc_ValueError, "fixed: a shape's lists differ in length or are not ASCII");
-            goto done;
-        }
-        Head f = {base + pos, size, magic, flex, 0, sid, be16(h + 6), be32(h + 12), beN(h + 16, 8)};
-        if (put_head(&o, prefix, &f, proto, magic_name, head, with_vbucket, key, keylen, 0, 0) < 0)
-            goto done;
-        size_t off = 0, span = text ? extlen : extlen + vlen; /* without a key, the fields run on into the value */
-        for (Py_ssize_t k = 0; k < n; k++) {
-            long width = PyLong_AsLong(PyTuple_GET_ITEM(sizes, k));
-            PyObject *name = PyTuple_GET_ITEM(names, k), *render = PyTuple_GET_ITEM(renderers, k);
-            if (width < 1 || width > 8 || off + (size_t)width > span || !PyUnicode_Check(name) ||
-                !PyUnicode_IS_ASCII(name)) {
-                PyErr_SetString(PyExc_ValueError, "fixed: bad field");
-                goto done;
-            }
-            uint64_t v = beN(ex + off, (int)width);
-            off += (size_t)width;
-            if (((k || sid >= 0) && PUT_LIT(&o, ",") < 0) || put_str(&o, name) < 0)
-                goto done;
-            if (render == Py_None) {
-                if (out_u64(&o, v) < 0)
-                    goto done;
-                continue;
-            }
-            PyObject *value = PyLong_FromUnsignedLongLong(v);
-            if (value == NULL)
-                goto done;
-            PyObject *fragment = PyDict_Check(render) ? PyDict_GetItemWithError(render, value) : NULL;
-            Py_DECREF(value);
-            if (fragment == NULL) {
-                if (PyErr_Occurred())
-                    goto done;
-                goto none; /* a value the tables do not name: the rules will say so */
-            }
-            if (!PyUnicode_Check(fragment) || !PyUnicode_IS_ASCII(fragment) || put_str(&o, fragment) < 0) {
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_ValueError, "fixed: fragments must be ASCII strings");
-                goto done;
-            }
-        }
-        if (off != span)
-            goto none;
-        if (text && vlen && put_value(&o, value, vlen, value_kind, max_text, n > 0 || sid >= 0) < 0)
-            goto done;
-        if (PUT_LIT(&o, "},\"findings\":[]}\n") < 0)
-            goto done;
+    if (got) {
         result = Py_BuildValue("(niiy#)", pos + size, index, sid, o.p, (Py_ssize_t)o.len);
         goto done;
     }

@@ -358,15 +358,21 @@ _VALUES = st.one_of(
 @st.composite
 def streams(draw):
     d = Dcp(collections=draw(st.booleans()), delete_times=draw(st.booleans()))
-    d.handshake(stream_ids=draw(st.booleans()), buffer=draw(st.sampled_from([0, 0, 3000])))
+    controls = [("max_marker_version", "2.2")] if draw(st.booleans()) else []
+    d.handshake(*controls, stream_ids=draw(st.booleans()), buffer=draw(st.sampled_from([0, 0, 3000])))
     sid = 4 if d.stream_ids else None
-    p = d.stream(draw(st.integers(0, 3)), sid=sid)
+    p = d.stream(draw(st.integers(0, 3)), sid=sid, end=draw(st.sampled_from([2**64 - 1, 2**64 - 1, 20, 40])))
     seqno = 0
-    for _ in range(draw(st.integers(1, 3))):
-        start = seqno + draw(st.integers(0, 2))
-        end = start + draw(st.integers(0, 12))
-        p.marker(start, end, flags=draw(st.sampled_from([MEMORY, DISK, MEMORY | MAY_DUPLICATE, 0x4001])),
-                 version=draw(st.sampled_from(["v1", "2.0", "2.2"])), mvs=draw(st.sampled_from([None, end + 1])))
+    for _ in range(draw(st.integers(1, 6))):
+        start = max(0, seqno + draw(st.integers(-1, 2)))
+        end = max(0, start + draw(st.integers(-1, 12)))
+        flags = draw(st.sampled_from([MEMORY, MEMORY, DISK, DISK | 0x04, MEMORY | 0x04, MEMORY | MAY_DUPLICATE,
+                                      MEMORY | 0x08, DISK | 0x10, 0x4001, 0]))
+        p.marker(start, end, flags=flags, version=draw(st.sampled_from(["v1", "2.0", "2.2"])),
+                 mvs=draw(st.sampled_from([None, None, end + 1, max(0, end - 1)])), hcs=draw(st.sampled_from([0, 0, 1])),
+                 hps=draw(st.sampled_from([0, 0, 1, end + 1])))
+        if draw(st.integers(0, 5)) == 0:
+            p.mutation(seqno=end)  # the snapshot is complete at once
         for _ in range(draw(st.integers(0, 14))):
             seqno = max(0, seqno + draw(st.sampled_from([1, 1, 1, 0, -1, 2])))
             key = draw(_KEYS)
@@ -407,6 +413,14 @@ def test_json_check_agrees(text):
 
 # -- bytes from anywhere -------------------------------------------------------------------
 
+def scan_params(opaque: int, vbucket: int, collections: int, keys: set | None, snap: tuple = (0, 1 << 63),
+                last: int = 0, complete: bool = False) -> tuple:
+    """What Lane._run passes to scan, for a stream in snapshot ``snap`` at seqno ``last``."""
+    return (opaque, vbucket, -1, 0, collections, 4096, 1 << 20, -1, last, *snap, keys, 10, 0, 0,
+            '{"kind":"frame",', complete, 2**64 - 1, True, True, lane_module._MARKER_SHAPES,
+            lane_module._MARKER_FIELDS)
+
+
 @settings(max_examples=2000, deadline=None)
 @given(st.binary(max_size=300), st.integers(-5, 320), st.integers(-5, 320), st.booleans(), st.integers(-1, 1))
 def test_scan_and_cut_take_any_bytes(data, pos, stop, keys, collections):
@@ -418,34 +432,41 @@ def test_scan_and_cut_take_any_bytes(data, pos, stop, keys, collections):
         assert pos < 0 or pos > len(data)
     else:
         assert pos <= end <= len(data) and count >= 0
-    params = (0, 0, -1, 0, collections, 4096, 1 << 20, -1, 0, 0, 1 << 63, set() if keys else None, 10, 0, 0,
-              '{"kind":"frame",')
+    params = scan_params(0, 0, collections, set() if keys else None, complete=keys)
     try:
         out = c.scan(data, pos, stop, 0, params, lane_module._PLANS, lane_module._MAGIC_NAMES)
     except ValueError:
         assert pos < 0 or pos > min(stop, len(data))
     else:
         assert pos <= out[0] <= len(data)
-        assert out[6].count(b"\n") == out[1] + out[2]
+        assert out[6].count(b"\n") == out[1] + out[2] + out[10]
 
 
 @settings(max_examples=2000, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=6), st.integers(0, 3),
-       st.sampled_from([b'{"a":[1,2]}', b"text", b""]), st.booleans())
-def test_scan_takes_mutated_frames(flips, datatype, value, snappy):
-    """A real item frame with bytes changed anywhere: scan stays inside it and whatever it
-    takes carries exactly one line a frame."""
+       st.sampled_from([b'{"a":[1,2]}', b"text", b""]), st.booleans(), st.sampled_from(["v1", "2.0", "2.2"]))
+def test_scan_takes_mutated_frames(flips, datatype, value, snappy, version):
+    """A real marker and item frame with bytes changed anywhere: scan stays inside them and
+    whatever it takes carries exactly one line a frame."""
     if snappy and value:
         value, datatype = bytes(cramjam.snappy.compress_raw(value)), datatype | 2
-    frame = bytearray(dcpgen.build_frame(0x80, 0x57, vbucket=3, opaque=9, datatype=datatype, key=b"\x08doc",
-                                         extras=L.MUTATION.pack(by_seqno=5, rev_seqno=1), value=value))
+    d = Dcp()
+    d.stream(3).marker(11, 20, version=version)
+    marker = d.frames[-1][1]
+    marker = marker[:12] + (9).to_bytes(4, "big") + marker[16:]  # the stream's opaque
+    item = dcpgen.build_frame(0x80, 0x57, vbucket=3, opaque=9, datatype=datatype, key=b"\x08doc",
+                              extras=L.MUTATION.pack(by_seqno=15, rev_seqno=1), value=value)
+    frame = bytearray(marker + item)
     for at, byte in flips:
         if at < len(frame):
             frame[at] = byte
     data = bytes(frame) * 2
-    params = (9, 3, -1, 0, -1, 4096, 1 << 20, -1, 0, 0, 1 << 63, set(), 10, 0, 0, '{"kind":"frame",')
-    end, mutations, deletions, *_, text, _, _, _ = lane_module._lane.scan(
-        data, 0, len(data), 0, params, lane_module._PLANS, lane_module._MAGIC_NAMES)
-    assert 0 <= end <= len(data) and text.count(b"\n") == mutations + deletions <= 2
+    out = lane_module._lane.scan(data, 0, len(data), 0, scan_params(9, 3, -1, set(), (1, 10), 10, True),
+                                 lane_module._PLANS, lane_module._MAGIC_NAMES)
+    end, mutations, deletions, text, markers = out[0], out[1], out[2], out[6], out[10]
+    assert 0 <= end <= len(data) and text.count(b"\n") == mutations + deletions + markers <= 4
+    assert markers <= 2 and (markers == 0) == (out[13] is None)
+    if not flips and datatype == 0:
+        assert (markers, mutations) == (1, 1)  # the second marker is no later than the first
     for line in text.splitlines():
         json.loads(line)

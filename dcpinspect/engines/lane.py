@@ -35,7 +35,7 @@ from ..messages.names import MAGICS, status_name
 from ..messages.registry import CLIENT_SPECS
 from ..outputs.jsonl import _stdlib, protocol_of_family
 from ..rules.stream import INCLUDE_DELETE_TIMES, MAX_SNAPSHOT_KEYS
-from ..sessions.streams import FLOW_CONTROLLED
+from ..sessions.streams import FLOW_CONTROLLED, Snapshot
 
 try:
     from .. import _lane
@@ -45,6 +45,9 @@ except ImportError:  # built without a C compiler
 #: the opcodes the lane takes, and the extras field the frame rules require to be 0
 #: (rules/frame.py: nmeta-nonzero); the seqno must not be 0 either (seqno-zero)
 LANE_OPCODES = frozenset({0x57, 0x58})
+#: what may begin a run: the items, and a snapshot marker that opens the stream's next
+#: snapshot (a first marker, or an odd one, is judged by the rules: see Lane._fixed)
+RUN_OPCODES = LANE_OPCODES | {0x56}
 _ZERO_FIELD = "nmeta"
 _HEAD = struct.Struct(">BBHBBHIIQ")
 _MAGICS = (0x80, 0x08)  # ClientRequest, AltClientRequest (one stream-id frame info)
@@ -161,9 +164,36 @@ def _fixed_shapes() -> tuple[dict, list]:
 
 
 _FIXED, _FIXED_LAYOUTS = _fixed_shapes()
+#: a run's snapshot markers: their shapes (for magics 0x80 and 0x08), and by shape index
+#: where the fields start_snapshot reads sit among the shape's (-1: not in it), and
+#: whether the shape is v2.2 (a marker the validator wants negotiated)
+_MARKER_SHAPES = tuple(_FIXED[m << 8 | 0x56] for m in _MAGICS)
+_SNAPSHOT_FIELDS = ("start_seqno", "end_seqno", "snapshot_type", "max_visible_seqno", "high_completed_seqno",
+                    "high_prepared_seqno")
+
+
+def _marker_fields() -> tuple:
+    out = []
+    for extras, value, _ in _FIXED_LAYOUTS:
+        names = [f.name for layout in (extras, value) if layout is not None for f in layout.fields]
+        if "snapshot_type" not in names:
+            out.append(None)
+            continue
+        out.append((*(names.index(n) if n in names else -1 for n in _SNAPSHOT_FIELDS),
+                    int(value is dcp.SNAPSHOT_V22)))
+    return tuple(out)
+
+
+_MARKER_FIELDS = _marker_fields()
+
+
+def _snapshot(info: tuple, index: int) -> Snapshot:
+    """A snapshot a run's marker began (what the scan says of it), as start_snapshot makes it."""
+    start, end, flags, mvs, hcs, hps, keys, complete = info
+    return Snapshot(start, end, flags, index, mvs, hcs, hps, keys, complete)
 _MAGIC_JSON = {m: json.dumps(name) for m, name in MAGICS.items()}
 _MAGIC_NAMES = tuple(_MAGIC_JSON[m] for m in _MAGICS)
-_NAMES = {op: CLIENT_SPECS[op].name for op in LANE_OPCODES}
+_NAMES = {op: CLIENT_SPECS[op].name for op in (*LANE_OPCODES, 0x56)}
 _MUTATIONS, _DELETIONS = (CLIENT_SPECS[op].name.removeprefix("DCP_").lower() for op in (0x57, 0x58))
 assert all(op in FLOW_CONTROLLED for op in LANE_OPCODES)
 
@@ -206,8 +236,10 @@ class Lane:
         ``(msg, number)`` for a frame it decoded and the rules found something in; ``(pos,
         None)``: the frame at ``pos`` goes the ordinary way."""
         op = data[pos + 1]
-        if op in LANE_OPCODES:
-            return self._run(fd, side, direction, data, pos, offset, ts)
+        if op in RUN_OPCODES:
+            end, lines = self._run(fd, side, direction, data, pos, offset, ts)
+            if lines is not None or op != 0x56:
+                return end, lines
         if op in FIXED_REQUESTS or op in TEXT_REQUESTS or data[pos] == _RESPONSE:
             return self._fixed(fd, side, direction, data, pos, offset, ts)
         return pos, None
@@ -237,18 +269,25 @@ class Lane:
         limit = negotiation.buffer_size or 0
         # every frame of a run is numbered by the same record: stop where the next one begins
         number, stop = _numbered(side, data, pos, offset)
+        v22 = not validator.seen_from_start or negotiation.controls.get("max_marker_version") == "2.2"
         params = (opaque, vbucket, -1 if stream.stream_id is None else stream.stream_id,
                   1 if negotiation.stream_ids else 0, -1 if collections is None else int(collections),
                   self.base.max_value_text, self.base.max_inflate, deletion_extras, stream.last_seqno, snap.start, snap.end,
                   None if snap.may_duplicate else snap.keys, MAX_SNAPSHOT_KEYS, st.unacked, limit,
-                  self.prefix(number, ts, fd.label, direction))
-        after, mutations, deletions, last, size, unacked, text, last_op, last_sid, last_key = _lane.scan(
-            data, pos, stop, offset, params, _PLANS, _MAGIC_NAMES)
-        count = mutations + deletions
+                  self.prefix(number, ts, fd.label, direction), snap.complete, stream.end_seqno,
+                  not stream.end_reached, v22, _MARKER_SHAPES, _MARKER_FIELDS)
+        (after, mutations, deletions, last, size, unacked, text, last_op, last_sid, last_key, markers, first_complete,
+         before, newest) = _lane.scan(data, pos, stop, offset, params, _PLANS, _MAGIC_NAMES)
+        count = mutations + deletions + markers
         if not count:
             return pos, None
         # the state, as ConnectionValidator.feed leaves it after these frames
         validator.frames += count
+        if markers:  # what start_snapshot did at each marker, as of the last two
+            snap.complete = first_complete
+            stream.previous = snap if before is None else _snapshot(before, number)
+            stream.snapshot = _snapshot(newest, number)
+            stream.markers += markers
         if mutations:
             st.items(stream, _MUTATIONS, mutations, last, ts)
         if deletions:

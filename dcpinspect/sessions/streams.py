@@ -121,11 +121,15 @@ class RequestRef:
         else:
             self.fields = {"stream_id": fields["stream_id"]} if "stream_id" in fields else {}
 
-    def item(self, opcode: int, opaque: int, name: str, vbucket: int, stream_id: int | None, key: str) -> None:
-        """What :meth:`refer_to` takes from a keyed request without values (a DCP item)."""
+    def item(self, opcode: int, opaque: int, name: str, vbucket: int, stream_id: int | None, key: str | None) -> None:
+        """What :meth:`refer_to` takes from a request without values (a DCP item, or with
+        ``key`` None a snapshot marker)."""
         self.opcode, self.opaque, self.name, self.vbucket, self.stream_id = opcode, opaque, name, vbucket, stream_id
         self.values = {}
-        self.fields = {"key": key} if stream_id is None else {"key": key, "stream_id": stream_id}
+        fields = {} if key is None else {"key": key}
+        if stream_id is not None:
+            fields["stream_id"] = stream_id
+        self.fields = fields
 
 
 @dataclass(slots=True)
