@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import dcpgen
 from dcpgen import DISK, MAY_DUPLICATE, MEMORY, Dcp
 from dcpinspect.engines import lane as lane_module
+from dcpinspect.engines.capture import CaptureDecoder
 from dcpinspect.engines.files import keyed_items
 from dcpinspect.engines.lane import Lines
 from dcpinspect.engines.parallel import run_sink
@@ -31,6 +32,7 @@ from dcpinspect.messages.codecs.leb128 import encode_uleb128
 from dcpinspect.messages.frame import DecodeContext
 from dcpinspect.messages.values import json_text_ok
 from dcpinspect.sources.capture import read_records
+from dcpinspect.transport.packet import parse_record
 
 pytestmark = pytest.mark.skipif(not lane_module.available(), reason="built without the C lane")
 
@@ -92,6 +94,22 @@ def test_plain_stream_taken_and_identical(tmp_path, collections, sid):
         p.snapshot(5, kind="deletion")
     taken = same(capture(tmp_path, d))
     assert (docs(taken), marks(taken)) == (3 * 45, 6)  # every item and marker
+
+
+@pytest.mark.parametrize("version", ["v1", "2.0", "2.2"])
+def test_snapshots_in_one_packet_leave_the_same_state(tmp_path, version):
+    """Short snapshots back to back, one write: runs cross several markers, and leave the
+    stream's snapshot, the one before it and their key sets as the rules do."""
+    d = Dcp().handshake(("max_marker_version", "2.2"))
+    p = d.stream(4)
+    for n in (1, 2, 3, 1, 2):
+        p.snapshot(n, version=version, flags=DISK if n == 2 else MEMORY)
+    p.marker(p.seqno + 1, p.seqno + 5, version=version)  # ends the run, unfinished
+    p.mutation()
+    path = capture(tmp_path, d)
+    taken = same(path)
+    assert (docs(taken), marks(taken)) == (10, 6)
+    assert final_state(path, True) == final_state(path, False)
 
 
 def test_snappy_json_and_text_values(tmp_path):
@@ -388,10 +406,30 @@ def streams(draw):
     return d
 
 
+def final_state(path: Path, lane: bool) -> tuple:
+    """Every stream of the capture's one connection as the validator left it, and what
+    answers would be judged against (the lane's runs and the frame-by-frame path must leave
+    the same)."""
+    dec = CaptureDecoder(base=LEAN, lane=lane)
+    conversations = []
+    for rec in read_records(path):
+        seg = parse_record(rec)
+        dec.feed(seg)
+        conversations += [fd.conversation for fd in dec.flows.values() if fd.conversation not in conversations]
+    dec.finish()
+    (conversation,) = conversations
+    st = conversation.validator.state
+    pending = {k: (p.index, p.ts, p.direction, p.msg.opcode, p.msg.name, p.msg.vbucket, p.msg.stream_id,
+                   p.msg.values, p.msg.fields) for k, p in st.pending.items()}
+    return (st.all_streams, pending, st.unacked, st.sent_total, st.acked_total, conversation.validator.frames)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(streams())
 def test_random_streams_identical(tmp_path, d):
-    same(capture(tmp_path, d, coalesced=random.Random(len(d.frames)).random() < 0.8))
+    path = capture(tmp_path, d, coalesced=random.Random(len(d.frames)).random() < 0.8)
+    same(path)
+    assert final_state(path, True) == final_state(path, False)
 
 
 # -- the C JSON check agrees with the Python one -------------------------------------------
