@@ -114,6 +114,7 @@ def _renderer(spec: FieldSpec) -> dict | None:
 FIXED_REQUESTS = (0x53, 0x55, 0x56, 0x5B, 0x5C, 0x5D)
 TEXT_REQUESTS = {0x5E: "text", 0x50: None}  # opcode → value kind taken (None: no value)
 _RESPONSE = 0x81
+_EMPTY = bytes(4)  # a body length of 0
 
 
 def _fields(layouts) -> tuple:
@@ -240,7 +241,11 @@ class Lane:
             end, lines = self._run(fd, side, direction, data, pos, offset, ts)
             if lines is not None or op != 0x56:
                 return end, lines
-        if op in FIXED_REQUESTS or op in TEXT_REQUESTS or data[pos] == _RESPONSE:
+        magic = data[pos]
+        if magic == _RESPONSE:
+            if data[pos + 8:pos + 12] == _EMPTY:  # only empty answers have fixed fields
+                return self._fixed(fd, side, direction, data, pos, offset, ts)
+        elif op in FIXED_REQUESTS or op in TEXT_REQUESTS:
             return self._fixed(fd, side, direction, data, pos, offset, ts)
         return pos, None
 
