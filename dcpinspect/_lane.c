@@ -876,6 +876,89 @@ done:
     return result;
 }
 
+/* Whether a list value of vlen bytes splits into whole entries of listed's layout:
+ * (name, codes dict) takes u16 codes; (name, field names, field sizes) repeated entries. */
+static int list_fits(PyObject *listed, size_t vlen) {
+    Py_ssize_t n = PyTuple_GET_SIZE(listed);
+    if (n == 2)
+        return vlen % 2 == 0;
+    if (n != 3)
+        return 0;
+    PyObject *sizes = PyTuple_GET_ITEM(listed, 2);
+    if (!PyTuple_Check(sizes))
+        return 0;
+    size_t entry = 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(sizes); k++)
+        entry += (size_t)PyLong_AsLong(PyTuple_GET_ITEM(sizes, k));
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return entry > 0 && vlen % entry == 0;
+}
+
+/* ,"name":[...] of a list value (see list_fits): 1 written, 0 a code the dict does not
+ * name (the caller drops the line), -1 error. */
+static int put_list(Out *o, PyObject *listed, const uint8_t *v, size_t vlen, int comma) {
+    PyObject *name = PyTuple_GET_ITEM(listed, 0);
+    if (!PyUnicode_Check(name) || !PyUnicode_IS_ASCII(name)) {
+        PyErr_SetString(PyExc_ValueError, "fixed: a list's name must be ASCII");
+        return -1;
+    }
+    if ((comma && PUT_LIT(o, ",") < 0) || put_str(o, name) < 0 || PUT_LIT(o, "[") < 0)
+        return -1;
+    if (PyTuple_GET_SIZE(listed) == 2) {
+        PyObject *codes = PyTuple_GET_ITEM(listed, 1);
+        if (!PyDict_Check(codes)) {
+            PyErr_SetString(PyExc_TypeError, "fixed: list codes are a dict");
+            return -1;
+        }
+        for (size_t at = 0; at < vlen; at += 2) {
+            PyObject *code = PyLong_FromUnsignedLong(be16(v + at)), *text;
+            if (code == NULL)
+                return -1;
+            text = PyDict_GetItemWithError(codes, code);
+            Py_DECREF(code);
+            if (text == NULL)
+                return PyErr_Occurred() ? -1 : 0;
+            if (!PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text)) {
+                PyErr_SetString(PyExc_ValueError, "fixed: list codes name ASCII text");
+                return -1;
+            }
+            if ((at && PUT_LIT(o, ",") < 0) || put_str(o, text) < 0)
+                return -1;
+        }
+    } else {
+        PyObject *names = PyTuple_GET_ITEM(listed, 1), *sizes = PyTuple_GET_ITEM(listed, 2);
+        Py_ssize_t nf = PyTuple_Check(names) ? PyTuple_GET_SIZE(names) : -1;
+        if (nf < 1 || PyTuple_GET_SIZE(sizes) != nf) {
+            PyErr_SetString(PyExc_ValueError, "fixed: an entry's names and sizes differ");
+            return -1;
+        }
+        size_t at = 0;
+        while (at < vlen) {
+            if ((at && PUT_LIT(o, ",") < 0) || PUT_LIT(o, "{") < 0)
+                return -1;
+            for (Py_ssize_t k = 0; k < nf; k++) {
+                long width = PyLong_AsLong(PyTuple_GET_ITEM(sizes, k));
+                PyObject *field = PyTuple_GET_ITEM(names, k);
+                if (width < 1 || width > 8 || at + (size_t)width > vlen || !PyUnicode_Check(field) ||
+                    !PyUnicode_IS_ASCII(field)) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_ValueError, "fixed: bad entry field");
+                    return -1;
+                }
+                if ((k && PUT_LIT(o, ",") < 0) || put_str(o, field) < 0 || out_u64(o, beN(v + at, (int)width)) < 0)
+                    return -1;
+                at += (size_t)width;
+            }
+            if (PUT_LIT(o, "}") < 0)
+                return -1;
+        }
+    }
+    return PUT_LIT(o, "]") < 0 ? -1 : 1;
+}
+
 /* The line of the frame at h (size bytes, at stream offset offset, stream id sid or -1) if
  * one of candidates (see fixed) fits it: 1 written to o, with the shape's index in *index
  * and its fields' values in vals (n_vals of them, at most MAX_FIELDS); 0 none fits or a
@@ -894,20 +977,24 @@ static int fixed_line(Out *o, const uint8_t *h, Py_ssize_t size, long long offse
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(candidates); i++) {
         int extras, version, with_vbucket;
         Py_ssize_t value_len;
-        PyObject *names, *sizes, *renderers, *proto, *head;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(candidates, i), "iinO!O!O!UUpi", &extras, &version, &value_len,
+        PyObject *names, *sizes, *renderers, *proto, *head, *listed = NULL;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(candidates, i), "iinO!O!O!UUpi|O!", &extras, &version, &value_len,
                               &PyTuple_Type, &names, &PyTuple_Type, &sizes, &PyTuple_Type, &renderers, &proto, &head,
-                              &with_vbucket, index))
+                              &with_vbucket, index, &PyTuple_Type, &listed))
             return -1;
         /* value_len -1: a text key and a text value (values.bytes_field's way); -2: a text key
-         * and no value */
-        int text = value_len < 0;
+         * and no value; -3: a text key and a value that is a list (listed: its member name, and
+         * a dict of each u16 code's JSON text, or the names and sizes of a repeated entry's
+         * fields) */
+        int text = value_len < 0, list = value_len == -3;
         if ((uint32_t)extras != extlen || (version >= 0 && (extlen < 1 || ex[0] != version)) ||
-            (text ? text_class(key, keylen) == NOT_ASCII || (value_len == -2 && vlen)
+            (text ? text_class(key, keylen) == NOT_ASCII || (value_len == -2 && vlen) || (list && !vlen)
                   : keylen != 0 || (size_t)value_len != vlen))
             continue;
-        int value_kind = text && vlen ? text_class(value, vlen) : TEXT;
+        int value_kind = text && vlen && !list ? text_class(value, vlen) : TEXT;
         if (value_kind == NOT_ASCII)
+            return 0;
+        if (list && (listed == NULL || !list_fits(listed, vlen)))
             return 0;
         Py_ssize_t n = PyTuple_GET_SIZE(names);
         if (PyTuple_GET_SIZE(sizes) != n || PyTuple_GET_SIZE(renderers) != n || !PyUnicode_IS_ASCII(proto) ||
@@ -957,7 +1044,14 @@ static int fixed_line(Out *o, const uint8_t *h, Py_ssize_t size, long long offse
             o->len = mark;
             return 0;
         }
-        if (text && vlen && put_value(o, value, vlen, value_kind, max_text, n > 0 || sid >= 0) < 0)
+        if (list) {
+            int got = put_list(o, listed, value, vlen, n > 0 || sid >= 0);
+            if (got <= 0) {
+                if (got == 0)
+                    o->len = mark;
+                return got;
+            }
+        } else if (text && vlen && put_value(o, value, vlen, value_kind, max_text, n > 0 || sid >= 0) < 0)
             return -1;
         if (PUT_LIT(o, "},\"findings\":[]}\n") < 0)
             return -1;

@@ -31,7 +31,7 @@ from ..messages.frame import DecodeContext, header_message
 from ..messages.keys import decode_key
 from ..messages.values import LEAN_DECODERS
 from ..messages.layout import FieldSpec
-from ..messages.names import MAGICS, status_name
+from ..messages.names import FEATURES, MAGICS, status_name
 from ..messages.registry import CLIENT_SPECS
 from ..outputs.jsonl import _stdlib, protocol_of_family
 from ..rules.stream import INCLUDE_DELETE_TIMES, MAX_SNAPSHOT_KEYS
@@ -110,9 +110,11 @@ def _renderer(spec: FieldSpec) -> dict | None:
 
 
 #: requests of fixed fields only, no key (their shapes from the layout tables), and
-#: requests of a text key and a text value
+#: requests of a text key and a value of a kind ("": no value)
 FIXED_REQUESTS = (0x53, 0x55, 0x56, 0x5B, 0x5C, 0x5D)
-TEXT_REQUESTS = {0x5E: "text", 0x50: None}  # opcode → value kind taken (None: no value)
+TEXT_REQUESTS = {0x5E: "text", 0x50: "", 0x1F: "features"}
+#: value kinds that are lists: HELO's feature codes, failover logs (see _listed)
+LIST_KINDS = ("features", "failover_log")
 _RESPONSE = 0x81
 _EMPTY = bytes(4)  # a body length of 0
 
@@ -123,35 +125,52 @@ def _fields(layouts) -> tuple:
     return tuple(_key(f.name) for f in fields), tuple(f.size for f in fields), tuple(map(_renderer, fields))
 
 
+def _listed(kind: str) -> tuple:
+    """How C writes a list value: its member, then each feature code's JSON text (codes
+    without a name are left to the Python path), or the fields of a failover log entry."""
+    if kind == "features":
+        return _key("features"), {code: json.dumps(name) for code, name in FEATURES.items()}
+    names, sizes, renderers = _fields((dcp.FAILOVER_ENTRY,))
+    assert not any(renderers)
+    return _key("failover_log"), names, sizes
+
+
 def _fixed_shapes() -> tuple[dict, list]:
     """What ``_lane.fixed`` takes: by ``magic << 8 | opcode``, the shapes a frame of fixed
-    fields may have, and by shape index the (extras, value) layouts they are read with.
+    fields may have, and by shape index the (extras layout, value layout, value kind) they
+    are read with (kind None: fixed fields only; else a text key and a value of that kind).
 
     Requests of FIXED_REQUESTS with each of their extras layouts (a v2 snapshot marker's
     version then selects the value layout; v2.1, removed, is left to the Python path), and
     the empty Success response of every opcode; TEXT_REQUESTS with their text key and a
-    text value, or none."""
+    value of their kind, or none; Success responses whose value is a list (LIST_KINDS)."""
     shapes: dict[int, list] = {}
     layouts: list = []
 
-    def add(magics, op, extras, version, value, proto, head, with_vbucket, keyed=False, text=False):
+    def add(magics, op, extras, version, value, proto, head, with_vbucket, kind=None):
         names, sizes, renderers = _fields((extras, value))
-        layouts.append((extras, value, keyed))
-        size = (-1 if text else -2) if keyed else 0 if value is None else value.size
+        layouts.append((extras, value, kind))
+        size = (0 if value is None else value.size) if kind is None else -2 if kind == "" else \
+            -3 if kind in LIST_KINDS else -1
         shape = (0 if extras is None else extras.size, version, size, names, sizes, renderers, proto, head,
                  with_vbucket, len(layouts) - 1)
+        if kind in LIST_KINDS:
+            shape += (_listed(kind),)
         for magic in magics:
             shapes.setdefault(magic << 8 | op, []).append(shape)
 
     for op, spec in sorted(CLIENT_SPECS.items()):
         proto, head = _protocol(spec), _op_head(op)
         add((_RESPONSE,), op, None, -1, None, proto, _op_head(op, 0), False)
+        answer = spec.response
+        if answer is not None and answer.value_kind in LIST_KINDS and answer.extras == {0: None}:
+            assert answer.key_kind == "text"
+            add((_RESPONSE,), op, None, -1, None, proto, _op_head(op, 0), False, kind=answer.value_kind)
         if op in TEXT_REQUESTS:
-            body = spec.request
-            text = TEXT_REQUESTS[op] == "text"
-            assert body.key_kind == "text" and (body.value_kind == "text" or not text)
+            body, kind = spec.request, TEXT_REQUESTS[op]
+            assert body.key_kind == "text" and body.value_kind == (kind or body.value_kind)
             for _, extras in sorted((body.extras or {0: None}).items()):
-                add(_MAGICS, op, extras, -1, None, proto, head, True, keyed=True, text=text)
+                add(_MAGICS, op, extras, -1, None, proto, head, True, kind=kind)
         if op not in FIXED_REQUESTS:
             continue
         for _, extras in sorted((spec.request.extras or {0: None}).items()):
@@ -164,6 +183,10 @@ def _fixed_shapes() -> tuple[dict, list]:
     return {code: tuple(v) for code, v in shapes.items()}, layouts
 
 
+#: answers with a value the fixed way takes (see _fixed_shapes)
+_LISTED_ANSWERS = frozenset(op for op, spec in CLIENT_SPECS.items()
+                            if spec.response is not None and spec.response.value_kind in LIST_KINDS
+                            and spec.response.extras == {0: None})
 _FIXED, _FIXED_LAYOUTS = _fixed_shapes()
 #: a run's snapshot markers: their shapes (for magics 0x80 and 0x08), and by shape index
 #: where the fields start_snapshot reads sit among the shape's (-1: not in it), and
@@ -242,8 +265,8 @@ class Lane:
             if lines is not None or op != 0x56:
                 return end, lines
         magic = data[pos]
-        if magic == _RESPONSE:
-            if data[pos + 8:pos + 12] == _EMPTY:  # only empty answers have fixed fields
+        if magic == _RESPONSE:  # empty answers, and the ones with a list
+            if data[pos + 8:pos + 12] == _EMPTY or op in _LISTED_ANSWERS:
                 return self._fixed(fd, side, direction, data, pos, offset, ts)
         elif op in FIXED_REQUESTS or op in TEXT_REQUESTS:
             return self._fixed(fd, side, direction, data, pos, offset, ts)
@@ -318,7 +341,7 @@ class Lane:
         if got is None:
             return pos, None
         end, shape, sid, text = got
-        extras, value, keyed = _FIXED_LAYOUTS[shape]
+        extras, value, kind = _FIXED_LAYOUTS[shape]
         frame, at = data[pos:end], offset + pos
         msg = header_message(frame, at)
         start = 24
@@ -335,13 +358,13 @@ class Lane:
             else:
                 msg.fields = fields
             start += extras.size
-        if keyed:  # a text key and a text value, as decode_frame reads them
+        if kind is not None:  # a text key and a value of that kind, as decode_frame reads them
             ctx = fd.conversation.negotiation.context(self.base)
             stop = start + msg.key_length
             decode_key(msg, frame[start:stop], at + start, "text", ctx)
             msg.value = raw = frame[stop:]
             if raw:
-                LEAN_DECODERS["text"](msg, raw, at + stop, ctx)
+                LEAN_DECODERS[kind](msg, raw, at + stop, ctx)
         else:
             msg.value = frame[start:]
         if value is not None:
