@@ -102,6 +102,16 @@ def test_flow_eviction_settles_what_was_taken(busy):
     assert same(busy, max_flows=3, base=DecodeContext(detail=False)) > 0
 
 
+def test_gzipped_capture_cut_inside_a_record(busy, tmp_path):
+    """Read through the decompressor, and cut short: the last records are reported alike."""
+    import gzip
+
+    data = busy.read_bytes()
+    path = tmp_path / "cut.pcap.gz"
+    path.write_bytes(gzip.compress(data[: len(data) * 3 // 5 + 11]))
+    assert same(path) > 0
+
+
 @pytest.mark.parametrize("name", ["dcp-session.pcap", "memcached-binary.pcap", "dcp-lossy.pcapng"])
 def test_samples_print_the_same(name):
     same(SAMPLES / name)
