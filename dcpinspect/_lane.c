@@ -580,7 +580,6 @@ static int stream_id_of(const uint8_t *h, int flex, uint32_t framing) {
 static int fixed_line(Out *o, const uint8_t *h, Py_ssize_t size, long long offset, int sid, PyObject *prefix,
                       PyObject *magic_name, PyObject *candidates, Py_ssize_t max_text, int *index, uint64_t *vals,
                       int *n_vals);
-static int fixed_header(const uint8_t *h, Py_ssize_t size, int *sid);
 
 /* A snapshot as the scan follows it: the one the caller's stream is in, then each marker's. */
 typedef struct {
@@ -677,10 +676,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (op == 0x56) {
             /* a marker: the frame rules (its shape, named flags only), then rules.stream's
              * _negotiated and _marker with the snapshot before it complete */
-            int msid, index, n_vals;
+            int index, n_vals;
             uint64_t vals[MAX_FIELDS];
             size_t mark = o.len;
-            if (!markers_ok || !fixed_header(h, size, &msid) || (msid >= 0 && collections < 0))
+            if (!markers_ok || dt || (sid >= 0 && collections < 0)) /* datatype; a stream id deciding collections */
                 break;
             int got = fixed_line(&o, h, size, base + pos, sid, prefix, PyTuple_GET_ITEM(magic_names, flex),
                                  PyTuple_GET_ITEM(marker_shapes, flex), max_text, &index, vals, &n_vals);
@@ -721,14 +720,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             s.keys = PySet_New(NULL);
             if (s.keys == NULL)
                 goto done;
-            if (markers == 0)
-                first_complete = cur.complete;
-            else
-                Py_XDECREF(older.keys);
             if (markers)
-                older = cur;
+                Py_XDECREF(older.keys);
             else
-                older = cur, older.keys = NULL; /* the caller's own snapshot */
+                first_complete = cur.complete;
+            older = cur;
+            if (!markers)
+                older.keys = NULL; /* the caller's own snapshot's: not ours to release */
             cur = s;
             markers++;
             if (limit)
@@ -1076,8 +1074,8 @@ static int fixed_header(const uint8_t *h, Py_ssize_t size, int *sid) {
 
 static PyObject *fixed(PyObject *self, PyObject *args) {
     /* One frame at pos made of fixed fields only (from the layout tables) and no key, or of
-     * a text key and a text value (value size -1) or none (-2); no datatype, no framing but a request's
-     * stream id; a response only with status 0.
+     * a text key and a text value (value size -1), none (-2) or a list (-3, see fixed_line);
+     * no datatype, no framing but a request's stream id; a response only with status 0.
      * shapes maps magic << 8 | opcode to the shapes that frame may have, each
      * (extras size, version byte or -1, value size, field names, sizes, renderers, protocol
      * member, opcode members, whether the line has a vbucket, shape index). Returns

@@ -178,10 +178,7 @@ class CaptureDecoder:
         """After ``seg`` (whose plain Ethernet/IPv4/TCP record had ``raw`` as its 12 address
         and port bytes) went the ordinary way: follow its connection, both ways, if it is
         tracked and open; a direction's bytes too when they are in order and go to a splitter."""
-        key = (seg.src, seg.sport, seg.dst, seg.dport)
-        tails = self.tails
-        if key in tails.by_key:
-            return
+        key = (seg.src, seg.sport, seg.dst, seg.dport)  # feed dropped its tails, if any
         reassembler = self.reassembler
         mine = reassembler.in_order(key)
         if mine is None:
@@ -196,7 +193,7 @@ class CaptureDecoder:
         # a direction's bytes are taken once it has a splitter (made by its first bytes: the
         # order sides are made in is the order a closing connection flushes them in)
         sides = fd.sides if fd.protocol == "mcbp" else {}
-        tails.add([new_tail(k, r, nxt, sides.get(direction), fd, direction)
+        self.tails.add([new_tail(k, r, nxt, sides.get(direction), fd, direction)
                    for k, r, (_, direction, nxt) in ((key, raw, mine), (back, reverse_raw(raw), theirs))])
 
     def taken(self, tail: Tail) -> list[Captured | Note]:

@@ -115,6 +115,8 @@ FIXED_REQUESTS = (0x53, 0x55, 0x56, 0x5B, 0x5C, 0x5D)
 TEXT_REQUESTS = {0x5E: "text", 0x50: "", 0x1F: "features"}
 #: value kinds that are lists: HELO's feature codes, failover logs (see _listed)
 LIST_KINDS = ("features", "failover_log")
+#: the value size ``_lane.fixed`` is given for a text key and a value of a kind
+_KEYED_SIZE = {"text": -1, "": -2, **{kind: -3 for kind in LIST_KINDS}}
 _RESPONSE = 0x81
 _EMPTY = bytes(4)  # a body length of 0
 
@@ -150,8 +152,7 @@ def _fixed_shapes() -> tuple[dict, list]:
     def add(magics, op, extras, version, value, proto, head, with_vbucket, kind=None):
         names, sizes, renderers = _fields((extras, value))
         layouts.append((extras, value, kind))
-        size = (0 if value is None else value.size) if kind is None else -2 if kind == "" else \
-            -3 if kind in LIST_KINDS else -1
+        size = (0 if value is None else value.size) if kind is None else _KEYED_SIZE[kind]
         shape = (0 if extras is None else extras.size, version, size, names, sizes, renderers, proto, head,
                  with_vbucket, len(layouts) - 1)
         if kind in LIST_KINDS:
@@ -183,11 +184,10 @@ def _fixed_shapes() -> tuple[dict, list]:
     return {code: tuple(v) for code, v in shapes.items()}, layouts
 
 
-#: answers with a value the fixed way takes (see _fixed_shapes)
-_LISTED_ANSWERS = frozenset(op for op, spec in CLIENT_SPECS.items()
-                            if spec.response is not None and spec.response.value_kind in LIST_KINDS
-                            and spec.response.extras == {0: None})
 _FIXED, _FIXED_LAYOUTS = _fixed_shapes()
+#: answers with a value the fixed way takes: those with a list shape
+_LISTED_ANSWERS = frozenset(code & 0xFF for code, shapes in _FIXED.items()
+                            if code >> 8 == _RESPONSE and any(shape[2] == _KEYED_SIZE["features"] for shape in shapes))
 #: a run's snapshot markers: their shapes (for magics 0x80 and 0x08), and by shape index
 #: where the fields start_snapshot reads sit among the shape's (-1: not in it), and
 #: whether the shape is v2.2 (a marker the validator wants negotiated)
@@ -197,6 +197,7 @@ _SNAPSHOT_FIELDS = ("start_seqno", "end_seqno", "snapshot_type", "max_visible_se
 
 
 def _marker_fields() -> tuple:
+    """By shape index: where a marker shape's fields sit (see _MARKER_SHAPES), else None."""
     out = []
     for extras, value, _ in _FIXED_LAYOUTS:
         names = [f.name for layout in (extras, value) if layout is not None for f in layout.fields]
@@ -215,6 +216,8 @@ def _snapshot(info: tuple, index: int) -> Snapshot:
     """A snapshot a run's marker began (what the scan says of it), as start_snapshot makes it."""
     start, end, flags, mvs, hcs, hps, keys, complete = info
     return Snapshot(start, end, flags, index, mvs, hcs, hps, keys, complete)
+
+
 _MAGIC_JSON = {m: json.dumps(name) for m, name in MAGICS.items()}
 _MAGIC_NAMES = tuple(_MAGIC_JSON[m] for m in _MAGICS)
 _NAMES = {op: CLIENT_SPECS[op].name for op in (*LANE_OPCODES, 0x56)}

@@ -93,9 +93,14 @@ def value_size(msg: "Message", raw: bytes) -> int:
     return max(len(raw), declared)
 
 
+def fits(msg: "Message", raw: bytes, layout: Layout) -> bool:
+    """Whether the value is a whole ``layout``: its bytes all there, and as many declared."""
+    return len(raw) == layout.size == value_size(msg, raw)
+
+
 def _fixed(layout: Layout, raw: bytes, base: int, msg: "Message", what: str) -> list[Field]:
-    size = value_size(msg, raw)
-    if size != layout.size or len(raw) != size:
+    if not fits(msg, raw, layout):
+        size = value_size(msg, raw)
         msg.problems.append(Problem("value-size", f"{what}: value is {size} bytes, expected {layout.size}", base))
         return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
     return layout.describe(raw, 0, base)
@@ -274,11 +279,11 @@ def _snapshot_marker_layout(msg, raw, base) -> Layout | None:
         if version is not None:
             msg.problems.append(Problem("snapshot-marker-version", f"unknown marker version 0x{version:02x}", base - 1))
         return None
-    size = value_size(msg, raw)
-    if size != layout.size or len(raw) != size:
+    if not fits(msg, raw, layout):
         msg.problems.append(
             Problem("snapshot-marker-value-size",
-                    f"{dcp.SNAPSHOT_VERSIONS[version]} value must be {layout.size} bytes, has {size}", base)
+                    f"{dcp.SNAPSHOT_VERSIONS[version]} value must be {layout.size} bytes, has {value_size(msg, raw)}",
+                    base)
         )
         return None
     return layout
@@ -301,11 +306,10 @@ def _system_event(msg, raw, base, ctx):
         if layout is None:
             msg.problems.append(Problem("system-event-value", f"event {event} has no version {version} value", base))
             return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
-        size = value_size(msg, raw)
-        if size != layout.size or len(raw) != size:
+        if not fits(msg, raw, layout):
             msg.problems.append(
                 Problem("system-event-value",
-                        f"{layout.name} value must be {layout.size} bytes, has {size}", base)
+                        f"{layout.name} value must be {layout.size} bytes, has {value_size(msg, raw)}", base)
             )
             return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
         msg.values.update(layout.values(raw))
@@ -549,7 +553,7 @@ def _features_lean(msg, raw, base, ctx) -> bool:
 def _system_event_lean(msg, raw, base, ctx) -> bool:
     version = msg.values.get("version")
     layout = dcp.SYSTEM_EVENT_VALUES.get((msg.values.get("event"), version)) if version in (0, 1) else None
-    if layout is None or len(raw) != layout.size or value_size(msg, raw) != layout.size:
+    if layout is None or not fits(msg, raw, layout):
         return False  # no event, a wrong size or a FlatBuffers (v2) value
     _put_layout(msg, layout, raw)
     return True
