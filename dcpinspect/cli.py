@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from .sources.inputs import CAPTURE, TEXT
+
 if TYPE_CHECKING:
     from .outputs.render import Renderer
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_UNUSABLE, EXIT_INTERRUPTED = 0, 1, 2, 130
-MAX_TEXT_INPUT = 256 * 1024 * 1024
 
 app = typer.Typer(
     add_completion=False,
@@ -36,6 +37,13 @@ class Format(str, Enum):
     diagram = "diagram"
 
 
+class ListFormat(str, Enum):
+    """Lists of rows (findings, rules): a table or JSON Lines."""
+
+    table = "table"
+    jsonl = "jsonl"
+
+
 def _collections(value: Collections) -> bool | None:
     return {"auto": None, "on": True, "off": False}[value.value]
 
@@ -54,21 +62,28 @@ def _capture_error(path: Path, exc: Exception) -> None:
 
 
 def _read_text(path: Optional[Path]) -> str:
+    from .sources.inputs import InputError, read_text, stdin_binary
+
+    stdin = None
+    if path is None or str(path) == "-":
+        stdin = stdin_binary()
+        if stdin is not None and sys.stdin.isatty():
+            make_console(stderr=True).print("Paste a hex dump, then Ctrl-D:")
     try:
-        if path is None or str(path) == "-":
-            if sys.stdin is None or sys.stdin.closed:
-                fail("no input: give a file or pipe a hex dump on stdin")
-            if sys.stdin.isatty():
-                make_console(stderr=True).print("Paste a hex dump, then Ctrl-D:")
-            data = sys.stdin.buffer.read(MAX_TEXT_INPUT + 1)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(MAX_TEXT_INPUT + 1)
-    except OSError as exc:
-        fail(f"cannot read {path}: {exc.strerror or exc}")
-    if len(data) > MAX_TEXT_INPUT:
-        fail(f"input is larger than {MAX_TEXT_INPUT} bytes of text")
-    return data.decode("utf-8", "replace")
+        return read_text(path, stdin)
+    except InputError as exc:
+        fail(str(exc))
+
+
+def _input_kind(path: Path) -> str:
+    """What a named input holds (:mod:`dcpinspect.sources.inputs`), or the one-line reason
+    it cannot be used."""
+    from .sources.inputs import InputError, input_kind
+
+    try:
+        return input_kind(path)
+    except InputError as exc:
+        fail(str(exc))
 
 
 def make_console(stderr: bool = False):
@@ -100,7 +115,8 @@ def hex_command(
     text = _read_text(path)
     result = decode_hex_text(text, _collections(collections))
     if not result.dump.data:
-        fail("no hex bytes found in the input" + (f" ({result.dump.problems[0]})" if result.dump.problems else ""))
+        where = "stdin" if path is None or str(path) == "-" else str(path)
+        fail(f"{where}: no hex bytes found" + (f" ({result.dump.problems[0]})" if result.dump.problems else ""))
     err = make_console(stderr=True)
     for problem in result.dump.problems:
         err.print(f"dcpinspect: input: {problem}")
@@ -167,7 +183,7 @@ def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progres
     return show_sinks(fmt, run_sink(sink, keyed), lambda: [sink.result()], strict, progress)
 
 
-def _recipe(fmt: str, keep, limit: int | None = None):
+def _recipe(fmt: str, keep, limit: int | None = None, judged: bool = True):
     """How to make the sink of a format: a picklable recipe, for worker processes too."""
     from functools import partial
 
@@ -175,7 +191,7 @@ def _recipe(fmt: str, keep, limit: int | None = None):
 
     if fmt == "jsonl":
         return partial(make_sink, "jsonl", None if keep.empty else keep, limit)
-    return partial(make_sink, "summary")
+    return partial(make_sink, "summary", judged=judged)
 
 
 def show_sinks(fmt: str, payloads, results, strict: bool, progress=None) -> int:
@@ -267,7 +283,8 @@ def _show_table(keyed, console, keep, limit: int | None, strict: bool) -> int:
             shown += 1
             from .outputs.table import frame_table
 
-            console.print(frame_table(item.msg, f"{_stamp(item.ts)}  {flow_label(item.flow)} {item.direction}"
+            when = "" if item.ts is None else f"{_stamp(item.ts)}  "  # hex dumps have no times
+            console.print(frame_table(item.msg, f"{when}{flow_label(item.flow)} {item.direction}"
                                                 f"  frame {item.number}"))
             console.print()
         elif item.kind != "start":
@@ -299,7 +316,7 @@ MAX_AUTO_JOBS = 8
 
 @app.command("decode")
 def decode_command(
-    files: list[Path] = typer.Argument(..., help="pcap / pcapng files (gzip allowed)."),
+    files: list[Path] = typer.Argument(..., help="pcap / pcapng files (gzip allowed), or hex dumps."),
     fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary."),
     opcode: list[str] = typer.Option([], "--opcode", "-o", help="Only these opcodes (name, part of a name, or number)."),
     vbucket: list[int] = typer.Option([], "--vbucket", help="Only these vbuckets."),
@@ -313,29 +330,37 @@ def decode_command(
     jobs: int = typer.Option(0, "--jobs", "-j", min=0,
                              help="Worker processes for jsonl and summary (0: one per CPU on files over 16 MiB)."),
 ) -> None:
-    """Decode MCBP/DCP frames from capture files, in capture order."""
-    from .engines.parallel import WorkerCrash
+    """Decode MCBP/DCP frames from capture files (or hex dumps), in capture order."""
+    from .engines.parallel import WorkerCrash, run_sink
     from .messages.frame import DecodeContext
     from .sources.capture import CaptureError
 
     keep = _frame_filter(opcode, vbucket, flow)
     ports = _port_map(port, decode_as)
-    lean = (DecodeContext(headers_only=True) if fmt is CaptureFormat.summary
-            else DecodeContext(detail=False) if fmt is CaptureFormat.jsonl else None)  # jsonl: no field rows
+    # summary counts headers (judged only for --strict); jsonl needs no field rows
+    headers_only = fmt is CaptureFormat.summary and not strict
+    lean = (DecodeContext(headers_only=True) if headers_only
+            else DecodeContext(detail=False) if fmt is not CaptureFormat.table else None)
     pure = bool(os.environ.get("DCPINSPECT_PURE"))  # no C shortcuts: the reference the tests compare with
     kw = dict(ports=ports, collections=_collections(collections), heuristic=not no_heuristic, base=lean,
               lane=fmt is CaptureFormat.jsonl and keep.empty and limit is None and not pure, follow=not pure)
     code = EXIT_OK
     for path in files:
-        if not path.exists():
-            fail(f"{path}: no such file")
+        if _input_kind(path) == TEXT:  # a hex dump: one connection, frames by position
+            keyed = _hex_items(path, kw["collections"])
+            if fmt is CaptureFormat.table:
+                code = max(code, show_capture(keyed, fmt.value, keep, limit, strict))
+            else:
+                sink = _recipe(fmt.value, keep, limit)()  # dumps are always judged
+                code = max(code, show_sinks(fmt.value, run_sink(sink, keyed), lambda: [sink.result()], strict))
+            continue
         progress = _progress(path, fmt.value)
         try:
             if fmt is CaptureFormat.table:
                 code = max(code, show_capture(_keyed(path, kw, progress), fmt.value, keep, limit, strict, progress))
                 continue
             n = _jobs(jobs, path, limit is None)
-            payloads, results = _sink_run(path, n, _recipe(fmt.value, keep, limit), kw, progress)
+            payloads, results = _sink_run(path, n, _recipe(fmt.value, keep, limit, not headers_only), kw, progress)
             code = max(code, show_sinks(fmt.value, payloads, results, strict, progress))
         except CaptureError as exc:
             _capture_error(path, exc)
@@ -467,7 +492,7 @@ def _findings_of(path: Path, ports: set[int], collections: bool | None, jobs: in
     from .sources.capture import CaptureError
 
     recipe = partial(_findings_sink, str(path), show_info)
-    if _is_capture(path):
+    if _input_kind(path) == CAPTURE:
         kw = dict(ports=ports, collections=collections, base=DecodeContext(detail=False))
         try:
             payloads, results = _sink_run(path, _jobs(jobs, path, True), recipe, kw)
@@ -482,29 +507,19 @@ def _findings_of(path: Path, ports: set[int], collections: bool | None, jobs: in
     return rows, sink.result()
 
 
-def _is_capture(path: Path) -> bool:
-    """pcap (either byte order, µs or ns), pcapng or gzip, by the first bytes."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-    except OSError as exc:
-        fail(f"{path}: {exc.strerror or exc}")
-    return head[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d",
-                        b"\x0a\x0d\x0d\x0a") or head[:2] == b"\x1f\x8b"
-
-
 def _hex_items(path: Path, collections: bool | None):
     """A hex dump given as a file, as captured items of one pseudo-connection named by the file."""
     from .engines.capture import Captured
     from .engines.hexinput import decode_hex_text
     from .messages.frame import Message
 
-    result = decode_hex_text(_read_text(path), collections)
+    text = _read_text(path)
+    result = decode_hex_text(text, collections)
     if not result.dump.data:
-        fail(f"{path}: neither a capture nor a hex dump")
+        fail(f"{path}: " + ("empty file" if not text.strip() else "neither a capture (pcap, pcapng, gzip) nor a hex dump"))
     frames = (i for i in result.items if isinstance(i, Message))
     for n, msg in enumerate(frames, 1):
-        yield n, Captured(0.0, ("hex", 0, str(path), 0), "", msg, n)
+        yield n, Captured(None, ("hex", 0, str(path), 0), "", msg, n)  # a dump has no times
 
 
 def _items_of(path: Path, ports: set[int], collections: bool | None):
@@ -513,7 +528,7 @@ def _items_of(path: Path, ports: set[int], collections: bool | None):
     from .messages.frame import DecodeContext  # counts need no field rows
     from .sources.capture import CaptureError
 
-    if not _is_capture(path):
+    if _input_kind(path) == TEXT:
         yield from (item for _, item in _hex_items(path, collections))
         return
     try:
@@ -531,7 +546,7 @@ def _findings_sink(source: str, show_info: bool):
 @app.command("validate")
 def validate_command(
     files: list[Path] = typer.Argument(..., help="Captures (pcap, pcapng, gzip) or hex dumps."),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table or jsonl."),
+    fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or jsonl."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 on findings of this severity or worse."),
     port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
     collections: Collections = typer.Option(Collections.auto),
@@ -547,13 +562,11 @@ def validate_command(
 
     rows, frames = [], 0
     for path in files:
-        if not path.exists():
-            fail(f"{path}: no such file")
         got, checked = _findings_of(path, set(port), _collections(collections), jobs, show_info)
         rows.extend(got)
         frames += checked
     worst = max((LEVELS[r.severity] for r in rows), default=-1)
-    if fmt is Format.jsonl:
+    if fmt is ListFormat.jsonl:
         sys.stdout.write("".join(dumps(r.record) + "\n" for r in rows))
     else:
         console = make_console()
@@ -594,8 +607,6 @@ def stats_command(
 
     collector = StatsCollector()
     for path in files:
-        if not path.exists():
-            fail(f"{path}: no such file")
         for item in _items_of(path, set(port), _collections(collections)):
             collector.add(item)
     report = collector.report()
@@ -618,7 +629,7 @@ def stats_command(
 
 
 @app.command("rules")
-def rules_command(fmt: Format = typer.Option(Format.table, "--format", "-f")) -> None:
+def rules_command(fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or jsonl.")) -> None:
     """List every rule the validator applies."""
     from rich.table import Table
 
@@ -626,7 +637,7 @@ def rules_command(fmt: Format = typer.Option(Format.table, "--format", "-f")) ->
     from .rules.registry import ALL_RULES
 
     rules = list(ALL_RULES.values())
-    if fmt is Format.jsonl:
+    if fmt is ListFormat.jsonl:
         for r in rules:
             sys.stdout.write(dumps({"rule": r.id, "class": r.cls, "severity": r.severity, "scope": r.scope,
                                     "ref": r.ref, "summary": r.summary}) + "\n")

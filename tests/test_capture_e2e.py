@@ -463,11 +463,21 @@ def test_summary_counts(tmp_path, two_flows):
     assert res.returncode == 0, res.stderr
     rows = _summary_rows(res.stdout)
     assert set(rows) == {"10.0.0.1:50001-10.0.0.2:11210", "10.0.0.3:50003-10.0.0.2:11210"}
-    for cells in rows.values():
-        c2s, s2c, nbytes, _dur, gaps, skipped, errors, _warnings = cells
-        assert (int(c2s), int(s2c), int(gaps), int(skipped), int(errors)) == (5, 11, 0, 0, 0)
+    for cells in rows.values():  # headers counted, frames not judged: no findings columns
+        c2s, s2c, nbytes, _dur, gaps, skipped = cells
+        assert (int(c2s), int(s2c), int(gaps), int(skipped)) == (5, 11, 0, 0)
         assert int(nbytes) == sum(len(f) for _, f in conversation())
     assert "32 frames in 2 connections" in res.stdout
+    assert "not judged" in res.stdout
+    # --strict judges every frame, so the summary counts findings as the table shows them
+    strict = run_decode(two_flows, "--format", "summary", "--strict")
+    assert strict.returncode == 0, strict.stderr
+    table = run_decode(two_flows)
+    warnings = len(re.findall(r"^\s*WARNING ", table.stdout, re.M))
+    for cells in _summary_rows(strict.stdout).values():
+        assert len(cells) == 8 and int(cells[6]) == 0
+    assert sum(int(c[7]) for c in _summary_rows(strict.stdout).values()) == warnings
+    assert "not judged" not in strict.stdout
     opcodes = dict(re.findall(r"^\s*(DCP_MUTATION|DCP_CONTROL \(response\)|HELO)\s+(\d+)\s*$", res.stdout, re.M))
     assert opcodes == {"DCP_MUTATION": "4", "DCP_CONTROL (response)": "4", "HELO": "2"}
     # with damage: the gap and the skipped bytes are counted
@@ -521,7 +531,7 @@ def test_text_file_given_as_capture(tmp_path):
     assert "Traceback" not in res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("dcpinspect: ") and "notes.txt" in lines[0]
-    assert "not a pcap or pcapng" in lines[0]
+    assert "neither a capture (pcap, pcapng, gzip) nor a hex dump" in lines[0]
 
 
 def test_missing_and_empty_files(tmp_path):

@@ -75,6 +75,10 @@ class SummarySink:
     summary: "CaptureSummary" = field(default_factory=lambda: _summary())
     tally: Tally = field(default_factory=Tally)
     began: dict = field(default_factory=dict)  # flow → key of its first item
+    judged: bool = True  # the frames went through the rules (False: headers only)
+
+    def __post_init__(self) -> None:
+        self.summary.judged = self.judged
 
     def take(self, key: int, item: Captured | Note) -> None:
         if item.flow is not None and item.flow not in self.began:
@@ -103,7 +107,7 @@ def combine_tallies(tallies: list[Tally]) -> Tally:
 
 def combine_summaries(parts: list[SummarySink]) -> SummarySink:
     """One summary with connections in the order they first showed up in the capture."""
-    out = SummarySink(tally=combine_tallies([p.tally for p in parts]))
+    out = SummarySink(tally=combine_tallies([p.tally for p in parts]), judged=all(p.judged for p in parts))
     firsts = sorted((key, i, flow) for i, p in enumerate(parts) for flow, key in p.began.items())
     for key, i, flow in firsts:
         out.summary.flows[flow] = parts[i].summary.flows[flow]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from ..framing.mcbp import FrameSplitter, RawFrame, Skipped
@@ -19,6 +19,8 @@ class Conversation:
     negotiation: Negotiation
     validator: ConnectionValidator
     base: DecodeContext
+    #: no message judged yet: the first one may show the connection was seen from its start
+    fresh: bool = field(default=True)
 
     @classmethod
     def new(cls, collections: bool | None = None, base: DecodeContext | None = None,
@@ -38,6 +40,10 @@ class Conversation:
               index: int | None = None) -> None:
         """The frame rules, then the connection's negotiation and stream state, on a decoded
         message (its findings land on it)."""
+        if self.fresh:
+            self.fresh = False
+            if msg.is_request and msg.spec is not None and msg.spec.opens_connection:
+                self.negotiation.seen_from_start = self.validator.seen_from_start = True
         check_frame(msg)
         self.negotiation.observe(msg)
         self.validator.feed(msg, direction, ts, index)

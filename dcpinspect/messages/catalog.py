@@ -38,6 +38,10 @@ class OpSpec:
     response: Body = ANY
     family: str = "mcbp"  # "mcbp", "dcp", "tap", "server"
     seqno_field: str | None = None  # the field carrying the stream seqno
+    #: a client sends this request first on a new connection (HELO, SASL, bucket
+    #: selection, DCP_OPEN, TAP_CONNECT): a conversation that begins with it was seen
+    #: from its start
+    opens_connection: bool = False
 
 
 def extras(*layouts: Layout | None, sizes: tuple[int, ...] = ()) -> dict[int, Layout | None]:

@@ -185,7 +185,8 @@ _DOC = dict(key=REQUIRED, key_kind="document", value=OPTIONAL, value_kind="docum
 _ERROR_ONLY = EMPTY
 
 SPECS = (
-    OpSpec(0x50, "DCP_OPEN", Body(extras(OPEN), key=REQUIRED, value=OPTIONAL, value_kind="json"), EMPTY, "dcp"),
+    OpSpec(0x50, "DCP_OPEN", Body(extras(OPEN), key=REQUIRED, value=OPTIONAL, value_kind="json"), EMPTY, "dcp",
+           opens_connection=True),
     OpSpec(0x51, "DCP_ADD_STREAM", Body(extras(ADD_STREAM)), Body(extras(ADD_STREAM_RESPONSE)), "dcp"),
     OpSpec(0x52, "DCP_CLOSE_STREAM", EMPTY, EMPTY, "dcp"),
     OpSpec(

@@ -69,8 +69,11 @@ _SHAPES: dict[int, OpSpec] = {
 #: Opcodes whose key is a document key although they are not given a shape above.
 _DOCUMENT_ANY = (0x49, 0x4A, 0x91, 0x92, 0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA8, 0xA9, 0xB2, *range(0xC5, 0xD4))
 
+#: What a client sends first on a connection: HELO, the SASL steps, SELECT_BUCKET.
+_OPENERS = frozenset({0x1F, 0x20, 0x21, 0x89})
+
 SPECS = tuple(
-    OpSpec(op, OPCODES[op], shape.request, shape.response, "mcbp")
+    OpSpec(op, OPCODES[op], shape.request, shape.response, "mcbp", opens_connection=op in _OPENERS)
     for op, shape in sorted(_SHAPES.items())
 ) + tuple(
     OpSpec(op, OPCODES[op], Body(extras=None, key=OPTIONAL, key_kind="document", value=OPTIONAL), ANY, "mcbp")

@@ -67,7 +67,8 @@ def _item(opcode: int, name: str, layout: Layout, value_kind: str = "document") 
 
 
 SPECS = (
-    OpSpec(0x40, "TAP_CONNECT", Body(extras(CONNECT, sizes=(0,)), key=OPTIONAL, value=OPTIONAL, value_kind="tap_connect"), _ACK, "tap"),
+    OpSpec(0x40, "TAP_CONNECT", Body(extras(CONNECT, sizes=(0,)), key=OPTIONAL, value=OPTIONAL, value_kind="tap_connect"), _ACK, "tap",
+           opens_connection=True),
     _item(0x41, "TAP_MUTATION", ITEM),
     _item(0x42, "TAP_DELETE", HEADER),
     _item(0x43, "TAP_FLUSH", HEADER),

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ..framing.mcbp import Skipped
 from .tally import Tally  # noqa: F401 (re-exported)
+from .console import make_console  # noqa: F401 (re-exported)
 from ..messages.frame import Message
 from .diagram import diagram
 from .escape import safe
@@ -19,10 +20,6 @@ from .table import findings_text, frame_table, title
 FORMATS = ("table", "jsonl", "diagram")
 
 
-def make_console(stream: TextIO | None = None, stderr: bool = False) -> Console:
-    stream = stream or (sys.stderr if stderr else sys.stdout)
-    width = None if stream.isatty() else 160
-    return Console(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False, markup=False)
 
 
 class Renderer:

@@ -902,6 +902,14 @@ _STREAM_COLS = (Col("connection", 2, wrap=True), Col("vb", 0, True), Col("sid", 
                 Col("end reason", 1, wrap=True))
 
 
+def _by_direction(counts: dict, fmt) -> str:
+    """``c2s/s2c``; a hex dump's frames have no direction, so their total stands alone."""
+    c2s, s2c, total = counts.get("c2s", 0), counts.get("s2c", 0), counts.get("total", 0)
+    if total and c2s + s2c < total:
+        return f"{fmt(total)} (no direction)"
+    return f"{fmt(c2s)}/{fmt(s2c)}"
+
+
 def render(report: dict[str, Any], console: Console, *, chart: bool | None = None, max_rows: int = 200,
            chart_lines: int = 10) -> None:
     """Tables of connections, vbuckets and streams; then, when ``chart`` (default: the console
@@ -919,8 +927,8 @@ def render(report: dict[str, Any], console: Console, *, chart: bool | None = Non
         bps = rates.get("bytes_per_s", {}).get("total")
         rows.append({
             "connection": _t(name),
-            "frames c2s/s2c": _t(f"{frames.get('c2s', 0)}/{frames.get('s2c', 0)}"),
-            "bytes c2s/s2c": _t(f"{_fmt_bytes(nbytes.get('c2s'))}/{_fmt_bytes(nbytes.get('s2c'))}"),
+            "frames c2s/s2c": _t(_by_direction(frames, str)),
+            "bytes c2s/s2c": _t(_by_direction(nbytes, _fmt_bytes)),
             "duration": _t(_fmt_s(c.get("duration"))),
             "frames/s": _t(_fmt_num(rates.get("frames_per_s"))),
             "bytes/s": _t("-" if bps is None else _fmt_bytes(bps) + "/s"),

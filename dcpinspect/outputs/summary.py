@@ -61,6 +61,8 @@ class FlowSummary:
 class CaptureSummary:
     flows: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    #: the frames went through the rules (False: headers only, so no findings to count)
+    judged: bool = True
 
     def add(self, item: Captured | Note) -> None:
         if item.flow is None:
@@ -77,9 +79,10 @@ class CaptureSummary:
             for f in msg.findings:
                 fs.findings[(f.severity, f.rule)] += 1
             ts = item.ts
-            if fs.first_ts is None:
-                fs.first_ts = ts
-            fs.last_ts = ts
+            if ts is not None:  # hex dumps have no times
+                if fs.first_ts is None:
+                    fs.first_ts = ts
+                fs.last_ts = ts
         else:
             fs.notes[item.kind] += 1
             fs.note_bytes[item.kind] += item.size
@@ -88,7 +91,9 @@ class CaptureSummary:
         return sum(sum(fs.frames.values()) for fs in self.flows.values())
 
     def render(self, console: Console) -> None:
-        head = ("flow", "c2s frames", "s2c frames", "bytes", "duration s", "gaps", "skipped B", "errors", "warnings")
+        head = ("flow", "c2s frames", "s2c frames", "bytes", "duration s", "gaps", "skipped B")
+        if self.judged:
+            head += ("errors", "warnings")
         flows = _PlainTable(*head) if len(self.flows) > PLAIN_ROWS else Table(
             *head, title="Connections", title_justify="left", box=None)
         opcodes: Counter = Counter()
@@ -100,10 +105,11 @@ class CaptureSummary:
             findings.update(fs.findings)
             errors = sum(n for (sev, _), n in fs.findings.items() if sev == "error")
             warnings = sum(n for (sev, _), n in fs.findings.items() if sev == "warning")
-            dur = abs(fs.last_ts - fs.first_ts) if fs.first_ts is not None else 0.0
-            flows.add_row(safe(flow_label(flow)), str(fs.frames["c2s"]), str(fs.frames["s2c"]),
-                          str(sum(fs.bytes.values())), f"{dur:.3f}", str(fs.notes["gap"]),
-                          str(fs.note_bytes["skipped"]), str(errors), str(warnings))
+            dur = "-" if fs.first_ts is None else f"{abs(fs.last_ts - fs.first_ts):.3f}"
+            sides = ("-", "-") if fs.frames[""] else (str(fs.frames["c2s"]), str(fs.frames["s2c"]))  # a hex dump
+            cells = (safe(flow_label(flow)), *sides, str(sum(fs.bytes.values())), dur, str(fs.notes["gap"]),
+                     str(fs.note_bytes["skipped"]))
+            flows.add_row(*(cells + (str(errors), str(warnings)) if self.judged else cells))
         if isinstance(flows, _PlainTable):
             flows.print(console, "Connections")
         else:
@@ -122,3 +128,6 @@ class CaptureSummary:
         for note in self.notes:
             console.print(f"note: {safe(note.message)}")
         console.print(f"{self.total_frames()} frames in {len(self.flows)} connections")
+        if not self.judged:
+            console.print("frames counted by their headers, not judged: `dcpinspect validate` "
+                          "(or `--strict`) checks them against the rules")

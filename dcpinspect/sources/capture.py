@@ -166,6 +166,12 @@ _PCAP_MAGICS = {
 _PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
 
 
+def looks_like_capture(head: bytes) -> bool:
+    """Whether a file's first bytes are a pcap or pcapng magic, or gzip's (whose content
+    :func:`read_records` judges)."""
+    return head[:4] in _PCAP_MAGICS or head[:4] == _PCAPNG_SHB or head[:2] == b"\x1f\x8b"
+
+
 def read_records(path: str | os.PathLike) -> "Records":
     """Return an iterator over the records of a pcap / pcapng file (optionally gzipped).
 

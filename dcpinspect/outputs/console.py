@@ -1,0 +1,35 @@
+"""The one kind of console every output prints through."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from rich.console import Console
+
+
+class OutputConsole(Console):
+    """A rich console for dcpinspect's outputs.
+
+    When the reader of standard output goes away (``dcpinspect decode x.pcap | head``) it
+    raises :class:`BrokenPipeError` instead of rich's ``SystemExit(1)``, which would read as
+    "findings" to a script: the command line turns it into exit 0.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        try:  # what is still buffered must not fail again when the interpreter exits
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        raise BrokenPipeError
+
+
+def make_console(stream=None, stderr: bool = False) -> OutputConsole:
+    """A console on ``stream`` (standard output, or standard error): terminal width on a
+    terminal, 160 columns otherwise; rich markup, emoji codes and highlighting off, so
+    text from a capture is printed as it is."""
+    stream = stream or (sys.stderr if stderr else sys.stdout)
+    width = None if stream.isatty() else 160
+    return OutputConsole(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False, markup=False)
