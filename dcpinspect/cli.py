@@ -119,7 +119,7 @@ def hex_command(
         fail(f"{where}: no hex bytes found" + (f" ({result.dump.problems[0]})" if result.dump.problems else ""))
     err = make_console(stderr=True)
     for problem in result.dump.problems:
-        err.print(f"dcpinspect: input: {problem}")
+        err.print(f"dcpinspect: input: {_safe(problem)}")
     from .outputs.render import Renderer
 
     renderer = Renderer("diagram" if diagram else fmt.value, make_console())
@@ -164,9 +164,10 @@ def _frame_filter(opcode: list[str], vbucket: list[int], flow: str):
 
 
 def _stamp(ts: float) -> str:
-    import datetime as _dt
+    """A capture time as a date, or its raw number when it cannot be one (never raises)."""
+    from .outputs.stamp import stamp
 
-    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return stamp(ts)
 
 
 def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progress=None) -> int:
@@ -289,7 +290,7 @@ def _show_table(keyed, console, keep, limit: int | None, strict: bool) -> int:
             console.print()
         elif item.kind != "start":
             where = f" {flow_label(item.flow)} {item.direction or ''}" if item.flow else ""
-            err.print(f"note:{where} {item.kind}: {item.message}", markup=False)
+            err.print(_safe(f"note:{where} {item.kind}: {item.message}"), markup=False)
     renderer.summary()
     return EXIT_VIOLATIONS if strict and renderer.tally.severities["error"] else EXIT_OK
 
@@ -572,7 +573,7 @@ def validate_command(
         console = make_console()
         table = Table("frame", "time", "flow", "vb", "sid", "severity", "class", "rule", "message", box=None)
         for r in rows:
-            table.add_row(*r.cells[:-1], _safe(r.cells[-1]))
+            table.add_row(*map(_safe, r.cells))
         if rows:
             console.print(table)
         errors = sum(1 for r in rows if r.severity == "error")
@@ -625,7 +626,7 @@ def stats_command(
             fail(str(exc))
         except OSError as exc:
             fail(f"cannot write {plot_path}: {exc.strerror or exc}")
-        make_console(stderr=True).print(f"wrote {plot_path}")
+        make_console(stderr=True).print(f"wrote {_safe(str(plot_path))}")
 
 
 @app.command("rules")
