@@ -22,6 +22,19 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
-python3 -m pip install -q -e ".[test,plot]"
-python3 -c "import dcpinspect._lane" || { echo "dcpinspect/_lane.c did not build: its tests would be skipped" >&2; exit 1; }
-exec python3 -m pytest -q -p no:cacheprovider "$@"
+# The active virtual environment, or python3 when it takes packages; a Python that refuses
+# them (Debian's own, PEP 668) gets a virtual environment of its own in .venv.
+py=python3
+stdlib="$(python3 -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')"
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -e "$stdlib/EXTERNALLY-MANAGED" ]; then
+  if ! python3 -c "import ensurepip" 2>/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+  fi
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  py=.venv/bin/python
+  export PATH="$PWD/.venv/bin:$PATH"
+fi
+
+"$py" -m pip install -q -e ".[test,plot]"
+"$py" -c "import dcpinspect._lane" || { echo "dcpinspect/_lane.c did not build: its tests would be skipped" >&2; exit 1; }
+exec "$py" -m pytest -q -p no:cacheprovider "$@"
