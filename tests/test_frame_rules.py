@@ -354,6 +354,9 @@ CASES: dict[str, tuple] = {
     # §3.1: datatype JSON on a body that is not JSON.
     "json-invalid": (lambda: mutation(datatype=0x01, value=b"{bad"),
                      lambda: mutation(datatype=0x01, value=b'{"a":1}')),
+    # dcpinspect's own cap on nesting (messages/codecs/jsontext.MAX_JSON_DEPTH): one level past it.
+    "json-too-deep": (lambda: mutation(datatype=0x01, value=b"[" * 513 + b"]" * 513),
+                      lambda: mutation(datatype=0x01, value=b"[" * 512 + b"]" * 512)),
     # §9.2: BeginCollection v0 is 16 bytes.
     "system-event-value": (lambda: system_event(0, 0, begin_v0(15), key=b"mycollection"),
                            lambda: system_event(0, 0, begin_v0(16), key=b"mycollection")),

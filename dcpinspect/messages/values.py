@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 from typing import TYPE_CHECKING, Callable
 
 from ..findings import Problem
 from . import dcp, tap
+from .codecs import jsontext
 from .codecs.errors import CodecError
 from .codecs.leb128 import decode_uleb128
 from .codecs.snappy import inflate
@@ -121,39 +121,34 @@ def _text(msg, raw, base, ctx):
     return [bytes_field("value", "Value", raw, base, ctx)]
 
 
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not JSON")
-
-
-_SCAN_JSON = json.JSONDecoder(parse_constant=_reject_constant).scan_once  # what .decode() ends in
-_JSON_SPACE = " \t\n\r"
-
-
 def json_ok(raw: bytes) -> bool:
-    """Strict JSON: UTF-8 only, no NaN/Infinity (json.loads' answer, without its wrappers)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return json_text_ok(text)
+    """Strict JSON within the nesting cap: UTF-8 only, no NaN/Infinity (codecs/jsontext)."""
+    return jsontext.verdict_bytes(raw) == jsontext.OK
 
 
 def json_text_ok(text: str) -> bool:
     """:func:`json_ok` of text already decoded from UTF-8."""
-    start = len(text) - len(text.lstrip(_JSON_SPACE)) if text[:1] in _JSON_SPACE_CHARS else 0
-    try:
-        _, end = _SCAN_JSON(text, start)
-    except (StopIteration, ValueError, RecursionError):
-        return False
-    return end == len(text) or not text[end:].strip(_JSON_SPACE)
+    return jsontext.verdict(text) == jsontext.OK
 
 
-_JSON_SPACE_CHARS = frozenset(_JSON_SPACE)
+_NOT_JSON = {"value": "value is not valid JSON", "body": "datatype JSON but the body is not valid JSON"}
+
+
+def _json_problem(msg, verdict: str, what: str, base: int) -> None:
+    """The finding for a value (``what``: "value") or a body flagged JSON ("body") that
+    should be JSON and is not, or is too deep to tell."""
+    if verdict == jsontext.TOO_DEEP:
+        msg.problems.append(Problem("json-too-deep", jsontext.too_deep_message(what), base))
+    elif verdict == jsontext.INVALID:
+        msg.problems.append(Problem("json-invalid", _NOT_JSON[what], base))
+
+
+def _text_verdict(text: str | None) -> str:
+    return jsontext.INVALID if text is None else jsontext.verdict(text)
 
 
 def _json(msg, raw, base, ctx):
-    if not json_ok(raw):
-        msg.problems.append(Problem("json-invalid", "value is not valid JSON", base))
+    _json_problem(msg, jsontext.verdict_bytes(raw), "value", base)
     return [bytes_field("value", "Value", raw, base, ctx)]
 
 
@@ -170,11 +165,14 @@ def _document(msg, raw, base, ctx):
         out.append(Field("value_inflated_length", "Inflated length", base, len(raw), len(data), f"{len(data)} bytes"))
     if msg.datatype & DATATYPE_XATTR:
         try:
-            pairs, body_at = parse_xattrs(data)
+            deep: list[str] = []
+            pairs, body_at = parse_xattrs(data, too_deep=deep)
         except CodecError as exc:
             msg.problems.append(Problem("xattr-invalid", str(exc), base))
         else:
-            xattrs = {k: _maybe_json(v) for k, v in pairs}
+            for k in deep:
+                msg.problems.append(Problem("json-too-deep", jsontext.too_deep_message(f"xattr {k!r}"), base))
+            xattrs = {k: v if k in deep else jsontext.loads(v) for k, v in pairs}
             inner = base if msg.datatype & DATATYPE_SNAPPY else None
             rows = tuple(
                 Field(f"xattrs.{k}", k, inner if inner is not None else base, 0, xattrs[k], v) for k, v in pairs
@@ -184,17 +182,10 @@ def _document(msg, raw, base, ctx):
             if inner is None:
                 base += body_at
             data = data[body_at:]
-    if msg.datatype & DATATYPE_JSON and data and not json_ok(data):
-        msg.problems.append(Problem("json-invalid", "datatype JSON but the body is not valid JSON", base))
+    if msg.datatype & DATATYPE_JSON and data:
+        _json_problem(msg, jsontext.verdict_bytes(data), "body", base)
     out.append(bytes_field("value", "Value", data, base, ctx, children))
     return out
-
-
-def _maybe_json(text: str):
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def _features(msg, raw, base, ctx):
@@ -224,8 +215,11 @@ def _vbucket_seqnos(msg, raw, base, ctx):
 def _stream_request(msg, raw, base, ctx):
     field = bytes_field("value", "Value", raw, base, ctx)
     try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        doc = jsontext.loads(raw, what="stream request value")
+    except jsontext.JsonTooDeep as exc:
+        msg.problems.append(Problem("json-too-deep", str(exc), base))
+        return [field]
+    except CodecError:
         msg.problems.append(Problem("stream-request-value", "stream request value is not valid JSON", base))
         return [field]
     if not isinstance(doc, dict):
@@ -422,8 +416,13 @@ def _error(msg, raw, base, ctx):
     if msg.datatype & DATATYPE_JSON or raw[:1] == b"{":
         try:
             err = parse_xerror(raw)
+        except jsontext.JsonTooDeep as exc:
+            msg.problems.append(Problem("json-too-deep", str(exc), base))
+        except jsontext.JsonInvalid:
+            if msg.datatype & DATATYPE_JSON:
+                msg.problems.append(Problem("json-invalid", "datatype JSON but the body is not valid JSON", base))
         except CodecError:
-            pass
+            pass  # JSON, but not an error body: shown as it is
         else:
             out = [bytes_field("value", "Value", raw, base, ctx)]
             for k in ("context", "ref"):
@@ -473,8 +472,7 @@ def _text_lean(msg, raw, base, ctx) -> bool:
 
 def _json_lean(msg, raw, base, ctx) -> bool:
     text = _utf8(raw)
-    if text is None or not json_text_ok(text):
-        msg.problems.append(Problem("json-invalid", "value is not valid JSON", base))
+    _json_problem(msg, _text_verdict(text), "value", base)
     _set_bytes(msg.fields, "value", raw, text, ctx)
     return True
 
@@ -491,8 +489,8 @@ def _document_lean(msg, raw, base, ctx) -> bool:
             return False
         fields.setdefault("value_inflated_length", len(data))
     text = _utf8(data)
-    if datatype & DATATYPE_JSON and data and (text is None or not json_text_ok(text)):
-        msg.problems.append(Problem("json-invalid", "datatype JSON but the body is not valid JSON", base))
+    if datatype & DATATYPE_JSON and data:
+        _json_problem(msg, _text_verdict(text), "body", base)
     _set_bytes(fields, "value", data, text, ctx)
     return True
 

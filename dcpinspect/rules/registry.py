@@ -46,6 +46,8 @@ FRAME_RULES = _rules(
     ("xattr-invalid", "EINVAL", "error", "dcp.md §3.2", "The xattr blob is malformed (server answers XattrEinval)."),
     ("snappy-invalid", "EINVAL", "error", "dcp.md §3.1", "Snappy-compressed data does not inflate (or exceeds the size cap)."),
     ("json-invalid", "EINVAL", "warning", "dcp.md §3.1", "A value flagged or expected as JSON does not parse."),
+    ("json-too-deep", "LIMIT", "warning", "dcp.md §3.1",
+     "A value flagged or expected as JSON nests deeper than the parser's cap (DCPINSPECT_MAX_JSON_DEPTH, 512 levels): not parsed."),
     ("system-event-value", "EINVAL", "error", "dcp.md §9", "The system event value has the wrong size or encoding for its version."),
     ("system-event-id", "EINVAL", "error", "dcp.md §9.1", "Unknown system event id or version."),
     ("frame-info-encoding", "EINVAL", "error", "dcp.md §2.1", "The flexible framing extras do not parse."),

@@ -1,26 +1,15 @@
 """The XATTR section at the front of a value with datatype bit 0x04 (spec §3.2)."""
 
-import json
 import string
 import struct
 
+from . import jsontext
 from .errors import CodecError
 
 MAX_KEY_BYTES = 15
 MIN_PAIR_BYTES = 7  # u32 pair_len + 1 key byte + two NULs
 _LEADING_ALLOWED = {ord("_"), ord("$")}
 _LEADING_RESTRICTED = {ord(c) for c in string.punctuation} | set(range(0x20)) | {0x7F}
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _check_json(text: str) -> None:
-    try:
-        json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        raise CodecError(f"xattr value is not valid JSON: {exc}") from None
 
 
 def _check_key(raw: bytes) -> str:
@@ -39,11 +28,14 @@ def _check_key(raw: bytes) -> str:
     return key
 
 
-def parse_xattrs(value: bytes | memoryview) -> tuple[list[tuple[str, str]], int]:
+def parse_xattrs(value: bytes | memoryview, too_deep: list[str] | None = None) -> tuple[list[tuple[str, str]], int]:
     """Parse and validate the XATTR section.
 
     Returns ``(pairs, body_offset)``: the (key, JSON text) pairs in wire order
     and the offset of the document body (4 + total_xattr_len).
+
+    A value nested deeper than the JSON cap (codecs/jsontext) cannot be checked: with a
+    ``too_deep`` list its key is added there and the pair kept; without one, it raises.
     """
     blob = bytes(value)
     if len(blob) < 4:
@@ -77,7 +69,13 @@ def parse_xattrs(value: bytes | memoryview) -> tuple[list[tuple[str, str]], int]
             text = pair[key_end + 1:value_end].decode("utf-8")
         except UnicodeDecodeError:
             raise CodecError(f"xattr value of {key!r} is not valid UTF-8") from None
-        _check_json(text)
+        verdict = jsontext.verdict(text)
+        if verdict == jsontext.TOO_DEEP:
+            if too_deep is None:
+                raise jsontext.JsonTooDeep(jsontext.too_deep_message(f"xattr value of {key!r}"))
+            too_deep.append(key)
+        elif verdict != jsontext.OK:
+            raise CodecError(f"xattr value of {key!r} is not valid JSON")
         if key in seen:
             raise CodecError(f"duplicate xattr key {key!r}")
         seen.add(key)

@@ -6,23 +6,19 @@ top-level members (e.g. ``manifest_uid`` for unknown-collection errors).
 
 import json
 
+from . import jsontext
 from .errors import CodecError
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
 
 
 def parse_xerror(value: bytes | memoryview) -> dict:
     """Parse an error body.
 
     Returns ``{"context": str | None, "ref": str | None, "extra": dict}`` where
-    ``extra`` holds the top-level members other than ``error``.
+    ``extra`` holds the top-level members other than ``error``. A body that is not JSON
+    raises :class:`jsontext.JsonInvalid`, one nested deeper than the cap
+    :class:`jsontext.JsonTooDeep`, a JSON body of another shape :class:`CodecError`.
     """
-    try:
-        doc = json.loads(bytes(value).decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        raise CodecError(f"error body is not valid JSON: {exc}") from None
+    doc = jsontext.loads(value, what="error body")
     if not isinstance(doc, dict):
         raise CodecError("error body is not a JSON object")
     error = doc.get("error", {})
