@@ -51,10 +51,10 @@ def read_text(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -> 
         if path is None or os.fspath(path) == "-":
             if stdin is None:
                 raise InputError("no input: give a file or pipe a hex dump on stdin")
-            data = stdin.read(MAX_TEXT_INPUT + 1)
+            data = _read_upto(stdin, MAX_TEXT_INPUT + 1)
         else:
             with open(path, "rb") as fh:
-                data = fh.read(MAX_TEXT_INPUT + 1)
+                data = _read_upto(fh, MAX_TEXT_INPUT + 1)
     except OSError as exc:
         raise _problem("stdin" if path is None else path, exc) from None
     if len(data) > MAX_TEXT_INPUT:
@@ -62,6 +62,19 @@ def read_text(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -> 
         raise InputError(f"{where}: more than {MAX_TEXT_INPUT} bytes of text "
                          f"(DCPINSPECT_MAX_TEXT raises the cap)")
     return data.decode("utf-8", "replace")
+
+
+def _read_upto(stream: BinaryIO, limit: int, chunk: int = 1 << 20) -> bytes:
+    """At most ``limit`` bytes, read a chunk at a time: memory follows what is there, not
+    the cap (``read(limit)`` would reserve the whole cap up front)."""
+    parts, got = [], 0
+    while got < limit:
+        piece = stream.read(min(chunk, limit - got))
+        if not piece:
+            break
+        parts.append(piece)
+        got += len(piece)
+    return b"".join(parts)
 
 
 def stdin_binary() -> BinaryIO | None:
