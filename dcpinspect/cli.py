@@ -251,6 +251,7 @@ def _keyed(path: Path, kw: dict, progress=None):
     records = read_records(path)
     if progress is not None:
         progress.where = records.tell
+        records.on_read(lambda: progress(0))  # moves on through stretches that yield nothing
     return keyed_items(records, **kw)
 
 

@@ -73,6 +73,14 @@ def _child(conn, path: str, part: int, parts: int, make_sink: Callable[[], Sink]
         take = sink.take
         quiet, last = 0, 0.0  # items not yet reported; the first item is reported at once
         records = read_records(path)
+
+        def tick() -> None:  # the reader moves through a stretch that yields nothing
+            nonlocal last
+            if time.monotonic() - last > TICK:
+                conn.send(("tick", 0, records.tell()))
+                last = time.monotonic()
+
+        records.on_read(tick)
         for key, item in keyed_items(records, part, parts, stats, **kw):
             payload = take(key, item)
             quiet += getattr(item, "count", 1)  # the lane's Lines stand for several frames

@@ -14,6 +14,7 @@ from .capture import Captured, Note, flow_label
 from .lane import Lines
 from ..findings import Finding
 from ..outputs.jsonl import dumps_line, frame_record
+from ..outputs.stamp import stamp as _stamp
 from ..outputs.tally import Tally
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ class FindingsSink:
 
     source: str  # the file name the rows carry
     show_info: bool = False
-    stamp: Callable[[float], str] = str
+    stamp: Callable[[float], str] = _stamp  # a date, or the raw time when it cannot be one
     frames: int = 0
     labels: _Labels = field(default_factory=_Labels)
 

@@ -5,26 +5,64 @@ not interpreted here. Damage (truncated tail, absurd lengths, unknown
 interfaces) is reported in place as ``CaptureProblem`` values; only a file
 that cannot be opened or is not a capture at all raises ``CaptureError``.
 Plain and gzip-compressed files are accepted; memory stays flat.
+
+Whatever a length field says, reading is bounded: a record (pcap) or block
+(pcapng) longer than the record cap (``MAX_RECORD``, raised with the
+``DCPINSPECT_MAX_RECORD`` environment variable) is passed over without being
+read into memory (a seek on plain files, inflated and discarded a chunk at a
+time in gzip ones) and reported; the records after it still decode. A stretch
+of all-zero pcap record headers (a zero-filled region, or a decompression
+bomb of zeros) is passed over at memory speed and reported once with its
+count, not as one empty record each.
+
+Timestamps are always finite floats (seconds since 1970): a pcap record's is
+seconds plus a fraction, a pcapng one's a 64-bit tick count times the
+interface's resolution (at most one second a tick) plus its ``if_tsoffset``
+(a signed 64-bit number of seconds), so its size is below 2**65 whatever the
+file says. A time that is no calendar date stays as it is in the record (and in
+jsonl); the terminal views print it raw (see ``outputs/stamp.py``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import struct
 import zlib
 from ..unguarded import builder
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
-__all__ = ["Record", "CaptureProblem", "CaptureError", "read_records", "MAX_RECORD"]
+__all__ = ["Record", "CaptureProblem", "CaptureError", "read_records", "record_cap", "MAX_RECORD",
+           "MAX_RECORD_ENV"]
 
-MAX_RECORD = 256 * 1024 * 1024  # larger record lengths are treated as corruption
+#: Default cap on one pcap record or pcapng block, in bytes. Far above any real snap
+#: length (link layers carry at most 256 KiB frames); a longer record is passed over
+#: unread and reported.
+MAX_RECORD = 16 * 1024 * 1024
+#: The environment variable that sets the cap (bytes, or with a K/M/G suffix).
+MAX_RECORD_ENV = "DCPINSPECT_MAX_RECORD"
 _CHUNK = 1 << 20
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def record_cap() -> int:
+    """The cap on a record in bytes: ``$DCPINSPECT_MAX_RECORD`` if set, else ``MAX_RECORD``.
+    Raises ``CaptureError`` for a value that is not a size."""
+    text = os.environ.get(MAX_RECORD_ENV, "").strip()
+    if not text:
+        return MAX_RECORD
+    m = re.fullmatch(r"(\d+)\s*([KMG]?)(?:I?B)?", text.upper())
+    if m is None or int(m.group(1)) * _UNITS[m.group(2)] < 64:
+        raise CaptureError(f"{MAX_RECORD_ENV}={text[:40]!r} is not a record size in bytes of at least 64 "
+                           f"(e.g. 67108864 or 64M)")
+    return int(m.group(1)) * _UNITS[m.group(2)]
 
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One captured frame; ``index`` is its 0-based packet number in the file."""
+    """One captured frame; ``index`` is its 0-based packet number in the file; ``ts`` its
+    time in seconds since 1970, always finite (see the module's notes)."""
 
     ts: float
     linktype: int
@@ -116,17 +154,27 @@ def _salvage(z, data: bytes) -> bytes:
     return b"".join(out)
 
 
+class _Watch:
+    """What the reader calls after each chunk it reads (see Records.on_read)."""
+
+    __slots__ = ("tick",)
+
+    def __init__(self) -> None:
+        self.tick = None
+
+
 class _Buffer:
     """Chunked byte buffer over a stream: ``need(n)`` makes n bytes available at ``pos``."""
 
-    __slots__ = ("f", "buf", "pos", "consumed", "eof")
+    __slots__ = ("f", "buf", "pos", "consumed", "eof", "watch")
 
-    def __init__(self, f, head: bytes):
+    def __init__(self, f, head: bytes, watch: _Watch | None = None):
         self.f = f
         self.buf = head
         self.pos = 0
         self.consumed = 0  # file offset of buf[0]
         self.eof = False
+        self.watch = watch or _Watch()
 
     def need(self, n: int) -> bool:
         """Ensure ``buf[pos:pos+n]`` exists; False if the stream ends first."""
@@ -143,8 +191,51 @@ class _Buffer:
                 break
             parts.append(piece)
             avail += len(piece)
+            if self.watch.tick is not None:
+                self.watch.tick()
         self.buf = b"".join(parts)
         return avail >= n
+
+    def skip(self, n: int) -> int:
+        """Pass over the next ``n`` bytes without holding them: a seek on a plain file, read
+        and discarded a chunk at a time otherwise. Returns how many there were (fewer when
+        the stream ends first)."""
+        avail = len(self.buf) - self.pos
+        if avail >= n:
+            self.pos += n
+            return n
+        self.consumed += len(self.buf)
+        self.buf, self.pos = b"", 0
+        done = avail + self._seek(n - avail)
+        while done < n and not self.eof:
+            piece = self.f.read(min(n - done, _CHUNK))
+            if not piece:
+                self.eof = True
+                break
+            done += len(piece)
+            if self.watch.tick is not None:
+                self.watch.tick()
+        self.consumed += done - avail
+        if done < n:
+            self.eof = True
+        return done
+
+    def _seek(self, n: int) -> int:
+        """Seek a plain regular file ``n`` bytes on (no further than its end); how far it went."""
+        if isinstance(self.f, _Gunzip):
+            return 0
+        try:
+            here = self.f.tell()
+            size = os.fstat(self.f.fileno()).st_size
+            if not self.f.seekable() or size < here:
+                return 0
+            step = min(n, size - here)
+            self.f.seek(here + step)
+        except (OSError, ValueError, AttributeError):
+            return 0
+        if step < n:
+            self.eof = True
+        return step
 
     def offset(self) -> int:
         return self.consumed + self.pos
@@ -172,12 +263,14 @@ def looks_like_capture(head: bytes) -> bool:
     return head[:4] in _PCAP_MAGICS or head[:4] == _PCAPNG_SHB or head[:2] == b"\x1f\x8b"
 
 
-def read_records(path: str | os.PathLike) -> "Records":
+def read_records(path: str | os.PathLike, max_record: int | None = None) -> "Records":
     """Return an iterator over the records of a pcap / pcapng file (optionally gzipped).
 
     Raises ``CaptureError`` at once if the file cannot be opened or is not a
-    capture; damage found later is yielded as ``CaptureProblem``.
+    capture; damage found later is yielded as ``CaptureProblem``. ``max_record``:
+    the cap on a record, by default :func:`record_cap`.
     """
+    cap = record_cap() if max_record is None else max_record
     f = _open(path)
     try:
         head = f.read(24)
@@ -186,10 +279,11 @@ def read_records(path: str | os.PathLike) -> "Records":
         raise CaptureError(f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from None
     magic = head[:4]
     if magic in _PCAP_MAGICS:
-        skip = _Skip()
-        return Records(f, _pcap(f, head, *_PCAP_MAGICS[magic], skip), skip)
+        skip, watch = _Skip(), _Watch()
+        return Records(f, _pcap(f, head, *_PCAP_MAGICS[magic], skip, cap, watch), skip, watch)
     if magic == _PCAPNG_SHB and (len(head) < 12 or head[8:12] in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d")):
-        return Records(f, _pcapng(f, head))
+        watch = _Watch()
+        return Records(f, _pcapng(f, head, cap, watch), None, watch)
     why = getattr(f, "error", None) or ("empty file" if not head else f"unknown magic {magic.hex()}")
     f.close()
     raise CaptureError(f"{os.fspath(path)}: not a pcap or pcapng capture ({why})")
@@ -199,10 +293,18 @@ class Records:
     """The records of one capture file, in order; :meth:`tell` says how far into the file
     (bytes on disk, compressed ones for gzip) reading has got, for progress reports."""
 
-    def __init__(self, f, gen, skip: "_Skip | None" = None) -> None:
+    def __init__(self, f, gen, skip: "_Skip | None" = None, watch: _Watch | None = None) -> None:
         self._file = getattr(f, "_raw", f)
         self._gen = _records(f, gen)
         self._skip = skip
+        self._watch = watch
+
+    def on_read(self, tick) -> None:
+        """Call ``tick()`` (no arguments) after each chunk of about a MiB the reader reads or
+        passes over, so that a progress display moves on through stretches that yield no
+        record (zero-filled runs, records over the cap, packets that decode to nothing)."""
+        if self._watch is not None:
+            self._watch.tick = tick
 
     def pass_over(self, owners: dict, part: object) -> bool:
         """From now on, pass over (never yield) the plain Ethernet/IPv4/TCP records whose 12
@@ -304,7 +406,42 @@ else:
     _lane = True
 
 
-def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int, skip: _Skip):
+def _over_cap(index: int, what: str, length: int, at: int, cap: int, got: int, f) -> CaptureProblem:
+    """The note for a record or block over the cap, passed over (``got`` of its bytes were there)."""
+    if got < length:
+        return CaptureProblem(index, f"record {index}: bad {what} length {length} at byte {at}: over the "
+                                     f"{cap}-byte record cap, and the file ends {got} bytes into it"
+                                     f"{_stream_note(f)}")
+    return CaptureProblem(index, f"record {index}: {what} length {length} at byte {at} is over the {cap}-byte "
+                                 f"record cap: passed over unread (raise the cap with {MAX_RECORD_ENV}=BYTES)")
+
+
+_ZEROS = [bytes(1 << k) for k in range(17)]  # all-zero blocks of 1 byte .. 64 KiB
+
+
+def _zero_run(b: _Buffer, hdrlen: int) -> int:
+    """Pass over the all-zero record headers at the buffer's position, refilling as needed;
+    returns how many. Zeros are found by comparing whole blocks, not byte by byte."""
+    n = 0
+    while True:
+        buf, pos = b.buf, b.pos
+        end = len(buf)
+        at = pos
+        big = _ZEROS[16]
+        while at + 65536 <= end and buf[at:at + 65536] == big:
+            at += 65536
+        for k in range(15, -1, -1):  # then halves: the first non-zero byte, or the end
+            if at + (1 << k) <= end and buf[at:at + (1 << k)] == _ZEROS[k]:
+                at += 1 << k
+        whole = (at - pos) // hdrlen
+        n += whole
+        b.pos = pos + whole * hdrlen
+        if at < end or not b.need(hdrlen):  # a non-zero byte, or the stream ends
+            return n
+
+
+def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int, skip: _Skip, cap: int = MAX_RECORD,
+          watch: _Watch | None = None):
     if len(head) < 24:
         yield CaptureProblem(0, f"file ends inside the pcap header ({len(head)} of 24 bytes){_stream_note(f)}")
         return
@@ -313,14 +450,14 @@ def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int, skip: _Skip):
     unpack = struct.Struct(endian + "IIII").unpack_from
     make = _RecordBuilder
     rtype = Record
-    b = _Buffer(f, b"")
+    b = _Buffer(f, b"", watch)
     index = 0
     little = endian == "<"
     while True:
         buf = b.buf
         pos = b.pos
         if linktype == 1 and (skip.owners is not None or skip.tails is not None):
-            pos, taken, tail = _take_records(buf, pos, hdrlen, little, MAX_RECORD, skip.owners, skip.part,
+            pos, taken, tail = _take_records(buf, pos, hdrlen, little, cap, skip.owners, skip.part,
                                              skip.tails, index, scale)
             if taken:
                 index += taken
@@ -338,9 +475,24 @@ def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int, skip: _Skip):
                 return
             continue  # refilled: look again for records to pass over
         sec, frac, caplen, wirelen = unpack(buf, pos)
-        if caplen > MAX_RECORD:
-            yield CaptureProblem(index, f"record {index}: bad record length {caplen} at byte {b.offset() + 24}")
-            return
+        if caplen > cap:
+            at = b.offset() + 24
+            b.pos = pos + hdrlen
+            got = b.skip(caplen)
+            yield _over_cap(index, "record", caplen, at, cap, got, f)
+            if got < caplen:
+                return
+            index += 1
+            continue
+        if not (caplen or wirelen or sec or frac):
+            at = b.offset() + 24
+            n = _zero_run(b, hdrlen)
+            if n:
+                yield CaptureProblem(index, f"record {index}: {n} all-zero record headers ({n * hdrlen} zero bytes "
+                                            f"from byte {at}, records {index}-{index + n - 1}) passed over: "
+                                            f"a zero-filled stretch, not packets")
+                index += n
+                continue
         end = pos + hdrlen + caplen
         if end > len(buf):
             if not b.need(hdrlen + caplen):
@@ -383,8 +535,8 @@ class _Iface:
         return rec
 
 
-def _pcapng(f, head: bytes):
-    b = _Buffer(f, head)
+def _pcapng(f, head: bytes, cap: int = MAX_RECORD, watch: _Watch | None = None):
+    b = _Buffer(f, head, watch)
     index = 0
     endian = "<"
     u32 = struct.Struct("<I").unpack_from
@@ -420,9 +572,19 @@ def _pcapng(f, head: bytes):
             epb = struct.Struct(endian + "IIIII").unpack_from
             btype, blen = blkhdr(buf, pos)
             ifaces = []
-        if blen < 12 or blen % 4 or blen > MAX_RECORD:
+        if blen < 12 or blen % 4:
             yield CaptureProblem(index, f"bad block length {blen} (block type {btype:#x}) at byte {b.offset()}")
             return
+        if blen > cap:
+            at = b.offset()
+            b.pos = pos + 8
+            got = 8 + b.skip(blen - 8)
+            yield _over_cap(index, f"block (type {btype:#x})", blen, at, cap, got, f)
+            if got < blen:
+                return
+            if btype in (_BT_EPB, _BT_SPB, _BT_PB):
+                index += 1
+            continue
         end = pos + blen
         if end > len(buf):
             if not b.need(blen):
