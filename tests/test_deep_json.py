@@ -167,6 +167,14 @@ def test_prescan_depth_is_exact_on_json(doc, indent):
         assert jsontext.verdict(text, cap=_depth(doc) - 1) == jsontext.TOO_DEEP
 
 
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet='[]{}"\\a,: ', max_size=60), st.integers(0, 12))
+def test_the_cap_check_agrees_with_the_depth_on_any_text(text, cap):
+    """``exceeds`` takes shortcuts (length, bracket counts, dropping empty pairs first): its
+    answer is still that of the exact depth, on text of any shape, valid or not."""
+    assert jsontext.exceeds(text, cap) == (jsontext.nesting_depth(text) > cap)
+
+
 def test_frames_after_a_deep_one_still_decode():
     deep = SOURCES["json-document"](nested(100_000, "["))
     data = deep + build_frame(0x80, 0x5C, opaque=7)

@@ -126,9 +126,8 @@ def json_ok(raw: bytes) -> bool:
     return jsontext.verdict_bytes(raw) == jsontext.OK
 
 
-def json_text_ok(text: str) -> bool:
-    """:func:`json_ok` of text already decoded from UTF-8."""
-    return jsontext.verdict(text) == jsontext.OK
+#: :func:`json_ok` of text already decoded from UTF-8 (the decoders' hot path).
+json_text_ok = jsontext.ok
 
 
 _NOT_JSON = {"value": "value is not valid JSON", "body": "datatype JSON but the body is not valid JSON"}
@@ -144,7 +143,9 @@ def _json_problem(msg, verdict: str, what: str, base: int) -> None:
 
 
 def _text_verdict(text: str | None) -> str:
-    return jsontext.INVALID if text is None else jsontext.verdict(text)
+    if text is None:
+        return jsontext.INVALID
+    return jsontext.OK if jsontext.ok(text) else jsontext.verdict(text)
 
 
 def _json(msg, raw, base, ctx):
