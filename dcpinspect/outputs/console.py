@@ -6,15 +6,30 @@ import os
 import sys
 
 from rich.console import Console
+from rich.segment import Segment
+
+from .escape import scrub
 
 
 class OutputConsole(Console):
     """A rich console for dcpinspect's outputs.
 
+    Whatever is printed, every text segment goes through :func:`.escape.scrub` on its way
+    out: text that was made safe where it was built passes unchanged, and anything from a
+    capture, a file name or an error text that was not still reaches the terminal as
+    escapes, never as control sequences. Only rich's own control segments (and the styles
+    it renders) write escape codes.
+
     When the reader of standard output goes away (``dcpinspect decode x.pcap | head``) it
     raises :class:`BrokenPipeError` instead of rich's ``SystemExit(1)``, which would read as
     "findings" to a script: the command line turns it into exit 0.
     """
+
+    def _render_buffer(self, buffer) -> str:
+        return super()._render_buffer(
+            segment if segment.control or segment.text.isprintable()
+            else Segment(scrub(segment.text), segment.style, segment.control)
+            for segment in buffer)
 
     def on_broken_pipe(self) -> None:
         self.quiet = True

@@ -98,3 +98,27 @@ def safe(text: object) -> str:
     if s.isascii():
         return s.translate(_TABLE)
     return _unsafe_pattern().sub(_replace, s)
+
+
+# What ``scrub`` maps ASCII to: as ``safe``, but the backslash stays as it is.
+_SCRUB_ASCII = {code: _TABLE[code] for code in range(0x80)}
+_SCRUB_ASCII[ord("\\")] = "\\"
+
+
+def _scrub_match(m: re.Match) -> str:
+    ch = m.group()
+    return ch if ch == "\\" else _TABLE[ord(ch)]
+
+
+def scrub(text: str) -> str:
+    """The console's last line of defence: escape what :func:`safe` escapes except the
+    backslash and the line breaks the console itself writes. Text already made safe passes
+    unchanged (its escapes are not escaped again); text that was not cannot act on the
+    terminal."""
+    if text.isprintable():
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.isprintable():
+            lines[i] = line.translate(_SCRUB_ASCII) if line.isascii() else _unsafe_pattern().sub(_scrub_match, line)
+    return "\n".join(lines)
