@@ -99,6 +99,16 @@ def _exit_code(renderer: Renderer, strict: bool) -> int:
     return EXIT_OK
 
 
+def _shown(full: bool, max_value: int | None, max_diagram: int | None = None):
+    """What the table and diagram show of each frame: ``--full``, ``--max-value``, ``--max-diagram``."""
+    from .outputs.shown import Shown
+
+    if full:
+        return Shown.everything()
+    caps = Shown()
+    return Shown(max_value or caps.value, max_diagram or caps.diagram, caps.rows)
+
+
 @app.command("hex")
 def hex_command(
     path: Optional[Path] = typer.Argument(None, help="File holding the dump; '-' or nothing reads stdin."),
@@ -108,6 +118,11 @@ def hex_command(
         Collections.auto, help="Whether keys carry a collection-id prefix (auto: from HELO, else by the key's bytes)."
     ),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any frame has an error finding."),
+    full: bool = typer.Option(False, "--full", help="Show values and diagrams whole (the table and diagram cap them)."),
+    max_value: Optional[int] = typer.Option(None, "--max-value", min=1, metavar="BYTES",
+                                            help="Bytes of each value the table shows (default 1024)."),
+    max_diagram: Optional[int] = typer.Option(None, "--max-diagram", min=1, metavar="BYTES",
+                                              help="Bytes of each frame the diagram draws (default 512)."),
 ) -> None:
     """Decode frames from a pasted hex dump (plain hex, xxd, hexdump -C, od, tcpdump -X, Wireshark, spec diagrams)."""
     from .engines.hexinput import decode_hex_text
@@ -122,7 +137,7 @@ def hex_command(
         err.print(f"dcpinspect: input: {_safe(problem)}")
     from .outputs.render import Renderer
 
-    renderer = Renderer("diagram" if diagram else fmt.value, make_console())
+    renderer = Renderer("diagram" if diagram else fmt.value, make_console(), shown=_shown(full, max_value, max_diagram))
     for item in result.items:
         renderer.item(item)
     if renderer.tally.frames == 0:
@@ -170,14 +185,14 @@ def _stamp(ts: float) -> str:
     return stamp(ts)
 
 
-def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progress=None) -> int:
+def show_capture(keyed, fmt: str, keep, limit: int | None, strict: bool, progress=None, shown=None) -> int:
     """Render ``(key, item)`` pairs of a capture decoded in this process; returns the exit code."""
     from .engines.parallel import run_sink
 
     if progress is not None:
         keyed = _tap(keyed, progress)
     if fmt == "table":
-        code = _show_table(keyed, make_console(), keep, limit, strict)
+        code = _show_table(keyed, make_console(), keep, limit, strict, shown)
         _clear(progress)
         return code
     sink = _recipe(fmt, keep, limit)()
@@ -267,12 +282,12 @@ def _tap(keyed, progress):
         yield pair
 
 
-def _show_table(keyed, console, keep, limit: int | None, strict: bool) -> int:
+def _show_table(keyed, console, keep, limit: int | None, strict: bool, caps=None) -> int:
     from .engines.capture import Captured, flow_label
 
     from .outputs.render import Renderer
 
-    renderer = Renderer("table", console)
+    renderer = Renderer("table", console, shown=caps or _shown(False, None))
     err = make_console(stderr=True)
     shown = 0
     for _, item in keyed:
@@ -287,7 +302,7 @@ def _show_table(keyed, console, keep, limit: int | None, strict: bool) -> int:
 
             when = "" if item.ts is None else f"{_stamp(item.ts)}  "  # hex dumps have no times
             console.print(frame_table(item.msg, f"{when}{flow_label(item.flow)} {item.direction}"
-                                                f"  frame {item.number}"))
+                                                f"  frame {item.number}", renderer.shown))
             console.print()
         elif item.kind != "start":
             where = f" {flow_label(item.flow)} {item.direction or ''}" if item.flow else ""
@@ -331,6 +346,9 @@ def decode_command(
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any frame has an error finding."),
     jobs: int = typer.Option(0, "--jobs", "-j", min=0,
                              help="Worker processes for jsonl and summary (0: one per CPU on files over 16 MiB)."),
+    full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
+    max_value: Optional[int] = typer.Option(None, "--max-value", min=1, metavar="BYTES",
+                                            help="Bytes of each value the table shows (default 1024)."),
 ) -> None:
     """Decode MCBP/DCP frames from capture files (or hex dumps), in capture order."""
     from .engines.parallel import WorkerCrash, run_sink
@@ -351,7 +369,7 @@ def decode_command(
         if _input_kind(path) == TEXT:  # a hex dump: one connection, frames by position
             keyed = _hex_items(path, kw["collections"])
             if fmt is CaptureFormat.table:
-                code = max(code, show_capture(keyed, fmt.value, keep, limit, strict))
+                code = max(code, show_capture(keyed, fmt.value, keep, limit, strict, shown=_shown(full, max_value)))
             else:
                 sink = _recipe(fmt.value, keep, limit)()  # dumps are always judged
                 code = max(code, show_sinks(fmt.value, run_sink(sink, keyed), lambda: [sink.result()], strict))
@@ -359,7 +377,8 @@ def decode_command(
         progress = _progress(path, fmt.value)
         try:
             if fmt is CaptureFormat.table:
-                code = max(code, show_capture(_keyed(path, kw, progress), fmt.value, keep, limit, strict, progress))
+                code = max(code, show_capture(_keyed(path, kw, progress), fmt.value, keep, limit, strict, progress,
+                                              _shown(full, max_value)))
                 continue
             n = _jobs(jobs, path, limit is None)
             payloads, results = _sink_run(path, n, _recipe(fmt.value, keep, limit, not headers_only), kw, progress)
@@ -374,11 +393,24 @@ def decode_command(
 def _progress(path: Path, fmt: str) -> "_Progress | None":
     """A progress line on stderr for long files, when stderr is a terminal that frames are
     not being printed to."""
-    if not sys.stderr.isatty() or path.stat().st_size < 32 * 1024 * 1024:
+    size = path.stat().st_size
+    if not sys.stderr.isatty() or size < (PROGRESS_GZIP_BYTES if _gzipped(path) else PROGRESS_BYTES):
         return None
     if fmt != "summary" and sys.stdout.isatty():
         return None
     return _Progress(path.stat().st_size)
+
+
+#: files this big get a progress bar; gzip files sooner, since they may inflate a thousandfold
+PROGRESS_BYTES, PROGRESS_GZIP_BYTES = 32 * 1024 * 1024, 1024 * 1024
+
+
+def _gzipped(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
 
 
 class _Progress:
@@ -430,6 +462,9 @@ def live_command(
     port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
     collections: Collections = typer.Option(Collections.auto),
     strict: bool = typer.Option(False, "--strict"),
+    full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
+    max_value: Optional[int] = typer.Option(None, "--max-value", min=1, metavar="BYTES",
+                                            help="Bytes of each value the table shows (default 1024)."),
 ) -> None:
     """Sniff an interface and decode frames as they arrive; a summary at the end or on Ctrl-C."""
     import queue
@@ -469,7 +504,8 @@ def live_command(
     code = EXIT_OK
     try:
         keyed = keyed_items(feed(), ports=set(port), collections=_collections(collections))
-        code = show_capture(keyed, fmt.value, keep, None, strict, progress=summary.add)
+        code = show_capture(keyed, fmt.value, keep, None, strict, progress=summary.add,
+                            shown=_shown(full, max_value))
     except KeyboardInterrupt:
         pass
     if errors:
