@@ -137,6 +137,17 @@ def test_brackets_inside_strings_do_not_count():
     assert jsontext.verdict(text) == jsontext.OK
 
 
+def test_escapes_in_strings_do_not_hide_depth():
+    """Every escape (\\n, \\", \\\\, \\u0022, ...) before a deep part: the pre-scan itself sees
+    the depth, so the parser is never started on it."""
+    head = json.dumps(["\n\t\\", '"', "\\\"", "\x01", "/\u2028", "\\"], ensure_ascii=True)[:-1]
+    for deep in (nested(CAP + 1, "["), nested(CAP + 1, "{")):
+        text = head + "," + deep.decode() + "]"
+        assert json.loads(text)  # valid JSON
+        assert jsontext.nesting_depth(text) == CAP + 2
+        assert jsontext.exceeds(text)
+
+
 def test_many_brackets_side_by_side_are_not_deep():
     text = json.dumps([[i] for i in range(10 * CAP)])
     assert jsontext.nesting_depth(text) == 2
@@ -144,8 +155,8 @@ def test_many_brackets_side_by_side_are_not_deep():
 
 
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ab:,'),
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(alphabet='[]{}"\\ab', max_size=4), c, max_size=3),
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ab:,\n\t\x01é/'),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(alphabet='[]{}"\\a\nb', max_size=4), c, max_size=3),
     max_leaves=12)
 
 
@@ -158,9 +169,9 @@ def _depth(doc) -> int:
 
 
 @settings(max_examples=500, deadline=None)
-@given(_JSON, st.sampled_from([None, 1]))
-def test_prescan_depth_is_exact_on_json(doc, indent):
-    text = json.dumps(doc, indent=indent, ensure_ascii=False)
+@given(_JSON, st.sampled_from([None, 1]), st.booleans())
+def test_prescan_depth_is_exact_on_json(doc, indent, ascii):
+    text = json.dumps(doc, indent=indent, ensure_ascii=ascii)
     assert jsontext.nesting_depth(text) == _depth(doc)
     assert jsontext.verdict(text, cap=_depth(doc)) == jsontext.OK
     if _depth(doc):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from itertools import accumulate, count
 from operator import sub
@@ -67,18 +66,19 @@ def too_deep_message(what: str, cap: int | None = None) -> str:
     return f"{what} nests deeper than {cap} levels (the cap; {MAX_JSON_DEPTH_ENV} raises it): not parsed"
 
 
-_ESCAPE = re.compile(rb"\\.", re.S)
 _BRACKETS = bytes.maketrans(b"[{]}", b"(())")
-_OTHERS = bytes(set(range(256)) - set(b'[]{}"\\'))
+_OTHERS = bytes(set(range(256)) - set(b'[]{}"'))
 
 
 def _brackets(text: str) -> bytes:
-    """The brackets of ``text`` outside strings, as ``(`` and ``)``: all but brackets, quotes
-    and escapes dropped, then the escapes, then the strings (every other piece between
-    quotes). After a quote left open everything is string, to this as to the parser."""
-    raw = text.encode("utf-8", "surrogatepass").translate(None, _OTHERS)
+    """The brackets of ``text`` outside strings, as ``(`` and ``)``, in passes of C: the
+    escaped backslashes dropped, then the escaped quotes, then all but brackets and quotes,
+    then the strings (every other piece between quotes). After a quote left open everything
+    is string, to this as to the parser."""
+    raw = text.encode("utf-8", "surrogatepass")
     if b"\\" in raw:
-        raw = _ESCAPE.sub(b"", raw)
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    raw = raw.translate(None, _OTHERS)
     if b'"' in raw:
         raw = raw.replace(b'""', b"")  # the strings that hold no bracket, in one pass
         if b'"' in raw:
