@@ -276,3 +276,35 @@ def test_stats(inputs):
     result = invoke_cli("stats", "-f", "json", str(pcap))
     assert result.returncode == 0, result.stderr
     json.loads(result.stdout)
+
+
+def test_the_environment_raises_the_cap(tmp_path, monkeypatch):
+    """DCPINSPECT_MAX_JSON_DEPTH=2000: a document 2000 deep is parsed (and its xattr written
+    in full to jsonl), one 2001 deep is reported with the new cap."""
+    import sys
+
+    from frames import run_cli
+
+    monkeypatch.setenv(jsontext.MAX_JSON_DEPTH_ENV, "2000")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(5000)  # for this test's own json.loads of the lines
+    try:
+        _raised_cap(tmp_path, run_cli)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _raised_cap(tmp_path, run_cli):
+    for depth, deep in ((2000, 0), (2001, CARRIERS)):
+        pcap = conversation(nested(depth, "[")).pcap(tmp_path / f"d{depth}.pcap")
+        result = run_cli("decode", "-f", "jsonl", str(pcap))
+        assert result.returncode == 0, result.stderr.decode()[-2000:]
+        lines = result.stdout.decode().splitlines()
+        found = [f for line in lines for f in json.loads(line).get("findings", ()) if f["rule"] == "json-too-deep"]
+        assert len(found) == deep
+        assert all("deeper than 2000 levels" in f["message"] for f in found)
+        if not deep:
+            xattrs = [json.loads(line)["fields"]["xattrs"] for line in lines if '"xattrs"' in line]
+            assert xattrs and xattrs[0]["_sync"] == json.loads(nested(depth, "["))
+        result = run_cli("validate", str(pcap))
+        assert result.returncode in (0, 1) and result.stdout.decode().count("json-too-deep") == deep
