@@ -1,10 +1,19 @@
-"""Byte diagrams in the style of the protocol documents, annotated with field names."""
+"""Byte diagrams in the style of the protocol documents, annotated with field names.
+
+A frame is drawn four bytes a row up to the diagram cap (:data:`.shown.MAX_DIAGRAM_SHOWN`,
+``--max-diagram``, ``--full``); a line then says how many bytes were not drawn. Only the
+rows drawn are built.
+"""
 
 from __future__ import annotations
 
-from ..messages.describe import describe, walk
+from typing import Iterable
+
+from ..messages.describe import describe
 from ..messages.frame import Message
+from ..messages.layout import Field
 from .escape import safe
+from .shown import MAX_DIAGRAM_SHOWN, SHOW_ALL
 
 _RULE = "        +---------------+---------------+---------------+---------------+"
 _HEAD = (
@@ -21,20 +30,39 @@ def _cell(byte: int) -> str:
     return f" {text:<14}"
 
 
-def diagram(msg: Message) -> str:
-    """The frame drawn four bytes a row; each row names the fields that start in it."""
-    starts: dict[int, list[str]] = {}
-    for depth, f in walk(describe(msg)):
-        if f.size and not f.children:
-            starts.setdefault(f.offset - msg.offset, []).append(f.name)
-    lines = list(_HEAD)
+def diagram(msg: Message, max_bytes: int | None = MAX_DIAGRAM_SHOWN) -> str:
+    """The frame drawn four bytes a row (the first ``max_bytes`` of it; None: all); each row
+    names the fields that start in it."""
+    return "\n".join(diagram_lines(msg, max_bytes))
+
+
+def diagram_lines(msg: Message, max_bytes: int | None = MAX_DIAGRAM_SHOWN) -> list[str]:
     data = msg.data
-    for row in range(0, len(data), 4):
+    drawn = len(data) if max_bytes is None else min(len(data), -(-max(0, max_bytes) // 4) * 4)
+    starts: dict[int, list[str]] = {}
+    for f in _leaves(describe(msg), msg.offset, msg.offset + drawn):
+        starts.setdefault(f.offset - msg.offset, []).append(f.name)
+    lines = list(_HEAD)
+    for row in range(0, drawn, 4):
         chunk = data[row : row + 4]
         names = [n for i in range(row, row + 4) for n in starts.get(i, [])]
         cells = "|".join(_cell(b) for b in chunk)
         note = f"   {', '.join(names)}" if names else ""
         lines.append(f"{row:>8}|{cells}|{safe(note)}")
         lines.append(_RULE[: 8 + 16 * len(chunk) + 1])
+    if drawn < len(data):
+        lines.append(f"        … {len(data) - drawn:,} more bytes not drawn ({SHOW_ALL} draws all)")
     lines.append(f"    Total {len(data)} bytes")
-    return "\n".join(lines)
+    return lines
+
+
+def _leaves(fields: Iterable[Field], lo: int, hi: int) -> Iterable[Field]:
+    """Fields with bytes of their own that start in ``lo..hi`` (absolute), depth first;
+    a field starting past ``hi`` is not looked into."""
+    for f in fields:
+        if f.offset >= hi and f.size:
+            continue
+        if f.children:
+            yield from _leaves(f.children, lo, hi)
+        elif f.size and lo <= f.offset < hi:
+            yield f

@@ -12,9 +12,10 @@ from ..framing.mcbp import Skipped
 from .tally import Tally  # noqa: F401 (re-exported)
 from .console import make_console  # noqa: F401 (re-exported)
 from ..messages.frame import Message
-from .diagram import diagram
+from .diagram import diagram_lines
 from .escape import safe
 from .jsonl import dumps, frame_record
+from .shown import DEFAULT, Lines, Shown
 from .table import findings_text, frame_table, title
 
 FORMATS = ("table", "jsonl", "diagram")
@@ -23,10 +24,14 @@ FORMATS = ("table", "jsonl", "diagram")
 
 
 class Renderer:
-    def __init__(self, fmt: str, console: Console, out: TextIO | None = None) -> None:
+    """Items to a console: ``shown`` caps what the table and diagram show of each frame
+    (jsonl is written as it is)."""
+
+    def __init__(self, fmt: str, console: Console, out: TextIO | None = None, shown: Shown = DEFAULT) -> None:
         self.fmt = fmt
         self.console = console
         self.out = out or sys.stdout
+        self.shown = shown
         self.tally = Tally()
 
     def item(self, item: Message | Skipped, where: str = "", **extra: Any) -> None:
@@ -46,11 +51,11 @@ class Renderer:
             return
         if self.fmt == "diagram":
             self.console.print(title(item, where))
-            self.console.print(Text(diagram(item)))
+            self.console.print(Lines(diagram_lines(item, self.shown.diagram)), crop=False)
             if item.findings:
-                self.console.print(findings_text(item.findings))
+                self.console.print(findings_text(item.findings, self.shown.value))
         else:
-            self.console.print(frame_table(item, where))
+            self.console.print(frame_table(item, where, self.shown))
         self.console.print()
 
     def summary(self) -> None:

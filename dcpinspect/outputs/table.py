@@ -1,28 +1,48 @@
-"""Spec-style field tables: ``Field (offset) : value``, rendered with rich."""
+"""Spec-style field tables: ``Field (offset) : value``, rendered with rich.
+
+Each row is as wide as it needs to be: a long value wraps at the terminal's width under its
+own column instead of widening every row, and only the part of it the caps allow
+(:mod:`.shown`) is ever built.
+"""
 
 from __future__ import annotations
 
 from typing import Iterable
 
+from rich.cells import cell_len
 from rich.console import Group
-from rich.table import Table
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 
 from ..findings import Finding
-from ..messages.describe import describe, walk
+from ..messages.describe import describe
 from ..messages.frame import Message
 from ..messages.layout import Field
 from .escape import safe
+from .shown import DEFAULT, Row, Shown, cut_text, rows, wrap
 
 SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
+_HEADER = Style(bold=True)
+_OFFSET = Style(dim=True)
+_NOTE = Style(dim=True, italic=True)
+_GAP = "  "  # between columns
+_MIN_VALUE_WIDTH = 24  # narrower than this, a value goes on lines of its own under its field
+
 
 def offsets(field: Field) -> str:
-    if field.size <= 1:
-        return f"({field.offset})"
-    if field.size == 2:
-        return f"({field.offset},{field.offset + 1})"
-    return f"({field.offset}-{field.offset + field.size - 1})"
+    return span(field.offset, field.size)
+
+
+def span(offset: int, size: int) -> str:
+    if offset < 0:
+        return ""
+    if size <= 1:
+        return f"({offset})"
+    if size == 2:
+        return f"({offset},{offset + 1})"
+    return f"({offset}-{offset + size - 1})"
 
 
 def title(msg: Message, where: str = "") -> Text:
@@ -42,26 +62,72 @@ def title(msg: Message, where: str = "") -> Text:
     return text
 
 
-def findings_text(findings: Iterable[Finding]) -> Text:
+def findings_text(findings: Iterable[Finding], limit: int | None = DEFAULT.value) -> Text:
     text = Text()
     for f in findings:
         text.append(f"  {f.severity.upper():7} ", style=SEVERITY_STYLES.get(f.severity, ""))
         text.append(f"{f.cls} {f.rule}: ", style="bold")
-        text.append(safe(f.message))
+        message, note = cut_text(f.message, limit)
+        text.append(message)
+        if note:
+            text.append(f" {note}", style="dim italic")
         if f.offset is not None:
             text.append(f" (at {f.offset})", style="dim")
         text.append("\n")
     return text
 
 
-def frame_table(msg: Message, where: str = "") -> Group:
-    table = Table(show_edge=False, box=None, pad_edge=False)
-    table.add_column("Field", no_wrap=True)
-    table.add_column("(offset)", style="dim", no_wrap=True)
-    table.add_column("value", overflow="fold")
-    for depth, f in walk(describe(msg)):
-        table.add_row(Text("  " * depth + safe(f.label)), Text(offsets(f)), Text(": " + safe(f.display)))
-    parts = [title(msg, where), table]
+class FieldTable:
+    """The rows of one frame as three columns: label, ``(offset)``, ``: value``."""
+
+    def __init__(self, rows: list[Row]) -> None:
+        self.rows = rows
+
+    def __rich_console__(self, console, options):
+        labels = ["  " * r.depth + r.label for r in self.rows]
+        spans = [span(r.offset, r.size) for r in self.rows]
+        label_w = max([cell_len("Field"), *map(cell_len, labels)])
+        span_w = max([len("(offset)"), *map(len, spans)])
+        indent = label_w + len(_GAP) + span_w + len(_GAP)
+        width = options.max_width - indent - 2  # after ": "
+        stacked = width < _MIN_VALUE_WIDTH
+        if stacked:  # a narrow terminal: values on lines of their own
+            indent = 4 if options.max_width >= 16 else 0
+            width = max(1, options.max_width - indent)
+        yield Segment(_pad("Field", label_w) + _GAP + _pad("(offset)", span_w) + _GAP + "value", _HEADER)
+        yield Segment.line()
+        pad = " " * (indent if stacked else indent + 2)
+        for label, where, row in zip(labels, spans, self.rows):
+            lines = wrap(row.value, width) if row.value or not row.note else []
+            yield Segment(_pad(label, label_w) + _GAP)
+            yield Segment(where if stacked else _pad(where, span_w), _OFFSET)
+            if stacked:
+                yield Segment.line()
+            if lines:
+                yield Segment((pad + ": " if stacked else _GAP + ": ") + lines[0])
+                yield Segment.line()
+                for line in lines[1:]:
+                    yield Segment(pad + line)
+                    yield Segment.line()
+            notes = wrap(row.note, width) if row.note else []
+            for i, line in enumerate(notes):
+                first = not lines and i == 0 and not stacked
+                yield Segment((_GAP + "  " if first else pad) + line, _NOTE)
+                yield Segment.line()
+            if not lines and not notes:
+                yield Segment.line()
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - cell_len(text))
+
+
+def field_rows(msg: Message, shown: Shown = DEFAULT) -> list[Row]:
+    return list(rows(msg, describe(msg), shown))
+
+
+def frame_table(msg: Message, where: str = "", shown: Shown = DEFAULT) -> Group:
+    parts = [title(msg, where), FieldTable(field_rows(msg, shown))]
     if msg.findings:
-        parts.append(findings_text(msg.findings))
+        parts.append(findings_text(msg.findings, shown.value))
     return Group(*parts)
