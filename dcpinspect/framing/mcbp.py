@@ -92,6 +92,9 @@ class FrameSplitter:
         #: on a synced stream, the buffer size below which feeding cannot complete a frame
         #: (a frame split over many segments is looked at once, when it is whole)
         self._want = 0
+        #: what :meth:`_complete_frame_within` learnt during the current drain, so that
+        #: resynchronising past many candidate headers looks at each byte once
+        self._within: tuple[int, int | None] | None = None
 
     @property
     def buffered(self) -> int:
@@ -161,6 +164,7 @@ class FrameSplitter:
 
     def _drain(self, final: bool) -> list[RawFrame | Skipped]:
         buf, out, pos, n = self._buf, [], 0, len(self._buf)
+        self._within = None  # learnt about this buffer as it is now
         if self._synced and self._skip is None:
             pos = self._frames(buf, out, n)
         while n - pos >= HEADER_SIZE:
@@ -244,16 +248,27 @@ class FrameSplitter:
         return None
 
     def _complete_frame_within(self, buf, start: int, n: int) -> bool:
-        """Is there a plausible header in ``buf[start:n]`` whose whole frame is present?"""
+        """Is there a plausible header in ``buf[start:n]`` whose whole frame is present?
+
+        Within one drain ``start`` only grows, so the answer is remembered as the first such
+        header at or after the last place looked from: every candidate a resync rejects asks
+        again, and each byte is still looked at once (linear, not quadratic, in the bytes)."""
+        known = self._within
+        if known is not None and start >= known[0]:
+            found = known[1]
+            if found is None or found >= start:
+                return found is not None
+        found = None
         m = _MAGIC_RE.search(buf, start)
         while m is not None and m.start() + HEADER_SIZE <= n:
             q = m.start()
             if header_problem(buf, q, self._max_body) is None:
                 if q + HEADER_SIZE + int.from_bytes(buf[q + 8 : q + 12], "big") <= n:
-                    return True
+                    found = q
+                    break
             m = _MAGIC_RE.search(buf, q + 1)
-        return False
-
+        self._within = (start, found)
+        return found is not None
 
 def split_frames(data: bytes, synced: bool = True) -> list[RawFrame | Skipped]:
     """Split a complete byte string (a pasted dump, a file) into frames."""
