@@ -152,12 +152,14 @@ def _linktype(packet: bytes) -> int:
     return LINKTYPE_ETHERNET
 
 
-def decode_packet_blocks(dump: "HexDump", collections: bool | None = None) -> Iterator[Message | Skipped]:
-    """Packets pasted from ``tcpdump -X`` / ``-xx``: one block a packet, link type guessed."""
+def decode_packet_blocks(dump: "HexDump", collections: bool | None = None,
+                         stats: ReadStats | None = None) -> Iterator[Message | Skipped]:
+    """Packets pasted from ``tcpdump -X`` / ``-xx``: one block a packet, link type guessed.
+    ``stats`` counts the blocks, and those that are no link/IP packet."""
     records = (
         Record(float(i), _linktype(dump.data[s:e]), dump.data[s:e], e - s, i) for i, (s, e) in enumerate(dump.blocks)
     )
-    for item in decode_records(records, collections=collections):
+    for item in decode_records(records, stats, collections=collections):
         if isinstance(item, Captured):
             yield item.msg
         elif item.kind == "skipped":

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
-from ..framing.mcbp import FrameSplitter, RawFrame, Skipped
+from ..framing.mcbp import FrameSplitter, RawFrame, Skipped, header_problem
 from ..messages.frame import Message, decode_frame
 from ..messages.header import HEADER_SIZE
 from ..rules.captions import check_captions
@@ -25,25 +25,58 @@ class HexInput:
 
 
 def decode_hex_text(text: str, collections: bool | None = None) -> HexInput:
+    """Decode a pasted dump. A dump of link/IP/TCP packets (tcpdump's, or any other tool's
+    dump of whole packets) is decoded as a capture, each block a packet; any other bytes,
+    and packets that carry no MCBP frame when the bytes themselves start with one (a paste
+    whose headers were cut), as an MCBP stream. A fallback is said in ``dump.problems``."""
     dump = parse_hexdump(text)
     result = HexInput(dump)
     blocks = dump.blocks or ((0, len(dump.data)),) if dump.data else ()
-    if dump.format in PACKET_FORMATS:
-        from .files import decode_packet_blocks
-
-        result.items.extend(decode_packet_blocks(dump, collections))
+    if dump.format == "diagram":
+        for start, end in blocks:
+            block = dump.data[start:end]
+            items = list(_decode_block(block, start, collections, True))
+            captions = [c for c in dump.captions if start <= c.start < end]
+            if captions:
+                _attach_captions(items, captions, start)
+            result.items.extend(items)
         return result
-    if dump.format != "diagram":
+    packets, note = _decode_packets(dump, blocks, collections)
+    if packets is not None:
+        result.items.extend(packets)
+    else:
         result.items.extend(_decode_dumps(dump, blocks, collections))
-        return result
-    for start, end in blocks:
-        block = dump.data[start:end]
-        items = list(_decode_block(block, start, collections, True))
-        captions = [c for c in dump.captions if start <= c.start < end]
-        if captions:
-            _attach_captions(items, captions, start)
-        result.items.extend(items)
+    if note:
+        result.dump = replace(dump, problems=dump.problems + (note,))
     return result
+
+
+def _decode_packets(dump: HexDump, blocks, collections: bool | None) -> tuple[list | None, str]:
+    """The items of ``dump`` read as packets, or None to read it as an MCBP stream; and a
+    note saying how a dump was read when that is not what its format suggests."""
+    packet_format = dump.format in PACKET_FORMATS
+    framed = [end - start >= HEADER_SIZE and header_problem(dump.data, start) is None for start, end in blocks]
+    if not blocks or (not packet_format and framed[0]):  # a dump of a stream, as most are
+        return ([] if packet_format else None), ""
+    from .files import ReadStats, decode_packet_blocks
+
+    stats = ReadStats()
+    items = list(decode_packet_blocks(dump, collections, stats))
+    packets = stats.records - stats.skipped_records
+    count = f"{packets} packet{'s' if packets != 1 else ''}"
+    if any(isinstance(i, Message) for i in items):
+        if packet_format:
+            return items, ""
+        return items, f"the {dump.format} dump holds {count} (link/IP/TCP): decoded their TCP payloads"
+    if not packet_format:
+        return None, ""
+    if not packets:
+        return None, (f"the {dump.format} bytes are not link-layer/IP/TCP packets "
+                      "(headers cut?): decoded as an MCBP stream")
+    if any(framed):
+        return None, (f"the {count} carry no MCBP frame but the bytes start with one "
+                      "(headers cut?): decoded as an MCBP stream")
+    return items, ""
 
 
 def _decode_dumps(dump: HexDump, blocks, collections: bool | None) -> Iterator[Message | Skipped]:

@@ -57,6 +57,9 @@ _HEX_RUN = re.compile(rf"{_H}+")
 _RADIX_DIGITS = {8: re.compile(r"[0-7]+"), 10: re.compile(r"[0-9]+")}
 _TCPDUMP_HEADER = re.compile(r"^(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d\.\d+\s"
                              r"|^\s*(?:IP6?|ARP|reading from file)\b|\S > \S")
+#: tshark -x names each data source it dumps: "Frame (62 bytes):", "Reassembled TCP (72 bytes):"
+_WIRESHARK_TITLE = re.compile(r"^\s*[A-Za-z][\w .,/-]*\(\d+ bytes\):\s*$")
+_HEADERS = {"tcpdump": _TCPDUMP_HEADER, "wireshark": _WIRESHARK_TITLE}
 _DIAG_DECOR = re.compile(r"^\s*(?:Byte/.*|/[\s|]*|(?:\|(?:\s*\d)+\s*)+\||\+(?:-+\+)+)\s*$")
 _DIAG_ROW = re.compile(r"^\s*(?P<off>\d+)\s*\|(?P<cells>.*)$")
 _DIAG_CELL = re.compile(
@@ -250,7 +253,8 @@ def _parse_dump(lines: list[str], family: str, asm: _Assembler) -> bool:
             records.append(("end", n, e["off"], b""))
         else:
             records.append(("sep", n, "", b""))
-            if line.strip() and not (family == "tcpdump" and _TCPDUMP_HEADER.search(line)):
+            header = _HEADERS.get(family)
+            if line.strip() and not (header and header.search(line)):
                 asm.problem(f"line {n}: not {family} data, skipped: {line.strip()[:40]!r}")
     radix = _od_radix(records) if family == "od" else 16
     asm.show = {8: "{:07o}".format, 10: str}.get(radix, hex)
