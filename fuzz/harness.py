@@ -9,6 +9,15 @@ the way a user's input runs, and asserts what every entry point keeps for any in
   for each byte of input, plus ``OUTPUT_SLACK`` (one frame's table and a summary line);
 - the peak of the traced Python heap (tracemalloc) stays under ``MEMORY_CAP``.
 
+Campaigns (``fuzz/campaign.py``) run the same checks at campaign speed: memory is bounded
+by libFuzzer's ``-rss_limit_mb`` instead of being measured on each input
+(``MEMORY_WAY`` "none"), and the costly views run on a sample of the inputs, chosen by a
+hash of the input so that a finding always replays the same way: the rich terminal views
+(table, diagram, summary and stats tables) on one input in ``RICH_EVERY``, the gzipped
+copy of a capture on one in ``GZIP_EVERY``, the commands themselves on one in
+``CLI_EVERY``. The cheaper views (jsonl, the diagram's text, the summary and stats data)
+run on every input. The suite runs everything on every input.
+
 The entry points: ``hex`` (pasted text, ``decode_hex_text`` and the ``hex`` command),
 ``frame`` (one frame, and a byte stream split and decoded, with and without a negotiated
 HELO / DCP_OPEN context, judged by the frame and stream rules), ``pcap`` and ``pcapng``
@@ -116,9 +125,21 @@ class Choices:
 # --------------------------------------------------------------------------- properties
 
 
-#: how memory is measured: "tracemalloc" (the Python heap, exact, several times slower)
-#: or "rss" (the growth of the process's peak resident set, C allocations included, free)
+#: how memory is measured: "tracemalloc" (the Python heap, exact, several times slower),
+#: "rss" (the growth of the process's peak resident set, C allocations included, cheap) or
+#: "none" (not on each input: a campaign's ``-rss_limit_mb`` bounds the whole process)
 MEMORY_WAY = os.environ.get("DCPINSPECT_FUZZ_MEMORY", "tracemalloc")
+#: render the rich terminal views (table, diagram through the console, summary and stats
+#: tables) on one input in this many; 1 renders them on every input
+RICH_EVERY = int(os.environ.get("DCPINSPECT_FUZZ_RICH_EVERY", "1"))
+#: decode a capture's gzipped copy (and compare) on one input in this many
+GZIP_EVERY = int(os.environ.get("DCPINSPECT_FUZZ_GZIP_EVERY", "1"))
+
+
+def turn(data: bytes, every: int, salt: int = 0) -> bool:
+    """Whether a check sampled one input in ``every`` runs on ``data``: by a hash of the
+    input, so that the same input always runs the same way (``salt`` picks another sample)."""
+    return every <= 1 or (zlib.crc32(data) ^ salt) % every == 0
 
 
 def _rss_peak() -> tuple[int, int]:
@@ -133,6 +154,9 @@ def bounded_memory(what: str, way: str | None = None) -> Iterator[None]:
     """Memory may not grow by more than ``MEMORY_CAP`` inside the block, measured ``way``
     (``MEMORY_WAY`` unless given)."""
     way = way or MEMORY_WAY
+    if way == "none":
+        yield
+        return
     if way == "rss":
         with open("/proc/self/clear_refs", "w") as f:  # the peak starts again from now
             f.write("5")
@@ -207,9 +231,9 @@ def scratch_file(name: str, data: bytes) -> Iterator[Path]:
 # --------------------------------------------------------------------------- frames
 
 
-def exercise(msg, width: int = 120) -> int:
-    """Everything one decoded frame goes through on its way to the user; returns the bytes
-    rendered. Nothing may raise."""
+def exercise(msg, width: int = 120, rich: bool = True) -> int:
+    """Everything one decoded frame goes through on its way to the user (the rich table
+    only if ``rich``); returns the bytes rendered. Nothing may raise."""
     from dcpinspect.messages.describe import describe, walk
     from dcpinspect.outputs.diagram import diagram
     from dcpinspect.outputs.jsonl import dumps, frame_record
@@ -222,10 +246,30 @@ def exercise(msg, width: int = 120) -> int:
             raise PropertyFailure(f"field {f.name!r} has size {f.size}")
     text = dumps(frame_record(msg))
     json.loads(text)
+    drawn = diagram(msg)
+    if not rich:
+        return len(text) + len(drawn)
     con = console(width)
     con.print(frame_table(msg))
-    drawn = diagram(msg)
     return len(text) + len(con.file.getvalue()) + len(drawn)
+
+
+def plain_views(items) -> int:
+    """The views of decoded items that need no rich console, as a sampled-out table or
+    diagram is replaced by them: each frame's jsonl record and diagram text, each skipped
+    range's reason. Returns the bytes they make."""
+    from dcpinspect.framing.mcbp import Skipped
+    from dcpinspect.outputs.diagram import diagram
+    from dcpinspect.outputs.escape import safe
+    from dcpinspect.outputs.jsonl import dumps, frame_record
+
+    size = 0
+    for item in items:
+        if isinstance(item, Skipped):
+            size += len(safe(item.reason)) + 40
+        else:
+            size += len(dumps(frame_record(item))) + len(diagram(item))
+    return size
 
 
 def assert_tiles(items, start: int, total: int) -> None:
@@ -274,7 +318,8 @@ def check_frame(data: bytes) -> None:
     with bounded_memory("frame"):
         rendered = 0
         collections = (None, True, False)[mode % 3]
-        rendered += exercise(decode_frame(body, 0, DecodeContext(collections=collections)))
+        rendered += exercise(decode_frame(body, 0, DecodeContext(collections=collections)),
+                             rich=turn(data, RICH_EVERY))
         items = split_frames(body)
         assert_tiles(items, 0, len(body))
         decoded = list(decode_bytes(body, collections))
@@ -318,13 +363,17 @@ def check_hex(data: bytes) -> None:
     collections = (None, True, False)[(mode >> 2) % 3]
     with bounded_memory("hex"):
         result = decode_hex_text(text, collections)
-        out = io.StringIO()
-        con = console()
-        renderer = Renderer(fmt, con, out)
-        for item in result.items:
-            renderer.item(item)
-        renderer.summary()
-        bounded_output(len(out.getvalue()) + len(con.file.getvalue()), len(data), f"hex -f {fmt}")
+        if fmt == "jsonl" or turn(data, RICH_EVERY):
+            out = io.StringIO()
+            con = console()
+            renderer = Renderer(fmt, con, out)
+            for item in result.items:
+                renderer.item(item)
+            renderer.summary()
+            printed = len(out.getvalue()) + len(con.file.getvalue())
+        else:  # the table and diagram sampled out: their plain text instead
+            printed = plain_views(result.items)
+        bounded_output(printed, len(data), f"hex -f {fmt}")
     if _cli_turn(data):
         args = ["hex", "-f", fmt, "--collections", ("auto", "on", "off")[(mode >> 2) % 3]]
         if mode & 0x10:
@@ -389,15 +438,17 @@ def check_capture_file(path: Path, inputs: int, gz: bool = True) -> None:
                 raise PropertyFailure(f"the C path prints differently:\n{_first_difference(pure, fast)}")
             if vars(fast_stats) != vars(pure_stats):
                 raise PropertyFailure(f"the C path counts records differently: {vars(fast_stats)} {vars(pure_stats)}")
-        if gz:
+        raw = path.read_bytes()
+        if gz and turn(raw, GZIP_EVERY, salt=0x9E3779B9):
             zipped = path.with_name(path.name + ".gz")
-            zipped.write_bytes(gzip.compress(path.read_bytes(), 1, mtime=0))
+            zipped.write_bytes(gzip.compress(raw, 1, mtime=0))
             try:
                 if engine_jsonl(zipped, False) != pure:
                     raise PropertyFailure("the gzipped file decodes differently")
             finally:
                 zipped.unlink()
-        bounded_output(engine_reports(path), inputs, "summary, findings and stats")
+        bounded_output(engine_reports(path, rich=turn(raw, RICH_EVERY)), inputs,
+                       "summary, findings and stats")
 
 
 def run_capture_commands(path: Path, inputs: int) -> None:
@@ -409,9 +460,9 @@ def run_capture_commands(path: Path, inputs: int) -> None:
             bounded_output(len(printed), inputs, name)
 
 
-def engine_reports(path: Path) -> int:
+def engine_reports(path: Path, rich: bool = True) -> int:
     """What ``decode -f summary``, ``validate`` and ``stats`` make of a capture, in this
-    process; returns the bytes they print."""
+    process (the summary's rich table only if ``rich``); returns the bytes they print."""
     from dcpinspect.cli import _stamp
     from dcpinspect.engines.capture import Captured
     from dcpinspect.engines.files import keyed_items
@@ -429,9 +480,11 @@ def engine_reports(path: Path) -> int:
             printed += len(dumps(row.record)) + sum(map(len, row.cells))
         if isinstance(item, Captured):
             printed += len(_stamp(item.ts))
-    con = console()
-    summary.summary.render(con)
-    return printed + len(con.file.getvalue()) + len(report_json(stats.report()))
+    if rich:
+        con = console()
+        summary.summary.render(con)
+        printed += len(con.file.getvalue())
+    return printed + len(report_json(stats.report()))
 
 
 def _first_difference(a: bytes, b: bytes) -> str:
@@ -610,7 +663,7 @@ def _carry(ch: Choices, messages: list[tuple[str, bytes]]) -> tuple[list[bytes |
 
 
 #: packets a conversation may grow to (tiny segments of many frames): the rest is cut
-MAX_PACKETS = 4000
+MAX_PACKETS = int(os.environ.get("DCPINSPECT_FUZZ_MAX_PACKETS", "4000"))
 
 
 def check_conversation(data: bytes) -> None:
@@ -655,7 +708,10 @@ def check_render(data: bytes) -> None:
         dec = ByteStreamDecoder.new((None, True, False)[mode % 3])
         items = dec.feed(body[: len(body) // 2]) + dec.close(body[len(body) // 2:])
         printed = 0
-        for fmt in ("table", "diagram", "jsonl"):
+        rich = turn(data, RICH_EVERY)
+        if not rich:  # the console views sampled out: their plain text instead
+            bounded_output(plain_views(items), len(data), "render text")
+        for fmt in ("table", "diagram", "jsonl") if rich else ("jsonl",):
             out, con = io.StringIO(), console(width)
             renderer = Renderer(fmt, con, out)
             for item in items:
@@ -680,10 +736,12 @@ def check_render(data: bytes) -> None:
             summary.add(item)
         report = collector.report()
         con = console(width)
-        render(report, con, chart=bool(mode & 0x40))
+        if rich:
+            render(report, con, chart=bool(mode & 0x40))
         text = report_json(report)
         json.loads(text)
-        summary.render(con)
+        if rich:
+            summary.render(con)
         bounded_output(len(con.file.getvalue()) + len(text), len(data), "stats")
 
 
