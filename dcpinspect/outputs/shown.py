@@ -11,11 +11,10 @@ a value is cut before it is escaped, wrapped or handed to rich. JSON Lines is no
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
-from rich.cells import cell_len, chop_cells
+from rich.cells import chop_cells
 from rich.segment import Segment
-from rich.style import Style
 
 from ..messages.codecs.errors import CodecError
 from ..messages.codecs.snappy import inflate, uncompressed_length
@@ -65,22 +64,18 @@ class Row:
     note: str = ""
 
 
-def rows(msg: Message, fields: Iterable[Field], shown: Shown = DEFAULT) -> Iterator[Row]:
+def rows(msg: Message, fields: Sequence[Field], shown: Shown = DEFAULT) -> Iterator[Row]:
     """The rows a table shows of ``fields`` (a :func:`describe` tree): at most ``shown.rows``
     under one field, each field's range kept inside its parent's (a value inflated from a
     snappy block is shown at the compressed bytes it came from)."""
     yield from _rows(msg, fields, shown, 0, None, None)
 
 
-def _rows(msg, fields, shown: Shown, depth: int, lo: int | None, hi: int | None) -> Iterator[Row]:
-    count = 0
-    for f in fields:
+def _rows(msg, fields: Sequence[Field], shown: Shown, depth: int, lo: int | None, hi: int | None) -> Iterator[Row]:
+    for count, f in enumerate(fields):
         if shown.rows is not None and count >= shown.rows:
-            rest = len(fields) - count if hasattr(fields, "__len__") else None
-            more = f"{rest:,} more" if rest is not None else "more"
-            yield Row(depth, "…", -1, 0, "", f"… {more} rows not shown ({SHOW_ALL} shows all)")
+            yield Row(depth, "", -1, 0, "", f"… {len(fields) - count:,} more rows not shown ({SHOW_ALL} shows all)")
             return
-        count += 1
         start, end = f.offset, f.offset + f.size
         if lo is not None:
             start = min(max(start, lo), hi)
@@ -210,8 +205,8 @@ def wrap(text: str, width: int) -> list[str]:
     width = max(1, width)
     if not text:
         return [""]
-    if not text.isascii():
-        return _wrap_cells(text, width)
+    if not text.isascii():  # wide characters: cut by cells
+        return chop_cells(text, width) or [""]
     lines, pos, end = [], 0, len(text)
     while pos < end:
         stop = pos + width
@@ -228,18 +223,13 @@ def wrap(text: str, width: int) -> list[str]:
     return lines
 
 
-def _wrap_cells(text: str, width: int) -> list[str]:
-    return chop_cells(text, width) or [""]
-
-
 class Lines:
     """Plain lines printed as they are: no wrapping, no measuring by rich."""
 
-    def __init__(self, lines: Iterable[str], style: str | None = None) -> None:
+    def __init__(self, lines: Iterable[str]) -> None:
         self.lines = lines
-        self.style = Style.parse(style) if style else None
 
     def __rich_console__(self, console, options):
         for line in self.lines:
-            yield Segment(line, self.style)
+            yield Segment(line)
             yield Segment.line()
