@@ -593,8 +593,6 @@ def validate_command(
                              help="Worker processes a capture (0: one per CPU on files over 16 MiB)."),
 ) -> None:
     """Check DCP conversations against the protocol's rules: exit 0 clean, 1 violations, 2 unusable input."""
-    from rich.table import Table
-
     from .outputs.jsonl import dumps
     from .engines.sinks import LEVELS
 
@@ -608,11 +606,11 @@ def validate_command(
         sys.stdout.write("".join(dumps(r.record) + "\n" for r in rows))
     else:
         console = make_console()
-        table = Table("frame", "time", "flow", "vb", "sid", "severity", "class", "rule", "message", box=None)
-        for r in rows:
-            table.add_row(*map(_safe, r.cells))
         if rows:
-            console.print(table)
+            from .outputs.rows import print_rows
+
+            print_rows(console, ("frame", "time", "flow", "vb", "sid", "severity", "class", "rule", "message"),
+                       (tuple(map(_safe, r.cells)) for r in rows))
         errors = sum(1 for r in rows if r.severity == "error")
         console.print(f"{frames} frames checked: {errors} errors, {len(rows) - errors} other findings")
     if frames == 0:

@@ -118,13 +118,48 @@ def combine_summaries(parts: list[SummarySink]) -> SummarySink:
     return out
 
 
-@dataclass(frozen=True)
 class FindingRow:
-    """One finding as ``validate`` prints it: a JSON record and the table's cells."""
+    """One finding as ``validate`` prints it: a JSON record and the table's cells, both made
+    when asked for (a capture can have a finding a connection: a row keeps the finding and
+    the few facts about its frame, not the frame)."""
 
-    severity: str
-    record: dict
-    cells: tuple[str, ...]
+    __slots__ = ("finding", "source", "stamp", "frame", "ts", "flow", "direction", "opcode_name", "vbucket",
+                 "stream_id", "framed")
+
+    def __init__(self, finding: Finding, source: str, stamp: Callable[[float], str], frame: int | None,
+                 ts: float | None, flow: str | None, direction: str | None, opcode_name: str | None,
+                 vbucket: int | None, stream_id: int | None, framed: bool) -> None:
+        self.finding, self.source, self.stamp = finding, source, stamp
+        self.frame, self.ts, self.flow, self.direction = frame, ts, flow, direction
+        self.opcode_name, self.vbucket, self.stream_id = opcode_name, vbucket, stream_id
+        self.framed = framed  # on a frame (else a note: the end of a connection)
+
+    def __getstate__(self):
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setstate__(self, state) -> None:
+        for name, value in zip(self.__slots__, state):
+            setattr(self, name, value)
+
+    @property
+    def severity(self) -> str:
+        return self.finding.severity
+
+    @property
+    def record(self) -> dict:
+        f = self.finding
+        rec = {"file": self.source, **f.to_json()}
+        rec.update(frame=self.frame, ts=self.ts, flow=self.flow, direction=self.direction,
+                   opcode_name=self.opcode_name, vbucket=self.vbucket, stream_id=self.stream_id,
+                   related_frame=f.frame)
+        return rec
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        f, vb = self.finding, self.vbucket
+        frame = str(self.frame) if self.framed else (str(f.frame) if f.frame else "-")
+        return (frame, self.stamp(self.ts) if self.ts else "-", self.flow or "-", "-" if vb is None else str(vb),
+                "-" if f.stream_id is None else str(f.stream_id), f.severity, f.cls, f.rule, f.message)
 
 
 @dataclass
@@ -151,23 +186,14 @@ class FindingsSink:
         return rows or None
 
     def _row(self, f: Finding, where: Captured | Note) -> FindingRow:
-        rec = {"file": self.source, **f.to_json()}
         flow = self.labels[where.flow] if where.flow else None
         if isinstance(where, Captured):
             msg = where.msg
-            vb = f.vbucket if f.vbucket is not None else msg.vbucket
-            rec.update(frame=where.number, ts=where.ts, flow=flow, direction=where.direction or None,
-                       opcode_name=msg.name, vbucket=vb,
-                       stream_id=f.stream_id if f.stream_id is not None else msg.stream_id, related_frame=f.frame)
-            frame = str(where.number)
-        else:
-            vb = f.vbucket
-            rec.update(frame=f.frame, ts=where.ts, flow=flow, direction=None, opcode_name=None,
-                       vbucket=f.vbucket, stream_id=f.stream_id, related_frame=f.frame)
-            frame = str(f.frame) if f.frame else "-"
-        cells = (frame, self.stamp(where.ts) if where.ts else "-", flow or "-", "-" if vb is None else str(vb),
-                 "-" if f.stream_id is None else str(f.stream_id), f.severity, f.cls, f.rule, f.message)
-        return FindingRow(f.severity, rec, cells)
+            return FindingRow(f, self.source, self.stamp, where.number, where.ts, flow, where.direction or None,
+                              msg.name, f.vbucket if f.vbucket is not None else msg.vbucket,
+                              f.stream_id if f.stream_id is not None else msg.stream_id, True)
+        return FindingRow(f, self.source, self.stamp, f.frame, where.ts, flow, None, None, f.vbucket, f.stream_id,
+                          False)
 
     def done(self) -> bool:
         return False
