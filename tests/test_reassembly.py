@@ -438,7 +438,7 @@ def test_many_tiny_out_of_order_segments_are_bounded_too():
     for k in range(1, 20000, 2):  # one-byte segments, every other byte missing
         seg = Segment(0.0, *CLIENT, *SERVER, "tcp", isn + 1 + k, 0, ACK, b"z", k, False, 1)
         out.add(r.feed(seg))
-        c2s = r._flows[(*CLIENT, *SERVER)][1]
+        c2s = r._flows[(*CLIENT, *SERVER)].c2s
         assert len(c2s.starts) <= r.max_chunks
     assert out.of(Gap)
 

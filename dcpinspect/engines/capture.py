@@ -8,9 +8,10 @@ interface or a Spark partition) and returns :class:`Captured` frames and
 from __future__ import annotations
 
 import json
+import os
+import re
 
 from ..unguarded import builder
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -20,9 +21,10 @@ from ..messages.header import HEADER_SIZE
 from ..findings import Finding
 from .lane import Lane
 from .streaming import Conversation
-from .tails import DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, reverse_raw, settle
+from .tails import BUF, DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, reverse_raw, settle
 from ..transport.packet import Segment
-from ..transport.reassembly import Data, End, FlowKey, Gap, Reassembler, Start
+from ..sources.capture import CaptureError
+from ..transport.reassembly import MAX_FLOWS, Data, End, FlowKey, Gap, Reassembler, Start
 
 MCBP_PORTS = frozenset({11210, 11209, 11211})
 TLS_PORTS = frozenset({11207, 18091, 18092, 18093})
@@ -71,55 +73,173 @@ class Note:
 class Side:
     """One direction of a connection: its frame splitter, and which capture record carried
     which bytes, so a frame is numbered by the packet holding its last byte (as Wireshark
-    numbers a reassembled PDU) however late the splitter could confirm it."""
+    numbers a reassembled PDU) however late the splitter could confirm it.
 
-    __slots__ = ("splitter", "fed", "marks")
+    The marks, ``(stream offset after a record's bytes, record)`` oldest first, are the
+    first one in two slots and the rest in a list from ``_head`` on (an idle direction
+    holds one mark, in no object of its own). ``counted`` is how much of the splitter's
+    buffer the decoder's held-bytes total counts."""
+
+    __slots__ = ("splitter", "fed", "counted", "_end", "_index", "_more", "_head")
 
     def __init__(self, synced: bool, runs: bool = False) -> None:
         self.splitter = FrameSplitter(synced=synced, runs=runs)
         self.fed = 0  # stream offset after the last byte handed over (gaps count)
-        self.marks: deque[tuple[int, int]] = deque()  # (stream offset after a record's bytes, record)
+        self.counted = 0
+        self._end: int | None = None  # the first mark, if any
+        self._index = -1
+        self._more: list[tuple[int, int]] | None = None
+        self._head = 0
 
     def carried(self, size: int, index: int) -> None:
         self.fed += size
-        self.marks.append((self.fed, index))
-        if len(self.marks) > MAX_MARKS:  # a splitter holding this much is skipping: numbers stay close
-            self.marks.popleft()
+        if self._end is None:
+            self._end, self._index = self.fed, index
+            return
+        more = self._more
+        if more is None:
+            more = self._more = []
+        more.append((self.fed, index))
+        if len(more) - self._head >= MAX_MARKS:  # a splitter holding this much is skipping: numbers stay close
+            self._next()
 
     def lost(self, missing: int) -> None:
         self.fed += missing
 
     def record_of(self, end: int) -> int:
         """The record that carried stream byte ``end - 1`` (-1 if none is known)."""
-        marks = self.marks
-        while len(marks) > 1 and marks[0][0] < end:
-            marks.popleft()
-        return marks[0][1] if marks else -1
+        while self._end is not None and self._end < end and self._more is not None:
+            self._next()
+        return self._index if self._end is not None else -1
+
+    def first_mark(self) -> tuple[int, int] | None:
+        """The oldest mark still held."""
+        return None if self._end is None else (self._end, self._index)
+
+    def held_marks(self) -> int:
+        more = self._more
+        return (self._end is not None) + (0 if more is None else len(more) - self._head)
+
+    def _next(self) -> None:
+        """Forget the first mark (there is a next one)."""
+        more, h = self._more, self._head
+        self._end, self._index = more[h]
+        h += 1
+        if h == len(more):
+            self._more, h = None, 0
+        elif h > 32 and 2 * h > len(more):  # compact now and then: amortised O(1)
+            del more[:h]
+            h = 0
+        self._head = h
 
 
 MAX_MARKS = 65536
 
+#: Default cap on the bytes held, all connections together, for frames not yet whole (and
+#: for the first bytes of connections on unknown ports, until sniffed). Past it the largest
+#: holders give theirs up, with a note; ``DCPINSPECT_MAX_HELD`` raises it (bytes, or K/M/G).
+MAX_HELD = 64 * 1024 * 1024
+MAX_HELD_ENV = "DCPINSPECT_MAX_HELD"
+#: The cap on connections tracked at once (see transport.reassembly.MAX_FLOWS), raised by
+#: ``DCPINSPECT_MAX_FLOWS``.
+MAX_FLOWS_ENV = "DCPINSPECT_MAX_FLOWS"
+#: The reader follows a connection in C (tails.py) from its FOLLOW_AFTER-th record on, and at
+#: most MAX_FOLLOWED connections at once; a followed direction is handed back at least every
+#: FOLLOW_STEP bytes its splitter takes (less when many are followed: see _step).
+FOLLOW_AFTER = 2
+MAX_FOLLOWED = 16384
+FOLLOW_STEP = 1 << 20
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
-@dataclass
+
+def _env_size(name: str, default: int, least: int, what: str) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    m = re.fullmatch(r"(\d+)\s*([KMG]?)(?:I?B)?", text.upper())
+    if m is None or int(m.group(1)) * _UNITS[m.group(2)] < least:
+        raise CaptureError(f"{name}={text[:40]!r} is not {what} of at least {least} (e.g. {default})")
+    return int(m.group(1)) * _UNITS[m.group(2)]
+
+
+def held_cap() -> int:
+    """The held-bytes cap: ``$DCPINSPECT_MAX_HELD`` if set, else ``MAX_HELD``."""
+    return _env_size(MAX_HELD_ENV, MAX_HELD, 1024, "a size in bytes")
+
+
+def flow_cap() -> int:
+    """The cap on connections at once: ``$DCPINSPECT_MAX_FLOWS`` if set, else ``MAX_FLOWS``."""
+    return _env_size(MAX_FLOWS_ENV, MAX_FLOWS, 1, "a number of connections")
+
+
 class FlowDecoder:
-    """One TCP connection: one conversation, one splitting side per direction."""
+    """One TCP connection: one conversation, one splitting side per direction.
 
-    flow: FlowKey
-    conversation: Conversation
-    midstream: bool
-    protocol: str = "unknown"  # mcbp, tls, ignored, unknown
-    sides: dict[str, Side] = field(default_factory=dict)
-    pending: dict[str, bytearray] = field(default_factory=dict)
-    first_index: int = 0  # the capture record that began the connection
-    label: str = ""  # flow_label(flow) as a JSON string, for the lines of the jsonl lane
-    runs: bool = False  # splitters hand whole frames over as runs, for the lane
+    Compact while idle: the conversation (negotiation, stream state, rules) is made by its
+    first frame, a side by its direction's first bytes, the sniffing buffers by the first
+    bytes of a port that needs them."""
+
+    __slots__ = ("flow", "_conversation", "_recipe", "midstream", "protocol", "c2s", "s2c", "first",
+                 "pending", "first_index", "_label", "runs")
+
+    def __init__(self, flow: FlowKey, recipe: tuple, midstream: bool, first_index: int = 0) -> None:
+        self.flow = flow
+        self._conversation: Conversation | None = None
+        self._recipe = recipe  # (collections, base): how the conversation is made
+        self.midstream = midstream
+        self.protocol = "unknown"  # mcbp, tls, ignored, unknown
+        self.c2s: Side | None = None
+        self.s2c: Side | None = None
+        self.first = ""  # the direction whose side was made first
+        self.pending: dict[str, bytearray] | None = None  # sniffing buffers of an unknown port
+        self.first_index = first_index  # the capture record that began the connection
+        self._label: str | None = None
+        self.runs = False  # splitters hand whole frames over as runs, for the lane
+
+    @property
+    def conversation(self) -> Conversation:
+        conv = self._conversation
+        if conv is None:
+            collections, base = self._recipe
+            conv = self._conversation = Conversation.new(collections, base, not self.midstream)
+        return conv
+
+    @property
+    def started(self) -> bool:
+        """A frame (or a gap) has been seen: there is a conversation."""
+        return self._conversation is not None
+
+    @property
+    def label(self) -> str:
+        """flow_label(flow) as a JSON string, for the lines of the jsonl lane."""
+        if self._label is None:
+            self._label = json.dumps(flow_label(self.flow))
+        return self._label
 
     def side(self, direction: str) -> Side:
-        sd = self.sides.get(direction)
+        sd = self.c2s if direction == "c2s" else self.s2c
         if sd is None:
-            sd = self.sides[direction] = Side(not self.midstream, self.runs)
+            sd = Side(not self.midstream, self.runs)
+            if direction == "c2s":
+                self.c2s = sd
+            else:
+                self.s2c = sd
+            if not self.first:
+                self.first = direction
         return sd
 
+    def made(self, direction: str) -> Side | None:
+        """The side of ``direction`` if its bytes have begun."""
+        return self.c2s if direction == "c2s" else self.s2c
+
+    def sides(self) -> list[tuple[str, Side]]:
+        """The sides made, in the order they were made."""
+        order = ("c2s", "s2c") if self.first == "c2s" else ("s2c", "c2s")
+        return [(d, sd) for d, sd in ((d, self.made(d)) for d in order) if sd is not None]
+
+    def drop_sides(self) -> None:
+        self.c2s = self.s2c = None
+        self.first = ""
 
 
 class CaptureDecoder:
@@ -131,15 +251,21 @@ class CaptureDecoder:
         base: DecodeContext | None = None,
         max_buffer: int = 4 * 1024 * 1024,
         lane: bool = False,
-        max_flows: int = 100_000,
+        max_flows: int | None = None,
+        max_held: int | None = None,
     ) -> None:
         self.ports = MCBP_PORTS | frozenset(ports)
         self.collections = collections
         self.heuristic = heuristic
         self.base = base or DecodeContext()
+        self.max_flows = flow_cap() if max_flows is None else max_flows
         self.reassembler = Reassembler(server_ports=self.ports | TLS_PORTS, max_buffer=max_buffer,
-                                       max_flows=max_flows)
+                                       max_flows=self.max_flows)
         self.flows: dict[FlowKey, FlowDecoder] = {}
+        self._recipe = (collections, self.base)  # shared by every FlowDecoder
+        #: bytes held for frames not yet whole, all connections together (see _shed)
+        self.max_held = held_cap() if max_held is None else max_held
+        self.held = 0
         #: jsonl only (``lane=True``): plain DCP items become Lines, not Captured (engines/lane.py)
         self.lane = Lane(self.base) if lane and Lane.usable(self.base) else None
         #: the directions a reader follows in C (see tails.py); None: it follows none
@@ -153,19 +279,37 @@ class CaptureDecoder:
             else:
                 self._settle(tails.drop((seg.src, seg.sport, seg.dst, seg.dport)))
         out: list[Captured | Note] = []
+        evicted = 0
         for ev in self.reassembler.feed(seg):
+            if type(ev) is End and ev.reason == "evicted":
+                evicted += 1
             self._event(ev, out)
+        if evicted:
+            out.append(Note("capture", f"more than {self.max_flows} connections at once: the {evicted} least "
+                                       f"recently active were ended early (their partial frames reported "
+                                       f"as they stood); raise the cap with {MAX_FLOWS_ENV}=N", seg.ts))
+        if self.held > self.max_held:
+            self._shed(out, seg.ts)
         return out
 
     def finish(self) -> list[Captured | Note]:
+        return list(self.finishing())
+
+    def finishing(self) -> Iterator[Captured | Note]:
+        """What the end of input says (:meth:`finish`), a connection at a time: a capture
+        that ends with many connections open never holds all their last items at once."""
         if self.tails is not None:
             self._settle(self.tails.drop_all())
         out: list[Captured | Note] = []
-        for ev in self.reassembler.flush():
-            self._event(ev, out)
-        for fd in self.flows.values():
+        for evs in self.reassembler.flushing():
+            for ev in evs:
+                self._event(ev, out)
+            yield from out
+            out.clear()
+        for fd in list(self.flows.values()):
             self._close_flow(fd, out, None)
-        return out
+            yield from out
+            out.clear()
 
     # -- directions followed by the reader ----------------------------------------------
 
@@ -180,6 +324,8 @@ class CaptureDecoder:
         tracked and open; a direction's bytes too when they are in order and go to a splitter."""
         key = (seg.src, seg.sport, seg.dst, seg.dport)  # feed dropped its tails, if any
         reassembler = self.reassembler
+        if len(self.tails.by_key) >= 2 * MAX_FOLLOWED or reassembler.packets(key) < FOLLOW_AFTER:
+            return  # one record is no connection under way; and the table stays bounded
         mine = reassembler.in_order(key)
         if mine is None:
             return
@@ -192,9 +338,14 @@ class CaptureDecoder:
             return
         # a direction's bytes are taken once it has a splitter (made by its first bytes: the
         # order sides are made in is the order a closing connection flushes them in)
-        sides = fd.sides if fd.protocol == "mcbp" else {}
-        self.tails.add([new_tail(k, r, nxt, sides.get(direction), fd, direction)
-                   for k, r, (_, direction, nxt) in ((key, raw, mine), (back, reverse_raw(raw), theirs))])
+        mcbp = fd.protocol == "mcbp"
+        pair = [new_tail(k, r, nxt, fd.made(direction) if mcbp else None, fd, direction)
+                for k, r, (_, direction, nxt) in ((key, raw, mine), (back, reverse_raw(raw), theirs))]
+        step = self._step()
+        for tail in pair:
+            if tail[BUF] is not None:
+                tail[WANT] = min(tail[WANT], len(tail[BUF]) + step)
+        self.tails.add(pair)
 
     def taken(self, tail: Tail) -> list[Captured | Note]:
         """What the frames a followed direction's buffer now holds make (the reader's hit)."""
@@ -202,8 +353,16 @@ class CaptureDecoder:
         splitter = tail[SIDE].splitter
         out: list[Captured | Note] = []
         self._items(tail[FLOW], tail[DIRECTION], splitter.feed(b""), tail[TS], out)
-        tail[WANT] = splitter.wanted
+        tail[WANT] = min(splitter.wanted, splitter.buffered + self._step())
+        if self.held > self.max_held:
+            self._shed(out, tail[TS])
         return out
+
+    def _step(self) -> int:
+        """How many bytes the reader may append to a followed direction's buffer before it
+        hands the direction back: all of them together stay within a quarter of the
+        held-bytes cap (or 1 KiB each), so the held-bytes total is never far behind."""
+        return max(1024, min(FOLLOW_STEP, self.max_held // (4 * len(self.tails.raw) + 8)))
 
     def _settle(self, tails: list[Tail]) -> None:
         for tail in tails:
@@ -213,10 +372,9 @@ class CaptureDecoder:
 
     def _event(self, ev, out: list) -> None:
         if isinstance(ev, Start):
-            fd = FlowDecoder(ev.flow, Conversation.new(self.collections, self.base, not ev.midstream), ev.midstream,
-                             first_index=ev.index)
+            fd = FlowDecoder(ev.flow, self._recipe, ev.midstream, ev.index)
             if self.lane is not None:
-                fd.label, fd.runs = json.dumps(flow_label(ev.flow)), True
+                fd.runs = True
             self.flows[ev.flow] = fd
             sport = ev.flow[3]
             if sport in TLS_PORTS:
@@ -241,28 +399,30 @@ class CaptureDecoder:
                 items = sd.splitter.gap(ev.missing)
                 sd.lost(ev.missing)
                 self._items(fd, ev.direction, items, ev.ts, out)
-            elif fd.protocol == "unknown":
-                fd.pending.pop(ev.direction, None)
+            elif fd.protocol == "unknown" and fd.pending:
+                self.held -= len(fd.pending.pop(ev.direction, b""))
         elif isinstance(ev, End):
             self._close_flow(fd, out, ev.ts)
             del self.flows[ev.flow]
 
     def _data(self, fd: FlowDecoder, ev: Data, out: list) -> None:
         if fd.protocol == "unknown":
+            if fd.pending is None:
+                fd.pending = {}
             buf = fd.pending.setdefault(ev.direction, bytearray())
             buf += ev.data
+            self.held += len(ev.data)
             fd.side(ev.direction).carried(len(ev.data), ev.index)
             verdict = _sniff(buf, fd.midstream)
             if verdict is None and len(buf) < HEURISTIC_BYTES:
                 return
+            self._unsniff(fd)
             if verdict:
                 fd.protocol = "mcbp"
                 data = bytes(buf)
-                fd.pending.clear()
                 self._items(fd, ev.direction, fd.side(ev.direction).splitter.feed(data), ev.ts, out)
             else:
                 fd.protocol = "ignored"
-                fd.pending.clear()
             return
         if fd.protocol != "mcbp":
             return
@@ -271,7 +431,11 @@ class CaptureDecoder:
         self._items(fd, ev.direction, sd.splitter.feed(ev.data), ev.ts, out)
 
     def _items(self, fd: FlowDecoder, direction: str, items, ts: float, out: list) -> None:
-        sd = fd.sides[direction]
+        sd = fd.made(direction)
+        n = sd.splitter.buffered
+        if n != sd.counted:
+            self.held += n - sd.counted
+            sd.counted = n
         for item in items:
             if isinstance(item, RawFrame):
                 out.append(self._frame(fd, sd, direction, item, ts))
@@ -300,14 +464,68 @@ class CaptureDecoder:
             pos = end
 
     def _close_flow(self, fd: FlowDecoder, out: list, ts: float | None) -> None:
+        if fd.pending:
+            self._unsniff(fd)
         if fd.protocol != "mcbp":
             return
-        for direction, sd in fd.sides.items():
+        for direction, sd in fd.sides():
             if sd.splitter.buffered:
                 self._items(fd, direction, sd.splitter.close(), ts if ts is not None else 0.0, out)
-        fd.sides.clear()
-        for f in fd.conversation.validator.finish():
-            out.append(Note("finding", f.message, ts, fd.flow, None, None, 0, f))
+            self.held -= sd.counted
+            sd.counted = 0
+        fd.drop_sides()
+        if fd.started:  # an idle connection that never made a frame has nothing to say
+            for f in fd.conversation.validator.finish():
+                out.append(Note("finding", f.message, ts, fd.flow, None, None, 0, f))
+
+    def _unsniff(self, fd: FlowDecoder) -> None:
+        """The protocol is decided (or the connection over): the sniffing buffers go."""
+        self.held -= sum(len(b) for b in fd.pending.values())
+        fd.pending = None
+
+    # -- the held-bytes cap ------------------------------------------------------------
+
+    def _shed(self, out: list, ts: float | None) -> None:
+        """More than ``max_held`` bytes are held for frames not yet whole (and for sniffing
+        unknown ports): the largest holders, oldest first among equals, give theirs up until
+        three quarters of the cap are left. A splitter's partial frame comes out as it
+        stands (truncated) and its direction resynchronises on the bytes after it, as after
+        lost bytes; a sniffing buffer's connection is left undecoded. One note says how
+        much went."""
+        if self.tails is not None:  # what the reader appended is counted, and settled
+            self._settle(self.tails.drop_all())
+        holders = []
+        held = 0
+        for fd in self.flows.values():
+            for direction, sd in fd.sides():
+                n = sd.splitter.buffered
+                held += n - sd.counted
+                sd.counted = n
+                if n and fd.protocol == "mcbp":
+                    holders.append((-n, fd.first_index, direction, fd))
+            if fd.pending:
+                holders.append((-sum(len(b) for b in fd.pending.values()), fd.first_index, "", fd))
+        self.held += held
+        if self.held <= self.max_held:
+            return
+        holders.sort(key=lambda h: h[:2])
+        target = self.max_held * 3 // 4
+        dropped = flows = 0
+        for size, _, direction, fd in holders:
+            if self.held <= target:
+                break
+            flows += 1
+            dropped -= size
+            if not direction:
+                self._unsniff(fd)
+                fd.protocol = "ignored"
+                continue
+            fd.conversation.validator.gap()  # answers may have gone with the bytes
+            self._items(fd, direction, fd.made(direction).splitter.gap(0), ts, out)
+        out.append(Note("capture", f"held bytes over the cap: the partial frames of {flows} connections "
+                                   f"({dropped} bytes) were given up, largest first, as more than {self.max_held} "
+                                   f"bytes were held for frames not yet whole; raise the cap with "
+                                   f"{MAX_HELD_ENV}=BYTES", ts, None, None, None, dropped))
 
 
 def _sniff(buf: bytearray, midstream: bool) -> bool | None:
@@ -326,4 +544,4 @@ def decode_segments(segments: Iterable[Segment], **kw) -> Iterator[Captured | No
     dec = CaptureDecoder(**kw)
     for seg in segments:
         yield from dec.feed(seg)
-    yield from dec.finish()
+    yield from dec.finishing()

@@ -129,7 +129,7 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
             dec.follow(raw, seg)
     stats.records += getattr(records, "passed", 0)
     began = {flow: fd.first_index for flow, fd in dec.flows.items()}
-    for item in dec.finish():
+    for item in dec.finishing():
         yield END_KEY + began.get(item.flow, END_KEY), item
 
 

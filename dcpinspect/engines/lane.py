@@ -384,8 +384,8 @@ class Lane:
 def _numbered(side, data: bytes, pos: int, offset: int) -> tuple[int, int]:
     """The capture frame number of the frame at ``pos`` and where frames with that same
     number end in ``data`` (the start of the next record's bytes)."""
-    marks = side.marks
-    if len(marks) > 1:
+    if side.held_marks() > 1:
         number = side.record_of(offset + pos + 24 + int.from_bytes(data[pos + 8:pos + 12], "big")) + 1
-        return number, marks[0][0] - offset
-    return (marks[0][1] if marks else -1) + 1, len(data)  # one record holds them all
+        return number, side.first_mark()[0] - offset
+    first = side.first_mark()
+    return (first[1] if first else -1) + 1, len(data)  # one record holds them all

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..unguarded import builder
 from bisect import bisect_right, insort
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from dcpinspect.transport.packet import Segment
 
@@ -24,6 +25,9 @@ FlowKey = tuple[str, int, str, int]
 """(client_ip, client_port, server_ip, server_port)"""
 
 DEFAULT_SERVER_PORTS = frozenset({11210, 11209, 11211, 11207})
+#: Default cap on the flows tracked at once (both directions of a connection are one flow);
+#: a new flow past it ends the least recently active tenth with ``End(reason='evicted')``.
+MAX_FLOWS = 100_000
 
 _FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
 _MASK = 0xFFFFFFFF
@@ -94,19 +98,21 @@ _DataBuilder = builder(Data)  # fast constructor, see dcpinspect/unguarded.py
 class _Dir:
     """One direction: ``base`` is the sequence number of stream offset 0;
     ``off`` the next offset to deliver; out-of-order pieces sit in ``chunks``
-    (offset -> bytes, or an int count of bytes known lost) with sorted ``starts``."""
+    (offset -> bytes, or an int count of bytes known lost) with sorted ``starts``.
+    Both are made when the first piece is held (an idle direction holds none)."""
 
-    __slots__ = ("name", "started", "base", "syn", "off", "fin", "starts", "chunks", "buffered")
+    __slots__ = ("flow", "name", "started", "base", "syn", "off", "fin", "starts", "chunks", "buffered")
 
-    def __init__(self, name: str):
+    def __init__(self, flow: "_Flow", name: str):
+        self.flow = flow
         self.name = name
         self.started = False
         self.base = 0
         self.syn = -1
         self.off = 0
         self.fin = -1
-        self.starts: list[int] = []
-        self.chunks: dict[int, bytes | int] = {}
+        self.starts: list[int] | tuple = ()
+        self.chunks: dict[int, bytes | int] | None = None
         self.buffered = 0
 
 
@@ -116,8 +122,8 @@ class _Flow:
 
     def __init__(self, key: FlowKey, ts: float):
         self.key = key
-        self.c2s = _Dir("c2s")
-        self.s2c = _Dir("s2c")
+        self.c2s = _Dir(self, "c2s")
+        self.s2c = _Dir(self, "s2c")
         self.closed = False
         self.closing = False
         self.last_ts = ts
@@ -129,12 +135,12 @@ class Reassembler:
     """TCP reassembly over many concurrent flows; see the module docstring."""
 
     def __init__(self, server_ports: frozenset[int] | set[int] = DEFAULT_SERVER_PORTS,
-                 max_buffer: int = 4 * 1024 * 1024, max_flows: int = 100_000):
+                 max_buffer: int = 4 * 1024 * 1024, max_flows: int = MAX_FLOWS):
         self.server_ports = frozenset(server_ports)
         self.max_buffer = max_buffer
         self.max_flows = max(1, max_flows)
         self.max_chunks = max(64, max_buffer // 64)
-        self._flows: dict[tuple[str, int, str, int], tuple[_Flow, _Dir]] = {}
+        self._flows: dict[tuple[str, int, str, int], _Flow] = {}  # by their (client, server) keys
         self._count = 0
 
     # -- public -----------------------------------------------------------------------
@@ -144,15 +150,15 @@ class Reassembler:
         if seg.proto != "tcp":
             return []
         payload = seg.payload
-        ent = self._flows.get((seg.src, seg.sport, seg.dst, seg.dport))
-        if ent is None:
+        d = self._dir((seg.src, seg.sport, seg.dst, seg.dport))
+        if d is None:
             if not payload and not seg.flags & (_SYN | _FIN) and not seg.truncated:
                 return []  # pure ACKs and stray RSTs do not open flows
             ev = self._create(seg)
-            flow, d = self._flows[(seg.src, seg.sport, seg.dst, seg.dport)]
+            d = self._dir((seg.src, seg.sport, seg.dst, seg.dport))
         else:
-            flow, d = ent
             ev = None
+        flow = d.flow
         flow.packets += 1
         flow.bytes += len(payload)
         flow.last_ts = seg.ts
@@ -175,21 +181,25 @@ class Reassembler:
 
     def flush(self) -> list[Data | Gap | Start | End]:
         """At end of input: deliver what is buffered (with Gaps over holes) and end open flows."""
-        ev: list = []
-        for flow, d in list(self._flows.values()):
-            if d is flow.c2s and not flow.closed:
+        return [ev for evs in self.flushing() for ev in evs]
+
+    def flushing(self) -> Iterator[list[Data | Gap | Start | End]]:
+        """:meth:`flush`, one flow's events at a time (the caller need not hold them all)."""
+        for flow in list(self._flows.values()):
+            if not flow.closed:
+                ev: list = []
                 self._close(flow, "fin" if flow.closing else "eof", flow.last_ts, flow.last_index, ev)
-        return ev
+                yield ev
 
     def in_order(self, key: tuple[str, int, str, int]) -> tuple[FlowKey, str, int | None] | None:
         """One direction of a tracked, open flow (``key``: the ``(src, sport, dst, dport)`` of
         its segments): its flow key, its name, and the sequence number its next bytes carry
         when :meth:`feed` would deliver them at once (nothing held out of order, no FIN yet),
         else None there. None for a flow not tracked, or closed."""
-        ent = self._flows.get(key)
-        if ent is None or ent[0].closed:
+        d = self._dir(key)
+        if d is None or d.flow.closed:
             return None
-        flow, d = ent
+        flow = d.flow
         nxt = (d.base + d.off) & _MASK if d.started and not d.starts and d.fin < 0 else None
         return flow.key, d.name, nxt
 
@@ -198,12 +208,18 @@ class Reassembler:
         in order (:meth:`in_order`): pure ACKs, and ``size`` bytes delivered in order. The
         last of them came at ``ts`` in record ``index``. The flow stands as if :meth:`feed`
         had had them."""
-        flow, d = self._flows[key]
+        d = self._dir(key)
+        flow = d.flow
         flow.packets += packets
         flow.bytes += size
         d.off += size
         if index > flow.last_index:
             flow.last_ts, flow.last_index = ts, index
+
+    def packets(self, key: tuple[str, int, str, int]) -> int:
+        """Segments seen of the flow of direction ``key`` (0 if it is not tracked)."""
+        d = self._dir(key)
+        return 0 if d is None else d.flow.packets
 
     @property
     def full(self) -> bool:
@@ -212,22 +228,31 @@ class Reassembler:
 
     def stats(self, flow: FlowKey) -> FlowStats | None:
         """Counters of a tracked flow (open, or closed and not yet evicted)."""
-        ent = self._flows.get(flow)
-        if ent is None:
+        f = self._flows.get(flow)
+        if f is None:
             return None
-        f = ent[0]
         return FlowStats(f.packets, f.bytes, f.gaps, f.gap_bytes, f.retrans, f.ooo)
 
     def buffered(self, flow: FlowKey) -> int:
         """Out-of-order bytes held for a flow, both directions."""
-        ent = self._flows.get(flow)
-        return 0 if ent is None else ent[0].c2s.buffered + ent[0].s2c.buffered
+        f = self._flows.get(flow)
+        return 0 if f is None else f.c2s.buffered + f.s2c.buffered
 
     def flows(self) -> list[FlowKey]:
         """Tracked flows, oldest first."""
-        return [f.key for f, d in self._flows.values() if d is f.c2s]
+        return list(self._flows)
 
     # -- flow table ---------------------------------------------------------------------
+
+    def _dir(self, key: tuple[str, int, str, int]) -> _Dir | None:
+        """The direction whose segments carry ``key`` as (src, sport, dst, dport): a flow is
+        kept once, by its (client, server) key, so the server's segments look it up reversed."""
+        flow = self._flows.get(key)
+        if flow is not None:
+            return flow.c2s
+        src, sport, dst, dport = key
+        flow = self._flows.get((dst, dport, src, sport))
+        return None if flow is None else flow.s2c
 
     def _create(self, seg: Segment) -> list:
         ev: list = []
@@ -245,21 +270,18 @@ class Reassembler:
             src_is_client = True
         client, server = (a, b) if src_is_client else (b, a)
         flow = _Flow((client[0], client[1], server[0], server[1]), seg.ts)
-        self._flows[(client[0], client[1], server[0], server[1])] = (flow, flow.c2s)
-        self._flows[(server[0], server[1], client[0], client[1])] = (flow, flow.s2c)
+        self._flows[flow.key] = flow
         self._count += 1
         ev.append(Start(flow.key, seg.ts, not flags & _SYN, seg.index))
         return ev
 
     def _evict(self, ev: list) -> None:
-        flows = [f for f, d in self._flows.values() if d is f.c2s]
+        flows = list(self._flows.values())
         flows.sort(key=lambda f: (not f.closed, f.last_ts))
         for f in flows[:max(1, self.max_flows // 10)]:
             if not f.closed:
                 self._close(f, "evicted", f.last_ts, f.last_index, ev)
-            c, cp, s, sp = f.key
-            del self._flows[(c, cp, s, sp)]
-            del self._flows[(s, sp, c, cp)]
+            del self._flows[f.key]
             self._count -= 1
 
     # -- segment processing -------------------------------------------------------------
@@ -311,12 +333,11 @@ class Reassembler:
                 self._close(flow, "fin", seg.ts, seg.index, ev)
 
     def _reopen(self, old: _Flow, seg: Segment, ev: list) -> None:
-        c, cp, s, sp = old.key
-        del self._flows[(c, cp, s, sp)]
-        del self._flows[(s, sp, c, cp)]
+        del self._flows[old.key]
         self._count -= 1
         ev.extend(self._create(seg))
-        flow, d = self._flows[(seg.src, seg.sport, seg.dst, seg.dport)]
+        d = self._dir((seg.src, seg.sport, seg.dst, seg.dport))
+        flow = d.flow
         flow.packets += 1
         flow.bytes += len(seg.payload)
         flow.last_index = seg.index
@@ -385,6 +406,8 @@ class Reassembler:
                 d.off += len(v)
                 d.buffered -= len(v)
         del starts[:n]
+        if not starts:  # nothing held any more
+            d.starts, d.chunks = (), None
         if parts:
             self._data(flow, d, first, parts, ts, index, ev)
 
@@ -403,8 +426,8 @@ class Reassembler:
             if d.fin > d.off:
                 self._gap(flow, d, d.off, d.fin - d.off, ts, reason, ev)
                 d.off = d.fin
-            d.chunks = {}
-            d.starts = []
+            d.chunks = None
+            d.starts = ()
             d.buffered = 0
         flow.closed = True
         ev.append(End(flow.key, ts, reason))
@@ -432,6 +455,9 @@ def _insert(d: _Dir, o: int, v: bytes | int) -> bool:
     size = v if type(v) is int else len(v)
     end = o + size
     starts, chunks = d.starts, d.chunks
+    if chunks is None:  # the first piece held
+        starts = d.starts = []
+        chunks = d.chunks = {}
     i = bisect_right(starts, o) - 1
     cur = o
     covered = False
