@@ -30,13 +30,15 @@ def print_rows(console: Console, headers: Sequence[str], rows: Iterable[Sequence
             table.add_row(*r)
         console.print(table)
         return
-    widths = _widths(console, headers, rows)
+    sizes = [[_width(c) for c in r] for r in rows]
+    widths = _widths(console, headers, rows, sizes)
     out, write = [], console.file.write
     lines = [headers, *rows]
     for i, cells in enumerate(lines):
-        if all(cell_len(c) <= w and "\n" not in c for c, w in zip(cells, widths)):
-            out.append("".join(" " + c + " " * (w - cell_len(c)) + " " for c, w in zip(cells, widths)) + "\n")
-            if i == 0 and not _plain_header(console, headers, widths, out[-1]):
+        have = [_width(c) for c in cells] if i == 0 else sizes[i - 1]
+        if all(n <= w for n, w in zip(have, widths)) and not any("\n" in c for c in cells):
+            out.append("".join(" " + c + " " * (w - n) + " " for c, n, w in zip(cells, have, widths)) + "\n")
+            if i == 0 and not _plain_header(console):
                 out.pop()
                 _rich_row(console, headers, widths, cells, header=True, out=out)
         else:
@@ -48,14 +50,19 @@ def print_rows(console: Console, headers: Sequence[str], rows: Iterable[Sequence
     console.file.flush()
 
 
-def _widths(console: Console, headers: Sequence[str], rows: list[Sequence[str]]) -> list[int]:
-    """The column widths rich gives the whole table, found from the rows that decide them."""
+def _width(text: str) -> int:
+    """Terminal columns of ``text`` (as rich counts them)."""
+    return len(text) if text.isascii() else cell_len(text)
+
+
+def _widths(console: Console, headers: Sequence[str], rows: list[Sequence[str]],
+            sizes: list[list[int]]) -> list[int]:
+    """The column widths rich gives the whole table, found from the rows that decide them
+    (``sizes``: each cell's width)."""
     keep: set[int] = set()
     for col in range(len(headers)):
-        widest = max(range(len(rows)), key=lambda i: cell_len(rows[i][col]))
-        longest_word = max(range(len(rows)), key=lambda i: max((cell_len(w) for w in rows[i][col].split()),
-                                                               default=0))
-        keep.update((widest, longest_word))
+        keep.add(max(range(len(rows)), key=lambda i: sizes[i][col]))
+        keep.add(max(range(len(rows)), key=lambda i: max(map(_width, rows[i][col].split()), default=0)))
     table = Table(*headers, box=None)
     for i in sorted(keep):
         table.add_row(*rows[i])
@@ -63,7 +70,7 @@ def _widths(console: Console, headers: Sequence[str], rows: list[Sequence[str]])
     return [w - 2 for w in table._calculate_column_widths(console, console.options)]
 
 
-def _plain_header(console: Console, headers, widths, line: str) -> bool:
+def _plain_header(console: Console) -> bool:
     """The header written plainly is what rich writes (no colour system: no styles)."""
     return console.color_system is None
 
