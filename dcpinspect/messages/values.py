@@ -71,16 +71,35 @@ def _set_bytes(fields: dict, name: str, raw: bytes, text: str | None, ctx: "Deco
         fields.setdefault(f"{name}_hex", raw.hex())
 
 
+#: Rows made for the entries of one list value (failover logs, feature lists, vbucket
+#: seqnos): the rest are summed up in one row. The list's value, which JSON carries, is
+#: whole; a 30 MiB list value would otherwise become millions of rows in memory.
+MAX_ENTRY_ROWS = 65536
+
+
+def _more_entries(name: str, label: str, base: int, start: int, size: int, shown: int, count: int) -> Field:
+    """The one row standing for the entries past :data:`MAX_ENTRY_ROWS`."""
+    return Field(f"{name}[{shown}:]", f"{label} …", base + start, size, None,
+                 f"{count - shown:,} more entries (JSON Lines carries them all)")
+
+
 def _repeated(layout: Layout, name: str, label: str, raw: bytes, base: int, msg: "Message") -> list[Field]:
     count, rest = divmod(len(raw), layout.size)
     if rest:
         msg.problems.append(Problem("value-size", f"{label}: {len(raw)} bytes is not a multiple of {layout.size}", base))
-    rows = []
+    rows, values = [], []
     for i in range(count):
-        parts = layout.describe(raw, i * layout.size, base + i * layout.size)
-        rows.append(Field(f"{name}[{i}]", f"{label} [{i}]", base + i * layout.size, layout.size,
-                          {p.name: p.value for p in parts}, "", tuple(parts)))
-    return [Field(name, label, base, len(raw), [r.value for r in rows], f"{count} entries", tuple(rows))]
+        if i < MAX_ENTRY_ROWS:
+            parts = layout.describe(raw, i * layout.size, base + i * layout.size)
+            rows.append(Field(f"{name}[{i}]", f"{label} [{i}]", base + i * layout.size, layout.size,
+                              {p.name: p.value for p in parts}, "", tuple(parts)))
+            values.append(rows[-1].value)
+        else:
+            values.append(layout.decode(raw, i * layout.size)[1])
+    if count > MAX_ENTRY_ROWS:
+        start = MAX_ENTRY_ROWS * layout.size
+        rows.append(_more_entries(name, label, base, start, count * layout.size - start, MAX_ENTRY_ROWS, count))
+    return [Field(name, label, base, len(raw), values, f"{count} entries", tuple(rows))]
 
 
 def value_size(msg: "Message", raw: bytes) -> int:
@@ -189,16 +208,31 @@ def _document(msg, raw, base, ctx):
     return out
 
 
+class _FeatureNameTable(dict):
+    """A feature code's name, or its hex for codes no document names (at most 65,536)."""
+
+    def __missing__(self, code: int) -> str:
+        name = self[code] = FEATURES.get(code, f"0x{code:04x}")
+        return name
+
+
+_FEATURE_NAMES = _FeatureNameTable()
+
+
 def _features(msg, raw, base, ctx):
     if len(raw) % 2:
         msg.problems.append(Problem("value-size", f"feature list has odd length {len(raw)}", base))
-    rows, names = [], []
-    for i in range(0, len(raw) - 1, 2):
-        code = int.from_bytes(raw[i : i + 2], "big")
-        name = FEATURES.get(code, f"0x{code:04x}")
-        names.append(name)
-        rows.append(Field(f"features[{i // 2}]", "Feature", base + i, 2, name, f"0x{code:04x} ({name})"))
-    return [Field("features", "Features", base, len(raw), names, ", ".join(names) or "(none)", tuple(rows))]
+    codes = struct.unpack_from(f">{len(raw) // 2}H", raw)
+    names = list(map(_FEATURE_NAMES.__getitem__, codes))
+    rows = [Field(f"features[{i}]", "Feature", base + 2 * i, 2, names[i], f"0x{code:04x} ({names[i]})")
+            for i, code in enumerate(codes[:MAX_ENTRY_ROWS])]
+    display = ", ".join(names[:MAX_ENTRY_ROWS]) or "(none)"
+    if len(names) > MAX_ENTRY_ROWS:
+        start = 2 * MAX_ENTRY_ROWS
+        rows.append(_more_entries("features", "Feature", base, start, 2 * len(names) - start, MAX_ENTRY_ROWS,
+                                  len(names)))
+        display += f", … ({len(names):,} in all)"
+    return [Field("features", "Features", base, len(raw), names, display, tuple(rows))]
 
 
 def _failover_log(msg, raw, base, ctx):
@@ -545,7 +579,7 @@ def _features_lean(msg, raw, base, ctx) -> bool:
     if len(raw) % 2:
         msg.problems.append(Problem("value-size", f"feature list has odd length {len(raw)}", base))
     codes = struct.unpack_from(f">{len(raw) // 2}H", raw)
-    msg.fields.setdefault("features", [FEATURES.get(code, f"0x{code:04x}") for code in codes])
+    msg.fields.setdefault("features", list(map(_FEATURE_NAMES.__getitem__, codes)))
     return True
 
 
