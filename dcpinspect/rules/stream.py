@@ -26,6 +26,8 @@ _NEGOTIATED = frozenset(_NEEDS) | {0x56}  # the opcodes _negotiated looks at
 class ConnectionValidator:
     """Per-connection stream validator; ``feed`` every decoded message in order."""
 
+    __slots__ = ("negotiation", "state", "frames", "seen_from_start", "_emit")
+
     def __init__(self, negotiation: Negotiation | None = None, seen_from_start: bool = False) -> None:
         self.negotiation = negotiation or Negotiation()
         self.state = DcpState()
@@ -50,6 +52,7 @@ class ConnectionValidator:
             self._request(msg, direction, ts, index, emit)
         else:
             self._response(msg, direction, index, emit)
+        emit.out = emit.msg = None  # the message is not kept past its judging
         if out:
             msg.findings.extend(out)
         return out

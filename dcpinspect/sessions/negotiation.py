@@ -15,7 +15,7 @@ from ..messages.names import FEATURE_COLLECTIONS, FEATURES
 _COLLECTION_ONLY_OPCODES = frozenset({0x5F, 0x64, 0x65})
 
 
-@dataclass
+@dataclass(slots=True)
 class Negotiation:
     collections_override: bool | None = None
     seen_from_start: bool = False  # the connection's first bytes were seen
@@ -30,7 +30,9 @@ class Negotiation:
     buffer_size: int = 0  # connection_buffer_size accepted by the producer (0: no flow control)
     stream_ids: bool = False  # enable_stream_id=true accepted
     _pending_controls: dict[int, tuple[str, str]] = field(default_factory=dict)
-    _contexts: dict[int, DecodeContext] = field(default_factory=dict)
+    #: the last context made, and the base it was made from (one base a connection, in practice)
+    _context: DecodeContext | None = field(default=None, repr=False, compare=False)
+    _context_base: DecodeContext | None = field(default=None, repr=False, compare=False)
 
     def context(self, base: DecodeContext | None = None) -> DecodeContext:
         collections = self.collections_override if self.collections_override is not None else self.collections
@@ -39,9 +41,10 @@ class Negotiation:
         base = base or DecodeContext()
         if base.collections == collections:
             return base
-        cached = self._contexts.get(id(base))
-        if cached is None or cached.collections != collections:
-            cached = self._contexts[id(base)] = replace(base, collections=collections)
+        cached = self._context
+        if cached is None or self._context_base is not base or cached.collections != collections:
+            cached = self._context = replace(base, collections=collections)
+            self._context_base = base
         return cached
 
     def observe(self, msg: Message) -> None:

@@ -103,33 +103,43 @@ class Stream:
         return f"vb {self.vbucket}{sid} (opaque 0x{self.opaque:08x})"
 
 
+_ABSENT = object()
+_NO_VALUES: dict = {}  # the values of every request but a stream request (never written to)
+
+
 class RequestRef:
     """What answers are judged against, without the request's bytes: up to 100k requests
-    wait for an answer, and a whole Message (frame, value, value text) is ~3x its frame."""
+    wait for an answer, and a whole Message (frame, value, value text) is ~3x its frame.
+    Its ``fields`` (``key`` and ``stream_id``, when the request had them) are made when asked
+    for: a connection waiting for many answers keeps two values a request, not a dict."""
 
-    __slots__ = ("opcode", "opaque", "name", "vbucket", "stream_id", "values", "fields")
+    __slots__ = ("opcode", "opaque", "name", "vbucket", "stream_id", "values", "_key", "_sid")
 
     def refer_to(self, msg: Message) -> None:
         self.opcode, self.opaque, self.name, self.vbucket = msg.opcode, msg.opaque, msg.name, msg.vbucket
         self.stream_id = msg.stream_id
-        self.values = msg.values if msg.opcode == 0x53 else {}
-        # fields "key" and "stream_id" only, when present (unrolled: one of these a frame)
+        self.values = msg.values if msg.opcode == 0x53 else _NO_VALUES
         fields = msg.fields
-        if "key" in fields:
-            self.fields = ({"key": fields["key"], "stream_id": fields["stream_id"]} if "stream_id" in fields
-                           else {"key": fields["key"]})
-        else:
-            self.fields = {"stream_id": fields["stream_id"]} if "stream_id" in fields else {}
+        self._key = fields["key"] if "key" in fields else _ABSENT
+        self._sid = fields["stream_id"] if "stream_id" in fields else _ABSENT
 
     def item(self, opcode: int, opaque: int, name: str, vbucket: int, stream_id: int | None, key: str | None) -> None:
         """What :meth:`refer_to` takes from a request without values (a DCP item, or with
         ``key`` None a snapshot marker)."""
         self.opcode, self.opaque, self.name, self.vbucket, self.stream_id = opcode, opaque, name, vbucket, stream_id
-        self.values = {}
-        fields = {} if key is None else {"key": key}
-        if stream_id is not None:
-            fields["stream_id"] = stream_id
-        self.fields = fields
+        self.values = _NO_VALUES
+        self._key = _ABSENT if key is None else key
+        self._sid = _ABSENT if stream_id is None else stream_id
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """``key`` and ``stream_id`` of the request's fields, those it had."""
+        out = {}
+        if self._key is not _ABSENT:
+            out["key"] = self._key
+        if self._sid is not _ABSENT:
+            out["stream_id"] = self._sid
+        return out
 
 
 @dataclass(slots=True)
@@ -140,7 +150,7 @@ class Pending:
     direction: str | None
 
 
-@dataclass
+@dataclass(slots=True)
 class DcpState:
     """All streams and outstanding requests of one connection."""
 
