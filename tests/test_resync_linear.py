@@ -190,3 +190,44 @@ def test_hex_command_over_hostile_headers(tmp_path) -> None:
     assert [(r["kind"], r["offset"], r["length"]) for r in records] == [
         ("skipped", 0, 1 + 24 * n), ("frame", 1 + 24 * n, len(REAL))]
     assert records[1]["fields"]["value"] == "after the noise"
+
+
+# --- deciding whether an unknown port speaks MCBP -------------------------------------
+
+
+def _unknown_port_capture(path, payload: bytes, mss: int) -> None:
+    """A connection on a port no one names, joined mid-stream (no handshake), carrying
+    ``payload`` from the client in segments of ``mss`` bytes."""
+    from dcpinspect.transport import synth
+
+    synth.write_pcap(path, synth.tcp_conversation([("c2s", payload)], server=("10.0.0.2", 40000), mss=mss,
+                                                  handshake=False, close=None, acks=False))
+
+
+def test_sniffing_an_unknown_port_is_linear(tmp_path, monkeypatch):
+    """Bytes that look like the start of frames, one byte a segment: every segment used to
+    re-probe the whole buffer (n² for n bytes, about 50 minutes for 64 KiB)."""
+    work = Work(monkeypatch)
+    costs = []
+    for n in (500, 4000):
+        path = tmp_path / f"sniff{n}.pcap"
+        _unknown_port_capture(path, b"\x80" * n, mss=1)
+        work.reset()
+        items = list(decode_capture_file(path))
+        assert not [i for i in items if isinstance(i, Captured)]
+        costs.append(work.total())
+    assert costs[1] <= GROWTH * costs[0], costs
+
+
+@given(st.lists(st.integers(1, 200), min_size=1, max_size=30), st.integers(0, 300))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_sniffing_finds_the_same_frame_however_the_bytes_are_cut(tmp_path, cuts, noise):
+    """The verdict, and the frames after it, do not depend on the segment sizes."""
+    payload = bytes(range(1, 256))[:noise] + REAL * 3
+    decoded = []
+    for mss in (1460, min(cuts), max(cuts)):
+        path = tmp_path / f"cut{mss}.pcap"
+        _unknown_port_capture(path, payload, mss)
+        decoded.append([(i.msg.offset, i.msg.data) for i in decode_capture_file(path) if isinstance(i, Captured)])
+    assert decoded[0] == decoded[1] == decoded[2]
+    assert [d for _, d in decoded[0]][-2:] == [REAL, REAL]

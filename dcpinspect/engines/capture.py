@@ -409,17 +409,19 @@ class CaptureDecoder:
         if fd.protocol == "unknown":
             if fd.pending is None:
                 fd.pending = {}
-            buf = fd.pending.setdefault(ev.direction, bytearray())
-            buf += ev.data
-            self.held += len(ev.data)
+            sniffing = fd.pending.get(ev.direction)
+            if sniffing is None:
+                sniffing = fd.pending[ev.direction] = _Sniffing()
+            before = len(sniffing)
+            verdict = sniffing.add(ev.data, fd.midstream)
+            self.held += len(sniffing) - before
             fd.side(ev.direction).carried(len(ev.data), ev.index)
-            verdict = _sniff(buf, fd.midstream)
-            if verdict is None and len(buf) < HEURISTIC_BYTES:
+            if verdict is None and len(sniffing.data) < HEURISTIC_BYTES:
                 return
             self._unsniff(fd)
             if verdict:
                 fd.protocol = "mcbp"
-                data = bytes(buf)
+                data = bytes(sniffing.data)
                 self._items(fd, ev.direction, fd.side(ev.direction).splitter.feed(data), ev.ts, out)
             else:
                 fd.protocol = "ignored"
@@ -528,16 +530,33 @@ class CaptureDecoder:
                                    f"{MAX_HELD_ENV}=BYTES", ts, None, None, None, dropped))
 
 
-def _sniff(buf: bytearray, midstream: bool) -> bool | None:
-    """MCBP on a port we do not know? Decide from the first bytes (None: need more)."""
-    if len(buf) < HEADER_SIZE:
-        return None
-    if header_problem(buf, 0) is None:
-        return True
-    if not midstream:
-        return False
-    probe = FrameSplitter(synced=False).feed(bytes(buf))
-    return True if any(isinstance(i, RawFrame) for i in probe) else None
+class _Sniffing:
+    """One direction's first bytes on a port we do not know, and (on a connection joined
+    mid-stream) an unsynced splitter that looks for a whole MCBP frame in them. The probe is
+    fed each byte once, so deciding costs time linear in the bytes, however they are cut
+    into segments: the first frame an unsynced splitter finds does not depend on the cuts.
+    Its length is every byte held, the probe's own included."""
+
+    __slots__ = ("data", "probe")
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.probe: FrameSplitter | None = None
+
+    def __len__(self) -> int:
+        return len(self.data) + (self.probe.buffered if self.probe is not None else 0)
+
+    def add(self, data: bytes, midstream: bool) -> bool | None:
+        """MCBP? Decided from the bytes so far (None: need more)."""
+        self.data += data
+        if len(self.data) >= HEADER_SIZE and header_problem(self.data, 0) is None:
+            return True
+        if not midstream:
+            return None if len(self.data) < HEADER_SIZE else False
+        if self.probe is None:
+            self.probe = FrameSplitter(synced=False)
+            data = bytes(self.data)
+        return True if any(isinstance(i, RawFrame) for i in self.probe.feed(data)) else None
 
 
 def decode_segments(segments: Iterable[Segment], **kw) -> Iterator[Captured | Note]:
