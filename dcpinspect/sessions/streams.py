@@ -150,26 +150,57 @@ class Pending:
     direction: str | None
 
 
-@dataclass(slots=True)
-class DcpState:
-    """All streams and outstanding requests of one connection."""
+class _Made:
+    """A container of :class:`DcpState` made on first use: a connection that is not DCP
+    (or is idle) holds none of the ones it never needed."""
 
-    streams_by_opaque: dict[int, Stream] = field(default_factory=dict)
-    live: dict[tuple[int, int | None], Stream] = field(default_factory=dict)  # (vb, sid) → open stream
-    ended: dict[tuple[int, int | None], Stream] = field(default_factory=dict)
-    all_streams: list[Stream] = field(default_factory=list)
-    pending: dict[tuple[str | None, int], Pending] = field(default_factory=dict)  # (direction, opaque)
-    rollbacks: dict[tuple[int, int | None], int] = field(default_factory=dict)  # (vb, sid) → rollback seqno
-    noops: dict[int, Pending] = field(default_factory=dict)
-    acks_due: list[tuple[Stream, Snapshot]] = field(default_factory=list)
-    buffer_size: int = 0
-    unacked: int = 0
-    sent_total: int = 0
-    acked_total: int = 0
-    dcp_open_seen: bool = False
-    requests_seen: bool = False
-    lossy: bool = False
-    producer_direction: str | None = None
+    __slots__ = ("slot", "make")
+
+    def __init__(self, slot: str, make: type) -> None:
+        self.slot, self.make = slot, make
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = getattr(obj, self.slot)
+        if value is None:
+            value = self.make()
+            setattr(obj, self.slot, value)
+        return value
+
+    def __set__(self, obj, value) -> None:
+        setattr(obj, self.slot, value)
+
+
+class DcpState:
+    """All streams and outstanding requests of one connection.
+
+    ``streams_by_opaque``: stream by the opaque of its request; ``live`` / ``ended``: open and
+    ended streams by (vb, sid); ``all_streams`` in order; ``pending``: requests awaiting an
+    answer by (direction, opaque); ``rollbacks``: (vb, sid) → rollback seqno; ``noops``;
+    ``acks_due``: snapshots whose ack is awaited."""
+
+    _CONTAINERS = {"streams_by_opaque": dict, "live": dict, "ended": dict, "all_streams": list,
+                   "pending": dict, "rollbacks": dict, "noops": dict, "acks_due": list}
+    __slots__ = tuple("_" + name for name in _CONTAINERS) + (
+        "buffer_size", "unacked", "sent_total", "acked_total", "dcp_open_seen", "requests_seen", "lossy",
+        "producer_direction")
+
+    streams_by_opaque: dict[int, Stream] = _Made("_streams_by_opaque", dict)
+    live: dict[tuple[int, int | None], Stream] = _Made("_live", dict)
+    ended: dict[tuple[int, int | None], Stream] = _Made("_ended", dict)
+    all_streams: list[Stream] = _Made("_all_streams", list)
+    pending: dict[tuple[str | None, int], Pending] = _Made("_pending", dict)
+    rollbacks: dict[tuple[int, int | None], int] = _Made("_rollbacks", dict)
+    noops: dict[int, Pending] = _Made("_noops", dict)
+    acks_due: list[tuple[Stream, Snapshot]] = _Made("_acks_due", list)
+
+    def __init__(self) -> None:
+        for name in self._CONTAINERS:
+            setattr(self, "_" + name, None)
+        self.buffer_size = self.unacked = self.sent_total = self.acked_total = 0
+        self.dcp_open_seen = self.requests_seen = self.lossy = False
+        self.producer_direction: str | None = None
 
     # -- lookups -------------------------------------------------------------------------
 
