@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from .limits import DIAGRAM_SHOWN, VALUE_SHOWN, LimitError, check_environment
 from .sources.inputs import CAPTURE, TEXT
 
 if TYPE_CHECKING:
@@ -120,9 +121,9 @@ def hex_command(
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any frame has an error finding."),
     full: bool = typer.Option(False, "--full", help="Show values and diagrams whole (the table and diagram cap them)."),
     max_value: Optional[int] = typer.Option(None, "--max-value", min=1, metavar="BYTES",
-                                            help="Bytes of each value the table shows (default 1024)."),
+                                            help=f"Bytes of each value the table shows (default {VALUE_SHOWN.default})."),
     max_diagram: Optional[int] = typer.Option(None, "--max-diagram", min=1, metavar="BYTES",
-                                              help="Bytes of each frame the diagram draws (default 512)."),
+                                              help=f"Bytes of each frame the diagram draws (default {DIAGRAM_SHOWN.default})."),
 ) -> None:
     """Decode frames from a pasted hex dump (plain hex, xxd, hexdump -C, od, tcpdump -X, Wireshark, spec diagrams)."""
     from .engines.hexinput import decode_hex_text
@@ -348,7 +349,7 @@ def decode_command(
                              help="Worker processes for jsonl and summary (0: one per CPU on files over 16 MiB)."),
     full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
     max_value: Optional[int] = typer.Option(None, "--max-value", min=1, metavar="BYTES",
-                                            help="Bytes of each value the table shows (default 1024)."),
+                                            help=f"Bytes of each value the table shows (default {VALUE_SHOWN.default})."),
 ) -> None:
     """Decode MCBP/DCP frames from capture files (or hex dumps), in capture order."""
     from .engines.parallel import WorkerCrash, run_sink
@@ -464,7 +465,7 @@ def live_command(
     strict: bool = typer.Option(False, "--strict"),
     full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
     max_value: Optional[int] = typer.Option(None, "--max-value", min=1, metavar="BYTES",
-                                            help="Bytes of each value the table shows (default 1024)."),
+                                            help=f"Bytes of each value the table shows (default {VALUE_SHOWN.default})."),
 ) -> None:
     """Sniff an interface and decode frames as they arrive; a summary at the end or on Ctrl-C."""
     import queue
@@ -685,6 +686,11 @@ def rules_command(fmt: ListFormat = typer.Option(ListFormat.table, "--format", "
 
 
 def main() -> None:
+    try:
+        check_environment()
+    except LimitError as exc:
+        sys.stderr.write(f"dcpinspect: {exc}\n")
+        sys.exit(EXIT_UNUSABLE)
     try:
         app()
     except KeyboardInterrupt:

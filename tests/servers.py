@@ -509,3 +509,31 @@ def capture_traffic(workdir: Path, name: str, traffic: Callable[[int, "RealCaptu
             cap.stats = dump.stop()
     assert path.exists() and path.stat().st_size > 24, f"tcpdump wrote nothing to {path}"
     return cap
+
+
+_PEAK_PROBE = """\
+import os, resource, subprocess, sys
+out, err = int(sys.argv[1]), int(sys.argv[2])
+p = subprocess.run(sys.argv[3:], stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def peak_rss(*args: str, env: dict | None = None, timeout: float = 600) -> tuple[subprocess.CompletedProcess, int]:
+    """``dcpinspect ARGS`` and its peak resident set in KiB (workers included), measured by a
+    small process of its own whose only child is the command: a child forked straight from
+    the test process would count the test's own memory until it execs."""
+    import tempfile
+
+    full = dict(os.environ)
+    repo = str(Path(__file__).resolve().parents[1])
+    full["PYTHONPATH"] = repo + (os.pathsep + full["PYTHONPATH"] if full.get("PYTHONPATH") else "")
+    full.update(env or {})
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        probe = subprocess.run([sys.executable, "-c", _PEAK_PROBE, str(out.fileno()), str(err.fileno()),
+                                sys.executable, "-m", "dcpinspect", *map(str, args)],
+                               capture_output=True, env=full, timeout=timeout, pass_fds=(out.fileno(), err.fileno()))
+        code, peak = map(int, probe.stdout.split())
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(args, code, out.read(), err.read()), peak

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+import servers
+
 from frames import REPO, invoke_cli, run_cli
 from test_capture_e2e import conversation
 from dcpinspect.outputs.stamp import stamp
@@ -130,20 +132,8 @@ def plain_stream(path: Path, parts) -> None:
 
 
 def measured(*args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, int]:
-    """``dcpinspect ARGS`` in a child process, and that child's own peak RSS in KiB."""
-    import tempfile
-
-    full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = str(REPO) + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
-    full_env.update(env or {})
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-m", "dcpinspect", *args], stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, cwd=REPO, env=full_env)
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own usage, not all children's
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return subprocess.CompletedProcess(args, proc.returncode, out.read(), err.read()), usage.ru_maxrss
+    """``dcpinspect ARGS`` in a process of its own, and its peak RSS in KiB."""
+    return servers.peak_rss(*args, env=env)
 
 
 # --- timestamps ---------------------------------------------------------------------------------

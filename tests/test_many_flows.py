@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import servers
+
 from frames import REPO, request
 from dcpinspect.transport import synth
 
@@ -155,15 +157,8 @@ def capture_20k(tmp_path_factory) -> Path:
 def test_peak_memory_of_20000_idle_connections(capture_20k, command):
     """Measured in a process of its own, whose only child is the command (RUSAGE_CHILDREN
     is the largest child a process has waited for)."""
-    probe = ("import resource, subprocess, sys\n"
-             "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
-             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-             "sys.stderr.write(p.stderr.decode())\n")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "dcpinspect", command[0],
-                           str(capture_20k), *command[1:]], capture_output=True, env=env, timeout=600)
-    code, peak_kb = map(int, proc.stdout.split())
+    proc, peak_kb = servers.peak_rss(command[0], capture_20k, *command[1:])
+    code = proc.returncode
     assert code in (0, 1), proc.stderr
     assert peak_kb < PEAK_20K_FLOWS_MB * 1024, f"peak {peak_kb // 1024} MB"
 

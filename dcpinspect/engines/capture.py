@@ -8,8 +8,6 @@ interface or a Spark partition) and returns :class:`Captured` frames and
 from __future__ import annotations
 
 import json
-import os
-import re
 
 from ..unguarded import builder
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ from ..framing.mcbp import FrameSplitter, RawFrame, RawRun, header_problem
 from ..messages.frame import DecodeContext, Message
 from ..messages.header import HEADER_SIZE
 from ..findings import Finding
+from ..limits import FLOWS, HELD, Limit, LimitError
 from .lane import Lane
 from .streaming import Conversation
 from .tails import BUF, DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, reverse_raw, settle
@@ -138,38 +137,32 @@ MAX_MARKS = 65536
 #: Default cap on the bytes held, all connections together, for frames not yet whole (and
 #: for the first bytes of connections on unknown ports, until sniffed). Past it the largest
 #: holders give theirs up, with a note; ``DCPINSPECT_MAX_HELD`` raises it (bytes, or K/M/G).
-MAX_HELD = 64 * 1024 * 1024
-MAX_HELD_ENV = "DCPINSPECT_MAX_HELD"
+MAX_HELD = HELD.default
+MAX_HELD_ENV = HELD.env
 #: The cap on connections tracked at once (see transport.reassembly.MAX_FLOWS), raised by
 #: ``DCPINSPECT_MAX_FLOWS``.
-MAX_FLOWS_ENV = "DCPINSPECT_MAX_FLOWS"
+MAX_FLOWS_ENV = FLOWS.env
 #: The reader follows a connection in C (tails.py) from its FOLLOW_AFTER-th record on, and at
 #: most MAX_FOLLOWED connections at once; a followed direction is handed back at least every
 #: FOLLOW_STEP bytes its splitter takes (less when many are followed: see _step).
 FOLLOW_AFTER = 2
 MAX_FOLLOWED = 16384
 FOLLOW_STEP = 1 << 20
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-def _env_size(name: str, default: int, least: int, what: str) -> int:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    m = re.fullmatch(r"(\d+)\s*([KMG]?)(?:I?B)?", text.upper())
-    if m is None or int(m.group(1)) * _UNITS[m.group(2)] < least:
-        raise CaptureError(f"{name}={text[:40]!r} is not {what} of at least {least} (e.g. {default})")
-    return int(m.group(1)) * _UNITS[m.group(2)]
+def _cap(limit: Limit) -> int:
+    try:
+        return limit.value()
+    except LimitError as exc:
+        raise CaptureError(str(exc)) from None
 
 
 def held_cap() -> int:
     """The held-bytes cap: ``$DCPINSPECT_MAX_HELD`` if set, else ``MAX_HELD``."""
-    return _env_size(MAX_HELD_ENV, MAX_HELD, 1024, "a size in bytes")
+    return _cap(HELD)
 
 
 def flow_cap() -> int:
     """The cap on connections at once: ``$DCPINSPECT_MAX_FLOWS`` if set, else ``MAX_FLOWS``."""
-    return _env_size(MAX_FLOWS_ENV, MAX_FLOWS, 1, "a number of connections")
+    return _cap(FLOWS)
 
 
 class FlowDecoder:

@@ -17,6 +17,7 @@ from .names import FLEX_MAGICS, MAGICS, REQUEST_MAGICS, SERVER_MAGICS, SUCCESS_L
 from .registry import CLIENT_SPECS, SERVER_SPECS
 from .tap import ENGINE_LAYOUTS
 from .values import decode_value, decode_value_fields
+from ..limits import INFLATE, VALUE_TEXT
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +25,8 @@ class DecodeContext:
     """What the connection negotiated, as far as the caller knows."""
 
     collections: bool | None = None  # None: unknown, decide per key
-    max_inflate: int = 20 * 1024 * 1024
-    max_value_text: int = 4096
+    max_inflate: int = INFLATE.default
+    max_value_text: int = VALUE_TEXT.default
     documents: bool = True  # False: skip document bodies (no inflate, no JSON check)
     headers_only: bool = False  # True: the 24-byte header alone, for counting passes
     #: build Sections and located Field rows (tables, diagrams); False: only what fields,

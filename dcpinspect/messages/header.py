@@ -5,11 +5,12 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from ..limits import FRAME_BODY
 from .layout import Layout, u8, u16, u32, u64
 from .names import DATATYPE_FLAGS, MAGICS, OPCODES, SERVER_OPCODES, STATUS
 
 HEADER_SIZE = 24
-MAX_BODY_LENGTH = 30 * 1024 * 1024  # kv_engine max_packet_size
+MAX_BODY_LENGTH = FRAME_BODY.default  # kv_engine max_packet_size
 _RAW = struct.Struct(">BBBBBBHIIQ")
 
 

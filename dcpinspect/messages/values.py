@@ -17,6 +17,7 @@ from .codecs.xerror import parse_xerror
 from .keys import key_text
 from .layout import Field, Layout, seqno, u16, u64
 from .names import DATATYPE_JSON, DATATYPE_SNAPPY, DATATYPE_XATTR, FEATURES
+from ..limits import ENTRY_ROWS
 
 if TYPE_CHECKING:
     from .frame import DecodeContext, Message
@@ -74,7 +75,7 @@ def _set_bytes(fields: dict, name: str, raw: bytes, text: str | None, ctx: "Deco
 #: Rows made for the entries of one list value (failover logs, feature lists, vbucket
 #: seqnos): the rest are summed up in one row. The list's value, which JSON carries, is
 #: whole; a 30 MiB list value would otherwise become millions of rows in memory.
-MAX_ENTRY_ROWS = 65536
+MAX_ENTRY_ROWS = ENTRY_ROWS.default
 
 
 def _more_entries(name: str, label: str, base: int, start: int, size: int, shown: int, count: int) -> Field:

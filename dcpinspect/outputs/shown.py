@@ -16,6 +16,7 @@ from typing import Iterable, Iterator, Sequence
 from rich.cells import chop_cells
 from rich.segment import Segment
 
+from ..limits import DIAGRAM_SHOWN, ROWS_SHOWN, VALUE_SHOWN
 from ..messages.codecs.errors import CodecError
 from ..messages.codecs.snappy import inflate, uncompressed_length
 from ..messages.frame import Message
@@ -23,12 +24,12 @@ from ..messages.layout import Field
 from .escape import safe
 
 #: Bytes of a value (text or hex) the table shows (``--max-value``; ``--full``: all).
-MAX_VALUE_SHOWN = 1024
+MAX_VALUE_SHOWN = VALUE_SHOWN.default
 #: Bytes of a frame the diagram draws (``--max-diagram``; ``--full``: all).
-MAX_DIAGRAM_SHOWN = 512
+MAX_DIAGRAM_SHOWN = DIAGRAM_SHOWN.default
 #: Rows the table shows under one field: entries of a failover log, features, records
 #: (``--full``: all).
-MAX_ROWS_SHOWN = 256
+MAX_ROWS_SHOWN = ROWS_SHOWN.default
 
 SHOW_ALL = "--full"
 INFLATED = "value_inflated_length"  # the row a decoder adds when it inflated the value

@@ -11,9 +11,10 @@ from ..messages.names import REQUEST_MAGICS, SUCCESS_LIKE_STATUS
 from ..sessions.negotiation import Negotiation
 from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STREAM_OPCODES, DcpState, Stream
 from .registry import STATUS_CLASSES, STREAM_RULES
+from ..limits import SNAPSHOT_KEYS
 
 INCLUDE_DELETE_TIMES = 0x20
-MAX_SNAPSHOT_KEYS = 4_000_000
+MAX_SNAPSHOT_KEYS = SNAPSHOT_KEYS.default
 _KEYED = frozenset({0x57, 0x58, 0x59, 0x60})
 _NO_SID = frozenset({0x5B, 0x60, 0x62, 0x63})  # sent without a stream-id frame (sync writes, takeover)
 #: Messages that need something negotiated first: (control key, value wanted) or "collections".

@@ -26,12 +26,13 @@ jsonl); the terminal views print it raw (see ``outputs/stamp.py``).
 from __future__ import annotations
 
 import os
-import re
 import struct
 import zlib
 from ..unguarded import builder
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
+
+from ..limits import RECORD, LimitError
 
 __all__ = ["Record", "CaptureProblem", "CaptureError", "read_records", "record_cap", "MAX_RECORD",
            "MAX_RECORD_ENV"]
@@ -39,24 +40,19 @@ __all__ = ["Record", "CaptureProblem", "CaptureError", "read_records", "record_c
 #: Default cap on one pcap record or pcapng block, in bytes. Far above any real snap
 #: length (link layers carry at most 256 KiB frames); a longer record is passed over
 #: unread and reported.
-MAX_RECORD = 16 * 1024 * 1024
+MAX_RECORD = RECORD.default
 #: The environment variable that sets the cap (bytes, or with a K/M/G suffix).
-MAX_RECORD_ENV = "DCPINSPECT_MAX_RECORD"
+MAX_RECORD_ENV = RECORD.env
 _CHUNK = 1 << 20
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 def record_cap() -> int:
     """The cap on a record in bytes: ``$DCPINSPECT_MAX_RECORD`` if set, else ``MAX_RECORD``.
     Raises ``CaptureError`` for a value that is not a size."""
-    text = os.environ.get(MAX_RECORD_ENV, "").strip()
-    if not text:
-        return MAX_RECORD
-    m = re.fullmatch(r"(\d+)\s*([KMG]?)(?:I?B)?", text.upper())
-    if m is None or int(m.group(1)) * _UNITS[m.group(2)] < 64:
-        raise CaptureError(f"{MAX_RECORD_ENV}={text[:40]!r} is not a record size in bytes of at least 64 "
-                           f"(e.g. 67108864 or 64M)")
-    return int(m.group(1)) * _UNITS[m.group(2)]
+    try:
+        return RECORD.value()
+    except LimitError as exc:
+        raise CaptureError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,13 +11,10 @@ import os
 import sys
 from typing import BinaryIO
 
+from ..limits import TEXT_INPUT, LimitError
 from .capture import looks_like_capture
 
 CAPTURE, TEXT = "capture", "text"
-
-#: the most text read from a file or from standard input (a hex dump of 256 MiB holds
-#: about 80 MiB of bytes); raise with DCPINSPECT_MAX_TEXT (bytes)
-MAX_TEXT_INPUT = int(os.environ.get("DCPINSPECT_MAX_TEXT", 256 * 1024 * 1024))
 
 
 class InputError(Exception):
@@ -46,21 +43,24 @@ def input_kind(path: str | os.PathLike) -> str:
 
 def read_text(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -> str:
     """A text input, from a file or (``None`` or ``-``) from ``stdin``, as UTF-8 with
-    undecodable bytes replaced; at most :data:`MAX_TEXT_INPUT` bytes."""
+    undecodable bytes replaced; at most :data:`dcpinspect.limits.TEXT_INPUT` bytes."""
+    try:
+        cap = TEXT_INPUT.value()
+    except LimitError as exc:
+        raise InputError(str(exc)) from None
     try:
         if path is None or os.fspath(path) == "-":
             if stdin is None:
                 raise InputError("no input: give a file or pipe a hex dump on stdin")
-            data = _read_upto(stdin, MAX_TEXT_INPUT + 1)
+            data = _read_upto(stdin, cap + 1)
         else:
             with open(path, "rb") as fh:
-                data = _read_upto(fh, MAX_TEXT_INPUT + 1)
+                data = _read_upto(fh, cap + 1)
     except OSError as exc:
         raise _problem("stdin" if path is None else path, exc) from None
-    if len(data) > MAX_TEXT_INPUT:
+    if len(data) > cap:
         where = "stdin" if path is None or os.fspath(path) == "-" else os.fspath(path)
-        raise InputError(f"{where}: more than {MAX_TEXT_INPUT} bytes of text "
-                         f"(DCPINSPECT_MAX_TEXT raises the cap)")
+        raise InputError(f"{where}: more than {cap} bytes of text ({TEXT_INPUT.env} raises the cap)")
     return data.decode("utf-8", "replace")
 
 

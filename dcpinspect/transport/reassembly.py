@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from dcpinspect.transport.packet import Segment
+from ..limits import FLOWS, OUT_OF_ORDER
 
 __all__ = [
     "FlowKey", "Data", "Gap", "Start", "End", "FlowStats", "Reassembler", "DEFAULT_SERVER_PORTS",
@@ -27,7 +28,7 @@ FlowKey = tuple[str, int, str, int]
 DEFAULT_SERVER_PORTS = frozenset({11210, 11209, 11211, 11207})
 #: Default cap on the flows tracked at once (both directions of a connection are one flow);
 #: a new flow past it ends the least recently active tenth with ``End(reason='evicted')``.
-MAX_FLOWS = 100_000
+MAX_FLOWS = FLOWS.default
 
 _FIN, _SYN, _RST, _ACK = 0x01, 0x02, 0x04, 0x10
 _MASK = 0xFFFFFFFF
@@ -135,7 +136,7 @@ class Reassembler:
     """TCP reassembly over many concurrent flows; see the module docstring."""
 
     def __init__(self, server_ports: frozenset[int] | set[int] = DEFAULT_SERVER_PORTS,
-                 max_buffer: int = 4 * 1024 * 1024, max_flows: int = MAX_FLOWS):
+                 max_buffer: int = OUT_OF_ORDER.default, max_flows: int = MAX_FLOWS):
         self.server_ports = frozenset(server_ports)
         self.max_buffer = max_buffer
         self.max_flows = max(1, max_flows)

@@ -15,29 +15,27 @@ after the value.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from itertools import accumulate, count
 from operator import sub
 
+from ...limits import JSON_DEPTH, LimitError
 from .errors import CodecError
 
 #: How deep a document may nest (arrays and objects) before it is reported, not parsed.
-MAX_JSON_DEPTH_DEFAULT = 512
+MAX_JSON_DEPTH_DEFAULT = JSON_DEPTH.default
 #: The environment variable that raises (or lowers) the cap, up to :data:`MAX_JSON_DEPTH_LIMIT`.
-MAX_JSON_DEPTH_ENV = "DCPINSPECT_MAX_JSON_DEPTH"
+MAX_JSON_DEPTH_ENV = JSON_DEPTH.env
 #: The highest cap the variable may set: the parser and the JSON Lines writer recurse once a
 #: level on the C stack, and ten thousand levels stay well inside a thread's stack.
-MAX_JSON_DEPTH_LIMIT = 10_000
+MAX_JSON_DEPTH_LIMIT = JSON_DEPTH.most
 
 
 def _configured_depth() -> int:
-    text = os.environ.get(MAX_JSON_DEPTH_ENV, "").strip()
     try:
-        value = int(text) if text else MAX_JSON_DEPTH_DEFAULT
-    except ValueError:
-        value = MAX_JSON_DEPTH_DEFAULT
-    return max(1, min(value, MAX_JSON_DEPTH_LIMIT))
+        return JSON_DEPTH.value()
+    except LimitError:  # the command line says so before any decoding (limits.check_environment)
+        return MAX_JSON_DEPTH_DEFAULT
 
 
 #: The cap in force: :data:`MAX_JSON_DEPTH_DEFAULT` unless the environment says otherwise.

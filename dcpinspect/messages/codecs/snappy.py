@@ -3,8 +3,9 @@
 import cramjam
 
 from .errors import CodecError
+from ...limits import INFLATE
 
-DEFAULT_MAX_SIZE = 20 * 1024 * 1024  # max document size
+DEFAULT_MAX_SIZE = INFLATE.default  # max document size
 _MAX_VARINT_BYTES = 5
 
 

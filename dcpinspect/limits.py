@@ -1,0 +1,127 @@
+"""Every cap on what an input can make dcpinspect do: one table of them, with their
+defaults and the environment variables or options that change them.
+
+A capture, a paste or a file can claim anything in its length fields; each cap bounds the
+time or memory one such claim can cost, and what it cuts is reported (a note, a finding,
+a line on stderr), never silently dropped. The README's "Limits" table is this table.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+class LimitError(ValueError):
+    """An environment variable that does not give a usable value: the message says which."""
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str
+    default: int
+    unit: str  # "bytes" (a K/M/G suffix allowed), or what is counted
+    what: str  # what it bounds, as the README says it
+    env: str = ""  # the variable that changes it, if one does
+    option: str = ""  # the command-line option that changes it, if one does
+    least: int = 1
+    most: int | None = None
+
+    def value(self) -> int:
+        """The cap in force: the variable's value when it is set, else the default."""
+        text = os.environ.get(self.env, "").strip() if self.env else ""
+        if not text:
+            return self.default
+        m = re.fullmatch(r"(\d+)\s*([KMG]?)(?:I?B)?" if self.unit == "bytes" else r"(\d+)()", text.upper())
+        got = int(m.group(1)) * _UNITS[m.group(2)] if m else None
+        if got is None or got < self.least or (self.most is not None and got > self.most):
+            span = f"from {self.least}" + (f" to {self.most}" if self.most is not None else "")
+            example = f"{self.default} or {self.default >> 20}M" if self.unit == "bytes" and self.default >= 1 << 20 \
+                else str(self.default)
+            raise LimitError(f"{self.env}={text[:40]!r} is not a number of {self.unit} {span} (e.g. {example})")
+        return got
+
+
+FRAME_BODY = Limit(
+    "frame body", 30 * 1024 * 1024, "bytes",
+    "Largest MCBP body length taken as a frame (kv_engine's max_packet_size); a longer "
+    "claim is not a frame, and resynchronisation looks for the next header")
+RECORD = Limit(
+    "capture record", 16 * 1024 * 1024, "bytes",
+    "Largest pcap record or pcapng block read; a longer one is passed over unread with a "
+    "note, and reading goes on after it", env="DCPINSPECT_MAX_RECORD", least=64)
+TEXT_INPUT = Limit(
+    "text input", 256 * 1024 * 1024, "bytes",
+    "Most text read from a hex-dump file or from stdin; more is refused with exit 2",
+    env="DCPINSPECT_MAX_TEXT")
+INFLATE = Limit(
+    "Snappy inflation", 20 * 1024 * 1024, "bytes",
+    "Largest size a Snappy value may inflate to (kv_engine's document cap); a larger claim "
+    "is a snappy-invalid finding and the value is shown as it came")
+JSON_DEPTH = Limit(
+    "JSON nesting", 512, "levels",
+    "Deepest nesting of a JSON document from packet data that is parsed; a deeper one is a "
+    "json-too-deep finding", env="DCPINSPECT_MAX_JSON_DEPTH", most=10_000)
+VALUE_TEXT = Limit(
+    "JSON Lines value text", 4096, "characters",
+    "Characters of a text value written into a JSON Lines record (then `…`); binary values "
+    "are written whole as `value_hex`")
+ENTRY_ROWS = Limit(
+    "list rows decoded", 65536, "rows",
+    "Rows made for the entries of one list value (failover log, feature list, vbucket "
+    "seqnos); the rest are one row, while JSON carries every entry")
+VALUE_SHOWN = Limit(
+    "value shown", 1024, "bytes",
+    "Bytes of each value the table view shows, with a note of what is left out",
+    option="--max-value BYTES, --full")
+DIAGRAM_SHOWN = Limit(
+    "diagram shown", 512, "bytes",
+    "Bytes of a frame the byte diagram draws, with a note of what is left out",
+    option="--max-diagram BYTES, --full")
+ROWS_SHOWN = Limit(
+    "rows shown", 256, "rows",
+    "Rows the table view shows under one field (failover logs, feature lists)", option="--full")
+HELD = Limit(
+    "bytes held", 64 * 1024 * 1024, "bytes",
+    "Bytes held, all connections together, for frames not yet whole and for sniffing "
+    "unknown ports; past it the largest holders give theirs up, with a note",
+    env="DCPINSPECT_MAX_HELD", least=1024)
+FLOWS = Limit(
+    "connections", 100_000, "connections",
+    "Connections tracked at once; past it the least recently active tenth are closed, with a note",
+    env="DCPINSPECT_MAX_FLOWS")
+OUT_OF_ORDER = Limit(
+    "out-of-order bytes", 4 * 1024 * 1024, "bytes",
+    "Bytes held per direction of a connection waiting for a lost segment; past it the hole "
+    "is declared a gap and decoding resynchronises after it")
+SNAPSHOT_KEYS = Limit(
+    "snapshot keys", 4_000_000, "keys",
+    "Keys remembered per snapshot for the duplicate-key rule; a larger snapshot stops being "
+    "checked for duplicates")
+
+LIMITS = (FRAME_BODY, RECORD, TEXT_INPUT, INFLATE, JSON_DEPTH, VALUE_TEXT, ENTRY_ROWS, VALUE_SHOWN, DIAGRAM_SHOWN,
+          ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS)
+
+
+def check_environment() -> None:
+    """Raise :class:`LimitError` for the first variable set to something unusable."""
+    for lim in LIMITS:
+        lim.value()
+
+
+def _size(n: int, unit: str) -> str:
+    if unit == "bytes" and n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20} MiB"
+    return f"{n:,} {unit}"
+
+
+def markdown_table() -> str:
+    """The README's table of limits."""
+    rows = ["| limit | default | raised by | what it bounds |", "| --- | --- | --- | --- |"]
+    for lim in LIMITS:
+        how = ", ".join(x for x in (f"`{lim.env}`" if lim.env else "", f"`{lim.option}`" if lim.option else "") if x)
+        rows.append(f"| {lim.name} | {_size(lim.default, lim.unit)} | {how or 'fixed'} | {lim.what} |")
+    return "\n".join(rows) + "\n"
