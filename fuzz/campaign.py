@@ -50,11 +50,11 @@ RSS_LIMIT_MB = 1024
 MAX_LEN = {"hex": 2048, "frame": 512, "pcap": 2048, "pcapng": 2048, "conversation": 512, "render": 1024}
 #: trace comparisons too (slower, finds magic values the seeds do not hold)
 DATAFLOW = os.environ.get("DCPINSPECT_FUZZ_DATAFLOW", "") not in ("", "0")
-for _name, _value in CAMPAIGN_DEFAULTS.items():
-    os.environ.setdefault(_name, _value)
 
 
 def main(entry: str) -> None:
+    for name, value in CAMPAIGN_DEFAULTS.items():  # before harness reads them
+        os.environ.setdefault(name, value)
     import atheris
     from atheris.import_hook import HookManager
 

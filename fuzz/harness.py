@@ -233,7 +233,8 @@ def scratch_file(name: str, data: bytes) -> Iterator[Path]:
 
 def exercise(msg, width: int = 120, rich: bool = True) -> int:
     """Everything one decoded frame goes through on its way to the user (the rich table
-    only if ``rich``); returns the bytes rendered. Nothing may raise."""
+    only if ``rich``); returns the bytes of its largest view (each view is bounded on its
+    own: a frame shown three ways is not three times too much). Nothing may raise."""
     from dcpinspect.messages.describe import describe, walk
     from dcpinspect.outputs.diagram import diagram
     from dcpinspect.outputs.jsonl import dumps, frame_record
@@ -248,28 +249,30 @@ def exercise(msg, width: int = 120, rich: bool = True) -> int:
     json.loads(text)
     drawn = diagram(msg)
     if not rich:
-        return len(text) + len(drawn)
+        return max(len(text), len(drawn))
     con = console(width)
     con.print(frame_table(msg))
-    return len(text) + len(con.file.getvalue()) + len(drawn)
+    return max(len(text), len(con.file.getvalue()), len(drawn))
 
 
 def plain_views(items) -> int:
     """The views of decoded items that need no rich console, as a sampled-out table or
     diagram is replaced by them: each frame's jsonl record and diagram text, each skipped
-    range's reason. Returns the bytes they make."""
+    range's reason. Returns the bytes of the larger of the two views."""
     from dcpinspect.framing.mcbp import Skipped
     from dcpinspect.outputs.diagram import diagram
     from dcpinspect.outputs.escape import safe
     from dcpinspect.outputs.jsonl import dumps, frame_record
 
-    size = 0
+    records = drawn = 0
     for item in items:
         if isinstance(item, Skipped):
-            size += len(safe(item.reason)) + 40
+            records += len(safe(item.reason)) + 40
+            drawn += len(safe(item.reason)) + 40
         else:
-            size += len(dumps(frame_record(item))) + len(diagram(item))
-    return size
+            records += len(dumps(frame_record(item)))
+            drawn += len(diagram(item))
+    return max(records, drawn)
 
 
 def assert_tiles(items, start: int, total: int) -> None:
@@ -318,8 +321,8 @@ def check_frame(data: bytes) -> None:
     with bounded_memory("frame"):
         rendered = 0
         collections = (None, True, False)[mode % 3]
-        rendered += exercise(decode_frame(body, 0, DecodeContext(collections=collections)),
-                             rich=turn(data, RICH_EVERY))
+        bounded_output(exercise(decode_frame(body, 0, DecodeContext(collections=collections)),
+                                rich=turn(data, RICH_EVERY)), len(data), "frame views")
         items = split_frames(body)
         assert_tiles(items, 0, len(body))
         decoded = list(decode_bytes(body, collections))
@@ -343,7 +346,7 @@ def check_frame(data: bytes) -> None:
                 rendered += len(line)
             else:
                 rendered += len(dumps(m.to_json()))
-        bounded_output(rendered, len(data), "frame")
+        bounded_output(rendered, len(data), "frame stream jsonl")
 
 
 # --------------------------------------------------------------------------- hex
