@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 
-from ..unguarded import builder
-from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from ..framing.mcbp import FrameSplitter, RawFrame, RawRun, header_problem
-from ..messages.frame import DecodeContext, Message
+from ..messages.frame import DecodeContext
 from ..messages.header import HEADER_SIZE
-from ..findings import Finding
+from ..sessions.captured import Captured, Note, flow_label
+from ..sessions.captured import captured as _captured
 from ..limits import FLOWS, HELD, Limit, LimitError
 from .lane import Lane
 from .streaming import Conversation
@@ -30,43 +29,6 @@ TLS_PORTS = frozenset({11207, 18091, 18092, 18093})
 HEURISTIC_BYTES = 64 * 1024
 
 
-def flow_label(flow: FlowKey) -> str:
-    c, cp, s, sp = flow
-    if c == "hex":
-        return s
-    fmt = lambda a, p: f"[{a}]:{p}" if ":" in a else f"{a}:{p}"  # noqa: E731
-    return f"{fmt(c, cp)}-{fmt(s, sp)}"
-
-
-@dataclass(frozen=True, slots=True)
-class Captured:
-    ts: float
-    flow: FlowKey
-    direction: str  # c2s or s2c
-    msg: Message
-    #: the capture frame number (1-based, as Wireshark numbers packets) of the record that
-    #: completed the frame: what findings name, known without seeing other connections
-    number: int = 0
-
-
-_CapturedBuilder = builder(Captured)  # fast constructor, see dcpinspect/unguarded.py
-
-
-def _captured(ts: float, flow: FlowKey, direction: str, msg: Message, number: int) -> Captured:
-    c = _CapturedBuilder(ts, flow, direction, msg, number)
-    c.__class__ = Captured
-    return c
-
-@dataclass(frozen=True, slots=True)
-class Note:
-    kind: str  # gap, skipped, encrypted, capture, finding
-    message: str
-    ts: float | None = None
-    flow: FlowKey | None = None
-    direction: str | None = None
-    offset: int | None = None
-    size: int = 0
-    finding: Finding | None = None
 
 
 class Side:

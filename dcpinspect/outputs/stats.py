@@ -38,7 +38,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..engines.capture import Captured, Note, flow_label
+from ..sessions.captured import Captured, Note, flow_label
 from ..messages.dcp import STREAM_END_REASONS
 from .escape import safe
 

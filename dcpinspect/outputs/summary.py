@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
-from ..engines.capture import Captured, Note, flow_label
+from ..sessions.captured import Captured, Note, flow_label
 from ..messages.names import REQUEST_MAGICS
 from ..messages.registry import opcode_name
 from .escape import safe

@@ -1,0 +1,70 @@
+"""Layers only look down: no module imports from a layer above its own.
+
+The order is the README's (Design): ``sources`` → ``transport`` → ``messages`` →
+``framing`` → ``sessions`` → ``rules`` → ``outputs`` → ``engines``, with the command line
+and the Scapy layers on top and ``limits``, ``findings`` and ``unguarded`` beneath them all.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dcpinspect"
+ORDER = ("limits", "findings", "unguarded", "sources", "transport", "messages", "framing", "sessions", "rules",
+         "outputs", "engines", "scapy", "cli", "__main__")
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(path: Path):
+    """(line, imported module) of every import of the package's own modules in ``path``,
+    at the top or inside functions."""
+    module = "dcpinspect." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            yield node.lineno, ".".join(base + ([node.module] if node.module else []))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dcpinspect"):
+            yield node.lineno, node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("dcpinspect"):
+                    yield node.lineno, alias.name
+
+
+def test_every_module_has_a_layer():
+    for path in PACKAGE.rglob("*.py"):
+        layer = _layer("dcpinspect." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts))
+        assert layer in ORDER or layer == "__init__", path
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        mine = _layer("dcpinspect." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts))
+        if mine == "__init__":
+            continue
+        for line, target in _imports(path):
+            theirs = _layer(target)
+            if theirs in ORDER and ORDER.index(theirs) > ORDER.index(mine):
+                upward.append(f"{path.relative_to(PACKAGE.parent)}:{line} ({mine}) imports {target} ({theirs})")
+    assert upward == []
+
+
+def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
+    """The check itself: an outputs module that reaches up into the engines is caught."""
+    fake = tmp_path / "dcpinspect"
+    (fake / "outputs").mkdir(parents=True)
+    (fake / "outputs" / "x.py").write_text("from ..engines.capture import Captured\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    try:
+        test_no_module_imports_from_a_layer_above_its_own()
+    except AssertionError as exc:
+        assert "imports dcpinspect.engines.capture (engines)" in str(exc)
+    else:
+        raise AssertionError("an upward import went unseen")
