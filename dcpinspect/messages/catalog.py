@@ -38,6 +38,11 @@ class OpSpec:
     response: Body = ANY
     family: str = "mcbp"  # "mcbp", "dcp", "tap", "server"
     seqno_field: str | None = None  # the field carrying the stream seqno
+    #: a request that belongs to a stream and travels producer → consumer (counted
+    #: against the consumer's flow-control buffer)
+    stream: bool = False
+    #: a data item: its seqno must fall inside the stream's current snapshot
+    item: bool = False
     #: a client sends this request first on a new connection (HELO, SASL, bucket
     #: selection, DCP_OPEN, TAP_CONNECT): a conversation that begins with it was seen
     #: from its start

@@ -39,6 +39,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..sessions.captured import Captured, Note, flow_label
+from ..sessions.streams import STREAM_OPCODES
 from ..messages.dcp import STREAM_END_REASONS
 from .escape import safe
 
@@ -53,7 +54,6 @@ SPARK = "▁▂▃▄▅▆▇█"
 STREAM_REQ, STREAM_END, SNAPSHOT_MARKER, CLOSE_STREAM = 0x53, 0x55, 0x56, 0x52
 SEQNO_ADVANCED, OSO_SNAPSHOT = 0x64, 0x65
 #: Producer → consumer messages that belong to a stream (vbucket + opaque).
-STREAM_OPCODES = frozenset({0x55, 0x56, 0x57, 0x58, 0x59, 0x5B, 0x5F, 0x60, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67})
 #: Items and the report key that counts them.
 ITEM_KINDS = {0x57: "mutations", 0x58: "deletions", 0x59: "expirations", 0x60: "prepares", 0x62: "commits",
               0x63: "aborts", 0x5F: "system_events"}

@@ -15,15 +15,15 @@ from ..messages.dcp import SNAPSHOT_ACK, SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSH
 from ..messages.frame import Message
 from ..messages.registry import CLIENT_SPECS
 
+# What the catalog (messages/) says of each opcode, as the sets the stream state looks up.
 #: Opcodes that belong to a stream and travel producer → consumer.
-STREAM_OPCODES = frozenset({0x55, 0x56, 0x57, 0x58, 0x59, 0x5B, 0x5F, 0x60, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67})
-#: Stream messages that carry the stream's next seqno.
-SEQNO_OPCODES = {0x57: "by_seqno", 0x58: "by_seqno", 0x59: "by_seqno", 0x60: "by_seqno", 0x5F: "by_seqno",
-                 0x62: "commit_seqno", 0x63: "abort_seqno", 0x64: "by_seqno"}
+STREAM_OPCODES = frozenset(op for op, spec in CLIENT_SPECS.items() if spec.stream)
+#: Stream messages that carry the stream's next seqno, and the field that carries it.
+SEQNO_OPCODES = {op: spec.seqno_field for op, spec in CLIENT_SPECS.items() if spec.seqno_field}
 #: Data items that must fall inside the current snapshot (R3).
-ITEM_OPCODES = frozenset({0x57, 0x58, 0x59, 0x60, 0x5F})
+ITEM_OPCODES = frozenset(op for op, spec in CLIENT_SPECS.items() if spec.item)
 #: Messages the producer counts against the consumer's flow-control buffer.
-FLOW_CONTROLLED = STREAM_OPCODES | {0x5B}
+FLOW_CONTROLLED = STREAM_OPCODES
 MAX_SEQNO = 0xFFFFFFFFFFFFFFFF
 #: the stream.counts key of each known message, ``DCP_SEQNO_ADVANCED`` → ``seqno_advanced``
 _COUNT_NAMES = {op: spec.name.removeprefix("DCP_").lower() for op, spec in CLIENT_SPECS.items()}
