@@ -177,7 +177,7 @@ def _fixed_shapes() -> tuple[dict, list]:
         for _, extras in sorted((spec.request.extras or {0: None}).items()):
             if op == 0x56 and extras is dcp.SNAPSHOT_V2_EXTRAS:
                 for version, value in sorted(dcp.SNAPSHOT_VALUE_BY_VERSION.items()):
-                    if version != 0x01:
+                    if version not in dcp.SNAPSHOT_REMOVED_VERSIONS:
                         add(_MAGICS, op, extras, version, value, proto, head, True)
             else:
                 add(_MAGICS, op, extras, -1, None, proto, head, True)

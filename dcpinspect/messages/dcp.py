@@ -107,6 +107,8 @@ SNAPSHOT_V22 = Layout(
     seqno("high_prepared_seqno", "High Prepared Seqno"),
 )
 SNAPSHOT_VALUE_BY_VERSION = {0x00: SNAPSHOT_V20, 0x01: SNAPSHOT_V21, 0x02: SNAPSHOT_V22}
+#: Versions a producer no longer sends (spec/dcp.md §8.7).
+SNAPSHOT_REMOVED_VERSIONS = {0x01: ("v2.1", "8.0")}  # version: (name, release that removed it)
 
 _DOCUMENT_META = (
     seqno("by_seqno", "By Seqno"),

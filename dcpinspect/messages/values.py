@@ -303,8 +303,10 @@ def _snapshot_marker_layout(msg, raw, base) -> Layout | None:
         return None
     version = msg.values.get("version")
     layout = dcp.SNAPSHOT_VALUE_BY_VERSION.get(version)
-    if version == 0x01:
-        msg.problems.append(Problem("snapshot-marker-version", "version 0x01 (v2.1) was removed in 8.0", base - 1))
+    if version in dcp.SNAPSHOT_REMOVED_VERSIONS:
+        name, release = dcp.SNAPSHOT_REMOVED_VERSIONS[version]
+        msg.problems.append(Problem("snapshot-marker-version", f"version 0x{version:02x} ({name}) was removed in {release}",
+                                    base - 1))
     elif layout is None:
         if version is not None:
             msg.problems.append(Problem("snapshot-marker-version", f"unknown marker version 0x{version:02x}", base - 1))
