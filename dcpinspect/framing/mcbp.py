@@ -81,6 +81,8 @@ class FrameSplitter:
     Buffering is bounded by the largest legal frame.
     """
 
+    __slots__ = ("_buf", "_runs", "_base", "_synced", "_max_body", "_skip", "_want", "_within")
+
     def __init__(self, synced: bool = True, max_body: int = MAX_BODY_LENGTH, runs: bool = False) -> None:
         self._buf = bytearray()
         #: the synced fast path hands whole frames over as one RawRun (needs the C lane)
