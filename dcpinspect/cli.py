@@ -598,9 +598,14 @@ def validate_command(
     from .engines.sinks import LEVELS
 
     rows, frames = [], 0
+    err = make_console(stderr=True)
     for path in files:
         got, checked = _findings_of(path, set(port), _collections(collections), jobs, show_info)
-        rows.extend(got)
+        for row in got:
+            if isinstance(row, str):  # damage to the file itself: said on stderr, as decode says it
+                err.print(_safe(f"note: {path}: {row}"), markup=False)
+            else:
+                rows.append(row)
         frames += checked
     worst = max((LEVELS[r.severity] for r in rows), default=-1)
     if fmt is ListFormat.jsonl:

@@ -179,3 +179,18 @@ def test_file_names_reach_the_terminal_escaped(tmp_path):
             assert not UNSAFE.search(stream), (args, stream)
         if args[0] != "hex":
             assert "\\x1b[31mred" in res.stdout + res.stderr, args
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_validate_says_when_the_capture_itself_is_damaged(inputs, tmp_path, jobs):
+    """A capture cut inside its last record: the findings as before, and one note on stderr
+    naming the file and the damage (decode says the same)."""
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(inputs["pcap"].read_bytes()[:-30])
+    res = servers.dcpinspect("validate", cut, "-j", jobs, "-f", "jsonl")
+    assert res.returncode == 0, res.stderr
+    assert [r["rule"] for r in servers.jsonl(res.stdout)] == ["negotiation-missing"]
+    notes = [line for line in res.stderr.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and str(cut) in notes[0] and "left in the file" in notes[0], res.stderr
+    decoded = servers.notes_of(servers.jsonl(servers.dcpinspect("decode", cut, "-f", "jsonl").stdout), "capture")
+    assert [n["message"] for n in decoded] == [notes[0].split(f"{cut}: ", 1)[1]]

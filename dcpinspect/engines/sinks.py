@@ -164,7 +164,8 @@ class FindingRow:
 
 @dataclass
 class FindingsSink:
-    """``validate``: payload a list of :class:`FindingRow`; totals: frames checked."""
+    """``validate``: payload a list of :class:`FindingRow` (and, for damage to the capture
+    file itself, its note's text); totals: frames checked."""
 
     source: str  # the file name the rows carry
     show_info: bool = False
@@ -172,7 +173,7 @@ class FindingsSink:
     frames: int = 0
     labels: _Labels = field(default_factory=_Labels)
 
-    def take(self, key: int, item: Captured | Note) -> list[FindingRow] | None:
+    def take(self, key: int, item: Captured | Note) -> list[FindingRow | str] | None:
         if isinstance(item, Captured):
             self.frames += 1
             found = item.msg.findings
@@ -180,6 +181,8 @@ class FindingsSink:
                 return None
         elif item.finding is not None:
             found = [item.finding]
+        elif item.kind == "capture":  # the file is damaged, or a cap gave something up
+            return [item.message]
         else:
             return None
         rows = [self._row(f, item) for f in found if self.show_info or f.severity != "info"]
