@@ -479,8 +479,8 @@ def engine_reports(path: Path, rich: bool = True) -> int:
     for key, item in keyed_items(read_records(path)):
         summary.take(key, item)
         stats.add(item)
-        for row in findings.take(key, item) or ():
-            printed += len(dumps(row.record)) + sum(map(len, row.cells))
+        for row in findings.take(key, item) or ():  # a finding's row, or a damaged file's note
+            printed += len(row) if isinstance(row, str) else len(dumps(row.record)) + sum(map(len, row.cells))
         if isinstance(item, Captured):
             printed += len(_stamp(item.ts))
     if rich:
