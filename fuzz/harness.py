@@ -633,7 +633,10 @@ def _operation(ch: Choices, d, producers: list, vectors: list[str]) -> None:
     elif op in (17, 18):
         (d.client if ch.bool() else d.server)(_random_frame(ch))
     else:
-        (d.client if ch.bool() else d.server)(ch.bytes(1 + ch.int(40)))
+        to_client = ch.bool()
+        garbage = ch.bytes(1 + ch.int(40))
+        if garbage:  # the input may end before the bytes it asked for
+            (d.client if to_client else d.server)(garbage)
 
 
 def _carry(ch: Choices, messages: list[tuple[str, bytes]]) -> tuple[list[bytes | tuple], str, str]:
