@@ -21,6 +21,7 @@ import pytest
 
 from dcpinspect.transport import synth
 from frames import request, response, run_cli
+from test_hexdump import rows16
 
 LINKTYPE_USER0 = 147
 #: a conversation whose frames are cut across packets by a small MSS
@@ -156,13 +157,7 @@ def test_tool_dumps_without_headers(kind: str, tmp_path: Path) -> None:
 
 def tcpdump_X(data: bytes) -> str:
     """``data`` in tcpdump -X's layout: 16 bytes a row in groups of two, then the ASCII column."""
-    rows = []
-    for off in range(0, len(data), 16):
-        row = data[off:off + 16]
-        groups = " ".join(row[i:i + 2].hex() for i in range(0, len(row), 2))
-        text = "".join(chr(b) if 32 <= b < 127 else "." for b in row)
-        rows.append(f"\t0x{off:04x}:  {groups:<39}  {text}\n")
-    return "".join(rows)
+    return "".join(f"\t0x{off:04x}:  {groups:<39}  {text}\n" for off, groups, text in rows16(data))
 
 
 def test_tcpdump_X_layout_is_tcpdumps(tcpdump_payloads: Path) -> None:

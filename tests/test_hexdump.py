@@ -245,14 +245,17 @@ def test_plain_letters_only_needs_a_pure_hex_input() -> None:
 
 # ---------------------------------------------------------------- dumps: offsets, blocks, garbage
 
-def _xxd_like(data: bytes, start: int = 0) -> str:
-    lines = []
+def rows16(data: bytes):
+    """``(offset, hex in groups of two bytes, ASCII column)`` of each 16-byte row, as xxd and
+    tcpdump -X lay them out."""
     for i in range(0, len(data), 16):
         chunk = data[i:i + 16]
         groups = " ".join(chunk[j:j + 2].hex() for j in range(0, len(chunk), 2))
-        text = "".join(chr(c) if 0x20 <= c < 0x7f else "." for c in chunk)
-        lines.append(f"{start + i:08x}: {groups:<39}  {text}")
-    return "\n".join(lines) + "\n"
+        yield i, groups, "".join(chr(c) if 0x20 <= c < 0x7f else "." for c in chunk)
+
+
+def _xxd_like(data: bytes, start: int = 0) -> str:
+    return "".join(f"{start + i:08x}: {groups:<39}  {text}\n" for i, groups, text in rows16(data))
 
 
 def test_missing_line_is_reported() -> None:
