@@ -100,6 +100,11 @@ def _exit_code(renderer: Renderer, strict: bool) -> int:
     return EXIT_OK
 
 
+#: ``--max-value``, the same on every command with a table view
+MAX_VALUE_OPTION = typer.Option(None, "--max-value", min=1, metavar="BYTES",
+                                help=f"Bytes of each value the table shows (default {VALUE_SHOWN.default}).")
+
+
 def _shown(full: bool, max_value: int | None, max_diagram: int | None = None):
     """What the table and diagram show of each frame: ``--full``, ``--max-value``, ``--max-diagram``."""
     from .outputs.shown import Shown
@@ -120,8 +125,7 @@ def hex_command(
     ),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any frame has an error finding."),
     full: bool = typer.Option(False, "--full", help="Show values and diagrams whole (the table and diagram cap them)."),
-    max_value: Optional[int] = typer.Option(None, "--max-value", min=1, metavar="BYTES",
-                                            help=f"Bytes of each value the table shows (default {VALUE_SHOWN.default})."),
+    max_value: Optional[int] = MAX_VALUE_OPTION,
     max_diagram: Optional[int] = typer.Option(None, "--max-diagram", min=1, metavar="BYTES",
                                               help=f"Bytes of each frame the diagram draws (default {DIAGRAM_SHOWN.default})."),
 ) -> None:
@@ -348,8 +352,7 @@ def decode_command(
     jobs: int = typer.Option(0, "--jobs", "-j", min=0,
                              help="Worker processes for jsonl and summary (0: one per CPU on files over 16 MiB)."),
     full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
-    max_value: Optional[int] = typer.Option(None, "--max-value", min=1, metavar="BYTES",
-                                            help=f"Bytes of each value the table shows (default {VALUE_SHOWN.default})."),
+    max_value: Optional[int] = MAX_VALUE_OPTION,
 ) -> None:
     """Decode MCBP/DCP frames from capture files (or hex dumps), in capture order."""
     from .engines.parallel import WorkerCrash, run_sink
@@ -394,24 +397,18 @@ def decode_command(
 def _progress(path: Path, fmt: str) -> "_Progress | None":
     """A progress line on stderr for long files, when stderr is a terminal that frames are
     not being printed to."""
+    from .sources.inputs import gzipped
+
     size = path.stat().st_size
-    if not sys.stderr.isatty() or size < (PROGRESS_GZIP_BYTES if _gzipped(path) else PROGRESS_BYTES):
+    if not sys.stderr.isatty() or size < (PROGRESS_GZIP_BYTES if gzipped(path) else PROGRESS_BYTES):
         return None
     if fmt != "summary" and sys.stdout.isatty():
         return None
-    return _Progress(path.stat().st_size)
+    return _Progress(size)
 
 
 #: files this big get a progress bar; gzip files sooner, since they may inflate a thousandfold
 PROGRESS_BYTES, PROGRESS_GZIP_BYTES = 32 * 1024 * 1024, 1024 * 1024
-
-
-def _gzipped(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(2) == b"\x1f\x8b"
-    except OSError:
-        return False
 
 
 class _Progress:
@@ -464,8 +461,7 @@ def live_command(
     collections: Collections = typer.Option(Collections.auto),
     strict: bool = typer.Option(False, "--strict"),
     full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
-    max_value: Optional[int] = typer.Option(None, "--max-value", min=1, metavar="BYTES",
-                                            help=f"Bytes of each value the table shows (default {VALUE_SHOWN.default})."),
+    max_value: Optional[int] = MAX_VALUE_OPTION,
 ) -> None:
     """Sniff an interface and decode frames as they arrive; a summary at the end or on Ctrl-C."""
     import queue

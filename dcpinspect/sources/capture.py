@@ -251,12 +251,13 @@ _PCAP_MAGICS = {
     b"\xa1\xb2\xcd\x34": (">", 1e-6, 24),
 }
 _PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 def looks_like_capture(head: bytes) -> bool:
     """Whether a file's first bytes are a pcap or pcapng magic, or gzip's (whose content
     :func:`read_records` judges)."""
-    return head[:4] in _PCAP_MAGICS or head[:4] == _PCAPNG_SHB or head[:2] == b"\x1f\x8b"
+    return head[:4] in _PCAP_MAGICS or head[:4] == _PCAPNG_SHB or head[:2] == GZIP_MAGIC
 
 
 def read_records(path: str | os.PathLike, max_record: int | None = None) -> "Records":
@@ -354,7 +355,7 @@ def _open(path):
     except OSError as exc:
         raise CaptureError(f"cannot open {os.fspath(path)}: {exc.strerror or exc}") from None
     try:
-        gz = raw.read(2) == b"\x1f\x8b"
+        gz = raw.read(2) == GZIP_MAGIC
         raw.seek(0)
     except OSError as exc:
         raw.close()

@@ -12,7 +12,7 @@ import sys
 from typing import BinaryIO
 
 from ..limits import TEXT_INPUT, LimitError
-from .capture import looks_like_capture
+from .capture import GZIP_MAGIC, looks_like_capture
 
 CAPTURE, TEXT = "capture", "text"
 
@@ -39,6 +39,15 @@ def input_kind(path: str | os.PathLike) -> str:
     except OSError as exc:
         raise _problem(path, exc) from None
     return CAPTURE if looks_like_capture(head) else TEXT
+
+
+def gzipped(path: str | os.PathLike) -> bool:
+    """Whether the file is gzip-compressed (False when it cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == GZIP_MAGIC
+    except OSError:
+        return False
 
 
 def read_text(path: str | os.PathLike | None, stdin: BinaryIO | None = None) -> str:
