@@ -16,12 +16,12 @@ from ..messages.frame import DecodeContext
 from ..messages.header import HEADER_SIZE
 from ..sessions.captured import Captured, Note, flow_label
 from ..sessions.captured import captured as _captured
-from ..limits import FLOWS, HELD, Limit, LimitError
+from ..limits import FLOWS, HELD
 from .lane import Lane
 from .streaming import Conversation
 from .tails import BUF, DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, reverse_raw, settle
 from ..transport.packet import Segment
-from ..sources.capture import CaptureError
+from ..sources.capture import limit_value
 from ..transport.reassembly import MAX_FLOWS, Data, End, FlowKey, Gap, Reassembler, Start
 
 MCBP_PORTS = frozenset({11210, 11209, 11211})
@@ -110,21 +110,14 @@ MAX_FLOWS_ENV = FLOWS.env
 FOLLOW_AFTER = 2
 MAX_FOLLOWED = 16384
 FOLLOW_STEP = 1 << 20
-def _cap(limit: Limit) -> int:
-    try:
-        return limit.value()
-    except LimitError as exc:
-        raise CaptureError(str(exc)) from None
-
-
 def held_cap() -> int:
     """The held-bytes cap: ``$DCPINSPECT_MAX_HELD`` if set, else ``MAX_HELD``."""
-    return _cap(HELD)
+    return limit_value(HELD)
 
 
 def flow_cap() -> int:
     """The cap on connections at once: ``$DCPINSPECT_MAX_FLOWS`` if set, else ``MAX_FLOWS``."""
-    return _cap(FLOWS)
+    return limit_value(FLOWS)
 
 
 class FlowDecoder:
@@ -146,7 +139,7 @@ class FlowDecoder:
         self.c2s: Side | None = None
         self.s2c: Side | None = None
         self.first = ""  # the direction whose side was made first
-        self.pending: dict[str, bytearray] | None = None  # sniffing buffers of an unknown port
+        self.pending: dict[str, _Sniffing] | None = None  # sniffing buffers of an unknown port
         self.first_index = first_index  # the capture record that began the connection
         self._label: str | None = None
         self.runs = False  # splitters hand whole frames over as runs, for the lane

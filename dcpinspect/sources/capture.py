@@ -32,7 +32,7 @@ from ..unguarded import builder
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
-from ..limits import RECORD, LimitError
+from ..limits import RECORD, Limit, LimitError
 
 __all__ = ["Record", "CaptureProblem", "CaptureError", "read_records", "record_cap", "MAX_RECORD",
            "MAX_RECORD_ENV"]
@@ -46,13 +46,18 @@ MAX_RECORD_ENV = RECORD.env
 _CHUNK = 1 << 20
 
 
+def limit_value(limit: Limit) -> int:
+    """A limit in force for reading a capture; ``CaptureError`` when its variable is unusable."""
+    try:
+        return limit.value()
+    except LimitError as exc:
+        raise CaptureError(str(exc)) from None
+
+
 def record_cap() -> int:
     """The cap on a record in bytes: ``$DCPINSPECT_MAX_RECORD`` if set, else ``MAX_RECORD``.
     Raises ``CaptureError`` for a value that is not a size."""
-    try:
-        return RECORD.value()
-    except LimitError as exc:
-        raise CaptureError(str(exc)) from None
+    return limit_value(RECORD)
 
 
 @dataclass(frozen=True, slots=True)
