@@ -16,16 +16,18 @@ from typing import Iterable, Sequence
 from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 #: up to this many rows rich lays the whole table out itself
 RICH_ROWS = 200
 
 
-def print_rows(console: Console, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
-    """Print ``rows`` of text cells under ``headers`` (no box, no styles in the cells)."""
+def print_rows(console: Console, headers: Sequence[str], rows: Iterable[Sequence[str]], title: str = "") -> None:
+    """Print ``rows`` of text cells under ``headers`` (no box, no styles in the cells), with
+    ``title`` on a line of its own above them if given."""
     rows = list(rows)
     if len(rows) <= RICH_ROWS or console.is_terminal or console.record:
-        table = Table(*headers, box=None)
+        table = Table(*headers, box=None, title=title or None, title_justify="left")
         for r in rows:
             table.add_row(*r)
         console.print(table)
@@ -33,6 +35,10 @@ def print_rows(console: Console, headers: Sequence[str], rows: Iterable[Sequence
     sizes = [[_width(c) for c in r] for r in rows]
     widths = _widths(console, headers, rows, sizes)
     out, write = [], console.file.write
+    if title:  # as rich writes a table's title: on its own line, as wide as the table
+        with console.capture() as cap:
+            console.print(Text(title.ljust(sum(widths) + 2 * len(widths)), style="table.title"))
+        out.append(cap.get())
     lines = [headers, *rows]
     for i, cells in enumerate(lines):
         have = [_width(c) for c in cells] if i == 0 else sizes[i - 1]

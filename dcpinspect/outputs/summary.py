@@ -12,37 +12,7 @@ from ..sessions.captured import Captured, Note, flow_label
 from ..messages.names import REQUEST_MAGICS
 from ..messages.registry import opcode_name
 from .escape import safe
-
-
-#: above this many rows the connections table is laid out here, not by rich (which
-#: measures every cell several times: about 0.5 ms a row)
-PLAIN_ROWS = 200
-
-
-class _PlainTable:
-    """Rows of plain text cells laid out as rich's ``Table(box=None)`` lays them out when they
-    fit a console that is not a terminal (1 space of padding each side, left-aligned, title on
-    its own line): byte-identical there; anything else goes to rich."""
-
-    def __init__(self, *headers: str) -> None:
-        self.rows = [headers]
-
-    def add_row(self, *cells: str) -> None:
-        self.rows.append(cells)
-
-    def print(self, console: Console, title: str) -> None:
-        widths = [max(len(r[i]) for r in self.rows) for i in range(len(self.rows[0]))]
-        total = sum(widths) + 2 * len(widths)
-        if (total > console.width or console.is_terminal or console.record
-                or any(not c.isascii() for r in self.rows for c in r)):  # styles, wrapping, wide chars: rich
-            table = Table(*self.rows[0], title=title, title_justify="left", box=None)
-            for r in self.rows[1:]:
-                table.add_row(*r)
-            console.print(table)
-            return
-        lines = [title.ljust(total)]
-        lines.extend("".join(" " + c.ljust(w) + " " for c, w in zip(r, widths)) for r in self.rows)
-        console.file.write("\n".join(lines) + "\n")
+from .rows import print_rows
 
 
 @dataclass
@@ -94,8 +64,7 @@ class CaptureSummary:
         head = ("flow", "c2s frames", "s2c frames", "bytes", "duration s", "gaps", "skipped B")
         if self.judged:
             head += ("errors", "warnings")
-        flows = _PlainTable(*head) if len(self.flows) > PLAIN_ROWS else Table(
-            *head, title="Connections", title_justify="left", box=None)
+        rows = []
         opcodes: Counter = Counter()
         findings: Counter = Counter()
         for flow, fs in self.flows.items():
@@ -109,11 +78,8 @@ class CaptureSummary:
             sides = ("-", "-") if fs.frames[""] else (str(fs.frames["c2s"]), str(fs.frames["s2c"]))  # a hex dump
             cells = (safe(flow_label(flow)), *sides, str(sum(fs.bytes.values())), dur, str(fs.notes["gap"]),
                      str(fs.note_bytes["skipped"]))
-            flows.add_row(*(cells + (str(errors), str(warnings)) if self.judged else cells))
-        if isinstance(flows, _PlainTable):
-            flows.print(console, "Connections")
-        else:
-            console.print(flows)
+            rows.append(cells + (str(errors), str(warnings)) if self.judged else cells)
+        print_rows(console, head, rows, title="Connections")
         console.print()
         ops = Table("opcode", "frames", title="Opcodes", title_justify="left", box=None)
         for name, n in opcodes.most_common():
