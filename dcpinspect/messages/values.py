@@ -444,6 +444,9 @@ def _tap_connect(msg, raw, base, ctx):
             ]
             out.append(Field("checkpoints", "Checkpoints", base + pos, 2 + 10 * n, cps, f"{n} entries"))
             pos += 2 + 10 * n
+    if flags & 0x80 and pos < len(raw):  # ep-engine 2.x: one optional "closed checkpoints only" byte
+        out.append(Field("closed_checkpoint_only", "Closed checkpoint only", base + pos, 1, raw[pos], str(raw[pos])))
+        pos += 1
     if pos < len(raw):
         msg.problems.append(Problem("tap-connect-value", f"{len(raw) - pos} bytes left after the flag values", base + pos))
         out.append(Field("value_hex", "Rest", base + pos, len(raw) - pos, raw[pos:].hex(), raw[pos:].hex(" ")))
