@@ -22,17 +22,19 @@ from .streaming import Conversation
 from .tails import BUF, DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, reverse_raw, settle
 from ..transport.packet import Segment
 from ..sources.capture import limit_value
-from ..transport.reassembly import MAX_FLOWS, Data, End, FlowKey, Gap, Reassembler, Start
+from ..transport.reassembly import MAX_FLOWS, Data, End, Flow, FlowKey, Gap, Reassembler, Start
 
 MCBP_PORTS = frozenset({11210, 11209, 11211})
+#: the protocol of a connection whose end the decoder has handled
+ENDED = "ended"
 TLS_PORTS = frozenset({11207, 18091, 18092, 18093})
 HEURISTIC_BYTES = 64 * 1024
 
 
 
 
-class Side:
-    """One direction of a connection: its frame splitter, and which capture record carried
+class Side(FrameSplitter):
+    """One direction of a connection: a frame splitter, and which capture record carried
     which bytes, so a frame is numbered by the packet holding its last byte (as Wireshark
     numbers a reassembled PDU) however late the splitter could confirm it.
 
@@ -41,10 +43,10 @@ class Side:
     holds one mark, in no object of its own). ``counted`` is how much of the splitter's
     buffer the decoder's held-bytes total counts."""
 
-    __slots__ = ("splitter", "fed", "counted", "_end", "_index", "_more", "_head")
+    __slots__ = ("fed", "counted", "_end", "_index", "_more", "_head")
 
     def __init__(self, synced: bool, runs: bool = False) -> None:
-        self.splitter = FrameSplitter(synced=synced, runs=runs)
+        FrameSplitter.__init__(self, synced=synced, runs=runs)
         self.fed = 0  # stream offset after the last byte handed over (gaps count)
         self.counted = 0
         self._end: int | None = None  # the first mark, if any
@@ -120,29 +122,42 @@ def flow_cap() -> int:
     return limit_value(FLOWS)
 
 
-class FlowDecoder:
-    """One TCP connection: one conversation, one splitting side per direction.
+class FlowDecoder(Flow):
+    """One TCP connection: its reassembly (the :class:`Flow` it extends, so that a
+    connection is one record in the reassembler's one table), one conversation, one
+    splitting side per direction.
 
     Compact while idle: the conversation (negotiation, stream state, rules) is made by its
     first frame, a side by its direction's first bytes, the sniffing buffers by the first
     bytes of a port that needs them."""
 
-    __slots__ = ("flow", "_conversation", "_recipe", "midstream", "protocol", "c2s", "s2c", "first",
+    __slots__ = ("_conversation", "_recipe", "midstream", "protocol", "c2s_side", "s2c_side", "first",
                  "pending", "first_index", "_label", "runs")
 
-    def __init__(self, flow: FlowKey, recipe: tuple, midstream: bool, first_index: int = 0) -> None:
-        self.flow = flow
+    def __init__(self, key: FlowKey, ts: float) -> None:
+        Flow.__init__(self, key, ts)
         self._conversation: Conversation | None = None
-        self._recipe = recipe  # (collections, base): how the conversation is made
-        self.midstream = midstream
-        self.protocol = "unknown"  # mcbp, tls, ignored, unknown
-        self.c2s: Side | None = None
-        self.s2c: Side | None = None
+        self._recipe: tuple | None = None  # (collections, base): how the conversation is made
+        self.midstream = False
+        self.protocol = "unknown"  # mcbp, tls, ignored, unknown; ENDED once its End is handled
+        self.c2s_side: Side | None = None
+        self.s2c_side: Side | None = None
         self.first = ""  # the direction whose side was made first
         self.pending: dict[str, _Sniffing] | None = None  # sniffing buffers of an unknown port
-        self.first_index = first_index  # the capture record that began the connection
+        self.first_index = 0  # the capture record that began the connection
         self._label: str | None = None
         self.runs = False  # splitters hand whole frames over as runs, for the lane
+
+    def end(self) -> None:
+        """The decoder is done with the connection (its End): what it kept goes; the
+        reassembler may keep the record a while (a closed flow's late segments)."""
+        self.protocol = ENDED
+        self._conversation = self.pending = self._label = None
+        self.drop_sides()
+
+    def begin(self, recipe: tuple, midstream: bool, first_index: int, runs: bool) -> None:
+        """The decoder takes the connection on (its Start)."""
+        self._recipe, self.midstream, self.first_index, self.runs = recipe, midstream, first_index, runs
 
     @property
     def conversation(self) -> Conversation:
@@ -161,24 +176,24 @@ class FlowDecoder:
     def label(self) -> str:
         """flow_label(flow) as a JSON string, for the lines of the jsonl lane."""
         if self._label is None:
-            self._label = json.dumps(flow_label(self.flow))
+            self._label = json.dumps(flow_label(self.key))
         return self._label
 
     def side(self, direction: str) -> Side:
-        sd = self.c2s if direction == "c2s" else self.s2c
+        sd = self.c2s_side if direction == "c2s" else self.s2c_side
         if sd is None:
             sd = Side(not self.midstream, self.runs)
             if direction == "c2s":
-                self.c2s = sd
+                self.c2s_side = sd
             else:
-                self.s2c = sd
+                self.s2c_side = sd
             if not self.first:
                 self.first = direction
         return sd
 
     def made(self, direction: str) -> Side | None:
         """The side of ``direction`` if its bytes have begun."""
-        return self.c2s if direction == "c2s" else self.s2c
+        return self.c2s_side if direction == "c2s" else self.s2c_side
 
     def sides(self) -> list[tuple[str, Side]]:
         """The sides made, in the order they were made."""
@@ -186,7 +201,7 @@ class FlowDecoder:
         return [(d, sd) for d, sd in ((d, self.made(d)) for d in order) if sd is not None]
 
     def drop_sides(self) -> None:
-        self.c2s = self.s2c = None
+        self.c2s_side = self.s2c_side = None
         self.first = ""
 
 
@@ -208,8 +223,7 @@ class CaptureDecoder:
         self.base = base or DecodeContext()
         self.max_flows = flow_cap() if max_flows is None else max_flows
         self.reassembler = Reassembler(server_ports=self.ports | TLS_PORTS, max_buffer=max_buffer,
-                                       max_flows=self.max_flows)
-        self.flows: dict[FlowKey, FlowDecoder] = {}
+                                       max_flows=self.max_flows, flow_type=FlowDecoder)
         self._recipe = (collections, self.base)  # shared by every FlowDecoder
         #: bytes held for frames not yet whole, all connections together (see _shed)
         self.max_held = held_cap() if max_held is None else max_held
@@ -254,7 +268,7 @@ class CaptureDecoder:
                 self._event(ev, out)
             yield from out
             out.clear()
-        for fd in list(self.flows.values()):
+        for fd in self.open_flows():
             self._close_flow(fd, out, None)
             yield from out
             out.clear()
@@ -277,8 +291,8 @@ class CaptureDecoder:
         mine = reassembler.in_order(key)
         if mine is None:
             return
-        fd = self.flows.get(mine[0])
-        if fd is None:
+        fd = reassembler.record(mine[0])
+        if fd is None or fd.protocol is ENDED:
             return
         back = (seg.dst, seg.dport, seg.src, seg.sport)
         theirs = reassembler.in_order(back)
@@ -298,7 +312,7 @@ class CaptureDecoder:
     def taken(self, tail: Tail) -> list[Captured | Note]:
         """What the frames a followed direction's buffer now holds make (the reader's hit)."""
         carried(tail)
-        splitter = tail[SIDE].splitter
+        splitter = tail[SIDE]
         out: list[Captured | Note] = []
         self._items(tail[FLOW], tail[DIRECTION], splitter.feed(b""), tail[TS], out)
         tail[WANT] = min(splitter.wanted, splitter.buffered + self._step())
@@ -318,12 +332,19 @@ class CaptureDecoder:
 
     # -- events ------------------------------------------------------------------------
 
+    @property
+    def flows(self) -> dict[FlowKey, FlowDecoder]:
+        """The connections being decoded, by flow key, oldest first."""
+        return {fd.key: fd for fd in self.open_flows()}
+
+    def open_flows(self) -> list[FlowDecoder]:
+        """The connections being decoded (begun, not yet ended), oldest first."""
+        return [fd for fd in self.reassembler.records() if fd.protocol is not ENDED and fd._recipe is not None]
+
     def _event(self, ev, out: list) -> None:
         if isinstance(ev, Start):
-            fd = FlowDecoder(ev.flow, self._recipe, ev.midstream, ev.index)
-            if self.lane is not None:
-                fd.runs = True
-            self.flows[ev.flow] = fd
+            fd = ev.state
+            fd.begin(self._recipe, ev.midstream, ev.index, self.lane is not None)
             sport = ev.flow[3]
             if sport in TLS_PORTS:
                 fd.protocol = "tls"
@@ -333,7 +354,13 @@ class CaptureDecoder:
             elif not self.heuristic:
                 fd.protocol = "ignored"
             return
-        fd = self.flows.get(ev.flow)
+        if type(ev) is End:
+            fd = ev.state
+            if fd.protocol is not ENDED:
+                self._close_flow(fd, out, ev.ts)
+                fd.end()
+            return
+        fd = self.reassembler.record(ev.flow)
         if fd is None:
             return
         if isinstance(ev, Data):
@@ -344,14 +371,11 @@ class CaptureDecoder:
                                 ev.offset, ev.missing))
                 fd.conversation.validator.gap()
                 sd = fd.side(ev.direction)
-                items = sd.splitter.gap(ev.missing)
+                items = sd.gap(ev.missing)
                 sd.lost(ev.missing)
                 self._items(fd, ev.direction, items, ev.ts, out)
             elif fd.protocol == "unknown" and fd.pending:
                 self.held -= len(fd.pending.pop(ev.direction, b""))
-        elif isinstance(ev, End):
-            self._close_flow(fd, out, ev.ts)
-            del self.flows[ev.flow]
 
     def _data(self, fd: FlowDecoder, ev: Data, out: list) -> None:
         if fd.protocol == "unknown":
@@ -370,7 +394,7 @@ class CaptureDecoder:
             if verdict:
                 fd.protocol = "mcbp"
                 data = bytes(sniffing.data)
-                self._items(fd, ev.direction, fd.side(ev.direction).splitter.feed(data), ev.ts, out)
+                self._items(fd, ev.direction, fd.side(ev.direction).feed(data), ev.ts, out)
             else:
                 fd.protocol = "ignored"
             return
@@ -378,11 +402,11 @@ class CaptureDecoder:
             return
         sd = fd.side(ev.direction)
         sd.carried(len(ev.data), ev.index)
-        self._items(fd, ev.direction, sd.splitter.feed(ev.data), ev.ts, out)
+        self._items(fd, ev.direction, sd.feed(ev.data), ev.ts, out)
 
     def _items(self, fd: FlowDecoder, direction: str, items, ts: float, out: list) -> None:
         sd = fd.made(direction)
-        n = sd.splitter.buffered
+        n = sd.buffered
         if n != sd.counted:
             self.held += n - sd.counted
             sd.counted = n
@@ -393,11 +417,11 @@ class CaptureDecoder:
                 self._run(fd, sd, direction, item, ts, out)
             else:
                 sd.record_of(item.offset + item.size)
-                out.append(Note("skipped", item.reason, ts, fd.flow, direction, item.offset, item.size))
+                out.append(Note("skipped", item.reason, ts, fd.key, direction, item.offset, item.size))
 
     def _frame(self, fd: FlowDecoder, sd: Side, direction: str, raw: RawFrame, ts: float) -> Captured:
         number = sd.record_of(raw.offset + len(raw.data)) + 1
-        return _captured(ts, fd.flow, direction, fd.conversation.decode(raw, direction, ts, number), number)
+        return _captured(ts, fd.key, direction, fd.conversation.decode(raw, direction, ts, number), number)
 
     def _run(self, fd: FlowDecoder, sd: Side, direction: str, run: RawRun, ts: float, out: list) -> None:
         """Whole frames in a row: what the lane takes, and the rest frame by frame."""
@@ -409,7 +433,7 @@ class CaptureDecoder:
                 end = pos + HEADER_SIZE + int.from_bytes(data[pos + 8:pos + 12], "big")
                 got = self._frame(fd, sd, direction, RawFrame(offset + pos, data[pos:end]), ts)
             elif type(got) is tuple:  # decoded and judged with findings: the ordinary record
-                got = _captured(ts, fd.flow, direction, *got)
+                got = _captured(ts, fd.key, direction, *got)
             out.append(got)
             pos = end
 
@@ -419,14 +443,14 @@ class CaptureDecoder:
         if fd.protocol != "mcbp":
             return
         for direction, sd in fd.sides():
-            if sd.splitter.buffered:
-                self._items(fd, direction, sd.splitter.close(), ts if ts is not None else 0.0, out)
+            if sd.buffered:
+                self._items(fd, direction, sd.close(), ts if ts is not None else 0.0, out)
             self.held -= sd.counted
             sd.counted = 0
         fd.drop_sides()
         if fd.started:  # an idle connection that never made a frame has nothing to say
             for f in fd.conversation.validator.finish():
-                out.append(Note("finding", f.message, ts, fd.flow, None, None, 0, f))
+                out.append(Note("finding", f.message, ts, fd.key, None, None, 0, f))
 
     def _unsniff(self, fd: FlowDecoder) -> None:
         """The protocol is decided (or the connection over): the sniffing buffers go."""
@@ -446,9 +470,9 @@ class CaptureDecoder:
             self._settle(self.tails.drop_all())
         holders = []
         held = 0
-        for fd in self.flows.values():
+        for fd in self.open_flows():
             for direction, sd in fd.sides():
-                n = sd.splitter.buffered
+                n = sd.buffered
                 held += n - sd.counted
                 sd.counted = n
                 if n and fd.protocol == "mcbp":
@@ -471,7 +495,7 @@ class CaptureDecoder:
                 fd.protocol = "ignored"
                 continue
             fd.conversation.validator.gap()  # answers may have gone with the bytes
-            self._items(fd, direction, fd.made(direction).splitter.gap(0), ts, out)
+            self._items(fd, direction, fd.made(direction).gap(0), ts, out)
         out.append(Note("capture", f"held bytes over the cap: the partial frames of {flows} connections "
                                    f"({dropped} bytes) were given up, largest first, as more than {self.max_held} "
                                    f"bytes were held for frames not yet whole; raise the cap with "

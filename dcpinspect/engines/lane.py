@@ -328,7 +328,7 @@ class Lane:
             st.sent_total += size
         st.remember(direction, opaque, number, ts).item(
             last_op, opaque, _NAMES[last_op], vbucket, None if last_sid < 0 else last_sid, last_key)
-        return after, Lines(text, count, fd.flow, direction)
+        return after, Lines(text, count, fd.key, direction)
 
     def _fixed(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
                ts: float) -> tuple[int, object]:
@@ -377,7 +377,7 @@ class Lane:
                 msg.fields.setdefault(name, shown)
         fd.conversation.judge(msg, direction, ts, number)
         if not msg.findings:
-            return end, Lines(text, 1, fd.flow, direction)
+            return end, Lines(text, 1, fd.key, direction)
         return end, (msg, number)
 
 

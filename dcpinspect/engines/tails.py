@@ -32,8 +32,8 @@ class Tail(list):
 
 def new_tail(key: tuple, raw: bytes, nxt: int | None, side, flow, direction: str) -> Tail:
     """A direction whose next bytes in order carry ``nxt`` (None: only its ACKs are taken)."""
-    buf = None if nxt is None or side is None else side.splitter.buffer
-    want = 0 if buf is None else side.splitter.wanted
+    buf = None if nxt is None or side is None else side.buffer
+    want = 0 if buf is None else side.wanted
     return Tail((nxt or 0, buf, want, 0, 0, 0.0, -1, -1, 0, key, raw, side, flow, direction))
 
 

@@ -64,12 +64,14 @@ class Gap:
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """A flow is first seen; ``midstream`` when its opening SYN was not."""
+    """A flow is first seen; ``midstream`` when its opening SYN was not. ``state`` is the
+    flow's record (of the reassembler's ``flow_type``), where its user keeps its own state."""
 
     flow: FlowKey
     ts: float
     midstream: bool
     index: int = field(default=0, compare=False)  # the capture record that began it
+    state: "Flow | None" = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,7 @@ class End:
     flow: FlowKey
     ts: float
     reason: str
+    state: "Flow | None" = field(default=None, compare=False, repr=False)  # as in Start
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +103,12 @@ class _Dir:
     """One direction: ``base`` is the sequence number of stream offset 0;
     ``off`` the next offset to deliver; out-of-order pieces sit in ``chunks``
     (offset -> bytes, or an int count of bytes known lost) with sorted ``starts``.
-    Both are made when the first piece is held (an idle direction holds none)."""
+    Both are made when the first piece is held (an idle direction holds none), and the
+    direction itself when its flow first needs it (a silent direction has none)."""
 
     __slots__ = ("flow", "name", "started", "base", "syn", "off", "fin", "starts", "chunks", "buffered")
 
-    def __init__(self, flow: "_Flow", name: str):
+    def __init__(self, flow: "Flow", name: str):
         self.flow = flow
         self.name = name
         self.started = False
@@ -117,14 +121,18 @@ class _Dir:
         self.buffered = 0
 
 
-class _Flow:
+class Flow:
+    """One tracked connection, both directions (each made when first needed). A user of
+    the reassembler may extend it with slots of its own (``Reassembler(flow_type=...)``),
+    so that a connection's state is one record, in one table."""
+
     __slots__ = ("key", "c2s", "s2c", "closed", "closing", "last_ts", "last_index",
                  "packets", "bytes", "gaps", "gap_bytes", "retrans", "ooo")
 
     def __init__(self, key: FlowKey, ts: float):
         self.key = key
-        self.c2s = _Dir(self, "c2s")
-        self.s2c = _Dir(self, "s2c")
+        self.c2s: _Dir | None = None
+        self.s2c: _Dir | None = None
         self.closed = False
         self.closing = False
         self.last_ts = ts
@@ -136,12 +144,16 @@ class Reassembler:
     """TCP reassembly over many concurrent flows; see the module docstring."""
 
     def __init__(self, server_ports: frozenset[int] | set[int] = DEFAULT_SERVER_PORTS,
-                 max_buffer: int = OUT_OF_ORDER.default, max_flows: int = MAX_FLOWS):
+                 max_buffer: int = OUT_OF_ORDER.default, max_flows: int = MAX_FLOWS,
+                 flow_type: type[Flow] = Flow):
         self.server_ports = frozenset(server_ports)
+        self.flow_type = flow_type
+        #: one int object for each server port, however many flow keys hold it
+        self._ports: dict[int, int] = {}
         self.max_buffer = max_buffer
         self.max_flows = max(1, max_flows)
         self.max_chunks = max(64, max_buffer // 64)
-        self._flows: dict[tuple[str, int, str, int], _Flow] = {}  # by their (client, server) keys
+        self._flows: dict[tuple[str, int, str, int], Flow] = {}  # by their (client, server) keys
         self._count = 0
 
     # -- public -----------------------------------------------------------------------
@@ -237,11 +249,19 @@ class Reassembler:
     def buffered(self, flow: FlowKey) -> int:
         """Out-of-order bytes held for a flow, both directions."""
         f = self._flows.get(flow)
-        return 0 if f is None else f.c2s.buffered + f.s2c.buffered
+        return 0 if f is None else sum(d.buffered for d in (f.c2s, f.s2c) if d is not None)
 
     def flows(self) -> list[FlowKey]:
         """Tracked flows, oldest first."""
         return list(self._flows)
+
+    def record(self, flow: FlowKey) -> Flow | None:
+        """The record of a tracked flow (open, or closed and not yet evicted)."""
+        return self._flows.get(flow)
+
+    def records(self) -> list[Flow]:
+        """The records of the tracked flows, oldest first."""
+        return list(self._flows.values())
 
     # -- flow table ---------------------------------------------------------------------
 
@@ -250,10 +270,18 @@ class Reassembler:
         kept once, by its (client, server) key, so the server's segments look it up reversed."""
         flow = self._flows.get(key)
         if flow is not None:
-            return flow.c2s
+            d = flow.c2s
+            if d is None:
+                d = flow.c2s = _Dir(flow, "c2s")
+            return d
         src, sport, dst, dport = key
         flow = self._flows.get((dst, dport, src, sport))
-        return None if flow is None else flow.s2c
+        if flow is None:
+            return None
+        d = flow.s2c
+        if d is None:
+            d = flow.s2c = _Dir(flow, "s2c")
+        return d
 
     def _create(self, seg: Segment) -> list:
         ev: list = []
@@ -270,10 +298,13 @@ class Reassembler:
         else:
             src_is_client = True
         client, server = (a, b) if src_is_client else (b, a)
-        flow = _Flow((client[0], client[1], server[0], server[1]), seg.ts)
+        ports = self._ports  # a server's port is shared by many flows, a client's by few
+        if len(ports) >= 4096:
+            ports.clear()
+        flow = self.flow_type((client[0], client[1], server[0], ports.setdefault(server[1], server[1])), seg.ts)
         self._flows[flow.key] = flow
         self._count += 1
-        ev.append(Start(flow.key, seg.ts, not flags & _SYN, seg.index))
+        ev.append(Start(flow.key, seg.ts, not flags & _SYN, seg.index, flow))
         return ev
 
     def _evict(self, ev: list) -> None:
@@ -287,7 +318,7 @@ class Reassembler:
 
     # -- segment processing -------------------------------------------------------------
 
-    def _process(self, flow: _Flow, d: _Dir, seg: Segment, ev: list) -> None:
+    def _process(self, flow: Flow, d: _Dir, seg: Segment, ev: list) -> None:
         flags = seg.flags
         seq = seg.seq
         if flow.closed:
@@ -302,6 +333,8 @@ class Reassembler:
                 d.syn = seq
                 d.base = (seq + 1) & _MASK
                 other = flow.s2c if d is flow.c2s else flow.c2s
+                if other is None:
+                    other = self._other(flow, d)
                 if flags & _ACK and not other.started:  # SYN-ACK: its ack is the peer's first byte
                     other.started = True
                     other.base = seg.ack
@@ -328,12 +361,24 @@ class Reassembler:
             self._add(flow, d, o, payload, span, seg, ev)
         if flags & _FIN and d.fin < 0:
             d.fin = max(o + span, d.off)
-        if flow.c2s.fin >= 0 and flow.s2c.fin >= 0:
+        c2s, s2c = flow.c2s, flow.s2c
+        if c2s is not None and s2c is not None and c2s.fin >= 0 and s2c.fin >= 0:
             flow.closing = True
-            if _done(flow.c2s) and _done(flow.s2c):
+            if _done(c2s) and _done(s2c):
                 self._close(flow, "fin", seg.ts, seg.index, ev)
 
-    def _reopen(self, old: _Flow, seg: Segment, ev: list) -> None:
+    @staticmethod
+    def _other(flow: Flow, d: _Dir) -> _Dir:
+        """The direction opposite ``d``, made if it was not yet."""
+        if d is flow.c2s:
+            if flow.s2c is None:
+                flow.s2c = _Dir(flow, "s2c")
+            return flow.s2c
+        if flow.c2s is None:
+            flow.c2s = _Dir(flow, "c2s")
+        return flow.c2s
+
+    def _reopen(self, old: Flow, seg: Segment, ev: list) -> None:
         del self._flows[old.key]
         self._count -= 1
         ev.extend(self._create(seg))
@@ -344,7 +389,7 @@ class Reassembler:
         flow.last_index = seg.index
         self._process(flow, d, seg, ev)
 
-    def _add(self, flow: _Flow, d: _Dir, o: int, payload: bytes, span: int, seg: Segment,
+    def _add(self, flow: Flow, d: _Dir, o: int, payload: bytes, span: int, seg: Segment,
              ev: list) -> None:
         """Place ``span`` bytes at stream offset ``o``: ``payload`` then (span - len) lost bytes."""
         if d.fin >= 0 and o + span > d.fin:  # nothing exists past the FIN
@@ -384,7 +429,7 @@ class Reassembler:
         while d.starts and (d.buffered > self.max_buffer or len(d.starts) > self.max_chunks):
             self._skip_hole(flow, d, seg.ts, seg.index, "overflow", ev)
 
-    def _drain(self, flow: _Flow, d: _Dir, ts: float, index: int, ev: list) -> None:
+    def _drain(self, flow: Flow, d: _Dir, ts: float, index: int, ev: list) -> None:
         """Deliver buffered pieces that have become contiguous."""
         starts, chunks = d.starts, d.chunks
         if not starts or starts[0] != d.off:
@@ -412,7 +457,7 @@ class Reassembler:
         if parts:
             self._data(flow, d, first, parts, ts, index, ev)
 
-    def _skip_hole(self, flow: _Flow, d: _Dir, ts: float, index: int, reason: str, ev: list) -> None:
+    def _skip_hole(self, flow: Flow, d: _Dir, ts: float, index: int, reason: str, ev: list) -> None:
         """Give up on the bytes before the first buffered piece and deliver from there."""
         nxt = d.starts[0]
         if nxt > d.off:
@@ -420,8 +465,10 @@ class Reassembler:
             d.off = nxt
         self._drain(flow, d, ts, index, ev)
 
-    def _close(self, flow: _Flow, reason: str, ts: float, index: int, ev: list) -> None:
+    def _close(self, flow: Flow, reason: str, ts: float, index: int, ev: list) -> None:
         for d in (flow.c2s, flow.s2c):
+            if d is None:
+                continue
             while d.starts:
                 self._skip_hole(flow, d, ts, index, reason, ev)
             if d.fin > d.off:
@@ -431,16 +478,16 @@ class Reassembler:
             d.starts = ()
             d.buffered = 0
         flow.closed = True
-        ev.append(End(flow.key, ts, reason))
+        ev.append(End(flow.key, ts, reason, flow))
 
     @staticmethod
-    def _data(flow: _Flow, d: _Dir, offset: int, parts: list[bytes], ts: float, index: int,
+    def _data(flow: Flow, d: _Dir, offset: int, parts: list[bytes], ts: float, index: int,
               ev: list) -> None:
         ev.append(Data(flow.key, d.name, offset, parts[0] if len(parts) == 1 else b"".join(parts),
                        ts, index))
 
     @staticmethod
-    def _gap(flow: _Flow, d: _Dir, offset: int, missing: int, ts: float, reason: str, ev: list) -> None:
+    def _gap(flow: Flow, d: _Dir, offset: int, missing: int, ts: float, reason: str, ev: list) -> None:
         flow.gaps += 1
         flow.gap_bytes += missing
         ev.append(Gap(flow.key, d.name, offset, missing, ts, reason))
