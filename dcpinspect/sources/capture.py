@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import struct
 import zlib
-from ..unguarded import builder
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
@@ -60,10 +59,13 @@ def record_cap() -> int:
     return limit_value(RECORD)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Record:
     """One captured frame; ``index`` is its 0-based packet number in the file; ``ts`` its
-    time in seconds since 1970, always finite (see the module's notes)."""
+    time in seconds since 1970, always finite (see the module's notes).
+
+    Not frozen: one is made a packet, and a frozen dataclass's ``__init__`` guards every
+    field it sets (about 1 µs a record); nothing changes a record once it is made."""
 
     ts: float
     linktype: int
@@ -88,8 +90,6 @@ class CaptureProblem:
 class CaptureError(Exception):
     """The file cannot be opened or is not a pcap / pcapng capture."""
 
-
-_RecordBuilder = builder(Record)  # fast constructor, see dcpinspect/unguarded.py
 
 # --- input streams -----------------------------------------------------------------
 
@@ -450,8 +450,7 @@ def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int, skip: _Skip, c
     _, _, _, _, _, linktype = struct.unpack(endian + "HHiIII", head[4:24])
     linktype &= 0xFFFF  # upper bits carry FCS information
     unpack = struct.Struct(endian + "IIII").unpack_from
-    make = _RecordBuilder
-    rtype = Record
+    make = Record
     b = _Buffer(f, b"", watch)
     index = 0
     little = endian == "<"
@@ -502,9 +501,7 @@ def _pcap(f, head: bytes, endian: str, scale: float, hdrlen: int, skip: _Skip, c
                                             f"{b.left() - hdrlen} bytes left in the file{_stream_note(f)}")
                 return
             continue  # refilled: the record is whole now
-        rec = make(sec + frac * scale, linktype, buf[pos + hdrlen:end], wirelen, index)
-        rec.__class__ = rtype
-        yield rec
+        yield make(sec + frac * scale, linktype, buf[pos + hdrlen:end], wirelen, index)
         b.pos = end
         index += 1
 
@@ -531,10 +528,8 @@ class _Iface:
     def record(self, hi: int, lo: int, data: bytes, wirelen: int, index: int) -> Record:
         """A record stamped from this interface's 64-bit tick count."""
         ticks = (hi << 32) | lo
-        rec = _RecordBuilder((ticks * self.mul if self.mul else ticks / self.div) + self.offset,
-                             self.linktype, data, wirelen, index)
-        rec.__class__ = Record
-        return rec
+        return Record((ticks * self.mul if self.mul else ticks / self.div) + self.offset,
+                      self.linktype, data, wirelen, index)
 
 
 def _pcapng(f, head: bytes, cap: int = MAX_RECORD, watch: _Watch | None = None):
@@ -545,8 +540,7 @@ def _pcapng(f, head: bytes, cap: int = MAX_RECORD, watch: _Watch | None = None):
     blkhdr = struct.Struct("<II").unpack_from
     epb = struct.Struct("<IIIII").unpack_from
     ifaces: list[_Iface] = []
-    make = _RecordBuilder
-    rtype = Record
+    make = Record
     while True:
         if b.left() < 8 and not b.need(8):
             problem = _cut_short(f, index, "", "a block header", b.left(), 8, b.offset())
@@ -626,9 +620,7 @@ def _pcapng(f, head: bytes, cap: int = MAX_RECORD, watch: _Watch | None = None):
             caplen = min(wirelen, blen - 16)
             if ifc.snaplen:
                 caplen = min(caplen, ifc.snaplen)
-            rec = make(0.0, ifc.linktype, buf[pos + 12:pos + 12 + caplen], wirelen, index)
-            rec.__class__ = rtype
-            yield rec
+            yield make(0.0, ifc.linktype, buf[pos + 12:pos + 12 + caplen], wirelen, index)
             index += 1
         elif btype == _BT_PB:
             if blen < 32:

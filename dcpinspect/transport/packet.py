@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import struct
-from ..unguarded import builder
 from dataclasses import dataclass
 
 from dcpinspect.sources.capture import Record
@@ -32,12 +31,13 @@ LINKTYPE_IPV6 = 229
 LINKTYPE_LINUX_SLL2 = 276
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Segment:
     """A TCP or UDP segment. ``payload_len`` is the payload length on the wire
     (equal to ``len(payload)`` unless ``truncated``; -1 when unknown, e.g. for
     a first IP fragment). ``truncated``: the capture holds less payload than
     was sent (snaplen cut, or a first fragment whose rest was not reassembled).
+    Not frozen, as :class:`~dcpinspect.sources.capture.Record`: one is made a packet.
     ``seq``, ``ack`` and ``flags`` are 0 for UDP."""
 
     ts: float
@@ -62,8 +62,6 @@ class Skip:
     index: int
     reason: str
 
-
-_SegmentBuilder = builder(Segment)  # fast constructor, see dcpinspect/unguarded.py
 
 _IP4 = struct.Struct("!BBHHHBBHII").unpack_from
 _IP4_FAST = struct.Struct("!BxH2xHxB2xII").unpack_from
@@ -161,12 +159,10 @@ def parse_record(rec: Record) -> Segment | Skip:
                     sport, dport, seq, ack, offflags = _TCP(data, off + 20)
                     doff = (offflags >> 10) & 0x3C
                     if doff >= 20 and off + 20 + doff <= end:
-                        seg = _SegmentBuilder(rec.ts, _names4.get(src) or _name4(src), sport,
-                                              _names4.get(dst) or _name4(dst), dport, "tcp", seq, ack,
-                                              offflags & 0x1FF, data[off + 20 + doff:end], rec.index,
-                                              False, end - off - 20 - doff)
-                        seg.__class__ = Segment
-                        return seg
+                        return Segment(rec.ts, _names4.get(src) or _name4(src), sport,
+                                       _names4.get(dst) or _name4(dst), dport, "tcp", seq, ack,
+                                       offflags & 0x1FF, data[off + 20 + doff:end], rec.index,
+                                       False, end - off - 20 - doff)
             return _ipv4(rec, data, off, n)
         if et == 0x86DD:
             return _ipv6(rec, data, off, n)
@@ -270,10 +266,8 @@ def _transport(rec, data, start, end, proto, s, d, cut, lost, fragment):
             plen = len(payload) + lost
         else:
             plen = len(payload)
-        seg = _SegmentBuilder(rec.ts, s, sport, d, dport, "tcp", seq, ack, offflags & 0x1FF, payload,
-                              rec.index, cut or fragment, plen)
-        seg.__class__ = Segment
-        return seg
+        return Segment(rec.ts, s, sport, d, dport, "tcp", seq, ack, offflags & 0x1FF, payload,
+                       rec.index, cut or fragment, plen)
     if proto == 17:
         if start + 8 > end:
             return Skip(rec.index, "truncated UDP header" if cut or fragment else "bad UDP header")
@@ -287,8 +281,6 @@ def _transport(rec, data, start, end, proto, s, d, cut, lost, fragment):
                 lost = start + ulen - end
         payload = data[start + 8:uend]
         plen = -1 if fragment else len(payload) + lost if cut else len(payload)
-        seg = _SegmentBuilder(rec.ts, s, sport, d, dport, "udp", 0, 0, 0, payload, rec.index,
-                              cut or fragment, plen)
-        seg.__class__ = Segment
-        return seg
+        return Segment(rec.ts, s, sport, d, dport, "udp", 0, 0, 0, payload, rec.index,
+                       cut or fragment, plen)
     return Skip(rec.index, f"not TCP or UDP (protocol {proto})")

@@ -10,7 +10,6 @@ the first hole is declared a ``Gap``. The state is plain picklable objects.
 
 from __future__ import annotations
 
-from ..unguarded import builder
 from bisect import bisect_right, insort
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -35,10 +34,11 @@ _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Data:
     """Contiguous bytes of one direction's stream starting at ``offset``;
-    ``index`` is the record that made them contiguous."""
+    ``index`` is the record that made them contiguous. Not frozen, as
+    :class:`~dcpinspect.sources.capture.Record`: one is made a packet."""
 
     flow: FlowKey
     direction: str
@@ -96,8 +96,6 @@ class FlowStats:
     retransmissions: int
     out_of_order: int
 
-
-_DataBuilder = builder(Data)  # fast constructor, see dcpinspect/unguarded.py
 
 class _Dir:
     """One direction: ``base`` is the sequence number of stream offset 0;
@@ -184,9 +182,7 @@ class Reassembler:
                 if (not ((seg.seq - d.base - off) & _MASK) and not d.starts and d.fin < 0
                         and not seg.truncated):
                     d.off = off + len(payload)
-                    e = _DataBuilder(flow.key, d.name, off, payload, seg.ts, seg.index)
-                    e.__class__ = Data
-                    return [e]
+                    return [Data(flow.key, d.name, off, payload, seg.ts, seg.index)]
         if ev is None:
             ev = []
         self._process(flow, d, seg, ev)
@@ -410,9 +406,7 @@ class Reassembler:
         lost = end - o - len(payload)
         if o == d.off and not d.starts:
             if payload:
-                e = _DataBuilder(flow.key, d.name, o, payload, seg.ts, seg.index)
-                e.__class__ = Data
-                ev.append(e)
+                ev.append(Data(flow.key, d.name, o, payload, seg.ts, seg.index))
             if lost:
                 self._gap(flow, d, o + len(payload), lost, seg.ts, "snaplen", ev)
             d.off = end
