@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from ..findings import Finding
 from ..messages.frame import Message
 from ..transport.reassembly import FlowKey
-from ..unguarded import builder
 
 
 def flow_label(flow: FlowKey) -> str:
@@ -20,8 +19,11 @@ def flow_label(flow: FlowKey) -> str:
     return f"{fmt(c, cp)}-{fmt(s, sp)}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Captured:
+    """A decoded frame of a connection. Not frozen, as
+    :class:`~dcpinspect.sources.capture.Record`: one is made a frame."""
+
     ts: float | None  # None: a hex dump, which has no times
     flow: FlowKey
     direction: str  # c2s or s2c ("" in a hex dump)
@@ -31,14 +33,8 @@ class Captured:
     number: int = 0
 
 
-_CapturedBuilder = builder(Captured)  # fast constructor, see dcpinspect/unguarded.py
-
-
-def captured(ts: float, flow: FlowKey, direction: str, msg: Message, number: int) -> Captured:
-    """A :class:`Captured` made without the dataclass's checks (the engine's hot path)."""
-    c = _CapturedBuilder(ts, flow, direction, msg, number)
-    c.__class__ = Captured
-    return c
+#: the capture engine's name for making one
+captured = Captured
 
 
 @dataclass(frozen=True, slots=True)
