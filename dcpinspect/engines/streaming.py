@@ -9,6 +9,8 @@ from ..framing.mcbp import FrameSplitter, RawFrame, Skipped
 from ..messages.frame import DecodeContext, Message, decode_frame
 from ..rules.frame import check_frame
 from ..rules.stream import ConnectionValidator
+from ..rules.tap import TapChecker, once_per_connection
+from ..sessions.tap import NOOP
 from ..sessions.negotiation import Negotiation
 
 
@@ -21,6 +23,8 @@ class Conversation:
     base: DecodeContext
     #: no message judged yet: the first one may show the connection was seen from its start
     fresh: bool = field(default=True)
+    #: the retired-opcode note was given for a TAP frame of this connection (it is given once)
+    tap_noted: bool = field(default=False)
 
     @classmethod
     def new(cls, collections: bool | None = None, base: DecodeContext | None = None,
@@ -47,6 +51,19 @@ class Conversation:
         check_frame(msg)
         self.negotiation.observe(msg)
         self.validator.feed(msg, direction, ts, index)
+        spec = msg.spec
+        if spec is not None and (spec.family == "tap" or (msg.opcode == NOOP and self.validator.tap is not None)):
+            self._tap(msg, spec.family == "tap", direction, ts, index)
+
+    def _tap(self, msg: Message, tap: bool, direction: str | None, ts: float | None, index: int | None) -> None:
+        """A TAP frame, or a NOOP on a TAP connection: the TAP rules and session; the
+        retired-opcode note once a connection."""
+        checker = self.validator.tap
+        if checker is None:
+            checker = self.validator.tap = TapChecker(self.validator.seen_from_start)
+        if tap:
+            msg.findings[:], self.tap_noted = once_per_connection(msg.findings, "retired-opcode", self.tap_noted)
+        checker.feed(msg, direction, ts, index)
 
 
 @dataclass

@@ -14,7 +14,7 @@ class Rule:
     severity: str
     ref: str
     summary: str
-    scope: str = "frame"  # "frame" or "stream"
+    scope: str = "frame"  # "frame", "stream" or "tap"
 
     def finding(self, message: str, offset: int | None = None, severity: str | None = None, **context) -> Finding:
         return Finding(self.id, self.cls, severity or self.severity, message, offset, self.ref, **context)
@@ -55,7 +55,7 @@ FRAME_RULES = _rules(
     ("value-size", "EINVAL", "error", "dcp.md §8", "A fixed-size value has the wrong length."),
     ("stream-request-value", "EINVAL", "error", "dcp.md §8.4", "The stream request JSON value is malformed."),
     ("cache-transfer-value", "EINVAL", "error", "dcp.md §8.20", "Cache transfer records are malformed."),
-    ("tap-connect-value", "EINVAL", "error", "dcp.md §13", "TAP_CONNECT flag values do not match the value bytes."),
+    ("tap-connect-value", "EINVAL", "error", "dcp.md §13, tap.md §9", "TAP_CONNECT flag values do not match the value bytes (Backfill without its 8 bytes, a vbucket or checkpoint count past the end, bytes left over)."),
     ("seqno-zero", "EINVAL", "error", "dcp.md §11.1 R6", "Seqnos of mutations, prepares, commits and aborts are never 0."),
     ("nmeta-nonzero", "EINVAL", "error", "dcp.md §8.8", "nmeta must be 0 (extended meta was removed in 5.0)."),
     ("cas-zero", "EINVAL", "error", "dcp.md §8.8", "A prepare must carry a non-zero CAS."),
@@ -100,7 +100,27 @@ STREAM_RULES = _rules(
     ("stream-id-missing", "EINVAL", "error", "dcp.md §11.7", "enable_stream_id is on but a stream message or request has no stream id.", "stream"),
 )
 
-ALL_RULES = {**FRAME_RULES, **STREAM_RULES}
+TAP_RULES = _rules(
+    ("tap-connect-missing", "EINVAL", "warning", "tap.md §1, §9", "TAP events on a connection seen from its start before any TAP_CONNECT (or a second TAP_CONNECT).", "tap"),
+    ("tap-connect-flags", "EINVAL", "warning", "tap.md §9.2", "TAP_CONNECT flags no server defines, or TakeoverVbuckets without ListVbuckets.", "tap"),
+    ("tap-seqno", "ERANGE", "error", "tap.md §3.5", "Event sequence numbers (opaques) go up by one, 1 after 0xFFFFFFFF; a NOOP carries 0.", "tap"),
+    ("tap-ack-flag", "EINVAL", "warning", "tap.md §8", "VBUCKET_SET, OPAQUE and CHECKPOINT frames ask for an ACK on a SupportAck connection, and no event does without it.", "tap"),
+    ("tap-ack-unmatched", "KEY_ENOENT", "error", "tap.md §8", "An ACK answers no outstanding event of its opcode and opaque (or travels the producer's way).", "tap"),
+    ("tap-ack-unanswered", "LIVENESS", "error", "tap.md §8", "An event asked for an ACK (TAP_FLAG_ACK) that no later, cumulative ACK covered.", "tap"),
+    ("tap-nack-not-resent", "LIVENESS", "warning", "tap.md §8", "After a NACK (EBUSY, ETMPFAIL) the producer did not send the event and those after it again.", "tap"),
+    ("tap-error-not-disconnected", "PEER_ERROR", "warning", "tap.md §8", "The producer kept sending after an error answer other than a NACK; it must disconnect.", "tap"),
+    ("tap-takeover-state", "EINVAL", "error", "tap.md §7", "A takeover stream sets each vbucket pending, then active: no state skipped, reversed or foreign.", "tap"),
+    ("tap-takeover-incomplete", "LIVENESS", "warning", "tap.md §7", "A vbucket of a takeover stream in its takeover phase never reached active.", "tap"),
+    ("tap-checkpoint-order", "SNAPSHOT", "error", "tap.md §5.5", "CHECKPOINT_START comes before the END of the same id, one checkpoint open at a time.", "tap"),
+    ("tap-checkpoint-regression", "ERANGE", "error", "tap.md §5.5", "Checkpoint ids increase per vbucket.", "tap"),
+    ("tap-checkpoint-unrequested", "EINVAL", "warning", "tap.md §5.5, §9.2", "CHECKPOINT frames on a connection whose TAP_CONNECT did not set Checkpoint.", "tap"),
+    ("tap-keys-only-value", "EINVAL", "error", "tap.md §4, §9.2", "A mutation carries a value under TAP_FLAG_NO_VALUE, or without it once keys-only was granted.", "tap"),
+    ("tap-ttl-zero", "EINVAL", "error", "tap.md §3.4", "An event with TTL 0: the receiving daemon rejects it.", "tap"),
+    ("tap-engine-specific", "EINVAL", "error", "tap.md §5.4", "TAP_VBUCKET_SET and TAP_OPAQUE carry 4 engine-specific bytes.", "tap"),
+    ("tap-item-flags-byte-order", "ANNOTATION", "info", "tap.md §4", "Mutation item flags without TAP_FLAG_NETWORK_BYTE_ORDER, shown in both byte orders.", "tap"),
+)
+
+ALL_RULES = {**FRAME_RULES, **STREAM_RULES, **TAP_RULES}
 
 #: Error classes for peer answers (status → class).
 STATUS_CLASSES = {0x01: "KEY_ENOENT", 0x0A: "KEY_ENOENT", 0x04: "EINVAL", 0x22: "ERANGE", 0x23: "ROLLBACK",

@@ -27,7 +27,7 @@ _NEGOTIATED = frozenset(_NEEDS) | {0x56}  # the opcodes _negotiated looks at
 class ConnectionValidator:
     """Per-connection stream validator; ``feed`` every decoded message in order."""
 
-    __slots__ = ("negotiation", "state", "frames", "seen_from_start", "_emit")
+    __slots__ = ("negotiation", "state", "frames", "seen_from_start", "_emit", "tap")
 
     def __init__(self, negotiation: Negotiation | None = None, seen_from_start: bool = False) -> None:
         self.negotiation = negotiation or Negotiation()
@@ -36,6 +36,9 @@ class ConnectionValidator:
         # Only a connection seen from its first byte can prove a DCP_OPEN is missing.
         self.seen_from_start = seen_from_start
         self._emit = _Emitter([], None)  # re-aimed at each message by feed
+        #: the connection's TAP checker (rules.tap), made by the conversation on its first TAP
+        #: frame; it ends and loses bytes with the connection (finish, gap)
+        self.tap = None
 
     # -- entry points ------------------------------------------------------------------
 
@@ -61,6 +64,8 @@ class ConnectionValidator:
     def gap(self) -> None:
         """Bytes of this connection were lost: replies may have gone with them."""
         self.state.lossy = True
+        if self.tap is not None:
+            self.tap.gap()
 
     def finish(self) -> list[Finding]:
         """What can only be said at the end: unanswered acks and noops."""
@@ -80,6 +85,8 @@ class ConnectionValidator:
                 f"DCP_NOOP opaque 0x{pending.msg.opaque:08x} (frame {pending.index}) got no reply",
                 frame=pending.index))
         st.noops.clear()
+        if self.tap is not None:
+            out.extend(self.tap.finish())
         return out
 
     # -- requests ----------------------------------------------------------------------
