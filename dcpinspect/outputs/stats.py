@@ -40,6 +40,7 @@ from rich.text import Text
 
 from ..sessions.captured import Captured, Note, flow_label
 from ..sessions.streams import STREAM_OPCODES
+from ..sessions.tap import NOOP as TAP_NOOP, TapSession
 from ..messages.dcp import STREAM_END_REASONS
 from .escape import safe
 
@@ -339,6 +340,8 @@ class StatsCollector:
         self.last_ts: float | None = None
         self._by_opaque: dict[tuple, StreamStats] = {}  # (flow, opaque) → requested or live stream
         self._active: dict[tuple, StreamStats] = {}  # (flow, vbucket, stream id) → live stream
+        #: TAP connections: each its own session (sessions.tap), which counts what the report shows
+        self._tap: dict[Any, TapSession] = {}
 
     def feed(self, items: Iterable[Captured | Note]) -> "StatsCollector":
         for item in items:
@@ -398,6 +401,11 @@ class StatsCollector:
             cs.last_ts = ts if cs.last_ts is None else max(cs.last_ts, ts)
             self.timeline.add_bytes(ts, msg.size)
         if msg.spec is None or msg.spec.family != "dcp":
+            if msg.spec is not None and (msg.spec.family == "tap" or (msg.opcode == TAP_NOOP and item.flow in self._tap)):
+                tap = self._tap.get(item.flow)
+                if tap is None:
+                    tap = self._tap[item.flow] = TapSession()
+                tap.apply(msg, item.direction or None, ts, item.number)
             return
         op = msg.opcode
         if op == STREAM_REQ:
@@ -623,7 +631,7 @@ class StatsCollector:
             if s.snap is not None:
                 open_snaps.setdefault(s.vbucket, []).append(s.snap)
         duration = _span(self.first_ts, self.last_ts)
-        return {
+        out = {
             "schema": SCHEMA_VERSION,
             "capture": {
                 "first_ts": self.first_ts,
@@ -650,6 +658,9 @@ class StatsCollector:
                 if vs.series.last is not None
             },
         }
+        if self._tap:  # TAP connections: per connection and vbucket (sessions.tap computes them)
+            out["tap"] = {flow_label(flow): tap.stats() for flow, tap in self._tap.items()}
+        return out
 
 
 def _round(v: float | None, digits: int | None = 6) -> float | None:
@@ -1010,6 +1021,8 @@ def render(report: dict[str, Any], console: Console, *, chart: bool | None = Non
     hidden = len(streams) - min(len(streams), max_rows) + int(report.get("streams_omitted", 0) or 0)
     if hidden:
         console.print(Text(f"… {hidden} more streams (--format json for all)", style="dim"))
+    if report.get("tap"):
+        render_tap(report["tap"], console, max_rows)
     if chart is None:
         chart = console.is_terminal
     if chart:
@@ -1017,6 +1030,67 @@ def render(report: dict[str, Any], console: Console, *, chart: bool | None = Non
         render_chart(report, console, lines=chart_lines)
     console.print()
     console.print(Text(f"{totals_line(cap)} over {_fmt_s(cap.get('duration'))}", style="bold"))
+
+
+_TAP_CONN_COLS = (Col("connection", 0, wrap=True), Col("name", 2), Col("connect flags", 3, wrap=True),
+                  Col("events", 1, wrap=True), Col("acks asked/answered", 1, True), Col("unanswered", 0, True),
+                  Col("ack rtt mean/max", 2, True), Col("longest wait at", 4, True), Col("nacks", 1, True),
+                  Col("errors", 3, True), Col("checkpoints", 2, True), Col("bytes", 2, True))
+_TAP_VB_COLS = (Col("connection", 3, wrap=True), Col("vb", 0, True), Col("phase", 1), Col("states", 2, wrap=True),
+                Col("mut/del", 0, True), Col("other events", 3, wrap=True), Col("backfill", 1, True),
+                Col("checkpoints", 2, True), Col("acks", 2, True), Col("nacks", 1, True), Col("bytes", 2, True))
+
+
+def render_tap(tap: dict[str, Any], console: Console, max_rows: int = 200) -> None:
+    """The TAP tables: per connection (events, ACK round trips and the longest wait, NACKs,
+    checkpoints, bytes) and per vbucket (phase, takeover states, backfill duration)."""
+    rows, vb_rows = [], []
+    for name, t in list(tap.items())[:max_rows]:
+        acks = t.get("acks") or {}
+        rtt = acks.get("round_trip") or {}
+        wait = acks.get("longest_wait") or {}
+        events = t.get("events") or {}
+        rows.append({
+            "connection": _t(name),
+            "name": _t(t.get("name") or "-"),
+            "connect flags": _t("+".join(map(str, t.get("connect_flags") or [])) or
+                                ("-" if t.get("connect_flags") is None else "none")),
+            "events": _counter_text(events),
+            "acks asked/answered": _t(f"{acks.get('requested', 0)}/{acks.get('answered', 0)}"),
+            "unanswered": _t(acks.get("unanswered", 0), "red" if acks.get("unanswered") else ""),
+            "ack rtt mean/max": _t(f"{_fmt_s(rtt.get('mean'))}/{_fmt_s(rtt.get('max'))}"),
+            "longest wait at": _t("-" if not wait else f"frame {wait.get('frame')}, vb {wait.get('vbucket')}"),
+            "nacks": _t(t.get("nacks", 0), "yellow" if t.get("nacks") else ""),
+            "errors": _t(t.get("errors", 0), "red" if t.get("errors") else ""),
+            "checkpoints": _t(t.get("checkpoints", 0)),
+            "bytes": _t(_fmt_bytes(t.get("bytes"))),
+        })
+        for vb, v in sorted((t.get("vbuckets") or {}).items(), key=lambda kv: _vb_sort(kv[0])):
+            ev = dict(v.get("events") or {})
+            backfill = v.get("backfill") or {}
+            cps = v.get("checkpoints") or {}
+            vb_rows.append({
+                "connection": _t(name),
+                "vb": _t(vb),
+                "phase": _t(v.get("phase") or "-"),
+                "states": _t("→".join(map(str, v.get("states") or [])) or "-"),
+                "mut/del": _t(f"{ev.pop('mutation', 0)}/{ev.pop('delete', 0)}"),
+                "other events": _counter_text(ev),
+                "backfill": _t("-" if not backfill.get("count") else
+                               _fmt_s(backfill.get("seconds")) + (" (open)" if backfill.get("open") else "")),
+                "checkpoints": _t(f"{cps.get('count', 0)}" + (f" (last {cps['last']})" if cps.get("last") is not None else "")),
+                "acks": _t(v.get("acks", 0)),
+                "nacks": _t(v.get("nacks", 0)),
+                "bytes": _t(_fmt_bytes(v.get("bytes"))),
+            })
+    console.print()
+    console.print(fit_table("TAP connections", _TAP_CONN_COLS, rows, console))
+    console.print()
+    console.print(fit_table("TAP vbuckets", _TAP_VB_COLS, vb_rows[:max_rows], console))
+    if len(vb_rows) > max_rows:
+        console.print(Text(f"… {len(vb_rows) - max_rows} more TAP vbuckets (--format json for all)", style="dim"))
+    console.print(Text("acks: ACK requests (TAP_FLAG_ACK) and the answers that matched one; an answer covers the "
+                       "requests before it; rtt: from the request to the answer that covered it", style="dim"))
 
 
 def _plural(n: Any, word: str) -> str:
