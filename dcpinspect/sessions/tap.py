@@ -354,7 +354,8 @@ class TapSession:
             vb.nacks += 1
             self._cover(msg.opaque, ts, inclusive=False)
             # the NACKed event and all after it go again (with new sequence numbers)
-            self.resend_due.update(s.ident for s in self.log.values())
+            if len(self.resend_due) < MAX_LOG:  # bounded: NACKs that are never followed stop adding
+                self.resend_due.update(s.ident for s in self.log.values())
             self.nack_index = index
             self.log.clear()
             return
