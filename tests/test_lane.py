@@ -1,4 +1,4 @@
-"""The jsonl fast lane (dcpinspect/_lane.c, engines/lane.py) prints exactly what the
+"""The jsonl fast lane (dcpinspect/_lane.c, families/mcbp/lane.py) prints exactly what the
 frame-by-frame path prints, and takes frames only where that path would find nothing.
 
 Every comparison decodes the same capture twice in this process, with and without the
@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 import dcpgen
 from dcpgen import DISK, MAY_DUPLICATE, MEMORY, Dcp
-from dcpinspect.engines import lane as lane_module
+from dcpinspect.families.mcbp import lane as lane_module
 from dcpinspect.engines.capture import CaptureDecoder
 from dcpinspect.engines.files import keyed_items
-from dcpinspect.engines.lane import Lines
+from dcpinspect.sessions.captured import Lines
 from dcpinspect.engines.parallel import run_sink
 from dcpinspect.engines.sinks import JsonlSink
 from dcpinspect.messages import dcp as L
@@ -437,7 +437,7 @@ def final_state(path: Path, lane: bool) -> tuple:
     for rec in read_records(path):
         seg = parse_record(rec)
         dec.feed(seg)
-        conversations += [fd.conversation for fd in dec.flows.values() if fd.conversation not in conversations]
+        conversations += [fd.session for fd in dec.flows.values() if fd.session not in conversations]
     dec.finish()
     (conversation,) = conversations
     st = conversation.validator.state

@@ -1,7 +1,7 @@
 """Layers only look down: no module imports from a layer above its own.
 
 The order is the README's (Design): ``sources`` → ``transport`` → ``messages`` →
-``framing`` → ``sessions`` → ``rules`` → ``outputs`` → ``engines``, with the command line
+``framing`` → ``sessions`` → ``rules`` → ``outputs`` → ``families`` → ``engines``, with the command line
 and the Scapy layers on top and ``limits``, ``findings`` and ``unguarded`` beneath them all.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dcpinspect"
 ORDER = ("limits", "findings", "unguarded", "sources", "transport", "messages", "framing", "sessions", "rules",
-         "outputs", "engines", "scapy", "cli", "__main__")
+         "outputs", "families", "engines", "scapy", "cli", "__main__")
 
 
 def _layer(module: str) -> str:

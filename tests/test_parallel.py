@@ -342,7 +342,7 @@ def test_plain_tcp4_only_for_records_parse_record_takes(flips, cut, linktype):
                    + seg.sport.to_bytes(2, "big") + seg.dport.to_bytes(2, "big"))
 
 
-@pytest.mark.skipif(not __import__("dcpinspect.engines.lane", fromlist=["available"]).available(),
+@pytest.mark.skipif(not __import__("dcpinspect.families.mcbp.lane", fromlist=["available"]).available(),
                     reason="built without the C lane")
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_lane_and_python_path_print_the_same(busy, cut, jobs):
@@ -358,7 +358,7 @@ def test_lane_and_python_path_print_the_same(busy, cut, jobs):
         assert fast.stdout.count("\n") > 0
 
 
-@pytest.mark.skipif(not __import__("dcpinspect.engines.lane", fromlist=["available"]).available(),
+@pytest.mark.skipif(not __import__("dcpinspect.families.mcbp.lane", fromlist=["available"]).available(),
                     reason="built without the C lane")
 def test_reader_passes_over_exactly_the_other_parts_records(busy):
     """The reader's C walk skips what plain_tcp4 and the owner table say belong elsewhere,

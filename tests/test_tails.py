@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import dcpgen
 from dcpgen import Dcp
-from dcpinspect.engines import lane as lane_module
+from dcpinspect.families.mcbp import lane as lane_module
 from dcpinspect.engines.files import ReadStats, keyed_items
 from dcpinspect.engines.parallel import run_sink
 from dcpinspect.engines.sinks import JsonlSink

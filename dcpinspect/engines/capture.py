@@ -11,92 +11,25 @@ import json
 
 from typing import Iterable, Iterator
 
-from ..framing.mcbp import FrameSplitter, RawFrame, RawRun, header_problem
+from ..families import Family, Session, Sniffer, families
+from ..framing.framer import Framer, RawFrame, RawRun
 from ..messages.frame import DecodeContext
-from ..messages.header import HEADER_SIZE
 from ..sessions.captured import Captured, Note, flow_label
 from ..sessions.captured import captured as _captured
 from ..limits import FLOWS, HELD
-from .lane import Lane
-from .streaming import Conversation
 from .tails import BUF, DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, reverse_raw, settle
 from ..transport.packet import Segment
 from ..sources.capture import limit_value
 from ..transport.reassembly import MAX_FLOWS, Data, End, Flow, FlowKey, Gap, Reassembler, Start
 
-MCBP_PORTS = frozenset({11210, 11209, 11211})
-#: the protocol of a connection whose end the decoder has handled
-ENDED = "ended"
-TLS_PORTS = frozenset({11207, 18091, 18092, 18093})
-HEURISTIC_BYTES = 64 * 1024
+#: What the decoder does with a connection: ask the families' sniffers about its first
+#: bytes, decode it (its family known), note it as encrypted, pass it over, or nothing
+#: more (its End handled).
+SNIFFING, DECODING, ENCRYPTED, IGNORED, ENDED = "sniffing", "decoding", "encrypted", "ignored", "ended"
 
 
 
 
-class Side(FrameSplitter):
-    """One direction of a connection: a frame splitter, and which capture record carried
-    which bytes, so a frame is numbered by the packet holding its last byte (as Wireshark
-    numbers a reassembled PDU) however late the splitter could confirm it.
-
-    The marks, ``(stream offset after a record's bytes, record)`` oldest first, are the
-    first one in two slots and the rest in a list from ``_head`` on (an idle direction
-    holds one mark, in no object of its own). ``counted`` is how much of the splitter's
-    buffer the decoder's held-bytes total counts."""
-
-    __slots__ = ("fed", "counted", "_end", "_index", "_more", "_head")
-
-    def __init__(self, synced: bool, runs: bool = False) -> None:
-        FrameSplitter.__init__(self, synced=synced, runs=runs)
-        self.fed = 0  # stream offset after the last byte handed over (gaps count)
-        self.counted = 0
-        self._end: int | None = None  # the first mark, if any
-        self._index = -1
-        self._more: list[tuple[int, int]] | None = None
-        self._head = 0
-
-    def carried(self, size: int, index: int) -> None:
-        self.fed += size
-        if self._end is None:
-            self._end, self._index = self.fed, index
-            return
-        more = self._more
-        if more is None:
-            more = self._more = []
-        more.append((self.fed, index))
-        if len(more) - self._head >= MAX_MARKS:  # a splitter holding this much is skipping: numbers stay close
-            self._next()
-
-    def lost(self, missing: int) -> None:
-        self.fed += missing
-
-    def record_of(self, end: int) -> int:
-        """The record that carried stream byte ``end - 1`` (-1 if none is known)."""
-        while self._end is not None and self._end < end and self._more is not None:
-            self._next()
-        return self._index if self._end is not None else -1
-
-    def first_mark(self) -> tuple[int, int] | None:
-        """The oldest mark still held."""
-        return None if self._end is None else (self._end, self._index)
-
-    def held_marks(self) -> int:
-        more = self._more
-        return (self._end is not None) + (0 if more is None else len(more) - self._head)
-
-    def _next(self) -> None:
-        """Forget the first mark (there is a next one)."""
-        more, h = self._more, self._head
-        self._end, self._index = more[h]
-        h += 1
-        if h == len(more):
-            self._more, h = None, 0
-        elif h > 32 and 2 * h > len(more):  # compact now and then: amortised O(1)
-            del more[:h]
-            h = 0
-        self._head = h
-
-
-MAX_MARKS = 65536
 
 #: Default cap on the bytes held, all connections together, for frames not yet whole (and
 #: for the first bytes of connections on unknown ports, until sniffed). Past it the largest
@@ -124,53 +57,57 @@ def flow_cap() -> int:
 
 class FlowDecoder(Flow):
     """One TCP connection: its reassembly (the :class:`Flow` it extends, so that a
-    connection is one record in the reassembler's one table), one conversation, one
-    splitting side per direction.
+    connection is one record in the reassembler's one table), its family, one session,
+    one framer per direction.
 
-    Compact while idle: the conversation (negotiation, stream state, rules) is made by its
-    first frame, a side by its direction's first bytes, the sniffing buffers by the first
-    bytes of a port that needs them."""
+    Compact while idle: the session (negotiation, stream state, rules) is made by its
+    first frame, a framer by its direction's first bytes, the sniffing buffers by the
+    first bytes of a port that needs them."""
 
-    __slots__ = ("_conversation", "_recipe", "midstream", "protocol", "c2s_side", "s2c_side", "first",
+    __slots__ = ("_session", "_options", "midstream", "state", "family", "c2s_side", "s2c_side", "first",
                  "pending", "first_index", "_label", "runs")
 
     def __init__(self, key: FlowKey, ts: float) -> None:
         Flow.__init__(self, key, ts)
-        self._conversation: Conversation | None = None
-        self._recipe: tuple | None = None  # (collections, base): how the conversation is made
+        self._session: Session | None = None
+        self._options = None  # the decoder's options, for the family's session
         self.midstream = False
-        self.protocol = "unknown"  # mcbp, tls, ignored, unknown; ENDED once its End is handled
-        self.c2s_side: Side | None = None
-        self.s2c_side: Side | None = None
-        self.first = ""  # the direction whose side was made first
+        self.state = SNIFFING  # SNIFFING, DECODING, ENCRYPTED, IGNORED, ENDED
+        self.family: Family | None = None
+        self.c2s_side: Framer | None = None
+        self.s2c_side: Framer | None = None
+        self.first = ""  # the direction whose framer was made first
         self.pending: dict[str, _Sniffing] | None = None  # sniffing buffers of an unknown port
         self.first_index = 0  # the capture record that began the connection
         self._label: str | None = None
-        self.runs = False  # splitters hand whole frames over as runs, for the lane
+        self.runs = False  # framers hand whole frames over as runs, for the family's fast path
 
     def end(self) -> None:
         """The decoder is done with the connection (its End): what it kept goes; the
         reassembler may keep the record a while (a closed flow's late segments)."""
-        self.protocol = ENDED
-        self._conversation = self.pending = self._label = None
+        self.state = ENDED
+        self._session = self.pending = self._label = None
         self.drop_sides()
 
-    def begin(self, recipe: tuple, midstream: bool, first_index: int, runs: bool) -> None:
+    def begin(self, options, midstream: bool, first_index: int) -> None:
         """The decoder takes the connection on (its Start)."""
-        self._recipe, self.midstream, self.first_index, self.runs = recipe, midstream, first_index, runs
+        self._options, self.midstream, self.first_index = options, midstream, first_index
+
+    def decode_as(self, family: Family, runs: bool) -> None:
+        """The connection is ``family``'s (``runs``: the family's fast path takes it)."""
+        self.family, self.state, self.runs = family, DECODING, runs
 
     @property
-    def conversation(self) -> Conversation:
-        conv = self._conversation
-        if conv is None:
-            collections, base = self._recipe
-            conv = self._conversation = Conversation.new(collections, base, not self.midstream)
-        return conv
+    def session(self) -> Session:
+        session = self._session
+        if session is None:
+            session = self._session = self.family.session(self._options, not self.midstream)
+        return session
 
     @property
     def started(self) -> bool:
-        """A frame (or a gap) has been seen: there is a conversation."""
-        return self._conversation is not None
+        """A frame (or a gap) has been seen: there is a session."""
+        return self._session is not None
 
     @property
     def label(self) -> str:
@@ -179,10 +116,10 @@ class FlowDecoder(Flow):
             self._label = json.dumps(flow_label(self.key))
         return self._label
 
-    def side(self, direction: str) -> Side:
+    def side(self, direction: str) -> Framer:
         sd = self.c2s_side if direction == "c2s" else self.s2c_side
         if sd is None:
-            sd = Side(not self.midstream, self.runs)
+            sd = self.family.framer(not self.midstream, self.runs)
             if direction == "c2s":
                 self.c2s_side = sd
             else:
@@ -191,11 +128,11 @@ class FlowDecoder(Flow):
                 self.first = direction
         return sd
 
-    def made(self, direction: str) -> Side | None:
+    def made(self, direction: str) -> Framer | None:
         """The side of ``direction`` if its bytes have begun."""
         return self.c2s_side if direction == "c2s" else self.s2c_side
 
-    def sides(self) -> list[tuple[str, Side]]:
+    def sides(self) -> list[tuple[str, Framer]]:
         """The sides made, in the order they were made."""
         order = ("c2s", "s2c") if self.first == "c2s" else ("s2c", "c2s")
         return [(d, sd) for d, sd in ((d, self.made(d)) for d in order) if sd is not None]
@@ -217,19 +154,33 @@ class CaptureDecoder:
         max_flows: int | None = None,
         max_held: int | None = None,
     ) -> None:
-        self.ports = MCBP_PORTS | frozenset(ports)
+        self.families = families()
+        #: server port → family (the ports given here are the first family's); encrypted ones
+        self.by_port: dict[int, Family] = {}
+        self.encrypted: dict[int, Family] = {}
+        for family in reversed(self.families):  # the first family listed wins a shared port
+            self.by_port.update(dict.fromkeys(family.ports, family))
+            self.encrypted.update(dict.fromkeys(family.encrypted_ports, family))
+        self.by_port.update(dict.fromkeys(ports, self.families[0]))
+        self.ports = frozenset(self.by_port)
         self.collections = collections
         self.heuristic = heuristic
         self.base = base or DecodeContext()
         self.max_flows = flow_cap() if max_flows is None else max_flows
-        self.reassembler = Reassembler(server_ports=self.ports | TLS_PORTS, max_buffer=max_buffer,
+        self.reassembler = Reassembler(server_ports=self.ports | frozenset(self.encrypted), max_buffer=max_buffer,
                                        max_flows=self.max_flows, flow_type=FlowDecoder)
-        self._recipe = (collections, self.base)  # shared by every FlowDecoder
+        self._options = (collections, self.base)  # shared by every connection's session
         #: bytes held for frames not yet whole, all connections together (see _shed)
         self.max_held = held_cap() if max_held is None else max_held
         self.held = 0
-        #: jsonl only (``lane=True``): plain DCP items become Lines, not Captured (engines/lane.py)
-        self.lane = Lane(self.base) if lane and Lane.usable(self.base) else None
+        #: jsonl only (``lane=True``): each family's fast path, where it has one that serves
+        #: these options; what it takes becomes Lines, not Captured
+        self.fast: dict[Family, object] = {}
+        if lane:
+            for family in self.families:
+                fast = family.fast_path(self.base) if family.fast_path is not None else None
+                if fast is not None:
+                    self.fast[family] = fast
         #: the directions a reader follows in C (see tails.py); None: it follows none
         self.tails: Tails | None = None
 
@@ -292,7 +243,7 @@ class CaptureDecoder:
         if mine is None:
             return
         fd = reassembler.record(mine[0])
-        if fd is None or fd.protocol is ENDED:
+        if fd is None or fd.state is ENDED:
             return
         back = (seg.dst, seg.dport, seg.src, seg.sport)
         theirs = reassembler.in_order(back)
@@ -300,8 +251,8 @@ class CaptureDecoder:
             return
         # a direction's bytes are taken once it has a splitter (made by its first bytes: the
         # order sides are made in is the order a closing connection flushes them in)
-        mcbp = fd.protocol == "mcbp"
-        pair = [new_tail(k, r, nxt, fd.made(direction) if mcbp else None, fd, direction)
+        decoding = fd.state is DECODING
+        pair = [new_tail(k, r, nxt, fd.made(direction) if decoding else None, fd, direction)
                 for k, r, (_, direction, nxt) in ((key, raw, mine), (back, reverse_raw(raw), theirs))]
         step = self._step()
         for tail in pair:
@@ -339,24 +290,25 @@ class CaptureDecoder:
 
     def open_flows(self) -> list[FlowDecoder]:
         """The connections being decoded (begun, not yet ended), oldest first."""
-        return [fd for fd in self.reassembler.records() if fd.protocol is not ENDED and fd._recipe is not None]
+        return [fd for fd in self.reassembler.records() if fd.state is not ENDED and fd._options is not None]
 
     def _event(self, ev, out: list) -> None:
         if isinstance(ev, Start):
             fd = ev.state
-            fd.begin(self._recipe, ev.midstream, ev.index, self.lane is not None)
+            fd.begin(self._options, ev.midstream, ev.index)
             sport = ev.flow[3]
-            if sport in TLS_PORTS:
-                fd.protocol = "tls"
+            family = self.by_port.get(sport) or self.by_port.get(ev.flow[1])
+            if sport in self.encrypted:
+                fd.state = ENCRYPTED
                 out.append(Note("encrypted", f"port {sport} carries TLS: not decoded", ev.ts, ev.flow))
-            elif sport in self.ports or ev.flow[1] in self.ports:
-                fd.protocol = "mcbp"
+            elif family is not None:
+                fd.decode_as(family, family in self.fast)
             elif not self.heuristic:
-                fd.protocol = "ignored"
+                fd.state = IGNORED
             return
         if type(ev) is End:
             fd = ev.state
-            if fd.protocol is not ENDED:
+            if fd.state is not ENDED:
                 self._close_flow(fd, out, ev.ts)
                 fd.end()
             return
@@ -366,39 +318,45 @@ class CaptureDecoder:
         if isinstance(ev, Data):
             self._data(fd, ev, out)
         elif isinstance(ev, Gap):
-            if fd.protocol == "mcbp":
+            if fd.state is DECODING:
                 out.append(Note("gap", f"{ev.missing} bytes lost ({ev.reason})", ev.ts, ev.flow, ev.direction,
                                 ev.offset, ev.missing))
-                fd.conversation.validator.gap()
+                fd.session.gap()
                 sd = fd.side(ev.direction)
                 items = sd.gap(ev.missing)
                 sd.lost(ev.missing)
                 self._items(fd, ev.direction, items, ev.ts, out)
-            elif fd.protocol == "unknown" and fd.pending:
-                self.held -= len(fd.pending.pop(ev.direction, b""))
+            elif fd.state is SNIFFING and fd.pending:
+                gone = fd.pending.pop(ev.direction, None)
+                if gone is not None:
+                    self.held -= len(gone)
 
     def _data(self, fd: FlowDecoder, ev: Data, out: list) -> None:
-        if fd.protocol == "unknown":
+        if fd.state is SNIFFING:
             if fd.pending is None:
                 fd.pending = {}
             sniffing = fd.pending.get(ev.direction)
             if sniffing is None:
-                sniffing = fd.pending[ev.direction] = _Sniffing()
+                sniffing = fd.pending[ev.direction] = _Sniffing(self.families, fd.midstream)
             before = len(sniffing)
-            verdict = sniffing.add(ev.data, fd.midstream)
+            won = sniffing.add(ev.data, ev.index)
             self.held += len(sniffing) - before
-            fd.side(ev.direction).carried(len(ev.data), ev.index)
-            if verdict is None and len(sniffing.data) < HEURISTIC_BYTES:
+            if won is None and sniffing.sniffers:
                 return
+            pending = fd.pending
             self._unsniff(fd)
-            if verdict:
-                fd.protocol = "mcbp"
-                data = bytes(sniffing.data)
-                self._items(fd, ev.direction, fd.side(ev.direction).feed(data), ev.ts, out)
-            else:
-                fd.protocol = "ignored"
+            if won is None:
+                fd.state = IGNORED
+                return
+            family, sniffer = won
+            fd.decode_as(family, family in self.fast)
+            for direction, sn in pending.items():  # the framers, made in the order the bytes came
+                sd = fd.side(direction)
+                for size, index in sn.marks:
+                    sd.carried(size, index)
+            self._items(fd, ev.direction, fd.side(ev.direction).feed(bytes(sniffer.data)), ev.ts, out)
             return
-        if fd.protocol != "mcbp":
+        if fd.state is not DECODING:
             return
         sd = fd.side(ev.direction)
         sd.carried(len(ev.data), ev.index)
@@ -419,18 +377,17 @@ class CaptureDecoder:
                 sd.record_of(item.offset + item.size)
                 out.append(Note("skipped", item.reason, ts, fd.key, direction, item.offset, item.size))
 
-    def _frame(self, fd: FlowDecoder, sd: Side, direction: str, raw: RawFrame, ts: float) -> Captured:
+    def _frame(self, fd: FlowDecoder, sd: Framer, direction: str, raw: RawFrame, ts: float) -> Captured:
         number = sd.record_of(raw.offset + len(raw.data)) + 1
-        return _captured(ts, fd.key, direction, fd.conversation.decode(raw, direction, ts, number), number)
+        return _captured(ts, fd.key, direction, fd.session.decode(raw, direction, ts, number), number)
 
-    def _run(self, fd: FlowDecoder, sd: Side, direction: str, run: RawRun, ts: float, out: list) -> None:
-        """Whole frames in a row: what the lane takes, and the rest frame by frame."""
-        data, offset, take = run.data, run.offset, self.lane.take
+    def _run(self, fd: FlowDecoder, sd: Framer, direction: str, run: RawRun, ts: float, out: list) -> None:
+        """Whole frames in a row: what the family's fast path takes, and the rest frame by frame."""
+        data, offset, take = run.data, run.offset, self.fast[fd.family].take
         pos, n = 0, len(data)
         while pos < n:
             end, got = take(fd, sd, direction, data, pos, offset, ts)
             if got is None:
-                end = pos + HEADER_SIZE + int.from_bytes(data[pos + 8:pos + 12], "big")
                 got = self._frame(fd, sd, direction, RawFrame(offset + pos, data[pos:end]), ts)
             elif type(got) is tuple:  # decoded and judged with findings: the ordinary record
                 got = _captured(ts, fd.key, direction, *got)
@@ -440,7 +397,7 @@ class CaptureDecoder:
     def _close_flow(self, fd: FlowDecoder, out: list, ts: float | None) -> None:
         if fd.pending:
             self._unsniff(fd)
-        if fd.protocol != "mcbp":
+        if fd.state is not DECODING:
             return
         for direction, sd in fd.sides():
             if sd.buffered:
@@ -449,7 +406,7 @@ class CaptureDecoder:
             sd.counted = 0
         fd.drop_sides()
         if fd.started:  # an idle connection that never made a frame has nothing to say
-            for f in fd.conversation.validator.finish():
+            for f in fd.session.finish():
                 out.append(Note("finding", f.message, ts, fd.key, None, None, 0, f))
 
     def _unsniff(self, fd: FlowDecoder) -> None:
@@ -475,7 +432,7 @@ class CaptureDecoder:
                 n = sd.buffered
                 held += n - sd.counted
                 sd.counted = n
-                if n and fd.protocol == "mcbp":
+                if n and fd.state is DECODING:
                     holders.append((-n, fd.first_index, direction, fd))
             if fd.pending:
                 holders.append((-sum(len(b) for b in fd.pending.values()), fd.first_index, "", fd))
@@ -492,9 +449,9 @@ class CaptureDecoder:
             dropped -= size
             if not direction:
                 self._unsniff(fd)
-                fd.protocol = "ignored"
+                fd.state = IGNORED
                 continue
-            fd.conversation.validator.gap()  # answers may have gone with the bytes
+            fd.session.gap()  # answers may have gone with the bytes
             self._items(fd, direction, fd.made(direction).gap(0), ts, out)
         out.append(Note("capture", f"held bytes over the cap: the partial frames of {flows} connections "
                                    f"({dropped} bytes) were given up, largest first, as more than {self.max_held} "
@@ -503,32 +460,34 @@ class CaptureDecoder:
 
 
 class _Sniffing:
-    """One direction's first bytes on a port we do not know, and (on a connection joined
-    mid-stream) an unsynced splitter that looks for a whole MCBP frame in them. The probe is
-    fed each byte once, so deciding costs time linear in the bytes, however they are cut
-    into segments: the first frame an unsynced splitter finds does not depend on the cuts.
-    Its length is every byte held, the probe's own included."""
+    """One direction's first bytes on a port no family claims: the sniffers of the
+    families still undecided about them, and which records carried them. Its length is
+    every byte the sniffers hold."""
 
-    __slots__ = ("data", "probe")
+    __slots__ = ("sniffers", "marks", "size")
 
-    def __init__(self) -> None:
-        self.data = bytearray()
-        self.probe: FrameSplitter | None = None
+    def __init__(self, families: tuple[Family, ...], midstream: bool) -> None:
+        self.sniffers: list[tuple[Family, Sniffer]] = [(f, f.sniffer(midstream)) for f in families]
+        self.marks: list[tuple[int, int]] = []  # (bytes, record), in order
+        self.size = 0
 
     def __len__(self) -> int:
-        return len(self.data) + (self.probe.buffered if self.probe is not None else 0)
+        return sum(len(sn) for _, sn in self.sniffers)
 
-    def add(self, data: bytes, midstream: bool) -> bool | None:
-        """MCBP? Decided from the bytes so far (None: need more)."""
-        self.data += data
-        if len(self.data) >= HEADER_SIZE and header_problem(self.data, 0) is None:
-            return True
-        if not midstream:
-            return None if len(self.data) < HEADER_SIZE else False
-        if self.probe is None:
-            self.probe = FrameSplitter(synced=False)
-            data = bytes(self.data)
-        return True if any(isinstance(i, RawFrame) for i in self.probe.feed(data)) else None
+    def add(self, data: bytes, index: int) -> tuple[Family, Sniffer] | None:
+        """The family whose sniffer says yes, with its sniffer; None while undecided, and
+        once every family has said no (no sniffer is left)."""
+        self.marks.append((len(data), index))
+        self.size += len(data)
+        left = []
+        for family, sniffer in self.sniffers:
+            verdict = sniffer.add(data)
+            if verdict:
+                return family, sniffer
+            if verdict is None and self.size < family.sniff_bytes:
+                left.append((family, sniffer))
+        self.sniffers = left
+        return None
 
 
 def decode_segments(segments: Iterable[Segment], **kw) -> Iterator[Captured | Note]:

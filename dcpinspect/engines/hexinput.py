@@ -13,7 +13,8 @@ from ..rules.captions import check_captions
 from ..rules.frame import check_frame
 from ..rules.registry import FRAME_RULES
 from ..sources.hexdump import HexDump, parse_hexdump
-from .streaming import Conversation, decode_bytes
+from ..families.mcbp.conversation import Conversation
+from .streaming import decode_bytes
 
 PACKET_FORMATS = ("tcpdump-X", "tcpdump-xx")
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from .capture import Captured, Note, flow_label
-from .lane import Lines
+from ..sessions.captured import Captured, Lines, Note, flow_label
 from ..findings import Finding
 from ..outputs.jsonl import dumps_line, frame_record
 from ..outputs.stamp import stamp as _stamp

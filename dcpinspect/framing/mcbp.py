@@ -5,22 +5,15 @@ from __future__ import annotations
 import re
 import struct
 from ..unguarded import builder
-from dataclasses import dataclass
 
 from ..messages.header import HEADER_SIZE, MAX_BODY_LENGTH
 from ..messages.names import FLEX_MAGICS, MAGICS, SERVER_MAGICS
 from ..messages.registry import CLIENT_SPECS, SERVER_SPECS
+from .framer import Framer, RawFrame, RawRun, Skipped
 
 _HDR = struct.Struct(">BBBBBBHI")
 _MAGIC_RE = re.compile(b"[" + re.escape(bytes(sorted(MAGICS))) + b"]")
 RESYNC_MAX_KEY = 1024
-
-
-@dataclass(frozen=True, slots=True)
-class RawFrame:
-    offset: int  # stream offset of the first header byte
-    data: bytes
-    truncated: bool = False
 
 
 _RawFrameBuilder = builder(RawFrame)  # fast constructor, see dcpinspect/unguarded.py
@@ -32,21 +25,6 @@ try:
     from .. import _lane
 except ImportError:  # built without a C compiler: no runs
     _lane = None
-
-
-@dataclass(frozen=True, slots=True)
-class RawRun:
-    """Whole frames back to back (a splitter made with ``runs=True``), for the jsonl lane."""
-
-    offset: int  # stream offset of the first header byte
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    offset: int
-    size: int
-    reason: str
 
 
 def header_problem(buf, pos: int, max_body: int = MAX_BODY_LENGTH, strict: bool = True) -> str | None:
@@ -71,7 +49,7 @@ def header_problem(buf, pos: int, max_body: int = MAX_BODY_LENGTH, strict: bool 
     return None
 
 
-class FrameSplitter:
+class FrameSplitter(Framer):
     """Feed bytes in stream order; get whole frames and skipped ranges back.
 
     A stream that starts at a known frame boundary is *synced*: the first header
@@ -84,6 +62,7 @@ class FrameSplitter:
     __slots__ = ("_buf", "_runs", "_base", "_synced", "_max_body", "_skip", "_want", "_within")
 
     def __init__(self, synced: bool = True, max_body: int = MAX_BODY_LENGTH, runs: bool = False) -> None:
+        Framer.__init__(self)
         self._buf = bytearray()
         #: the synced fast path hands whole frames over as one RawRun (needs the C lane)
         self._runs = runs

@@ -4,17 +4,26 @@ decoded frame with where and when it was seen, or a note about the capture itsel
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..findings import Finding
 from ..messages.frame import Message
 from ..transport.reassembly import FlowKey
 
 
-def flow_label(flow: FlowKey) -> str:
-    """``client:port-server:port`` (IPv6 in brackets); a hex dump's pseudo-flow is its name."""
+@dataclass(frozen=True, slots=True)
+class DumpFile:
+    """The one connection of a hex dump given as a file, where its frames' ``flow`` says
+    they come from: named by the file, with no addresses, ports or times."""
+
+    name: str
+
+
+def flow_label(flow: FlowKey | DumpFile) -> str:
+    """``client:port-server:port`` (IPv6 in brackets); a hex dump's is its file's name."""
+    if type(flow) is DumpFile:
+        return flow.name
     c, cp, s, sp = flow
-    if c == "hex":
-        return s
     fmt = lambda a, p: f"[{a}]:{p}" if ":" in a else f"{a}:{p}"  # noqa: E731
     return f"{fmt(c, cp)}-{fmt(s, sp)}"
 
@@ -25,7 +34,7 @@ class Captured:
     :class:`~dcpinspect.sources.capture.Record`: one is made a frame."""
 
     ts: float | None  # None: a hex dump, which has no times
-    flow: FlowKey
+    flow: FlowKey | DumpFile
     direction: str  # c2s or s2c ("" in a hex dump)
     msg: Message
     #: the capture frame number (1-based, as Wireshark numbers packets) of the record that
@@ -47,3 +56,13 @@ class Note:
     offset: int | None = None
     size: int = 0
     finding: Finding | None = None
+
+
+class Lines(NamedTuple):
+    """Lines already written of ``count`` frames in a row of one connection and direction
+    (a family's fast path writes them: see ``families/mcbp/lane.py``)."""
+
+    text: bytes  # ASCII lines, each ending in a newline
+    count: int
+    flow: tuple
+    direction: str

@@ -25,20 +25,23 @@ import struct
 from itertools import combinations
 from typing import NamedTuple
 
-from ..messages import dcp
-from ..messages.dcp import DELETION_V2
-from ..messages.frame import DecodeContext, header_message
-from ..messages.keys import decode_key
-from ..messages.values import LEAN_DECODERS
-from ..messages.layout import FieldSpec
-from ..messages.names import FEATURES, MAGICS, status_name
-from ..messages.registry import CLIENT_SPECS
-from ..outputs.jsonl import _stdlib, protocol_of_family
-from ..rules.stream import INCLUDE_DELETE_TIMES, MAX_SNAPSHOT_KEYS
-from ..sessions.streams import FLOW_CONTROLLED, Snapshot
+from ...sessions.captured import Lines
+
+from ...messages import dcp
+from ...messages.dcp import DELETION_V2
+from ...messages.frame import DecodeContext, header_message
+from ...messages.header import HEADER_SIZE
+from ...messages.keys import decode_key
+from ...messages.values import LEAN_DECODERS
+from ...messages.layout import FieldSpec
+from ...messages.names import FEATURES, MAGICS, status_name
+from ...messages.registry import CLIENT_SPECS
+from ...outputs.jsonl import _stdlib, protocol_of_family
+from ...rules.stream import INCLUDE_DELETE_TIMES, MAX_SNAPSHOT_KEYS
+from ...sessions.streams import FLOW_CONTROLLED, Snapshot
 
 try:
-    from .. import _lane
+    from ... import _lane
 except ImportError:  # built without a C compiler
     _lane = None
 
@@ -50,16 +53,8 @@ LANE_OPCODES = frozenset({0x57, 0x58})
 RUN_OPCODES = LANE_OPCODES | {0x56}
 _ZERO_FIELD = "nmeta"
 _HEAD = struct.Struct(">BBHBBHIIQ")
+_U32 = struct.Struct(">I").unpack_from
 _MAGICS = (0x80, 0x08)  # ClientRequest, AltClientRequest (one stream-id frame info)
-
-
-class Lines(NamedTuple):
-    """jsonl lines of ``count`` frames in a row of one connection and direction."""
-
-    text: bytes  # ASCII lines, each ending in a newline
-    count: int
-    flow: tuple
-    direction: str
 
 
 def _key(name: str) -> str:
@@ -260,8 +255,15 @@ class Lane:
              ts: float) -> tuple[int, object]:
         """What the lane makes of the whole frames of ``data`` (from stream ``offset`` on, of
         ``fd``'s ``direction``) at ``pos``: the position after what it took, and Lines, or
-        ``(msg, number)`` for a frame it decoded and the rules found something in; ``(pos,
-        None)``: the frame at ``pos`` goes the ordinary way."""
+        ``(msg, number)`` for a frame it decoded and the rules found something in; ``(end,
+        None)``: the frame from ``pos`` to ``end`` goes the ordinary way."""
+        end, got = self._take(fd, side, direction, data, pos, offset, ts)
+        if got is None:
+            end = pos + HEADER_SIZE + _U32(data, pos + 8)[0]
+        return end, got
+
+    def _take(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
+              ts: float) -> tuple[int, object]:
         op = data[pos + 1]
         if op in RUN_OPCODES:
             end, lines = self._run(fd, side, direction, data, pos, offset, ts)
@@ -283,7 +285,7 @@ class Lane:
         magic, _, _, _, _, vbucket, _, opaque, _ = _HEAD.unpack_from(data, pos)
         if magic != 0x80 and magic != 0x08:
             return pos, None
-        conversation = fd.conversation
+        conversation = fd.session
         validator, negotiation = conversation.validator, conversation.negotiation
         st = validator.state
         if not st.dcp_open_seen and st.producer_direction is None and validator.seen_from_start:
@@ -362,7 +364,7 @@ class Lane:
                 msg.fields = fields
             start += extras.size
         if kind is not None:  # a text key and a value of that kind, as decode_frame reads them
-            ctx = fd.conversation.negotiation.context(self.base)
+            ctx = fd.session.negotiation.context(self.base)
             stop = start + msg.key_length
             decode_key(msg, frame[start:stop], at + start, "text", ctx)
             msg.value = raw = frame[stop:]
@@ -375,7 +377,7 @@ class Lane:
             msg.values.update(values)
             for name, shown in fields.items():
                 msg.fields.setdefault(name, shown)
-        fd.conversation.judge(msg, direction, ts, number)
+        fd.session.judge(msg, direction, ts, number)
         if not msg.findings:
             return end, Lines(text, 1, fd.key, direction)
         return end, (msg, number)

@@ -1,0 +1,82 @@
+"""Protocol families: what the engines know of a protocol, and all they know of it.
+
+A family is one package, ``dcpinspect/families/<name>/``, whose ``FAMILY`` is a
+:class:`Family`. The engines take a connection to a family by its server port, or on
+another port by asking each family's sniffer about the connection's first bytes; from
+then on they hand each direction's bytes to the family's framer
+(:class:`~dcpinspect.framing.framer.Framer`) and each frame to the connection's session.
+Nothing outside a family's package names its protocol: engines, outputs and the command
+line see families, frames, sessions and findings.
+
+To add a family: write its package (its layouts, framer, session and rules, in the
+layers the README draws), define ``FAMILY`` in its ``__init__``, and list the package in
+:data:`PACKAGES`. The first family listed decodes the ports a user adds with ``--port``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any, Callable, Protocol
+
+from ..findings import Finding
+from ..framing.framer import Framer, RawFrame
+
+
+class Sniffer(Protocol):
+    """One direction's first bytes on a port no family claims."""
+
+    #: the bytes given so far (the framer is fed them once the sniffer says yes)
+    data: bytearray
+
+    def add(self, data: bytes) -> bool | None:
+        """Is it this family's? Decided from the bytes so far (None: need more)."""
+
+    def __len__(self) -> int:
+        """Bytes held while deciding (the engines count them against their cap)."""
+
+
+class Session(Protocol):
+    """One connection's decoding state: what was negotiated, streams, the rules' state."""
+
+    def decode(self, raw: RawFrame, direction: str | None, ts: float | None, index: int | None) -> Any:
+        """The frame decoded and judged (its findings on it)."""
+
+    def gap(self) -> None:
+        """Bytes were lost: answers and state carried by them may be missing."""
+
+    def finish(self) -> list[Finding]:
+        """The connection is over: what only its end can show."""
+
+
+@dataclass(frozen=True, eq=False)
+class Family:
+    """A protocol family, as the engines use it."""
+
+    name: str
+    #: server ports that carry it
+    ports: frozenset[int]
+    #: server ports that carry it encrypted: noted, not decoded
+    encrypted_ports: frozenset[int]
+    #: a sniffer for one direction's first bytes (``midstream``: the connection's start was not seen)
+    sniffer: Callable[[bool], Sniffer]
+    #: a framer for one direction (``synced``: it starts at a frame boundary; ``runs``: the
+    #: family's fast path takes whole runs of frames)
+    framer: Callable[[bool, bool], Framer]
+    #: a connection's session: ``session(options, seen_from_start)``, options as the engine got them
+    session: Callable[[Any, bool], Session]
+    #: the fast path for whole runs of frames, if the family has one: ``fast_path(base)``
+    #: returns it, or None where it cannot serve those options
+    fast_path: Callable[[Any], Any] | None = field(default=None)
+    #: the most bytes of a direction the sniffer may hold before the answer is "no"
+    sniff_bytes: int = 64 * 1024
+
+
+#: the family packages, in order of preference (the first decodes ports added by the
+#: user): a name of a package here, or the full name of a module elsewhere
+PACKAGES = ("mcbp",)
+
+
+def families() -> tuple[Family, ...]:
+    """Every family, in :data:`PACKAGES` order."""
+    return tuple(import_module(name if "." in name else f"{__name__}.{name}").FAMILY for name in PACKAGES)

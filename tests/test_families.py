@@ -1,0 +1,179 @@
+"""The protocol-family seam: a family written outside dcpinspect plugs in by its package
+alone, and the engine takes connections to it by port and by sniffing, beside MCBP, with
+no change to the engine."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from dcpinspect import families as families_module
+from dcpinspect.engines.files import decode_records
+from dcpinspect.families import Family, families
+from dcpinspect.findings import Finding
+from dcpinspect.framing.framer import Framer, RawFrame, Skipped
+from dcpinspect.sessions.captured import Captured, Note
+from dcpinspect.sources.capture import read_records
+from dcpinspect.transport import synth
+
+from frames import request, response
+
+LINE_PORT = 7777
+
+
+class LineFramer(Framer):
+    """Frames end with a newline; a gap passes over the rest of the line it broke."""
+
+    __slots__ = ("_buf", "_base", "_lost")
+
+    def __init__(self, synced: bool, runs: bool) -> None:
+        Framer.__init__(self)
+        self._buf = bytearray()
+        self._base = 0
+        self._lost = not synced
+
+    def feed(self, data: bytes) -> list:
+        self._buf += data
+        out = []
+        while True:
+            end = self._buf.find(b"\n")
+            if end < 0:
+                return out
+            line = bytes(self._buf[:end + 1])
+            del self._buf[:end + 1]
+            if self._lost:
+                out.append(Skipped(self._base, len(line), "after lost bytes"))
+                self._lost = False
+            else:
+                out.append(RawFrame(self._base, line))
+            self._base += len(line)
+
+    def gap(self, missing: int) -> list:
+        out = [Skipped(self._base, len(self._buf), "before lost bytes")] if self._buf else []
+        self._base += len(self._buf) + missing
+        self._buf.clear()
+        self._lost = True
+        return out
+
+    def close(self, data: bytes = b"") -> list:
+        out = self.feed(data)
+        if self._buf:
+            out.append(RawFrame(self._base, bytes(self._buf), truncated=True))
+            self._base += len(self._buf)
+            self._buf.clear()
+        return out
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    @property
+    def buffer(self) -> bytearray:
+        return self._buf
+
+    @property
+    def wanted(self) -> int:
+        return 0
+
+
+class LineSniffer:
+    def __init__(self, midstream: bool) -> None:
+        self.data = bytearray()
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def add(self, data: bytes) -> bool | None:
+        self.data += data
+        if len(self.data) < 6:
+            return None
+        return self.data.startswith(b"HELLO ")
+
+
+class LineSession:
+    """Counts lines; a connection that never says BYE is judged at its end."""
+
+    def __init__(self, options, seen_from_start: bool) -> None:
+        self.lines: list[bytes] = []
+        self.gaps = 0
+
+    def decode(self, raw: RawFrame, direction, ts, index):
+        self.lines.append(raw.data)
+        return ("line", direction, raw.offset, raw.data)
+
+    def gap(self) -> None:
+        self.gaps += 1
+
+    def finish(self) -> list[Finding]:
+        if any(line.startswith(b"BYE") for line in self.lines):
+            return []
+        return [Finding("no-bye", "EINVAL", "error", f"{len(self.lines)} lines and no BYE", None, "toy §1")]
+
+
+@pytest.fixture
+def line_family(monkeypatch):
+    module = types.ModuleType("toy.line_family")
+    module.FAMILY = Family("line", frozenset({LINE_PORT}), frozenset({7778}), LineSniffer,
+                           LineFramer, LineSession)
+    monkeypatch.setitem(sys.modules, "toy.line_family", module)
+    monkeypatch.setattr(families_module, "PACKAGES", ("mcbp", "toy.line_family"))
+    return module.FAMILY
+
+
+def _capture(tmp_path, conversations) -> list:
+    frames = []
+    for n, (port, messages, close) in enumerate(conversations):
+        frames += synth.tcp_conversation(messages, client=("10.0.0.1", 40000 + n), server=("10.0.0.2", port),
+                                         close=close)
+    path = tmp_path / "mixed.pcap"
+    synth.write_pcap(path, frames)
+    return list(decode_records(read_records(path)))
+
+
+def _lines(items, port):
+    return [i.msg for i in items if isinstance(i, Captured) and i.flow[3] == port]
+
+
+def test_the_families_listed_are_the_ones_the_engine_uses(line_family):
+    assert [f.name for f in families()] == ["mcbp", "line"]
+
+
+def test_a_family_plugs_in_beside_mcbp_by_port_and_by_sniffing(tmp_path, line_family):
+    mcbp = [("c2s", request(0x0A, opaque=7)), ("s2c", response(0x0A, opaque=7))]
+    chat = [("c2s", b"HELLO there\n"), ("s2c", b"HI\n"), ("c2s", b"BYE\n")]
+    items = _capture(tmp_path, [(11210, mcbp, "fin"), (LINE_PORT, chat, "fin"), (9999, chat, "fin"),
+                                (LINE_PORT, [("c2s", b"HELLO\nno end")], "fin"), (7778, chat, "fin")])
+    # MCBP on its port, as ever
+    assert [m.opcode for m in _lines(items, 11210)] == [0x0A, 0x0A]
+    # the line family on its port, and on a port nobody claims, by its sniffer
+    for port in (LINE_PORT, 9999):
+        assert _lines(items, port)[:3] == [("line", "c2s", 0, b"HELLO there\n"), ("line", "s2c", 0, b"HI\n"),
+                                           ("line", "c2s", 12, b"BYE\n")]
+    # its session's end-of-connection rule reaches the output as a finding note
+    ended = [i for i in items if isinstance(i, Note) and i.kind == "finding"]
+    assert [(n.flow[1], n.finding.rule) for n in ended] == [(40003, "no-bye")]
+    assert _lines(items, LINE_PORT)[-1] == ("line", "c2s", 6, b"no end")
+    # its encrypted port is noted, not decoded
+    assert [i.message for i in items if isinstance(i, Note) and i.kind == "encrypted"] == [
+        "port 7778 carries TLS: not decoded"]
+    assert _lines(items, 7778) == []
+
+
+def test_without_the_family_its_traffic_is_not_decoded(tmp_path):
+    chat = [("c2s", b"HELLO there\n"), ("s2c", b"HI\n")]
+    items = _capture(tmp_path, [(LINE_PORT, chat, "fin")])
+    assert _lines(items, LINE_PORT) == []
+
+
+def test_a_gap_reaches_the_family_framer_and_session(tmp_path, line_family):
+    chat = [("c2s", b"HELLO there\n"), ("c2s", b"lost line\n"), ("c2s", b"after\n"), ("c2s", b"BYE\n")]
+    frames = synth.tcp_conversation(chat, client=("10.0.0.1", 40000), server=("10.0.0.2", LINE_PORT), drop=[1])
+    path = tmp_path / "gap.pcap"
+    synth.write_pcap(path, frames)
+    items = list(decode_records(read_records(path)))
+    # the family's framer resynchronises its way (a line after lost bytes may be a tail)
+    notes = [(i.kind, i.offset, i.size) for i in items if isinstance(i, Note)]
+    assert notes == [("gap", 12, 10), ("skipped", 22, 6)]
+    assert [m[3] for m in _lines(items, LINE_PORT)] == [b"HELLO there\n", b"BYE\n"]
