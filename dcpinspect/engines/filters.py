@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..messages.registry import CLIENT_SPECS
 from .capture import Captured, flow_label
+from .inputs import Unusable
 
 
 def parse_opcode(text: str) -> set[int]:
@@ -44,3 +45,15 @@ class FrameFilter:
         if self.flow and self.flow not in flow_label(item.flow):
             return False
         return True
+
+
+def frame_filter(opcodes: list[str], vbuckets: list[int], flow: str) -> FrameFilter:
+    """The filter of ``--opcode`` (names, parts of names or numbers), ``--vbucket`` and
+    ``--flow``; an opcode no name matches is :class:`~.inputs.Unusable`."""
+    ops: set[int] = set()
+    for o in opcodes:
+        try:
+            ops |= parse_opcode(o)
+        except ValueError as exc:
+            raise Unusable(str(exc)) from None
+    return FrameFilter(frozenset(ops), frozenset(vbuckets), flow)

@@ -226,3 +226,23 @@ def available_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+#: a file this big repays starting workers; at most this many are started unasked
+AUTO_JOBS_BYTES = 16 * 1024 * 1024
+MAX_AUTO_JOBS = 8
+
+
+def worker_count(jobs: int, path, eligible: bool) -> int:
+    """Worker processes for one file: ``--jobs`` as given, or (0) one per CPU for captures
+    big enough to repay starting them; one when the output cannot be split (``eligible``
+    false: a ``--limit``)."""
+    if not eligible:
+        return 1
+    if jobs > 0:
+        return jobs
+    try:
+        big = os.stat(path).st_size >= AUTO_JOBS_BYTES
+    except OSError:
+        big = False
+    return min(available_cpus(), MAX_AUTO_JOBS) if big else 1
