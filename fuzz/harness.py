@@ -466,7 +466,7 @@ def run_capture_commands(path: Path, inputs: int) -> None:
 def engine_reports(path: Path, rich: bool = True) -> int:
     """What ``decode -f summary``, ``validate`` and ``stats`` make of a capture, in this
     process (the summary's rich table only if ``rich``); returns the bytes they print."""
-    from dcpinspect.cli import _stamp
+    from dcpinspect.outputs.stamp import stamp as _stamp
     from dcpinspect.engines.capture import Captured
     from dcpinspect.engines.files import keyed_items
     from dcpinspect.engines.sinks import FindingsSink, SummarySink
