@@ -10,6 +10,7 @@ from ..messages.catalog import FORBIDDEN, REQUIRED
 from ..messages.frame import Message
 from ..messages.layout import unknown_bits
 from ..messages.names import DATATYPE_JSON, DATATYPE_XATTR, MAGICS, RETIRED_OPCODES, SUCCESS_LIKE_STATUS, VBUCKET_STATES
+from ..messages.opcodes import OP, ST
 from .registry import FRAME_RULES, STATUS_CLASSES
 
 Check = Callable[[Message], Iterator[tuple[str, str, int | None]]]
@@ -55,7 +56,7 @@ def _shape(m: Message):
             yield "value-required", f"{m.name} must have a value", m.offset
     elif body.value == FORBIDDEN and value_len > 0:
         yield "value-forbidden", f"{m.name} must not have a value ({value_len} bytes)", m.offset
-    if m.opcode == 0x56 and m.is_request:
+    if m.opcode == OP.DCP_SNAPSHOT_MARKER and m.is_request:
         if m.extras_length == 20 and value_len > 0 and m.spec.family == "dcp":
             yield "value-forbidden", "a v1 snapshot marker (extras 20) must not have a value", m.offset
         if m.extras_length == 1 and value_len <= 0:
@@ -72,19 +73,19 @@ def _flags(m: Message):
     if not m.is_request or m.spec is None or m.spec.family != "dcp":
         return
     v = m.values
-    if m.opcode == 0x50 and "flags" in v:
+    if m.opcode == OP.DCP_OPEN and "flags" in v:
         bad = v["flags"] & dcp.OPEN_FLAGS_INVALID | unknown_bits(v["flags"], dcp.OPEN_FLAGS)
         if bad:
             yield "reserved-flags", f"DCP_OPEN flags 0x{v['flags']:x}: invalid bits 0x{bad:x}", None
-    if m.opcode in (0x51, 0x53) and "flags" in v:
+    if m.opcode in (OP.DCP_ADD_STREAM, OP.DCP_STREAM_REQ) and "flags" in v:
         bad = v["flags"] & dcp.STREAM_FLAGS_INVALID | unknown_bits(v["flags"], dcp.STREAM_FLAGS)
         if bad:
             yield "reserved-flags", f"stream flags 0x{v['flags']:x}: invalid bits 0x{bad:x}", None
-    if m.opcode == 0x56 and "snapshot_type" in v:
+    if m.opcode == OP.DCP_SNAPSHOT_MARKER and "snapshot_type" in v:
         bad = unknown_bits(v["snapshot_type"], dcp.SNAPSHOT_FLAGS)
         if bad:
             yield "reserved-flags", f"snapshot type 0x{v['snapshot_type']:x}: unknown bits 0x{bad:x}", None
-    if m.opcode == 0x65 and "flags" in v:
+    if m.opcode == OP.DCP_OSO_SNAPSHOT and "flags" in v:
         if v["flags"] not in (0x01, 0x02):
             yield "reserved-flags", f"OSO flags 0x{v['flags']:x}: must be 0x01 (start) or 0x02 (end)", None
 
@@ -95,26 +96,26 @@ def _dcp_values(m: Message):
         return
     v, op = m.values, m.opcode
     field = m.spec.seqno_field
-    if op in (0x57, 0x60, 0x62, 0x63) and field in v and v[field] == 0:
+    if op in (OP.DCP_MUTATION, OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT) and field in v and v[field] == 0:
         yield "seqno-zero", f"{m.name} {field} is 0", None
-    if op in (0x62, 0x63) and v.get("prepared_seqno") == 0:
+    if op in (OP.DCP_COMMIT, OP.DCP_ABORT) and v.get("prepared_seqno") == 0:
         yield "seqno-zero", f"{m.name} prepared_seqno is 0", None
-    if op in (0x57, 0x58, 0x59) and v.get("nmeta"):
+    if op in (OP.DCP_MUTATION, OP.DCP_DELETION, OP.DCP_EXPIRATION) and v.get("nmeta"):
         yield "nmeta-nonzero", f"{m.name} nmeta is {v['nmeta']}", None
-    if op == 0x60:
+    if op == OP.DCP_PREPARE:
         if m.cas == 0:
             yield "cas-zero", "DCP_PREPARE CAS is 0", m.offset + 16
         if "durability_level" in v and v["durability_level"] not in dcp.DURABILITY_LEVELS:
             yield "durability-level", f"durability level {v['durability_level']}", None
-    if op in (0x61, 0x62, 0x63, 0x66, 0x67) and m.cas != 0:
+    if op in (OP.DCP_SEQNO_ACKNOWLEDGED, OP.DCP_COMMIT, OP.DCP_ABORT, OP.DCP_CACHE_TRANSFER, OP.DCP_CACHE_TRANSFER_END) and m.cas != 0:
         yield "cas-nonzero", f"{m.name} must carry CAS 0, has 0x{m.cas:x}", m.offset + 16
-    if op == 0x5B and "state" in v and v["state"] not in VBUCKET_STATES:
+    if op == OP.DCP_SET_VBUCKET_STATE and "state" in v and v["state"] not in VBUCKET_STATES:
         yield "vbucket-state", f"vbucket state {v['state']}", None
-    if op == 0x55 and "reason" in v and v["reason"] not in dcp.STREAM_END_REASONS:
+    if op == OP.DCP_STREAM_END and "reason" in v and v["reason"] not in dcp.STREAM_END_REASONS:
         yield "stream-end-reason", f"stream end reason {v['reason']}", None
-    if op == 0x58 and m.datatype & DATATYPE_JSON and not m.datatype & DATATYPE_XATTR:
+    if op == OP.DCP_DELETION and m.datatype & DATATYPE_JSON and not m.datatype & DATATYPE_XATTR:
         yield "deletion-datatype", f"deletion datatype 0x{m.datatype:02x} (JSON without Xattr)", m.offset + 5
-    if op == 0x5F and "event" in v:
+    if op == OP.DCP_SYSTEM_EVENT and "event" in v:
         if v["event"] not in dcp.SYSTEM_EVENTS or v["event"] == 2:
             yield "system-event-id", f"system event id {v['event']}", None
         if v.get("version", 0) > 2:
@@ -125,18 +126,18 @@ def _dcp_values(m: Message):
 
 @check
 def _peer_error(m: Message):
-    if m.status is None or m.status in SUCCESS_LIKE_STATUS and m.status != 0x23:
+    if m.status is None or m.status in SUCCESS_LIKE_STATUS and m.status != ST.Rollback:
         return
     context = m.fields.get("error_context")
     text = f"{m.name} answered {m.status_name} (0x{m.status:04x})" + (f": {context}" if context else "")
-    if m.status == 0x23 and "rollback_seqno" in m.fields:
+    if m.status == ST.Rollback and "rollback_seqno" in m.fields:
         text += f", roll back to {m.fields['rollback_seqno']}"
     yield "peer-error", text, m.offset + 6
 
 
 #: opcodes _flags and _dcp_values look at (DCP requests only)
-_FLAG_OPCODES = frozenset({0x50, 0x51, 0x53, 0x56, 0x65})
-_DCP_VALUE_OPCODES = frozenset({0x55, 0x57, 0x58, 0x59, 0x5B, 0x5F, 0x60, 0x61, 0x62, 0x63, 0x66, 0x67})
+_FLAG_OPCODES = frozenset({OP.DCP_OPEN, OP.DCP_ADD_STREAM, OP.DCP_STREAM_REQ, OP.DCP_SNAPSHOT_MARKER, OP.DCP_OSO_SNAPSHOT})
+_DCP_VALUE_OPCODES = frozenset({OP.DCP_STREAM_END, OP.DCP_MUTATION, OP.DCP_DELETION, OP.DCP_EXPIRATION, OP.DCP_SET_VBUCKET_STATE, OP.DCP_SYSTEM_EVENT, OP.DCP_PREPARE, OP.DCP_SEQNO_ACKNOWLEDGED, OP.DCP_COMMIT, OP.DCP_ABORT, OP.DCP_CACHE_TRANSFER, OP.DCP_CACHE_TRANSFER_END})
 _PLANS: dict[tuple[int, int], tuple[Check, ...]] = {}
 
 

@@ -8,6 +8,7 @@ from ..findings import Finding
 from ..messages.dcp import DELETION_V2, SNAPSHOT_DISK, SNAPSHOT_HISTORY
 from ..messages.frame import Message
 from ..messages.names import REQUEST_MAGICS, SUCCESS_LIKE_STATUS
+from ..messages.opcodes import OP, ST
 from ..sessions.negotiation import Negotiation
 from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STREAM_OPCODES, DcpState, Stream
 from .registry import STATUS_CLASSES, STREAM_RULES
@@ -15,13 +16,13 @@ from ..limits import SNAPSHOT_KEYS
 
 INCLUDE_DELETE_TIMES = 0x20
 MAX_SNAPSHOT_KEYS = SNAPSHOT_KEYS.default
-_KEYED = frozenset({0x57, 0x58, 0x59, 0x60})
-_NO_SID = frozenset({0x5B, 0x60, 0x62, 0x63})  # sent without a stream-id frame (sync writes, takeover)
+_KEYED = frozenset({OP.DCP_MUTATION, OP.DCP_DELETION, OP.DCP_EXPIRATION, OP.DCP_PREPARE})
+_NO_SID = frozenset({OP.DCP_SET_VBUCKET_STATE, OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT})  # sent without a stream-id frame (sync writes, takeover)
 #: Messages that need something negotiated first: (control key, value wanted) or "collections".
-_NEEDS = {0x60: ("enable_sync_writes", "true"), 0x62: ("enable_sync_writes", "true"),
-          0x63: ("enable_sync_writes", "true"), 0x59: ("enable_expiry_opcode", "true"),
-          0x64: "collections", 0x65: "collections", 0x5F: "collections"}
-_NEGOTIATED = frozenset(_NEEDS) | {0x56}  # the opcodes _negotiated looks at
+_NEEDS = {OP.DCP_PREPARE: ("enable_sync_writes", "true"), OP.DCP_COMMIT: ("enable_sync_writes", "true"),
+          OP.DCP_ABORT: ("enable_sync_writes", "true"), OP.DCP_EXPIRATION: ("enable_expiry_opcode", "true"),
+          OP.DCP_SEQNO_ADVANCED: "collections", OP.DCP_OSO_SNAPSHOT: "collections", OP.DCP_SYSTEM_EVENT: "collections"}
+_NEGOTIATED = frozenset(_NEEDS) | {OP.DCP_SNAPSHOT_MARKER}  # the opcodes _negotiated looks at
 
 
 class ConnectionValidator:
@@ -94,23 +95,23 @@ class ConnectionValidator:
     def _request(self, msg: Message, direction, ts, index, emit) -> None:
         st, op = self.state, msg.opcode
         if (not st.dcp_open_seen and st.producer_direction is None and self.seen_from_start
-                and msg.spec.family == "dcp" and op != 0x50):
+                and msg.spec.family == "dcp" and op != OP.DCP_OPEN):
             st.producer_direction = "unknown"  # report once
             emit("dcp-open-missing", f"{msg.name} on a connection whose DCP_OPEN was not seen")
         if op in STREAM_OPCODES:  # first: most requests are (none of the opcodes below is)
             self._stream_message(msg, index, ts, emit)
-        elif op == 0x50:
+        elif op == OP.DCP_OPEN:
             if st.dcp_open_seen:
                 emit("dcp-open-missing", "a second DCP_OPEN on the same connection")
             st.dcp_open_seen = True
             st.producer_direction = _other(direction)
-        elif op == 0x53:
+        elif op == OP.DCP_STREAM_REQ:
             self._stream_request(msg, index, ts, emit)
-        elif op == 0x5D:
+        elif op == OP.DCP_BUFFER_ACKNOWLEDGEMENT:
             self._buffer_ack(msg, emit)
-        elif op == 0x5C:
+        elif op == OP.DCP_NOOP:
             st.noops[msg.opaque] = _pending(msg, index, ts, direction)
-        if op in FLOW_CONTROLLED and op != 0x5C:
+        if op in FLOW_CONTROLLED and op != OP.DCP_NOOP:
             self._flow_control(msg, emit)
         st.remember_request(msg, index, ts, direction)
 
@@ -152,15 +153,15 @@ class ConnectionValidator:
             emit("stream-id-missing", f"{msg.name} without a stream-id frame", **ctx)
         if op in _NEGOTIATED:  # not mutations and deletions, most of a stream
             self._negotiated(msg, emit, ctx)
-        if op == 0x56:
+        if op == OP.DCP_SNAPSHOT_MARKER:
             self._marker(stream, msg, index, emit, ctx)
-        elif op == 0x65:
+        elif op == OP.DCP_OSO_SNAPSHOT:
             self._oso(stream, msg, emit, ctx)
-        elif op == 0x55:
+        elif op == OP.DCP_STREAM_END:
             st.end(stream, msg, index, ts)
-        elif op == 0x58:
+        elif op == OP.DCP_DELETION:
             self._deletion_version(msg, emit, ctx)
-        if op == 0x5F:
+        if op == OP.DCP_SYSTEM_EVENT:
             self._system_event(stream, msg, emit, ctx)
         field = SEQNO_OPCODES.get(op)
         if field is not None:
@@ -178,7 +179,7 @@ class ConnectionValidator:
                 emit("negotiation-missing", f"{msg.name} on a connection that did not negotiate collections", **ctx)
         elif need is not None and n.controls.get(need[0]) != need[1]:
             emit("negotiation-missing", f"{msg.name} without DCP_CONTROL {need[0]}={need[1]}", **ctx)
-        if msg.opcode == 0x56 and msg.values.get("version") == 0x02 and n.controls.get("max_marker_version") != "2.2":
+        if msg.opcode == OP.DCP_SNAPSHOT_MARKER and msg.values.get("version") == 0x02 and n.controls.get("max_marker_version") != "2.2":
             emit("negotiation-missing", "v2.2 snapshot marker without DCP_CONTROL max_marker_version=2.2", **ctx)
 
     def _seqno(self, stream: Stream, msg: Message, seqno: int, index, ts, emit, ctx) -> None:
@@ -202,7 +203,7 @@ class ConnectionValidator:
                 # Prepares are indexed apart; keys are kept as digests, and a snapshot larger
                 # than MAX_SNAPSHOT_KEYS stops being checked rather than growing without bound.
                 keys = snap.keys
-                key = hash((op == 0x60, msg.collection_id, msg.key))
+                key = hash((op == OP.DCP_PREPARE, msg.collection_id, msg.key))
                 if key in keys:
                     emit("duplicate-key", f"key {msg.fields.get('key', '')!r} repeats in snapshot {snap.start}..{snap.end}", **ctx)
                 elif len(keys) < MAX_SNAPSHOT_KEYS:
@@ -285,7 +286,7 @@ class ConnectionValidator:
         if not limit:
             return
         st = self.state
-        size = msg.body_length + 24 + (2 if msg.opcode == 0x60 else 0)
+        size = msg.body_length + 24 + (2 if msg.opcode == OP.DCP_PREPARE else 0)
         if st.unacked >= limit:
             emit("buffer-overrun", f"{msg.name} sent with {st.unacked} unacknowledged bytes >= buffer {limit}")
         st.unacked += size
@@ -304,27 +305,27 @@ class ConnectionValidator:
     def _response(self, msg: Message, direction, index, emit) -> None:
         st, op = self.state, msg.opcode
         pending = st.request_for(msg, direction)
-        if op == 0x5C:
+        if op == OP.DCP_NOOP:
             st.noops.pop(msg.opaque, None)
-        if op == 0x56 and msg.status == 0:
+        if op == OP.DCP_SNAPSHOT_MARKER and msg.status == 0:
             for stream, snap in st.acks_due:
                 if stream.opaque == msg.opaque and snap.complete and not snap.acked:
                     snap.acked = True
                     break
             st.acks_due = [(s, sn) for s, sn in st.acks_due if not sn.acked]
-        if op == 0x53:
+        if op == OP.DCP_STREAM_REQ:
             stream = st.streams_by_opaque.get(msg.opaque)
             if stream is not None and stream.state == "requested":
                 (st.accept if msg.status == 0 else st.reject)(stream, msg)
         if pending is not None and pending.msg.opcode == op:
             st.pending.pop((pending.direction, msg.opaque), None)
-            if msg.status not in SUCCESS_LIKE_STATUS or msg.status == 0x23:
+            if msg.status not in SUCCESS_LIKE_STATUS or msg.status == ST.Rollback:
                 self._pair_error(msg, pending, emit)
 
     def _pair_error(self, msg: Message, pending, emit) -> None:
         req = pending.msg
         what = f"{req.name} vb {req.vbucket}"
-        if req.opcode == 0x53:
+        if req.opcode == OP.DCP_STREAM_REQ:
             v = req.values
             what += f" start {v.get('start_seqno')} end {v.get('end_seqno')} snap {v.get('snap_start_seqno')}..{v.get('snap_end_seqno')}"
         elif req.fields.get("key"):
@@ -337,7 +338,7 @@ class ConnectionValidator:
         msg.findings[:] = [f for f in msg.findings if f.rule != "peer-error"]
         sid = req.fields.get("stream_id") if isinstance(req.fields.get("stream_id"), int) else req.stream_id
         emit("answered-error", text, cls=STATUS_CLASSES.get(msg.status, "PEER_ERROR"), vbucket=req.vbucket,
-             stream_id=sid, frame=pending.index, severity="info" if msg.status == 0x23 else None)
+             stream_id=sid, frame=pending.index, severity="info" if msg.status == ST.Rollback else None)
 
 
 class _Emitter:

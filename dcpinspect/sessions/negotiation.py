@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..messages.frame import DecodeContext, Message
-from ..messages.names import FEATURE_COLLECTIONS, FEATURES
+from ..messages.names import FEATURE_COLLECTIONS, FEATURES, SERVER_MAGICS
+from ..messages.opcodes import OP
 
-_COLLECTION_ONLY_OPCODES = frozenset({0x5F, 0x64, 0x65})
+_COLLECTION_ONLY_OPCODES = frozenset({OP.DCP_SYSTEM_EVENT, OP.DCP_SEQNO_ADVANCED, OP.DCP_OSO_SNAPSHOT})
 
 
 @dataclass(slots=True)
@@ -49,18 +50,18 @@ class Negotiation:
 
     def observe(self, msg: Message) -> None:
         op = msg.opcode
-        if msg.magic in (0x82, 0x83):
+        if msg.magic in SERVER_MAGICS:
             return
-        if op == 0x1F:
+        if op == OP.HELO:
             if msg.is_request:
                 self.features_requested[msg.opaque] = list(msg.fields.get("features", []))
             elif msg.status == 0:
                 self.features = list(msg.fields.get("features", []))
                 self._set_collections(FEATURES[FEATURE_COLLECTIONS] in self.features, "HELO")
-        elif op == 0x50 and msg.is_request:
+        elif op == OP.DCP_OPEN and msg.is_request:
             self.dcp_name = msg.fields.get("key")
             self.dcp_open_flags = msg.values.get("flags")
-        elif op == 0x5E:
+        elif op == OP.DCP_CONTROL:
             if msg.is_request:
                 self._pending_controls[msg.opaque] = (msg.fields.get("key", ""), msg.fields.get("value", ""))
             elif msg.opaque in self._pending_controls:
@@ -71,11 +72,11 @@ class Negotiation:
                         self.buffer_size = int(value) if value.isdigit() else 0
                     elif key == "enable_stream_id":
                         self.stream_ids = value == "true"
-        elif op == 0x89 and msg.is_request:
+        elif op == OP.SELECT_BUCKET and msg.is_request:
             self.bucket = msg.fields.get("key")
         if self.collections is None and msg.is_request and (
             op in _COLLECTION_ONLY_OPCODES or msg.stream_id is not None
-            or (op == 0x53 and msg.body_length > msg.extras_length)
+            or (op == OP.DCP_STREAM_REQ and msg.body_length > msg.extras_length)
         ):
             self._set_collections(True, msg.name)
 

@@ -19,25 +19,31 @@ from typing import Any
 
 from ..messages.frame import Message
 from ..messages.names import REQUEST_MAGICS, VBUCKET_STATES
-from ..messages.tap import TAP_CONNECT_FLAGS
+from ..messages.opcodes import OP, ST
+from ..messages.tap import TAP_CONNECT_FLAGS, TAP_FLAGS, TAP_OPAQUE_CODES
 
-CONNECT, NOOP = 0x40, 0x0A
+CONNECT, NOOP = OP.TAP_CONNECT, OP.NOOP
 #: the producer's events, and the opcodes of the consumer's ACKs
-EVENT_OPCODES = frozenset(range(0x41, 0x48))
-MUTATION, DELETE, FLUSH, OPAQUE, VBUCKET_SET, CHECKPOINT_START, CHECKPOINT_END = range(0x41, 0x48)
+MUTATION, DELETE, FLUSH, OPAQUE, VBUCKET_SET, CHECKPOINT_START, CHECKPOINT_END = (
+    OP.TAP_MUTATION, OP.TAP_DELETE, OP.TAP_FLUSH, OP.TAP_OPAQUE, OP.TAP_VBUCKET_SET, OP.TAP_CHECKPOINT_START,
+    OP.TAP_CHECKPOINT_END)
+EVENT_OPCODES = frozenset({MUTATION, DELETE, FLUSH, OPAQUE, VBUCKET_SET, CHECKPOINT_START, CHECKPOINT_END})
 #: TAP_CONNECT flags (spec §9.2)
 BACKFILL, DUMP, LIST_VBUCKETS, TAKEOVER, SUPPORT_ACK, KEYS_ONLY, CHECKPOINT, REGISTERED_CLIENT, FIX_BYTEORDER = (
-    1 << n for n in range(9))
+    TAP_CONNECT_FLAGS)
 KNOWN_CONNECT_FLAGS = sum(TAP_CONNECT_FLAGS)
 #: TAP flags of an event (spec §4)
-FLAG_ACK, FLAG_NO_VALUE, FLAG_NETWORK_BYTE_ORDER = 0x01, 0x02, 0x04
+FLAG_ACK, FLAG_NO_VALUE, FLAG_NETWORK_BYTE_ORDER = TAP_FLAGS
 #: TAP_OPAQUE codes (spec §6)
-ENABLE_AUTO_NACK, INITIAL_VBUCKET_STREAM, ENABLE_CHECKPOINT_SYNC, OPEN_CHECKPOINT = 0, 1, 2, 3
-CLOSE_TAP_STREAM, CLOSE_BACKFILL = 7, 8
+_OPAQUE_CODE = {name: code for code, name in TAP_OPAQUE_CODES.items()}
+ENABLE_AUTO_NACK, INITIAL_VBUCKET_STREAM, ENABLE_CHECKPOINT_SYNC, OPEN_CHECKPOINT, CLOSE_TAP_STREAM, CLOSE_BACKFILL = (
+    _OPAQUE_CODE[name] for name in ("EnableAutoNack", "InitialVbucketStream", "EnableCheckpointSync",
+                                    "OpenCheckpoint", "CloseTapStream", "CloseBackfill"))
 #: vbucket states (spec §7)
-ACTIVE, REPLICA, PENDING, DEAD = 1, 2, 3, 4
+_STATE = {name: code for code, name in VBUCKET_STATES.items()}
+ACTIVE, REPLICA, PENDING, DEAD = (_STATE[name] for name in ("active", "replica", "pending", "dead"))
 #: NACK statuses: the producer resends the event and those after it (spec §8)
-NACK_STATUSES = frozenset({0x85, 0x86})  # EBUSY, ETMPFAIL
+NACK_STATUSES = frozenset({ST.Ebusy, ST.Etmpfail})
 MAX_SEQNO = 0xFFFFFFFF
 #: events remembered until an ACK covers them (ep-engine's window is 10 × 1000 by default)
 MAX_LOG = 16384

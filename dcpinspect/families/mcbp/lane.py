@@ -36,6 +36,7 @@ from ...messages.values import LEAN_DECODERS
 from ...messages.layout import FieldSpec
 from ...messages.names import FEATURES, MAGICS, status_name
 from ...messages.registry import CLIENT_SPECS
+from ...messages.opcodes import OP
 from ...outputs.jsonl import _stdlib, protocol_of_family
 from ...rules.stream import INCLUDE_DELETE_TIMES, MAX_SNAPSHOT_KEYS
 from ...sessions.streams import FLOW_CONTROLLED, Snapshot
@@ -47,10 +48,10 @@ except ImportError:  # built without a C compiler
 
 #: the opcodes the lane takes, and the extras field the frame rules require to be 0
 #: (rules/frame.py: nmeta-nonzero); the seqno must not be 0 either (seqno-zero)
-LANE_OPCODES = frozenset({0x57, 0x58})
+LANE_OPCODES = frozenset({OP.DCP_MUTATION, OP.DCP_DELETION})
 #: what may begin a run: the items, and a snapshot marker that opens the stream's next
 #: snapshot (a first marker, or an odd one, is judged by the rules: see Lane._fixed)
-RUN_OPCODES = LANE_OPCODES | {0x56}
+RUN_OPCODES = LANE_OPCODES | {OP.DCP_SNAPSHOT_MARKER}
 _ZERO_FIELD = "nmeta"
 _HEAD = struct.Struct(">BBHBBHIIQ")
 _U32 = struct.Struct(">I").unpack_from
@@ -106,8 +107,9 @@ def _renderer(spec: FieldSpec) -> dict | None:
 
 #: requests of fixed fields only, no key (their shapes from the layout tables), and
 #: requests of a text key and a value of a kind ("": no value)
-FIXED_REQUESTS = (0x53, 0x55, 0x56, 0x5B, 0x5C, 0x5D)
-TEXT_REQUESTS = {0x5E: "text", 0x50: "", 0x1F: "features"}
+FIXED_REQUESTS = (OP.DCP_STREAM_REQ, OP.DCP_STREAM_END, OP.DCP_SNAPSHOT_MARKER, OP.DCP_SET_VBUCKET_STATE,
+                  OP.DCP_NOOP, OP.DCP_BUFFER_ACKNOWLEDGEMENT)
+TEXT_REQUESTS = {OP.DCP_CONTROL: "text", OP.DCP_OPEN: "", OP.HELO: "features"}
 #: value kinds that are lists: HELO's feature codes, failover logs (see _listed)
 LIST_KINDS = ("features", "failover_log")
 #: the value size ``_lane.fixed`` is given for a text key and a value of a kind
@@ -170,7 +172,7 @@ def _fixed_shapes() -> tuple[dict, list]:
         if op not in FIXED_REQUESTS:
             continue
         for _, extras in sorted((spec.request.extras or {0: None}).items()):
-            if op == 0x56 and extras is dcp.SNAPSHOT_V2_EXTRAS:
+            if op == OP.DCP_SNAPSHOT_MARKER and extras is dcp.SNAPSHOT_V2_EXTRAS:
                 for version, value in sorted(dcp.SNAPSHOT_VALUE_BY_VERSION.items()):
                     if version not in dcp.SNAPSHOT_REMOVED_VERSIONS:
                         add(_MAGICS, op, extras, version, value, proto, head, True)
@@ -186,7 +188,7 @@ _LISTED_ANSWERS = frozenset(code & 0xFF for code, shapes in _FIXED.items()
 #: a run's snapshot markers: their shapes (for magics 0x80 and 0x08), and by shape index
 #: where the fields start_snapshot reads sit among the shape's (-1: not in it), and
 #: whether the shape is v2.2 (a marker the validator wants negotiated)
-_MARKER_SHAPES = tuple(_FIXED[m << 8 | 0x56] for m in _MAGICS)
+_MARKER_SHAPES = tuple(_FIXED[m << 8 | OP.DCP_SNAPSHOT_MARKER] for m in _MAGICS)
 _SNAPSHOT_FIELDS = ("start_seqno", "end_seqno", "snapshot_type", "max_visible_seqno", "high_completed_seqno",
                     "high_prepared_seqno")
 
@@ -215,8 +217,8 @@ def _snapshot(info: tuple, index: int) -> Snapshot:
 
 _MAGIC_JSON = {m: json.dumps(name) for m, name in MAGICS.items()}
 _MAGIC_NAMES = tuple(_MAGIC_JSON[m] for m in _MAGICS)
-_NAMES = {op: CLIENT_SPECS[op].name for op in (*LANE_OPCODES, 0x56)}
-_MUTATIONS, _DELETIONS = (CLIENT_SPECS[op].name.removeprefix("DCP_").lower() for op in (0x57, 0x58))
+_NAMES = {op: CLIENT_SPECS[op].name for op in (*LANE_OPCODES, OP.DCP_SNAPSHOT_MARKER)}
+_MUTATIONS, _DELETIONS = (CLIENT_SPECS[op].name.removeprefix("DCP_").lower() for op in (OP.DCP_MUTATION, OP.DCP_DELETION))
 assert all(op in FLOW_CONTROLLED for op in LANE_OPCODES)
 
 
@@ -267,7 +269,7 @@ class Lane:
         op = data[pos + 1]
         if op in RUN_OPCODES:
             end, lines = self._run(fd, side, direction, data, pos, offset, ts)
-            if lines is not None or op != 0x56:
+            if lines is not None or op != OP.DCP_SNAPSHOT_MARKER:
                 return end, lines
         magic = data[pos]
         if magic == _RESPONSE:  # empty answers, and the ones with a list
