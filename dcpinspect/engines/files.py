@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
-from ..framing.mcbp import Skipped
+from ..framing.framer import Skipped
 from ..messages.frame import Message
 from ..sources.capture import CaptureProblem, Record, read_records
 from ..transport.packet import Skip, parse_record

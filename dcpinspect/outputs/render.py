@@ -8,7 +8,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
-from ..framing.mcbp import Skipped
+from ..framing.framer import Skipped
 from .tally import Tally  # noqa: F401 (re-exported)
 from .console import make_console  # noqa: F401 (re-exported)
 from ..messages.frame import Message

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..framing.mcbp import Skipped
+from ..framing.framer import Skipped
 from ..messages.frame import Message
 
 
