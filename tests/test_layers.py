@@ -2,7 +2,7 @@
 
 The order is the README's (Design): ``sources`` → ``transport`` → ``messages`` →
 ``framing`` → ``sessions`` → ``rules`` → ``outputs`` → ``families`` → ``engines``, with the command line
-and the Scapy layers on top and ``limits``, ``findings`` and ``unguarded`` beneath them all.
+and the Scapy layers on top and ``limits`` and ``findings`` beneath them all.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dcpinspect"
-ORDER = ("limits", "findings", "unguarded", "sources", "transport", "messages", "framing", "sessions", "rules",
+ORDER = ("limits", "findings", "sources", "transport", "messages", "framing", "sessions", "rules",
          "outputs", "families", "engines", "scapy", "cli", "__main__")
 
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RawFrame:
+    """One whole frame cut from a stream. Not frozen, as
+    :class:`~dcpinspect.sources.capture.Record`: one is made a frame."""
+
     offset: int  # stream offset of the first byte
     data: bytes
     truncated: bool = False

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import struct
-from ..unguarded import builder
 
 from ..messages.header import HEADER_SIZE, MAX_BODY_LENGTH
 from ..messages.names import FLEX_MAGICS, MAGICS, SERVER_MAGICS
@@ -14,9 +13,6 @@ from .framer import Framer, RawFrame, RawRun, Skipped
 _HDR = struct.Struct(">BBBBBBHI")
 _MAGIC_RE = re.compile(b"[" + re.escape(bytes(sorted(MAGICS))) + b"]")
 RESYNC_MAX_KEY = 1024
-
-
-_RawFrameBuilder = builder(RawFrame)  # fast constructor, see dcpinspect/unguarded.py
 
 _U32 = struct.Struct(">I").unpack_from
 _MAGIC_BYTES = bytes(sorted(MAGICS))
@@ -135,9 +131,7 @@ class FrameSplitter(Framer):
                 break
             if view is None:
                 view = memoryview(buf)
-            f = _RawFrameBuilder(base + pos, view[pos:end].tobytes(), False)
-            f.__class__ = RawFrame
-            out.append(f)
+            out.append(RawFrame(base + pos, view[pos:end].tobytes(), False))
             pos = end
         if view is not None:
             view.release()  # before the bytearray is resized
