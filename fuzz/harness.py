@@ -34,6 +34,7 @@ The same checks run in the atheris campaigns (``fuzz/<entry>.py``) and in the te
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import io
 import json
@@ -310,7 +311,8 @@ def preludes() -> list[list[tuple[str, bytes]]]:
 def check_frame(data: bytes) -> None:
     """One frame decoded alone (no context, collections on, off), and the bytes as a stream:
     split, decoded, judged, with and without a negotiated connection before them."""
-    from dcpinspect.engines.streaming import Conversation, decode_bytes
+    from dcpinspect.engines.streaming import decode_bytes
+    from dcpinspect.families.mcbp.conversation import Conversation
     from dcpinspect.framing.mcbp import RawFrame, split_frames
     from dcpinspect.messages.frame import DecodeContext, Message, decode_frame
     from dcpinspect.outputs.jsonl import dumps, frame_record
@@ -411,7 +413,7 @@ def engine_jsonl(path: Path, fast: bool, stats=None) -> bytes:
 
 
 def _lane_available() -> bool:
-    from dcpinspect.engines import lane
+    from dcpinspect.families.mcbp import lane
 
     return lane.available()
 
@@ -639,9 +641,21 @@ def _operation(ch: Choices, d, producers: list, vectors: list[str]) -> None:
             (d.client if to_client else d.server)(garbage)
 
 
-def _carry(ch: Choices, messages: list[tuple[str, bytes]]) -> tuple[list[bytes | tuple], str, str]:
-    """How TCP carries the conversation, and the capture it is written to."""
+def _synth():
+    """``dcpinspect.transport.synth``, parsing each of a conversation's few IP addresses once
+    (it parses both of a segment's again for each frame it writes)."""
     from dcpinspect.transport import synth
+
+    if not hasattr(synth._addr_bytes, "cache_info"):
+        synth._addr_bytes = functools.lru_cache(maxsize=None)(synth._addr_bytes)
+    return synth
+
+
+def _carry(ch: Choices, messages: list[tuple[str, bytes]]) -> tuple[list[bytes | tuple], str, str]:
+    """How TCP carries the conversation, and the capture it is written to: at most
+    ``MAX_PACKETS`` packets, whose frames alone are built (the choices read are the same
+    whatever the cut)."""
+    synth = _synth()
 
     if ch.bool():  # several frames in one write, as a socket sends them
         from dcpgen import coalesce
@@ -657,11 +671,15 @@ def _carry(ch: Choices, messages: list[tuple[str, bytes]]) -> tuple[list[bytes |
     duplicate = {ch.int(data_segs) for _ in range(ch.int(3))}
     reorder = {ch.int(data_segs) for _ in range(ch.int(3))}
     segs = synth.impair(segs, drop=drop, duplicate=duplicate, reorder=reorder)
-    server_port = ch.pick((11210, 11210, 11209, 11211, 11207, 4000))
-    packets: list = synth.frames(segs, server=("10.0.0.2", server_port), linktype=linktype, checksum=ch.bool())
+    server = ("10.0.0.2", ch.pick((11210, 11210, 11209, 11211, 11207, 4000)))
+    checksum = ch.bool()
     if ch.bool():  # a second connection, the same traffic from another port, interleaved
-        other = synth.frames(segs, client=("10.0.0.3", 50001), server=("10.0.0.2", server_port), linktype=linktype)
-        packets = [p for pair in zip(packets, other) for p in pair]
+        segs = segs[: (MAX_PACKETS + 1) // 2]
+        other = synth.frames(segs, client=("10.0.0.3", 50001), server=server, linktype=linktype)
+        packets: list = synth.frames(segs, server=server, linktype=linktype, checksum=checksum)
+        packets = [p for pair in zip(packets, other) for p in pair][:MAX_PACKETS]
+    else:
+        packets = synth.frames(segs[:MAX_PACKETS], server=server, linktype=linktype, checksum=checksum)
     fmt = ch.pick(("pcap", "pcapng"))
     if ch.bool():  # time that stands still or goes back
         packets = [(1_700_000_000.0 - (i % 3) * ch.int(1000) * 1e-3, p) for i, p in enumerate(packets)]
@@ -670,26 +688,103 @@ def _carry(ch: Choices, messages: list[tuple[str, bytes]]) -> tuple[list[bytes |
 
 #: packets a conversation may grow to (tiny segments of many frames): the rest is cut
 MAX_PACKETS = int(os.environ.get("DCPINSPECT_FUZZ_MAX_PACKETS", "4000"))
+#: compare the engine's other paths with the one every conversation goes through (see
+#: ``check_conversation``) on one input in this many; by default as often as a capture's
+#: gzipped copy is compared with it (``GZIP_EVERY``): both read the same capture again
+COMPARE_EVERY = int(os.environ.get("DCPINSPECT_FUZZ_COMPARE_EVERY", str(GZIP_EVERY)))
 
 
 def check_conversation(data: bytes) -> None:
-    """A whole TCP conversation through the engine and every capture command."""
+    """A whole TCP conversation through the engine, and the capture commands.
+
+    On every input, the capture (written once, in memory where the system has a tmpfs) goes
+    once through the engine as ``validate``, ``stats`` and ``decode -f jsonl`` read it, into
+    their sinks together (:func:`conversation_sinks`): nothing raises and each output is
+    bounded. On one input in ``COMPARE_EVERY``, the Python path alone and the C paths print
+    the same jsonl and count the same records; on one in ``RICH_EVERY``, the capture is
+    decoded with every field's rows and the summary and stats tables are rendered; on one in
+    ``CLI_EVERY``, every capture command runs (exit codes 0, 1 or 2, bounded output)."""
+    from dcpinspect.engines.files import ReadStats
+    from dcpinspect.sources.capture import CaptureError
     from dcpinspect.transport import synth
 
     packets, linktype, fmt = build_conversation(data)
-    packets = packets[:MAX_PACKETS]
     root = _scratch()
     path = root / f"conversation.{fmt}"
     try:
         synth.write_pcap(path, packets, linktype, fmt=fmt)
         size = path.stat().st_size
         with bounded_memory("conversation"):
-            check_capture_file(path, size, gz=False)
+            try:
+                stats = ReadStats()
+                text = conversation_sinks(path, size, stats, rich=turn(data, RICH_EVERY))
+            except CaptureError:
+                text = None  # not a capture at all: the commands say so, exit 2
+            if text is not None and turn(data, COMPARE_EVERY, salt=0x9E3779B9):
+                _compare_paths(path, text, stats)
+            if text is not None and turn(data, RICH_EVERY):
+                bounded_output(engine_reports(path), size, "summary, findings and stats with field rows")
         if _cli_turn(data):
             run_capture_commands(path, size)
     finally:
         path.unlink(missing_ok=True)
         root.rmdir()
+
+
+def conversation_sinks(path: Path, inputs: int, stats, rich: bool = True) -> bytes:
+    """One pass of the engine over a capture as ``validate``, ``stats`` and ``decode -f jsonl``
+    make it (no field rows; the in-order records of plain connections followed in C) into all
+    their sinks at once: the jsonl lines, the findings rows, the summary's counts and the
+    stats report (and its tables if ``rich``), each bounded in ``inputs``. Returns the jsonl
+    and its tally, as :func:`engine_jsonl` gives them."""
+    from dcpinspect.engines.capture import Captured
+    from dcpinspect.engines.files import keyed_items
+    from dcpinspect.engines.sinks import FindingsSink, JsonlSink, SummarySink
+    from dcpinspect.messages.frame import DecodeContext
+    from dcpinspect.outputs.jsonl import dumps
+    from dcpinspect.outputs.stamp import stamp
+    from dcpinspect.outputs.stats import StatsCollector, render, report_json
+    from dcpinspect.sources.capture import read_records
+
+    jsonl, summary, findings, collector = JsonlSink(), SummarySink(), FindingsSink(str(path), True, stamp), StatsCollector()
+    lines: list[bytes] = []
+    rows = 0
+    for key, item in keyed_items(read_records(path), stats=stats, base=DecodeContext(detail=False)):
+        lines.append(jsonl.take(key, item)[1])
+        summary.take(key, item)
+        collector.add(item)
+        for row in findings.take(key, item) or ():  # a finding's row, or a damaged file's note
+            rows += len(row) if isinstance(row, str) else len(dumps(row.record)) + sum(map(len, row.cells))
+        if isinstance(item, Captured):
+            rows += len(stamp(item.ts))
+    text = b"".join(lines)
+    bounded_output(len(text), inputs, "engine jsonl")
+    bounded_output(rows, inputs, "findings")
+    report = collector.report()
+    printed = len(report_json(report))
+    if rich:
+        con = console()
+        summary.summary.render(con)
+        render(report, con, chart=True)
+        printed += len(con.file.getvalue())
+    bounded_output(printed, inputs, "summary and stats")
+    tally = jsonl.result()
+    return text + f"{tally.frames} {sorted(tally.severities.items())}".encode()
+
+
+def _compare_paths(path: Path, text: bytes, stats) -> None:
+    """The Python path alone (no records followed in C) and the C paths (the fast lane too)
+    print what the every-input pass printed, and count the same records."""
+    from dcpinspect.engines.files import ReadStats
+
+    for fast in (False, True) if _lane_available() else (False,):
+        way = "the C paths" if fast else "the Python path alone"
+        other_stats = ReadStats()
+        other = engine_jsonl(path, fast, other_stats)
+        if other != text:
+            raise PropertyFailure(f"{way} and the followed records print differently:\n{_first_difference(other, text)}")
+        if vars(other_stats) != vars(stats):
+            raise PropertyFailure(f"{way} and the followed records count differently: {vars(other_stats)} {vars(stats)}")
 
 
 # --------------------------------------------------------------------------- renderers
