@@ -30,6 +30,29 @@ def test_choices_build_real_conversations() -> None:
     assert sum(1 for s in sizes if s > 500) >= 15, sizes
 
 
+def test_the_packet_cap_keeps_the_front_of_the_same_conversation(monkeypatch) -> None:
+    """A campaign's cap on packets gives the first packets of what the suite builds from the
+    same choices (link type, format, segment sizes, lost, repeated and reordered segments, a
+    second connection, times), not another capture: the choices read do not depend on the cut."""
+    from dcpgen import Dcp
+
+    d = Dcp().handshake(("enable_noop", "true"))
+    p = d.stream(5)
+    p.snapshot(12)
+    p.marker(13, 20)
+    for n in range(13, 21):
+        p.mutation(seqno=n, value=bytes(range(n * 5)))
+    cut_some = 0
+    for seed in range(40):
+        choices = random.Random(seed).randbytes(64)
+        monkeypatch.setattr(harness, "MAX_PACKETS", 4000)
+        packets, linktype, fmt = harness._carry(harness.Choices(choices), d.frames)
+        monkeypatch.setattr(harness, "MAX_PACKETS", 16)
+        assert harness._carry(harness.Choices(choices), d.frames) == (packets[:16], linktype, fmt)
+        cut_some += len(packets) > 16
+    assert cut_some >= 30
+
+
 @BUDGET
 @given(data=st.binary(max_size=1200))
 @example(data=b"")
