@@ -102,8 +102,20 @@ SNAPSHOT_KEYS = Limit(
     "Keys remembered per snapshot for the duplicate-key rule; a larger snapshot stops being "
     "checked for duplicates")
 
+RDB_STRING = Limit(
+    "RDB string", 512 * 1024 * 1024, "bytes",
+    "Longest string of an RDB file or payload held to decode it (a key, a value, a packed "
+    "ziplist or listpack, an LZF string's either size, a Dragonfly blob); a longer claim is an "
+    "rdb-string-too-long finding and its bytes are passed over unread",
+    env="DCPINSPECT_MAX_RDB_STRING", least=1024)
+RDB_KEYS = Limit(
+    "RDB keys remembered", 2_000_000, "keys",
+    "Keys of one RDB snapshot remembered (as 64-bit hashes) for the duplicate-key rule; past "
+    "it the rest of the snapshot is not checked for duplicates, with a note",
+    env="DCPINSPECT_MAX_RDB_KEYS")
+
 LIMITS = (FRAME_BODY, RECORD, TEXT_INPUT, INFLATE, JSON_DEPTH, VALUE_TEXT, ENTRY_ROWS, VALUE_SHOWN, DIAGRAM_SHOWN,
-          ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS)
+          ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS, RDB_STRING, RDB_KEYS)
 
 
 def check_environment() -> None:

@@ -14,7 +14,7 @@ class Rule:
     severity: str
     ref: str
     summary: str
-    scope: str = "frame"  # "frame", "stream" or "tap"
+    scope: str = "frame"  # "frame", "stream", "tap" or "rdb"
 
     def finding(self, message: str, offset: int | None = None, severity: str | None = None, **context) -> Finding:
         return Finding(self.id, self.cls, severity or self.severity, message, offset, self.ref, **context)
@@ -120,7 +120,21 @@ TAP_RULES = _rules(
     ("tap-item-flags-byte-order", "ANNOTATION", "info", "tap.md §4", "Mutation item flags without TAP_FLAG_NETWORK_BYTE_ORDER, shown in both byte orders.", "tap"),
 )
 
-ALL_RULES = {**FRAME_RULES, **STREAM_RULES, **TAP_RULES}
+RDB_RULES = _rules(
+    ("rdb-magic", "EINVAL", "error", "rdb.md §1", "The input does not start with REDIS and 4 digits, or VALKEY and 3: it is no RDB.", "rdb"),
+    ("rdb-version", "NOT_SUPPORTED", "error", "rdb.md §2", "The RDB version is newer than any known (Redis 15, Valkey 80): no server of those loads it; it is decoded with the newest numbering.", "rdb"),
+    ("rdb-checksum", "CHECKSUM", "error", "rdb.md §7", "The CRC-64 after the EOF opcode is not the CRC of the bytes before it (a stored 0 means not computed, and is no finding).", "rdb"),
+    ("rdb-truncated", "TRUNCATED", "error", "rdb.md §1", "The input ends before the EOF opcode and its checksum; every key before the cut is reported.", "rdb"),
+    ("rdb-unknown-type", "EINVAL", "error", "rdb.md §4, §5, §11", "A byte where a value type or opcode is expected is none the file's vendor and version define, or one whose layout is not known: decoding stops there.", "rdb"),
+    ("rdb-corrupt", "EINVAL", "error", "rdb.md §3, §6", "An encoding inside a record does not hold (a length, a string encoding, LZF data, a ziplist, listpack, intset, zipmap, stream, module or Dragonfly layout): decoding goes on after a damaged string whose extent is known, else stops.", "rdb"),
+    ("rdb-string-too-long", "LIMIT", "warning", "rdb.md §3.2", "A string claims more bytes than the decoder holds (DCPINSPECT_MAX_RDB_STRING, 512 MiB): its bytes are passed over unread.", "rdb"),
+    ("rdb-duplicate-key", "SNAPSHOT", "error", "rdb.md §1, §8.4", "A key is serialised twice in one database of one snapshot (every entry exactly once).", "rdb"),
+    ("rdb-expired-key", "SNAPSHOT", "warning", "rdb.md §3.3, §4.1", "A key's expiry lies before the snapshot's time (aux ctime): a loading master drops it.", "rdb"),
+    ("rdb-trailing-data", "EINVAL", "warning", "rdb.md §1, §7", "Bytes follow the EOF opcode and its checksum.", "rdb"),
+    ("rdb-keys-cap", "LIMIT", "info", "rdb.md §1", "The snapshot has more keys than are remembered for the duplicate-key rule (DCPINSPECT_MAX_RDB_KEYS, 2,000,000): the rest are not checked.", "rdb"),
+)
+
+ALL_RULES = {**FRAME_RULES, **STREAM_RULES, **TAP_RULES, **RDB_RULES}
 
 #: Error classes for peer answers (status → class).
 STATUS_CLASSES = {0x01: "KEY_ENOENT", 0x0A: "KEY_ENOENT", 0x04: "EINVAL", 0x22: "ERANGE", 0x23: "ROLLBACK",

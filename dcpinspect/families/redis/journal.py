@@ -1,0 +1,80 @@
+"""Dragonfly's journal records (spec/rdb.md §9): what a JOURNAL_BLOB carries in a full
+sync, and what a flow streams raw in stable sync. Every integer is a packed uint, the RDB
+length encoding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .primitives import Corrupt, NeedMore, read_len
+
+SELECT, EXPIRED, COMMAND, MULTI_COMMAND, EXEC, PING, LSN = 6, 9, 10, 11, 12, 13, 15
+NOOP, FIN = 0, 14
+OP_NAMES = {SELECT: "SELECT", EXPIRED: "EXPIRED", COMMAND: "COMMAND", MULTI_COMMAND: "MULTI_COMMAND",
+            EXEC: "EXEC", PING: "PING", LSN: "LSN", NOOP: "NOOP", FIN: "FIN"}
+
+
+@dataclass(slots=True)
+class JournalEntry:
+    """One journal record: its op and what it carries."""
+
+    op: int
+    offset: int
+    length: int
+    dbid: int | None = None
+    txid: int | None = None
+    lsn: int | None = None
+    args: list[bytes] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return OP_NAMES.get(self.op, f"op {self.op}")
+
+
+def read_entry(buf, p: int, cap: int) -> tuple[JournalEntry, int]:
+    """One record at ``p`` (raises NeedMore or Corrupt as the primitives do)."""
+    op, q = read_len(buf, p)
+    entry = JournalEntry(op, p, 0)
+    if op == SELECT:
+        entry.dbid, q = read_len(buf, q)
+    elif op in (COMMAND, EXPIRED, MULTI_COMMAND):
+        entry.txid, q = read_len(buf, q)
+        _shards, q = read_len(buf, q)
+        count, q = read_len(buf, q)
+        total, q = read_len(buf, q)
+        if total > cap:
+            raise Corrupt(f"a command of {total:,} bytes is more than the {cap:,} taken", p)
+        seen = 0
+        for _ in range(count):
+            size, q = read_len(buf, q)
+            seen += size
+            if seen > total:
+                raise Corrupt(f"the command's strings pass its total size {total}", q)
+            end = q + size
+            if end > len(buf):
+                raise NeedMore(end)
+            entry.args.append(bytes(buf[q:end]))
+            q = end
+        if seen != total:
+            raise Corrupt(f"the command's strings make {seen} bytes, its total size says {total}", q)
+    elif op == EXEC:
+        entry.txid, q = read_len(buf, q)
+        _shards, q = read_len(buf, q)
+    elif op == LSN:
+        entry.lsn, q = read_len(buf, q)
+    elif op not in (PING, NOOP, FIN):
+        raise Corrupt(f"journal op {op} is unknown", p)
+    entry.length = q - p
+    return entry, q
+
+
+def read_entries(blob: bytes, cap: int) -> list[JournalEntry]:
+    """Every record of a whole blob (a JOURNAL_BLOB's string)."""
+    out, p = [], 0
+    while p < len(blob):
+        try:
+            entry, p = read_entry(blob, p, cap)
+        except NeedMore:
+            raise Corrupt(f"the journal record at {p} is cut short by the end of the blob", p) from None
+        out.append(entry)
+    return out

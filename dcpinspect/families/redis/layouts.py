@@ -1,0 +1,265 @@
+"""The packed layouts RDB stores inside a string (spec/rdb.md §6.1–§6.3): ziplist,
+listpack, intset and zipmap. Each takes the whole blob and gives its entries in order,
+strings as bytes and integers as int, or raises :class:`~.primitives.Corrupt` with the
+offset in the blob where it stops making sense; every length and count is checked against
+the blob, so a blob never makes a reader go past its end."""
+
+from __future__ import annotations
+
+import struct
+
+from .primitives import Corrupt
+
+_U16 = struct.Struct("<H").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+_I16 = struct.Struct("<h").unpack_from
+_I32 = struct.Struct("<i").unpack_from
+_I64 = struct.Struct("<q").unpack_from
+_U32BE = struct.Struct(">I").unpack_from
+
+Entry = bytes | int
+
+
+def _need(blob: bytes, end: int, what: str, at: int) -> None:
+    if end > len(blob):
+        raise Corrupt(f"{what} at {at} runs past the end of the {len(blob)}-byte blob", at)
+
+
+def _int24(blob: bytes, p: int) -> int:
+    v = blob[p] | blob[p + 1] << 8 | blob[p + 2] << 16
+    return v - (1 << 24) if v & 0x800000 else v
+
+
+# ----------------------------------------------------------------------------- ziplist
+
+def ziplist(blob: bytes) -> list[Entry]:
+    """A ziplist's entries (§6.1): ``zlbytes zltail zllen entries… 0xff``."""
+    if len(blob) < 11:
+        raise Corrupt(f"a ziplist is at least 11 bytes, this one {len(blob)}", 0)
+    zlbytes, zltail, zllen = _U32(blob, 0)[0], _U32(blob, 4)[0], _U16(blob, 8)[0]
+    if zlbytes != len(blob):
+        raise Corrupt(f"zlbytes says {zlbytes}, the blob is {len(blob)} bytes", 0)
+    out: list[Entry] = []
+    p, prev, last = 10, 0, 10
+    end = len(blob) - 1
+    while p < end:
+        at = p
+        if blob[p] == 0xFF:
+            break
+        if blob[p] < 0xFE:
+            prevlen, p = blob[p], p + 1
+        else:
+            _need(blob, p + 5, "prevlen", at)
+            prevlen, p = _U32(blob, p + 1)[0], p + 5
+        if prevlen != prev:
+            raise Corrupt(f"entry at {at} says the one before is {prevlen} bytes, it is {prev}", at)
+        _need(blob, p + 1, "entry", at)
+        enc = blob[p]
+        kind = enc >> 6
+        if kind == 0:
+            size, p = enc & 0x3F, p + 1
+        elif kind == 1:
+            _need(blob, p + 2, "string length", at)
+            size, p = (enc & 0x3F) << 8 | blob[p + 1], p + 2
+        elif enc == 0x80:
+            _need(blob, p + 5, "string length", at)
+            size, p = _U32BE(blob, p + 1)[0], p + 5
+        elif kind == 2:
+            raise Corrupt(f"entry encoding 0x{enc:02x} at {p} is not a ziplist encoding", p)
+        else:
+            size = -1
+        if size >= 0:
+            _need(blob, p + size, "string", at)
+            out.append(blob[p:p + size])
+            p += size
+        else:
+            p += 1
+            if enc == 0xC0:
+                _need(blob, p + 2, "int16", at)
+                out.append(_I16(blob, p)[0])
+                p += 2
+            elif enc == 0xD0:
+                _need(blob, p + 4, "int32", at)
+                out.append(_I32(blob, p)[0])
+                p += 4
+            elif enc == 0xE0:
+                _need(blob, p + 8, "int64", at)
+                out.append(_I64(blob, p)[0])
+                p += 8
+            elif enc == 0xF0:
+                _need(blob, p + 3, "int24", at)
+                out.append(_int24(blob, p))
+                p += 3
+            elif enc == 0xFE:
+                _need(blob, p + 1, "int8", at)
+                v = blob[p]
+                out.append(v - 256 if v > 127 else v)
+                p += 1
+            elif 0xF1 <= enc <= 0xFD:
+                out.append((enc & 0x0F) - 1)
+            else:
+                raise Corrupt(f"entry encoding 0x{enc:02x} at {p - 1} is not a ziplist encoding", p - 1)
+        prev, last = p - at, at
+    if p != end or blob[end] != 0xFF:
+        raise Corrupt(f"the ziplist does not end with 0xff at {end} (entries end at {p})", p)
+    if zllen != 0xFFFF and zllen != len(out):
+        raise Corrupt(f"zllen says {zllen} entries, the ziplist holds {len(out)}", 8)
+    if out and zltail != last:
+        raise Corrupt(f"zltail says the last entry is at {zltail}, it is at {last}", 4)
+    return out
+
+
+# ----------------------------------------------------------------------------- listpack
+
+def _backlen_size(size: int) -> int:
+    if size <= 127:
+        return 1
+    if size < 16383:
+        return 2
+    if size < 2097151:
+        return 3
+    if size < 268435455:
+        return 4
+    return 5
+
+
+def _backlen(blob: bytes, p: int, n: int) -> int:
+    """The entry size a ``n``-byte backlen at ``p`` encodes (most significant byte first)."""
+    v = 0
+    for i in range(n):
+        v = v << 7 | (blob[p + i] & 0x7F)
+    return v
+
+
+def listpack(blob: bytes) -> list[Entry]:
+    """A listpack's entries (§6.2): ``total_bytes num_elements entries… 0xff``."""
+    if len(blob) < 7:
+        raise Corrupt(f"a listpack is at least 7 bytes, this one {len(blob)}", 0)
+    total, count = _U32(blob, 0)[0], _U16(blob, 4)[0]
+    if total != len(blob):
+        raise Corrupt(f"the listpack says it is {total} bytes, the blob is {len(blob)}", 0)
+    out: list[Entry] = []
+    p, end = 6, len(blob) - 1
+    append = out.append
+    while p < end:
+        at = p
+        b = blob[p]
+        if b < 0x80:
+            append(b)
+            p += 1
+        elif b < 0xC0:
+            size = b & 0x3F
+            _need(blob, p + 1 + size, "string", at)
+            append(blob[p + 1:p + 1 + size])
+            p += 1 + size
+        elif b < 0xE0:
+            _need(blob, p + 2, "int13", at)
+            v = (b & 0x1F) << 8 | blob[p + 1]
+            append(v - 8192 if v & 0x1000 else v)
+            p += 2
+        elif b < 0xF0:
+            _need(blob, p + 2, "string length", at)
+            size = (b & 0x0F) << 8 | blob[p + 1]
+            _need(blob, p + 2 + size, "string", at)
+            append(blob[p + 2:p + 2 + size])
+            p += 2 + size
+        elif b == 0xF0:
+            _need(blob, p + 5, "string length", at)
+            size = _U32(blob, p + 1)[0]
+            _need(blob, p + 5 + size, "string", at)
+            append(blob[p + 5:p + 5 + size])
+            p += 5 + size
+        elif b == 0xF1:
+            _need(blob, p + 3, "int16", at)
+            append(_I16(blob, p + 1)[0])
+            p += 3
+        elif b == 0xF2:
+            _need(blob, p + 4, "int24", at)
+            append(_int24(blob, p + 1))
+            p += 4
+        elif b == 0xF3:
+            _need(blob, p + 5, "int32", at)
+            append(_I32(blob, p + 1)[0])
+            p += 5
+        elif b == 0xF4:
+            _need(blob, p + 9, "int64", at)
+            append(_I64(blob, p + 1)[0])
+            p += 9
+        elif b == 0xFF:
+            break
+        else:
+            raise Corrupt(f"entry encoding 0x{b:02x} at {p} is not a listpack encoding", p)
+        size = p - at
+        n = _backlen_size(size)
+        _need(blob, p + n, "backlen", at)
+        if _backlen(blob, p, n) != size:
+            raise Corrupt(f"the backlen of the entry at {at} does not give its size {size}", p)
+        p += n
+    if p != end or blob[end] != 0xFF:
+        raise Corrupt(f"the listpack does not end with 0xff at {end} (entries end at {p})", p)
+    if count != 0xFFFF and count != len(out):
+        raise Corrupt(f"the listpack says {count} entries, it holds {len(out)}", 4)
+    return out
+
+
+# ----------------------------------------------------------------------------- intset
+
+def intset(blob: bytes) -> list[int]:
+    """An intset's integers (§6.3): ``encoding:u32 length:u32`` then sorted integers."""
+    if len(blob) < 8:
+        raise Corrupt(f"an intset is at least 8 bytes, this one {len(blob)}", 0)
+    width, count = _U32(blob, 0)[0], _U32(blob, 4)[0]
+    fmt = {2: "h", 4: "i", 8: "q"}.get(width)
+    if fmt is None:
+        raise Corrupt(f"intset encoding {width} is none of 2, 4, 8", 0)
+    if 8 + width * count != len(blob):
+        raise Corrupt(f"{count} integers of {width} bytes do not fill the {len(blob) - 8} bytes after the header", 4)
+    values = list(struct.unpack_from(f"<{count}{fmt}", blob, 8))
+    for i in range(1, count):
+        if values[i] <= values[i - 1]:
+            raise Corrupt(f"intset integers are not strictly increasing at {i}", 8 + width * i)
+    return values
+
+
+# ----------------------------------------------------------------------------- zipmap
+
+def _zipmap_len(blob: bytes, p: int) -> tuple[int, int]:
+    _need(blob, p + 1, "length", p)
+    b = blob[p]
+    if b < 254:
+        return b, p + 1
+    if b == 254:
+        _need(blob, p + 5, "length", p)
+        return _U32(blob, p + 1)[0], p + 5
+    raise Corrupt(f"the zipmap ends (0xff at {p}) between a key and its value", p)
+
+
+def zipmap(blob: bytes) -> list[bytes]:
+    """A zipmap's keys and values, alternating (§6.3): ``zmlen`` then ``len key len free
+    value`` until 0xff."""
+    if len(blob) < 2:
+        raise Corrupt(f"a zipmap is at least 2 bytes, this one {len(blob)}", 0)
+    zmlen = blob[0]
+    out: list[bytes] = []
+    p = 1
+    while True:
+        _need(blob, p + 1, "entry", p)
+        if blob[p] == 0xFF:
+            p += 1
+            break
+        size, p = _zipmap_len(blob, p)
+        _need(blob, p + size, "key", p)
+        out.append(blob[p:p + size])
+        p += size
+        size, p = _zipmap_len(blob, p)
+        _need(blob, p + 1, "free byte", p)
+        free = blob[p]
+        p += 1
+        _need(blob, p + size + free, "value", p)
+        out.append(blob[p:p + size])
+        p += size + free
+    if p != len(blob):
+        raise Corrupt(f"{len(blob) - p} bytes after the zipmap's end", p)
+    if zmlen < 254 and zmlen != len(out) // 2:
+        raise Corrupt(f"zmlen says {zmlen} pairs, the zipmap holds {len(out) // 2}", 0)
+    return out

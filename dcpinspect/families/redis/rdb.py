@@ -1,0 +1,662 @@
+"""The streaming RDB decoder (spec/rdb.md §1–§11): fed bytes as they come, it gives each
+record as it completes and holds no more than the record it is in (one element of it when
+the record is a collection streamed in, one string at most, up to the RDB string cap).
+
+    parser = RdbParser()
+    for chunk in chunks:
+        for record in parser.feed(chunk):
+            ...
+    for record in parser.close():   # the last one is the Ending
+        ...
+
+Records are :class:`~.records.KeyRecord`, :class:`~.records.AuxRecord`,
+:class:`~.records.OpRecord`, findings not about one record (:class:`~dcpinspect.findings.Finding`)
+and, from ``close``, the :class:`~.records.Ending`. Bad input never raises: truncation, a
+lying length, an unknown type or opcode and damaged encodings are findings with the offset
+of the damage, every key before it is given, and decoding stops only where the format
+leaves no way to go on (an unknown type has no length).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ...limits import RDB_KEYS, RDB_STRING
+from ...messages.keys import key_text
+from ...rules.registry import RDB_RULES
+from . import journal, types
+from .crc64 import crc64
+from .primitives import (
+    Corrupt, NeedMore, TooLong, read_len, read_ms, read_seconds, read_string, read_u32, read_u64, string_header,
+)
+from .records import AuxRecord, Ending, KeyRecord, OpRecord
+from .values import READERS, module_body
+
+class _Eof(Exception):
+    """The input ended while more was needed."""
+
+
+class _Stop(Exception):
+    """Decoding cannot go on (the finding is already made)."""
+
+
+class RdbParser:
+    """One RDB stream's decoder. ``keep``: whether to keep each key's decoded value (True,
+    False, or a test of the key's bytes); ``cap``: the longest string held (the RDB string
+    limit); ``trailing_ok``: bytes after the checksum are the caller's (a replication
+    stream), not a finding; ``nested``: the decompressed content of a Dragonfly blob, read
+    with the state of the parser given."""
+
+    def __init__(self, keep: bool | Callable[[bytes], bool] = False, cap: int | None = None,
+                 trailing_ok: bool = False, nested: "RdbParser | None" = None) -> None:
+        self.buf = bytearray()
+        self.base = 0  # the input offset of buf[0]
+        self.cap = RDB_STRING.value() if cap is None else cap
+        self._keep = keep
+        self.keeping = False
+        self.trailing_ok = trailing_ok
+        self._out: list = []
+        self._need = 1
+        self._closed = False
+        self.done = False
+        self.stopped = False
+        self.leftover = bytearray()
+        self.trailing = 0
+        self._ignored = 0
+        self._crc = 0
+        self._current: KeyRecord | OpRecord | None = None
+        self._what = "the header"
+        self.nested = nested
+        if nested is None:
+            self.vendor: str | None = None
+            self.version: int | None = None
+            self.db = 0
+            self.ctime_ms: int | None = None
+            self._seen: dict[int, set[int]] = {}
+            self._seen_count = 0
+            self.keys = 0
+        self.ending = Ending(None, None)
+        self.eof_offset: int | None = None
+        self._gen = self._run()
+
+    # ------------------------------------------------------------------ feeding
+
+    def feed(self, data: bytes) -> list:
+        """Take the next bytes; the records they complete."""
+        if self.done:
+            self._after_end(data)
+            return self._take()
+        self.buf += data
+        if len(self.buf) >= self._need:
+            self._resume()
+        return self._take()
+
+    def close(self) -> list:
+        """The input is over: what is left, and the :class:`Ending` last."""
+        if not self.done:
+            self._closed = True
+            self._resume()
+        end = self.ending
+        end.vendor, end.version = self._state.vendor, self._state.version
+        end.bytes_read = self.base + len(self.buf) + self.trailing + self._ignored
+        end.stopped = self.stopped
+        if self.trailing and not self.trailing_ok and self.nested is None:
+            self._finding("rdb-trailing-data", f"{self.trailing:,} bytes follow the checksum",
+                          self.base + len(self.buf))
+        self._out.append(end)
+        return self._take()
+
+    def take_leftover(self) -> bytes:
+        """The bytes after the end so far (a replication stream's next bytes), given once."""
+        out = bytes(self.leftover)
+        self.leftover.clear()
+        return out
+
+    def _after_end(self, data: bytes) -> None:
+        if self.stopped:
+            self._ignored += len(data)
+            return
+        self.trailing += len(data)
+        if self.trailing_ok:
+            self.leftover += data
+
+    def _take(self) -> list:
+        out, self._out = self._out, []
+        return out
+
+    @property
+    def _state(self) -> "RdbParser":
+        return self.nested if self.nested is not None else self
+
+    def _resume(self) -> None:
+        try:
+            self._gen.send(None)
+        except StopIteration:
+            self.done = True
+        except _Eof:
+            self.done = True
+            self.stopped = True
+            if self.nested is None:
+                self._finding("rdb-truncated", f"the input ends in {self._what}", self.base + len(self.buf))
+            else:
+                self._finding("rdb-corrupt", f"a compressed blob ends in {self._what}", self.base + len(self.buf))
+        except Corrupt as exc:
+            self.done = True
+            self.stopped = True
+            self._finding("rdb-corrupt", f"{exc.args[0]} (in {self._what}); decoding stops",
+                          self.base + exc.at)
+        except _Stop:
+            self.done = True
+            self.stopped = True
+
+    # ------------------------------------------------------------------ helpers the readers use
+
+    def wait(self, p: int, need: int):
+        """Wait until the buffer reaches index ``need``; drops what is before ``p`` first
+        (counted into the checksum), so the index of ``p`` becomes 0: returns it."""
+        if p:
+            self._drop(p)
+            need -= p
+        while len(self.buf) < need:
+            if self._closed:
+                raise _Eof
+            self._need = need
+            yield
+        return 0
+
+    def _drop(self, p: int) -> None:
+        if self.nested is None:
+            self._crc = crc64(memoryview(self.buf)[:p], self._crc)
+        del self.buf[:p]
+        self.base += p
+
+    def get(self, fn, p: int, *args):
+        """``fn(buf, p, *args)``, waiting for as many bytes as it needs."""
+        while True:
+            try:
+                return fn(self.buf, p, *args)
+            except NeedMore as more:
+                p = yield from self.wait(p, more.args[0])
+
+    def string(self, p: int):
+        """A string: (bytes, next index), or (None, next index) when it is longer than the
+        cap (its bytes passed over) or its LZF data is damaged (a finding either way)."""
+        while True:
+            try:
+                return read_string(self.buf, p, self.cap)
+            except NeedMore as more:
+                p = yield from self.wait(p, more.args[0])
+            except TooLong as long:
+                self.note("rdb-string-too-long", f"a {long.what} of {long.length:,} bytes in {self._what} is more "
+                                                 f"than the {self.cap:,} held: passed over", self.base + p)
+                p = yield from self.skip(long.start, long.length)
+                return None, p
+            except Corrupt as exc:
+                if exc.resume is None:
+                    raise
+                self.note("rdb-corrupt", f"{exc.args[0]} (in {self._what})", self.base + p)
+                return None, exc.resume
+
+    def pass_string(self, p: int):
+        """A string passed over unread: (its stored size, next index)."""
+        size, q, _ = yield from self.get(string_header, p)
+        p = yield from self.skip(q, size)
+        return size, p
+
+    def skip(self, p: int, n: int):
+        """Pass over ``n`` bytes from ``p`` as they come, holding none of them."""
+        while True:
+            avail = len(self.buf) - p
+            if n <= avail:
+                return p + n
+            n -= avail
+            p = yield from self.wait(len(self.buf), len(self.buf) + 1)
+
+    def note(self, rule: str, message: str, offset: int | None) -> None:
+        """A finding on the record being decoded (or on its own when there is none)."""
+        finding = RDB_RULES[rule].finding(message, offset)
+        if self._current is not None:
+            self._current.findings.append(finding)
+        else:
+            self._out.append(finding)
+
+    def stop(self, rule: str, message: str, offset: int | None) -> None:
+        self._finding(rule, message + "; decoding stops", offset)
+        raise _Stop
+
+    def _finding(self, rule: str, message: str, offset: int | None) -> None:
+        self._out.append(RDB_RULES[rule].finding(message, offset))
+
+    @staticmethod
+    def key_text(rec: KeyRecord) -> str:
+        return repr(key_text(rec.key[:64]))
+
+    # ------------------------------------------------------------------ the stream
+
+    def _run(self):
+        buf = self.buf
+        state = self._state
+        p = 0
+        if self.nested is None:
+            if len(buf) < 9:
+                p = yield from self.wait(p, 9)
+            found = types.header(bytes(buf[:9]))
+            if found is None:
+                self.stop("rdb-magic", f"the input starts with {bytes(buf[:9])!r}, not REDIS and 4 digits or "
+                                       "VALKEY and 3", 0)
+            state.vendor, state.version = found
+            newest = types.VALKEY_VERSION if state.vendor == types.VALKEY else types.NEWEST_REDIS
+            if state.version > newest or state.version < 1:
+                self._finding("rdb-version", f"{bytes(buf[:9]).decode()}: version {state.version} is not one known "
+                                             f"(1 to {newest}); decoded as version {newest}", 5)
+            p = 9
+        pending: dict = {}
+        pending_start = None
+        while True:
+            if p >= len(buf):
+                self._what = "the record after offset " + str(self.base + p - 1)
+                try:
+                    p = yield from self.wait(p, p + 1)
+                except _Eof:
+                    if self.nested is not None and not pending:
+                        return  # a compressed blob's content ends between records
+                    raise
+            op = buf[p]
+            start = self.base + p
+            if state.vendor == types.REDIS and types.looks_dragonfly(state.vendor, state.version, op):
+                state.vendor = types.DRAGONFLY
+            if op >= 200 or op in (types.ENT_RAM_LRU, types.ENT_SLOT_NUM):
+                if op == types.EOF:
+                    p = yield from self._eof(p)
+                    return
+                prefix = _PREFIXES.get(op)
+                if op == types.KEY_META and state.vendor != types.VALKEY:
+                    prefix = _key_meta
+                if prefix is not None and (op not in types.DF_RANGE or state.vendor == types.DRAGONFLY):
+                    if pending_start is None:
+                        pending_start = start
+                    self._what = f"the {types.OPCODE_NAMES.get(op)} at offset {start}"
+                    p = yield from prefix(self, p + 1, pending)
+                    continue
+                handler = _OPCODES.get(op)
+                if handler is None or (op in types.DF_RANGE and state.vendor != types.DRAGONFLY):
+                    self.stop("rdb-unknown-type", f"opcode {op} (0x{op:02x}) at offset {start} is not one of "
+                                                  f"{state.vendor} version {state.version}", start)
+                self._what = f"the {types.OPCODE_NAMES.get(op, op)} at offset {start}"
+                rec = OpRecord(op, types.OPCODE_NAMES.get(op, str(op)), start, 0)
+                self._current = rec
+                if op in _BLOBS:  # before the records inside it
+                    self._out.append(rec)
+                p = yield from handler(self, p + 1, rec)
+                self._current = None
+                rec.length = self.base + p - start
+                if op == types.AUX:
+                    self._out.append(AuxRecord(rec.fields["key"], rec.fields["value"], start, rec.length,
+                                               rec.findings))
+                elif op not in _BLOBS:
+                    self._out.append(rec)
+                continue
+            p = yield from self._key(p, op, pending_start if pending_start is not None else start, pending)
+            pending = {}
+            pending_start = None
+
+    def _key(self, p: int, op: int, start: int, pending: dict):
+        state = self._state
+        vtype = types.value_type(state.vendor, state.version, op)
+        if vtype is None or not vtype.layout:
+            known = f" ({vtype.rdb_name}, whose layout is not known)" if vtype is not None else ""
+            self.stop("rdb-unknown-type", f"type {op} (0x{op:02x}) at offset {self.base + p}{known} is not one "
+                                          f"of {state.vendor} version {state.version}", self.base + p)
+        self._what = f"the key of type {vtype.rdb_name} at offset {self.base + p}"
+        key, p = yield from self.string(p + 1)
+        rec = KeyRecord(state.db, key if key is not None else b"", op, vtype, start, encoding=vtype.encoding)
+        self._what = f"the value of key {self.key_text(rec)} at offset {start}"
+        self._current = rec
+        keep = self._keep
+        self.keeping = keep(rec.key) if callable(keep) else bool(keep)
+        value_start = self.base + p
+        p = yield from READERS[vtype.layout](self, p, rec)
+        end = self.base + p
+        rec.size = end - value_start
+        rec.length = end - start
+        if pending:
+            rec.expire_ms = pending.get("expire_ms")
+            rec.idle = pending.get("idle")
+            rec.freq = pending.get("freq")
+            for name in ("flags", "mc_flags", "slot", "key_meta"):
+                if name in pending:
+                    rec.extra[name] = pending[name]
+        self._judge(rec)
+        self._current = None
+        self._out.append(rec)
+        return p
+
+    def _judge(self, rec: KeyRecord) -> None:
+        state = self._state
+        if rec.expire_ms is not None and state.ctime_ms is not None and rec.expire_ms < state.ctime_ms:
+            self.note("rdb-expired-key", f"key {self.key_text(rec)} expired at {rec.expire_ms} ms, before the "
+                                         f"snapshot's ctime {state.ctime_ms // 1000} s", rec.offset)
+        state.keys += 1
+        if state._seen_count < RDB_KEYS.value():
+            seen = state._seen.setdefault(rec.db, set())
+            h = hash(rec.key)
+            if h in seen:
+                self.note("rdb-duplicate-key", f"key {self.key_text(rec)} of db {rec.db} is serialised again",
+                          rec.offset)
+            else:
+                seen.add(h)
+                state._seen_count += 1
+                if state._seen_count == RDB_KEYS.value():
+                    self._finding("rdb-keys-cap", f"{state._seen_count:,} keys remembered (DCPINSPECT_MAX_RDB_KEYS): "
+                                                  "the keys after this one are not checked for duplicates", rec.offset)
+
+    def _eof(self, p: int):
+        state = self._state
+        self.eof_offset = self.ending.eof_offset = self.base + p
+        if self.nested is not None:
+            self.stop("rdb-corrupt", "an EOF opcode inside a compressed blob", self.base + p)
+        self._what = "the checksum"
+        self._drop(p + 1)
+        p = 0
+        if state.version is not None and state.version >= 5:
+            self.ending.checksum_computed = self._crc
+            stored, p = yield from self.get(read_u64, p)
+            self.ending.checksum_stored = stored
+            if stored and stored != self._crc:
+                self._finding("rdb-checksum", f"the file's CRC-64 is {self._crc:016x}, the stored one {stored:016x}",
+                              self.base)
+        rest = self.buf[p:]
+        if rest:
+            self._after_end(bytes(rest))
+        del self.buf[p:]
+        return p
+
+
+# ---------------------------------------------------------------------- prefix opcodes (apply to the next key)
+
+def _expire_ms(r: RdbParser, p: int, pending: dict):
+    pending["expire_ms"], p = yield from r.get(read_ms, p)
+    return p
+
+
+def _expire_s(r: RdbParser, p: int, pending: dict):
+    s, p = yield from r.get(read_seconds, p)
+    pending["expire_ms"] = s * 1000
+    return p
+
+
+def _idle(r, p, pending):
+    pending["idle"], p = yield from r.get(read_len, p)
+    return p
+
+
+def _freq(r, p, pending):
+    if p >= len(r.buf):
+        p = yield from r.wait(p, p + 1)
+    pending["freq"] = r.buf[p]
+    return p + 1
+
+
+def _ent_len(r, p, pending):
+    """Redis Enterprise's RAM_LRU and SLOT_NUM: one length each, as librdb reads them."""
+    _, p = yield from r.get(read_len, p)
+    return p
+
+
+def _df_mask(r, p, pending):
+    mask, p = yield from r.get(read_u32, p)
+    pending["flags"] = mask
+    if mask & 2:
+        pending["mc_flags"], p = yield from r.get(read_u32, p)
+    return p
+
+
+def _key_meta(r, p, pending):
+    """KEY_META (Redis 8.6): classes of module-style data on the next key; SLOT_IMPORT in
+    Valkey files is an opcode of its own."""
+    if r._state.vendor == types.VALKEY:
+        raise Corrupt("SLOT_IMPORT between a key's prefix opcodes", p)
+    n, p = yield from r.get(read_len, p)
+    classes = []
+    for _ in range(n):
+        spec, p = yield from r.get(_raw4, p)
+        values, p = yield from module_body(r, p)
+        classes.append(spec.hex())
+    pending["key_meta"] = classes
+    return p
+
+
+def _raw4(buf, p):
+    if p + 4 > len(buf):
+        raise NeedMore(p + 4)
+    return bytes(buf[p:p + 4]), p + 4
+
+
+_BLOBS = (types.DF_LZ4_BLOB, types.DF_ZSTD_BLOB)
+_PREFIXES = {types.EXPIRETIME_MS: _expire_ms, types.EXPIRETIME: _expire_s, types.IDLE: _idle, types.FREQ: _freq,
+             types.ENT_RAM_LRU: _ent_len, types.ENT_SLOT_NUM: _ent_len, types.DF_MASK: _df_mask}
+
+
+# ---------------------------------------------------------------------- opcodes
+
+def _aux(r: RdbParser, p: int, rec: OpRecord):
+    key, p = yield from r.string(p)
+    value, p = yield from r.string(p)
+    rec.fields.update(key=key, value=value)
+    state = r._state
+    if key == b"ctime" and value is not None:
+        try:
+            state.ctime_ms = int(value) * 1000
+        except ValueError:
+            pass
+    if key == b"df-ver" and state.vendor == types.REDIS:
+        state.vendor = types.DRAGONFLY
+    return p
+
+
+def _selectdb(r, p, rec):
+    db, p = yield from r.get(read_len, p)
+    r._state.db = rec.fields["db"] = db
+    return p
+
+
+def _resizedb(r, p, rec):
+    rec.fields["db_size"], p = yield from r.get(read_len, p)
+    rec.fields["expires_size"], p = yield from r.get(read_len, p)
+    return p
+
+
+def _slot_info(r, p, rec):
+    for name in ("slot", "slot_size", "expires_slot_size"):
+        rec.fields[name], p = yield from r.get(read_len, p)
+    return p
+
+
+def _function2(r, p, rec):
+    rec.fields["code"], p = yield from r.string(p)
+    return p
+
+
+def _function_pre_ga(r, p, rec):
+    rec.fields["name"], p = yield from r.string(p)
+    rec.fields["engine"], p = yield from r.string(p)
+    has_desc, p = yield from r.get(read_len, p)
+    if has_desc:
+        rec.fields["description"], p = yield from r.string(p)
+    rec.fields["code"], p = yield from r.string(p)
+    return p
+
+
+def _module_aux(r, p, rec):
+    from .values import module_name
+
+    module_id, p = yield from r.get(read_len, p)
+    rec.fields["module"], rec.fields["module_encver"] = module_name(module_id)
+    when_opcode, p = yield from r.get(read_len, p)
+    if when_opcode != 2:
+        raise Corrupt(f"MODULE_AUX's 'when' comes with opcode {when_opcode}, not 2 (UINT)", p)
+    rec.fields["when"], p = yield from r.get(read_len, p)
+    start = r.base + p
+    _, p = yield from module_body(r, p)
+    rec.fields["size"] = r.base + p - start
+    return p
+
+
+def _hash_template(r, p, rec):
+    rec.fields["template_id"], p = yield from r.get(read_len, p)
+    n, p = yield from r.get(read_len, p)
+    names = []
+    for _ in range(n):
+        name, p = yield from r.string(p)
+        names.append(name)
+    rec.fields["fields"] = names
+    return p
+
+
+def _slot_import(r, p, rec):
+    """Valkey 9's SLOT_IMPORT (243 in VALKEY files): job, then slot ranges."""
+    rec.name = "SLOT_IMPORT"
+    rec.fields["job"], p = yield from r.string(p)
+    n, p = yield from r.get(read_len, p)
+    ranges = []
+    for _ in range(n):
+        lo, p = yield from r.get(read_len, p)
+        hi, p = yield from r.get(read_len, p)
+        ranges.append((lo, hi))
+    rec.fields["ranges"] = ranges
+    return p
+
+
+def _key_meta_or_import(r, p, rec):
+    if r._state.vendor == types.VALKEY:
+        return (yield from _slot_import(r, p, rec))
+    raise Corrupt("KEY_META without a key after it", p)
+
+
+def _df_zero8(r, p, rec):
+    """FULLSYNC_END: 8 zero bytes."""
+    value, p = yield from r.get(read_u64, p)
+    if value:
+        r.note("rdb-corrupt", f"FULLSYNC_END is followed by {value:#x}, not 8 zero bytes", rec.offset + 1)
+    return p
+
+
+def _df_journal_offset(r, p, rec):
+    rec.fields["lsn"], p = yield from r.get(read_u64, p)
+    return p
+
+
+def _df_journal_blob(r, p, rec):
+    rec.fields["entries"], p = yield from r.get(read_len, p)
+    at = r.base + p
+    blob, p = yield from r.string(p)
+    if blob is not None:
+        try:
+            rec.fields["journal"] = journal.read_entries(blob, r.cap)
+        except Corrupt as exc:
+            r.note("rdb-corrupt", f"journal blob: {exc.args[0]}", at)
+    return p
+
+
+def _df_blob(r: RdbParser, p: int, rec: OpRecord):
+    """A compressed blob (§8.2): its content is records, read with this stream's state."""
+    size, q = yield from r.get(read_len, p)
+    if size > r.cap:
+        r.note("rdb-string-too-long", f"a compressed blob of {size:,} bytes is more than the {r.cap:,} held: "
+                                      "passed over", rec.offset)
+        return (yield from r.skip(q, size))
+    data, p = yield from r.get(_raw, q, size)
+    try:
+        inner = _decompress(rec.opcode, data, r.cap)
+    except ValueError as exc:
+        r.note("rdb-corrupt", f"{rec.name}: {exc}", rec.offset)
+        return p
+    child = RdbParser(r._keep, r.cap, nested=r._state if r.nested is None else r.nested)
+    out = child.feed(inner) + child.close()
+    for item in out:
+        if isinstance(item, (KeyRecord, OpRecord)):
+            item.blob_offset, item.offset = item.offset, rec.offset
+        if not isinstance(item, Ending):
+            r._out.append(item)
+    return p
+
+
+def _raw(buf, p, size):
+    if p + size > len(buf):
+        raise NeedMore(p + size)
+    return bytes(buf[p:p + size]), p + size
+
+
+def _decompress(opcode: int, data: bytes, cap: int) -> bytes:
+    """The content of an LZ4 frame or a ZSTD frame, at most ``cap`` bytes."""
+    if opcode == types.DF_LZ4_BLOB:
+        import lz4.frame
+
+        with lz4.frame.LZ4FrameDecompressor() as dec:
+            try:
+                out = dec.decompress(data, max_length=cap)
+            except RuntimeError as exc:
+                raise ValueError(f"LZ4 frame: {exc}") from None
+            if not dec.eof:
+                raise ValueError("the LZ4 frame is cut short (or inflates past the RDB string cap)")
+            return out
+    import zstandard
+
+    try:
+        dec = zstandard.ZstdDecompressor().decompressobj()
+        out = dec.decompress(data)
+    except zstandard.ZstdError as exc:
+        raise ValueError(f"ZSTD frame: {exc}") from None
+    if len(out) > cap:
+        raise ValueError(f"the ZSTD frame inflates past the RDB string cap ({cap:,} bytes)")
+    return out
+
+
+def _df_blob_end(r, p, rec):
+    """COMPRESSED_BLOB_END is never on the wire (§8.2)."""
+    raise Corrupt("COMPRESSED_BLOB_END (0xcb) is not written to a stream", p - 1)
+    yield
+
+
+def _df_vector_index(r, p, rec):
+    rec.fields["index_key"], p = yield from r.string(p)
+    rec.fields["enterpoint"], p = yield from r.get(read_len, p)
+    n, p = yield from r.get(read_len, p)
+    rec.fields["elements"] = n
+    for _ in range(n):
+        p = yield from r.skip(p, 4 + 8)  # internal id, global id
+        level, p = yield from r.get(read_u32, p)
+        for _ in range(level + 1):
+            links, p = yield from r.get(read_u32, p)
+            p = yield from r.skip(p, 4 * links)
+    return p
+
+
+def _df_shard_doc_index(r, p, rec):
+    rec.fields["shard_id"], p = yield from r.get(read_len, p)
+    rec.fields["index_name"], p = yield from r.string(p)
+    n, p = yield from r.get(read_len, p)
+    rec.fields["count"] = n
+    for _ in range(n):
+        _, p = yield from r.string(p)
+        _, p = yield from r.get(read_len, p)
+    return p
+
+
+def _df_tagged_chunk(r, p, rec):
+    """A continuation of a split entry (§8.4): its stream id and payload, passed over."""
+    rec.fields["stream_id"], p = yield from r.get(read_u32, p)
+    size, p = yield from r.get(read_u32, p)
+    rec.fields["size"] = size
+    return (yield from r.skip(p, size))
+
+
+_OPCODES = {
+    types.AUX: _aux, types.SELECTDB: _selectdb, types.RESIZEDB: _resizedb, types.SLOT_INFO: _slot_info,
+    types.FUNCTION2: _function2, types.FUNCTION_PRE_GA: _function_pre_ga, types.MODULE_AUX: _module_aux,
+    types.HASH_TEMPLATE: _hash_template, types.KEY_META: _key_meta_or_import,
+    types.DF_FULLSYNC_END: _df_zero8, types.DF_JOURNAL_OFFSET: _df_journal_offset,
+    types.DF_JOURNAL_BLOB: _df_journal_blob, types.DF_LZ4_BLOB: _df_blob, types.DF_ZSTD_BLOB: _df_blob,
+    types.DF_BLOB_END: _df_blob_end, types.DF_VECTOR_INDEX: _df_vector_index,
+    types.DF_SHARD_DOC_INDEX: _df_shard_doc_index, types.DF_TAGGED_CHUNK: _df_tagged_chunk,
+}
