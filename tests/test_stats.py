@@ -15,15 +15,8 @@ from dcpinspect.messages import dcp
 from dcpinspect.messages.build import build_frame, request, response
 from dcpinspect.messages.codecs.frameinfo import encode_frame_info
 from dcpinspect.messages.frame import decode_frame
-from dcpinspect.outputs.stats import (
-    DecimatedSeries,
-    StatsCollector,
-    Timeline,
-    render,
-    report_json,
-    snapshot_type_label,
-    sparkline,
-)
+from dcpinspect.outputs.stats import render, report_json, sparkline
+from dcpinspect.sessions.stats import DecimatedSeries, StatsCollector, Timeline, snapshot_type_label
 from dcpinspect.transport import synth
 
 TS0 = 1_700_000_000.0

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..outputs.console import make_console
 from ..outputs.escape import safe
-from ..outputs.stats import StatsCollector, render, report_json
+from ..outputs.stats import render, report_json
+from ..sessions.stats import StatsCollector
 from .inputs import Unusable, items_of
 
 
