@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "dcpinspect"
 ORDER = ("limits", "findings", "sources", "transport", "messages", "framing", "sessions", "rules",
          "outputs", "families", "engines", "scapy", "cli", "__main__")
@@ -68,3 +70,56 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
         assert "imports dcpinspect.engines.capture (engines)" in str(exc)
     else:
         raise AssertionError("an upward import went unseen")
+
+
+def test_outputs_import_no_engine_and_no_family():
+    """Outputs print what they are given: no module under ``outputs`` reaches for an engine
+    or a protocol family (what they print is computed below them, in sessions and rules)."""
+    reaching = []
+    for path in sorted((PACKAGE / "outputs").rglob("*.py")):
+        for line, target in _imports(path):
+            if _layer(target) in ("engines", "families"):
+                reaching.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}")
+    assert reaching == []
+
+
+#: the libraries that print or draw, and the layers allowed to import them
+RENDERING = ("rich", "matplotlib", "typer")
+RENDERING_LAYERS = ("outputs", "cli")
+
+
+def _third_party(path: Path):
+    """(line, top-level module) of every absolute import in ``path`` that is not the package's own."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.lineno, node.module.split(".")[0]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name.split(".")[0]
+
+
+def test_only_outputs_and_the_command_line_render():
+    """Rich, matplotlib and typer are imported only by outputs and the command line: what
+    computes (the stats collector, the sessions, the rules) runs where nothing prints."""
+    rendering = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        mine = _layer("dcpinspect." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts))
+        if mine in RENDERING_LAYERS:
+            continue
+        for line, name in _third_party(path):
+            if name in RENDERING:
+                rendering.append(f"{path.relative_to(PACKAGE.parent)}:{line} ({mine}) imports {name}")
+    assert rendering == []
+
+
+def test_the_checks_see_an_output_reaching_up_and_a_session_rendering(tmp_path, monkeypatch):
+    fake = tmp_path / "dcpinspect"
+    (fake / "outputs").mkdir(parents=True)
+    (fake / "sessions").mkdir()
+    (fake / "outputs" / "x.py").write_text("def f():\n    from ..families.mcbp import lane\n")
+    (fake / "sessions" / "y.py").write_text("from rich.text import Text\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    with pytest.raises(AssertionError, match=r"outputs/x.py:2 imports dcpinspect.families.mcbp"):
+        test_outputs_import_no_engine_and_no_family()
+    with pytest.raises(AssertionError, match=r"sessions/y.py:1 \(sessions\) imports rich"):
+        test_only_outputs_and_the_command_line_render()
