@@ -199,6 +199,22 @@ def stats_command(
     _run(lambda: stats_files(files, fmt is StatsFormat.json, plot_path, chart, set(port), _collections(collections)))
 
 
+@app.command("rdb")
+def rdb_command(
+    files: list[Path] = typer.Argument(..., help="RDB files (Redis, Valkey, Dragonfly; gzip allowed)."),
+    fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary."),
+    key: Optional[str] = typer.Option(None, "--key", help="Show this key's fields and bytes."),
+    offset: Optional[int] = typer.Option(None, "--offset", min=0, help="Show the key whose bytes cover this offset."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 on findings of this severity or worse."),
+    full: bool = typer.Option(False, "--full", help="Show keys, values and bytes whole (the table caps them)."),
+    max_value: Optional[int] = MAX_VALUE_OPTION,
+) -> None:
+    """Decode RDB snapshots: keys with type, encoding, size and expiry; checksum and damage as findings."""
+    from .engines.rdbfile import rdb_files
+
+    _run(lambda: rdb_files(files, fmt.value, key, offset, _shown(full, max_value), fail_on.value))
+
+
 @app.command("rules")
 def rules_command(fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or jsonl.")) -> None:
     """List every rule the validator applies."""

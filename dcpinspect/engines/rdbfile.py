@@ -1,0 +1,212 @@
+"""The ``rdb`` command: RDB snapshot files read in chunks through the Redis family's
+streaming decoder, printed as a key table, JSON Lines, a summary, or the detail of the
+keys asked for; memory stays flat whatever the file's size."""
+
+from __future__ import annotations
+
+import gzip
+import sys
+from pathlib import Path
+
+from ..families.redis import report
+from ..families.redis.rdb import RdbParser
+from ..families.redis.records import AuxRecord, Ending, KeyRecord
+from ..findings import Finding
+from ..outputs.console import make_console
+from ..outputs.escape import safe
+from ..outputs.jsonl import dumps_line
+from ..outputs.rows import print_rows
+from ..outputs.shown import Shown
+from ..sources.inputs import _problem, gzipped
+from .inputs import Unusable
+
+#: bytes read from the file at a time
+CHUNK = 1 << 20
+#: table rows printed at a time (one table each, so the rows are not all held)
+TABLE_BATCH = 50_000
+LEVELS = {"info": 0, "warning": 1, "error": 2}
+
+
+def rdb_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
+              shown: Shown | None = None, fail_on: str = "error") -> bool:
+    """Decode each file and print it as ``fmt`` ("table", "jsonl" or "summary"), or the
+    keys named by ``key`` / covering ``offset``; returns whether a finding of ``fail_on``'s
+    severity or worse was made. A file that is no RDB at all is :class:`Unusable`."""
+    shown = shown or Shown()
+    worst = -1
+    for path in files:
+        worst = max(worst, _one(path, fmt, key, offset, shown))
+    return worst >= LEVELS[fail_on]
+
+
+def records(path: Path, keep=False):
+    """The records of one file, as they complete (the :class:`Ending` last)."""
+    try:
+        fh = gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
+    except OSError as exc:
+        raise Unusable(str(_problem(path, exc))) from None
+    parser = RdbParser(keep=keep)
+    with fh:
+        while True:
+            try:
+                chunk = fh.read(CHUNK)
+            except (OSError, EOFError) as exc:
+                raise Unusable(f"{path}: cannot read ({exc})") from None
+            if not chunk:
+                break
+            yield from parser.feed(chunk)
+    yield from parser.close()
+
+
+def _unusable(path: Path, rec) -> None:
+    """A file that is no RDB (or too short to tell) cannot be used at all."""
+    if isinstance(rec, Finding) and rec.rule == "rdb-magic":
+        raise Unusable(f"{path}: not an RDB file ({rec.message})")
+    if isinstance(rec, Ending) and rec.vendor is None:
+        raise Unusable(f"{path}: {rec.bytes_read} bytes, too short to be an RDB file")
+
+
+def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown) -> int:
+    summary = report.Summary(str(path))
+    if key is not None or offset is not None:
+        return _detail(path, key, offset, shown, summary)
+    keep = False
+    if fmt == "jsonl":
+        write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
+        for rec in records(path, keep):
+            _unusable(path, rec)
+            summary.add(rec)
+            obj = _json(rec, str(path))
+            if obj is not None:
+                line = dumps_line(obj)
+                write(line) if write else sys.stdout.write(line.decode("ascii"))
+        line = dumps_line(summary.to_json())
+        write(line) if write else sys.stdout.write(line.decode("ascii"))
+        sys.stdout.flush()
+    elif fmt == "summary":
+        for rec in records(path, keep):
+            _unusable(path, rec)
+            summary.add(rec)
+        _print_summary(summary)
+    else:
+        console = make_console()
+        rows: list[tuple[str, ...]] = []
+        loose: list[Finding] = []
+        for rec in records(path, keep):
+            _unusable(path, rec)
+            summary.add(rec)
+            if isinstance(rec, KeyRecord):
+                rows.append(tuple(safe(_cut(c, shown.value)) for c in report.key_row(rec)))
+                if len(rows) >= TABLE_BATCH:
+                    print_rows(console, report.KEY_HEADERS, rows)
+                    rows = []
+            elif isinstance(rec, Finding):
+                loose.append(rec)
+            elif not isinstance(rec, Ending):
+                loose.extend(report.findings_of(rec))
+        if rows or not summary.keys:
+            print_rows(console, report.KEY_HEADERS, rows)
+        _print_findings(console, loose)
+        console.print(safe(_closing_line(summary)))
+    return max((LEVELS[s] for s, n in summary.severities.items() if n), default=-1)
+
+
+def _cut(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"… ({len(text) - limit:,} more)"
+
+
+def _json(rec, file: str) -> dict | None:
+    if isinstance(rec, KeyRecord):
+        return report.key_json(rec)
+    if isinstance(rec, AuxRecord):
+        return report.aux_json(rec)
+    if isinstance(rec, Finding):
+        return report.finding_json(rec, file)
+    return None
+
+
+def _closing_line(s: report.Summary) -> str:
+    end = s.ending
+    dbs = len(s.per_db)
+    where = f"{s.file}: {end.vendor} RDB version {end.version}, " if end and end.vendor else f"{s.file}: "
+    errors = s.severities.get("error", 0)
+    return (f"{where}{s.keys} keys in {dbs} db{'s' * (dbs != 1)}, checksum {end.checksum if end else 'unchecked'}: "
+            f"{errors} errors, {sum(s.severities.values()) - errors} other findings")
+
+
+def _print_findings(console, findings: list[Finding]) -> None:
+    if findings:
+        print_rows(console, ("offset", "severity", "rule", "message"),
+                   [(str(f.offset if f.offset is not None else ""), f.severity, f.rule, safe(f.message))
+                    for f in findings])
+
+
+def _print_summary(s: report.Summary) -> None:
+    console = make_console()
+    data = s.to_json()
+    console.print(safe(_closing_line(s)))
+    types = sorted({t for c in s.per_db.values() for t in c})
+    if types:
+        print_rows(console, ("db", *types, "keys"),
+                   [(str(db), *(str(c.get(t, 0)) for t in types), str(sum(c.values())))
+                    for db, c in sorted(s.per_db.items())], title="Keys")
+        print_rows(console, ("type/encoding", "keys"), [(k, str(v)) for k, v in data["encodings"].items()],
+                   title="Encodings")
+        print_rows(console, ("db", "key", "type", "size"),
+                   [(str(b["db"]), safe(_cut(b["key"], 80)), b["type"], str(b["size"])) for b in data["biggest"]],
+                   title="Biggest keys")
+    console.print(f"Expiries: {s.expiring} keys with an expiry, {s.expired} already expired at the snapshot's time")
+    if s.aux:
+        print_rows(console, ("aux field", "value"), [(safe(k), safe(_cut(v, 200))) for k, v in s.aux.items()],
+                   title="Aux fields")
+    if s.opcodes:
+        print_rows(console, ("opcode", "records"), [(k, str(v)) for k, v in data["opcodes"].items()],
+                   title="Other opcodes")
+    if s.findings:
+        print_rows(console, ("rule", "findings"), [(k, str(v)) for k, v in data["findings"].items()],
+                   title="Findings")
+
+
+def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summary: report.Summary) -> int:
+    """The keys named ``key`` or whose bytes cover ``offset``: each field, and the record's
+    bytes in hex (at most the diagram cap)."""
+    console = make_console()
+    want = key.encode("utf-8", "surrogateescape") if key is not None else None
+    keep = (lambda k: k == want) if want is not None else True
+    found = 0
+    for rec in records(path, keep):
+        _unusable(path, rec)
+        summary.add(rec)
+        if not isinstance(rec, KeyRecord):
+            continue
+        if want is not None and rec.key != want:
+            continue
+        if offset is not None and not rec.offset <= offset < rec.offset + max(rec.length, 1):
+            continue
+        found += 1
+        print_rows(console, ("field", "value"),
+                   [(safe(a), safe(b)) for a, b in report.detail_rows(rec, shown.value)],
+                   title=safe(f"{path}: key at offset {rec.offset}"))
+        if rec.blob_offset is None and not gzipped(path):
+            _print_bytes(console, path, rec, shown.diagram)
+    if not found:
+        what = f"key {key!r}" if key is not None else f"offset {offset}"
+        console.print(safe(f"{path}: no key at {what}"))
+    return max((LEVELS[s] for s, n in summary.severities.items() if n), default=-1)
+
+
+def _print_bytes(console, path: Path, rec: KeyRecord, limit: int | None) -> None:
+    n = rec.length if limit is None else min(rec.length, limit)
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(rec.offset)
+            data = fh.read(n)
+    except OSError:
+        return
+    lines = [(f"{rec.offset + i:08x}", data[i:i + 16].hex(" ")) for i in range(0, len(data), 16)]
+    print_rows(console, ("offset", "bytes"), lines, title="Record bytes")
+    if n < rec.length:
+        console.print(f"… {rec.length - n:,} more bytes not shown (--full shows all)")
+

@@ -1,0 +1,172 @@
+"""What the outputs show of RDB records: JSON Lines objects, table rows, the detail of
+one key, and the summary of a file (keys per db and type, biggest keys, expiries, aux
+fields). Plain data: the engine prints it with the outputs' printers."""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter, defaultdict
+from datetime import datetime, timezone
+
+from ...findings import Finding
+from ...messages.keys import key_text
+from .records import AuxRecord, Ending, KeyRecord, OpRecord
+
+PROTOCOL = "rdb"
+KEY_HEADERS = ("offset", "db", "key", "type", "encoding", "elements", "size", "expiry", "findings")
+#: the biggest keys a summary lists
+BIGGEST = 10
+
+
+def expiry_text(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, ValueError, OSError):
+        return f"{ms} ms"
+
+
+def _text(raw: bytes | None) -> str | None:
+    return None if raw is None else key_text(raw)
+
+
+def key_json(rec: KeyRecord) -> dict:
+    """One key, in the schema of issue 13: kind, protocol, db, key, type, encoding,
+    elements, size, expire_ms, offset, length, findings."""
+    out = {"kind": "key", "protocol": PROTOCOL, "db": rec.db, "key": key_text(rec.key), "type": rec.type,
+           "encoding": rec.encoding, "elements": rec.elements, "size": rec.size, "expire_ms": rec.expire_ms,
+           "offset": rec.offset, "length": rec.length,
+           "findings": [f.to_json() for f in rec.findings]}
+    if rec.blob_offset is not None:
+        out["blob_offset"] = rec.blob_offset
+    return out
+
+
+def aux_json(rec: AuxRecord) -> dict:
+    return {"kind": "aux", "protocol": PROTOCOL, "key": _text(rec.key), "value": _text(rec.value),
+            "offset": rec.offset, "length": rec.length, "findings": [f.to_json() for f in rec.findings]}
+
+
+def finding_json(f: Finding, file: str) -> dict:
+    return {"kind": "finding", "protocol": PROTOCOL, "file": file, **f.to_json()}
+
+
+def key_row(rec: KeyRecord) -> tuple[str, ...]:
+    """A table row (not yet escaped)."""
+    return (str(rec.offset), str(rec.db), key_text(rec.key), rec.type, rec.encoding,
+            "" if rec.elements is None else str(rec.elements), str(rec.size), expiry_text(rec.expire_ms),
+            " ".join(f.rule for f in rec.findings))
+
+
+def findings_of(rec) -> list[Finding]:
+    """The findings a record carries, or the finding itself."""
+    if isinstance(rec, Finding):
+        return [rec]
+    return list(getattr(rec, "findings", ()))
+
+
+class Summary:
+    """A file's figures, gathered record by record."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.keys = 0
+        self.per_db: dict[int, Counter] = defaultdict(Counter)
+        self.encodings: Counter = Counter()
+        self.expiring = 0
+        self.expired = 0
+        self.bytes_per_type: Counter = Counter()
+        self.biggest: list[tuple[int, int, str, str, int]] = []  # (size, -offset, key, type, db)
+        self.aux: dict[str, str] = {}
+        self.opcodes: Counter = Counter()
+        self.findings: Counter = Counter()
+        self.severities: Counter = Counter()
+        self.ending: Ending | None = None
+
+    def add(self, rec) -> None:
+        for f in findings_of(rec):
+            self.findings[f.rule] += 1
+            self.severities[f.severity] += 1
+        if isinstance(rec, KeyRecord):
+            self.keys += 1
+            self.per_db[rec.db][rec.type] += 1
+            self.encodings[f"{rec.type}/{rec.encoding}"] += 1
+            self.bytes_per_type[rec.type] += rec.size
+            if rec.expire_ms is not None:
+                self.expiring += 1
+            if any(f.rule == "rdb-expired-key" for f in rec.findings):
+                self.expired += 1
+            item = (rec.size, -rec.offset, key_text(rec.key[:256]), rec.type, rec.db)
+            if len(self.biggest) < BIGGEST:
+                heapq.heappush(self.biggest, item)
+            elif item > self.biggest[0]:
+                heapq.heapreplace(self.biggest, item)
+        elif isinstance(rec, AuxRecord):
+            if len(self.aux) < 256:
+                self.aux[_text(rec.key) or ""] = _text(rec.value) or ""
+        elif isinstance(rec, OpRecord):
+            self.opcodes[rec.name] += 1
+        elif isinstance(rec, Ending):
+            self.ending = rec
+
+    def biggest_keys(self) -> list[dict]:
+        return [{"db": db, "key": key, "type": t, "size": size}
+                for size, _, key, t, db in sorted(self.biggest, reverse=True)]
+
+    def to_json(self) -> dict:
+        end = self.ending
+        return {
+            "kind": "summary", "protocol": PROTOCOL, "file": self.file,
+            "vendor": end.vendor if end else None, "version": end.version if end else None,
+            "bytes": end.bytes_read if end else 0, "checksum": end.checksum if end else "unchecked",
+            "complete": bool(end and end.eof_offset is not None and not end.stopped),
+            "keys": self.keys,
+            "dbs": {str(db): dict(sorted(c.items())) for db, c in sorted(self.per_db.items())},
+            "encodings": dict(sorted(self.encodings.items())),
+            "bytes_per_type": dict(sorted(self.bytes_per_type.items())),
+            "expiring": self.expiring, "expired": self.expired,
+            "biggest": self.biggest_keys(), "aux": self.aux, "opcodes": dict(sorted(self.opcodes.items())),
+            "findings": dict(sorted(self.findings.items())),
+        }
+
+
+def detail_rows(rec: KeyRecord, value_limit: int | None) -> list[tuple[str, str]]:
+    """(field, value) rows of one key for the ``--key``/``--offset`` view; the value cut at
+    ``value_limit`` characters (the caller escapes them)."""
+    rows = [("offset", str(rec.offset)), ("length", str(rec.length)), ("db", str(rec.db)),
+            ("key", key_text(rec.key)), ("type", f"{rec.type} (RDB type {rec.type_id}, {rec.vtype.rdb_name})"),
+            ("encoding", rec.encoding), ("elements", "" if rec.elements is None else str(rec.elements)),
+            ("size", f"{rec.size} bytes serialised")]
+    if rec.blob_offset is not None:
+        rows.append(("offset in blob", str(rec.blob_offset)))
+    if rec.expire_ms is not None:
+        rows.append(("expiry", f"{rec.expire_ms} ms ({expiry_text(rec.expire_ms)})"))
+    if rec.idle is not None:
+        rows.append(("idle", f"{rec.idle} s"))
+    if rec.freq is not None:
+        rows.append(("LFU frequency", str(rec.freq)))
+    for name, value in rec.extra.items():
+        rows.append((name.replace("_", " "), _short(value, value_limit)))
+    if rec.value is not None:
+        rows.append(("value", _short(_shown_value(rec.value), value_limit)))
+    for f in rec.findings:
+        rows.append((f"{f.severity}: {f.rule}", f.message))
+    return rows
+
+
+def _shown_value(value) -> str:
+    if isinstance(value, bytes):
+        return key_text(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_shown_value(v) for v in value[:1000]) + (", …" if len(value) > 1000 else "") + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_shown_value(v)}" for k, v in list(value.items())[:1000]) + "}"
+    return str(value)
+
+
+def _short(value, limit: int | None) -> str:
+    text = value if isinstance(value, str) else _shown_value(value)
+    if limit is not None and len(text) > limit:
+        return text[:limit] + f" … {len(text) - limit:,} more characters (--full shows all)"
+    return text
