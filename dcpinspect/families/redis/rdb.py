@@ -607,6 +607,8 @@ def _decompress(opcode: int, data: bytes, cap: int) -> bytes:
         out = dec.decompress(data)
     except zstandard.ZstdError as exc:
         raise ValueError(f"ZSTD frame: {exc}") from None
+    if not dec.eof:
+        raise ValueError("the ZSTD frame is cut short")
     if len(out) > cap:
         raise ValueError(f"the ZSTD frame inflates past the RDB string cap ({cap:,} bytes)")
     return out
