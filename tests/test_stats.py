@@ -16,7 +16,8 @@ from dcpinspect.messages.build import build_frame, request, response
 from dcpinspect.messages.codecs.frameinfo import encode_frame_info
 from dcpinspect.messages.frame import decode_frame
 from dcpinspect.outputs.stats import render, report_json, sparkline
-from dcpinspect.sessions.stats import DecimatedSeries, StatsCollector, Timeline, snapshot_type_label
+from dcpinspect.sessions.bounded import DecimatedSeries, Timeline
+from dcpinspect.sessions.stats import StatsCollector, snapshot_type_label
 from dcpinspect.transport import synth
 
 TS0 = 1_700_000_000.0

@@ -13,9 +13,10 @@ from rich.console import Console
 import dcpgen
 import tapgen
 from dcpinspect.engines.files import keyed_items
-from dcpinspect.sessions.captured import Note
 from dcpinspect.outputs.stats import render, report_json
-from dcpinspect.sessions.stats import DecimatedSeries, StatsCollector, Timeline
+from dcpinspect.sessions.bounded import DecimatedSeries, Timeline
+from dcpinspect.sessions.captured import Note
+from dcpinspect.sessions.stats import StatsCollector
 from dcpinspect.sources.capture import read_records
 from test_stats import write_capture as write_two_connection_capture
 

@@ -7,8 +7,8 @@ for it (TAP_FLAG_ACK) with responses of the same opcode and opaque (spec/tap.md 
 values, the producer's sequence numbers (the opaque of each event), the events not yet
 covered by a cumulative ACK, each vbucket's phase (backfill, takeover), its checkpoints,
 and the counters ``stats`` prints. The TAP rules (``rules.tap``) read this state
-*before* each message and then call :meth:`TapSession.apply`; ``outputs.stats`` feeds a
-session of its own and prints :meth:`TapSession.stats`.
+*before* each message and then call :meth:`TapSession.apply`; ``sessions.stats`` feeds a
+session of its own and reports :meth:`TapSession.stats`, which ``outputs.stats`` prints.
 """
 
 from __future__ import annotations
