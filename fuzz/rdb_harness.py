@@ -1,0 +1,78 @@
+"""Fuzz harness of the RDB decoder (dcpinspect/families/redis/rdb.py): ``check_rdb(data)``.
+
+The first byte of the fuzzer's input picks a header (Redis 11, Redis 9 as Dragonfly
+writes it, Valkey 80, Redis 3, or none: the input as it is) and a chunk size; the rest
+follows the header. For any input the decoder must:
+
+- raise nothing, and end with its Ending record;
+- give the same records fed whole and fed in chunks;
+- hold no more than the string cap plus one chunk, whatever the lengths claim;
+- give records that the jsonl and table outputs turn into text.
+
+Run as a campaign with ``python3 fuzz/rdb.py`` (fuzz/campaign.py's options); the test
+suite runs it in tests/test_fuzz_rdb.py.
+"""
+
+from __future__ import annotations
+
+HEADERS = (b"REDIS0011", b"REDIS0009", b"VALKEY080", b"REDIS0003", b"")
+#: the string cap the harness decodes with: lengths past it must not be held
+CAP = 4096
+
+
+def _run(data: bytes, chunk: int | None) -> tuple[list, int]:
+    from dcpinspect.families.redis.rdb import RdbParser
+
+    parser = RdbParser(keep=True, cap=CAP)
+    out, held = [], 0
+    if chunk is None:
+        out += parser.feed(data)
+    else:
+        for i in range(0, len(data), chunk):
+            out += parser.feed(data[i:i + chunk])
+            held = max(held, len(parser.buf))
+    return out + parser.close(), held
+
+
+def _signature(out: list) -> list:
+    from dcpinspect.families.redis.records import Ending
+    from dcpinspect.findings import Finding
+
+    sig = []
+    for r in out:
+        if isinstance(r, Finding):
+            sig.append((r.rule, r.offset, r.message))
+        elif isinstance(r, Ending):
+            sig.append(("end", r.checksum, r.eof_offset, r.stopped, r.bytes_read))
+        else:
+            sig.append((r.kind, r.offset, r.length, repr(getattr(r, "value", None)),
+                        [f.rule for f in getattr(r, "findings", ())]))
+    return sig
+
+
+def check_rdb(data: bytes) -> None:
+    from dcpinspect.families.redis import report
+    from dcpinspect.families.redis.records import AuxRecord, Ending, KeyRecord
+    from dcpinspect.outputs.escape import safe
+    from dcpinspect.outputs.jsonl import dumps
+
+    if not data:
+        return
+    head = HEADERS[data[0] % len(HEADERS)]
+    chunk = 1 + (data[0] >> 3)
+    stream = head + data[1:]
+    whole, _ = _run(stream, None)
+    pieces, held = _run(stream, chunk)
+    assert isinstance(whole[-1], Ending) and isinstance(pieces[-1], Ending)
+    assert _signature(whole) == _signature(pieces)
+    assert held <= CAP + 64 + chunk + 16, held
+    summary = report.Summary("fuzz")
+    for rec in whole:
+        summary.add(rec)
+        if isinstance(rec, KeyRecord):
+            dumps(report.key_json(rec))
+            "".join(safe(c) for c in report.key_row(rec))
+            report.detail_rows(rec, 64)
+        elif isinstance(rec, AuxRecord):
+            dumps(report.aux_json(rec))
+    dumps(summary.to_json())
