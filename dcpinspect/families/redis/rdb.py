@@ -19,7 +19,7 @@ leaves no way to go on (an unknown type has no length).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 from ...limits import RDB_KEYS, RDB_STRING
 from ...messages.keys import key_text
@@ -566,13 +566,14 @@ def _df_blob(r: RdbParser, p: int, rec: OpRecord):
                                       "passed over", rec.offset)
         return (yield from r.skip(q, size))
     data, p = yield from r.get(_raw, q, size)
+    child = RdbParser(r._keep, r.cap, nested=r._state if r.nested is None else r.nested)
+    out: list = []
     try:
-        inner = _decompress(rec.opcode, data, r.cap)
+        for piece in _inflate(rec.opcode, data, r.cap):  # the content goes to the child as it inflates
+            out += child.feed(piece)
     except ValueError as exc:
         r.note("rdb-corrupt", f"{rec.name}: {exc}", rec.offset)
-        return p
-    child = RdbParser(r._keep, r.cap, nested=r._state if r.nested is None else r.nested)
-    out = child.feed(inner) + child.close()
+    out += child.close()
     for item in out:
         if isinstance(item, (KeyRecord, OpRecord)):
             item.blob_offset, item.offset = item.offset, rec.offset
@@ -587,31 +588,56 @@ def _raw(buf, p, size):
     return bytes(buf[p:p + size]), p + size
 
 
-def _decompress(opcode: int, data: bytes, cap: int) -> bytes:
-    """The content of an LZ4 frame or a ZSTD frame, at most ``cap`` bytes."""
+def _inflate(opcode: int, data: bytes, cap: int) -> Iterator[bytes]:
+    """The content of an LZ4 frame or a ZSTD frame, a piece at a time (at most about
+    ``INFLATE_PIECE`` bytes, so that a blob that inflates a thousandfold is never held
+    whole); ValueError once it passes ``cap`` bytes, or if the frame is cut short."""
+    total = 0
     if opcode == types.DF_LZ4_BLOB:
         import lz4.frame
 
-        with lz4.frame.LZ4FrameDecompressor() as dec:
-            try:
-                out = dec.decompress(data, max_length=cap)
-            except RuntimeError as exc:
-                raise ValueError(f"LZ4 frame: {exc}") from None
-            if not dec.eof:
-                raise ValueError("the LZ4 frame is cut short (or inflates past the RDB string cap)")
-            return out
+        dec = lz4.frame.LZ4FrameDecompressor()
+        try:
+            piece = dec.decompress(data, max_length=INFLATE_PIECE)
+            while True:
+                total += len(piece)
+                if total > cap:
+                    raise ValueError(f"the LZ4 frame inflates past the RDB string cap ({cap:,} bytes)")
+                if piece:
+                    yield piece
+                if dec.eof or dec.needs_input:
+                    break
+                piece = dec.decompress(b"", max_length=INFLATE_PIECE)
+        except RuntimeError as exc:
+            raise ValueError(f"LZ4 frame: {exc}") from None
+        if not dec.eof:
+            raise ValueError("the LZ4 frame is cut short")
+        return
     import zstandard
 
+    # fed a little at a time: what a piece inflates to (a block of one repeated byte stands
+    # for up to 128 KiB) is handed on and checked against the cap before the next
+    dec = zstandard.ZstdDecompressor().decompressobj()
     try:
-        dec = zstandard.ZstdDecompressor().decompressobj()
-        out = dec.decompress(data)
+        for at in range(0, len(data), ZSTD_PIECE):
+            piece = dec.decompress(data[at:at + ZSTD_PIECE])
+            total += len(piece)
+            if total > cap:
+                raise ValueError(f"the ZSTD frame inflates past the RDB string cap ({cap:,} bytes)")
+            if piece:
+                yield piece
+            if dec.eof:
+                break
     except zstandard.ZstdError as exc:
         raise ValueError(f"ZSTD frame: {exc}") from None
     if not dec.eof:
         raise ValueError("the ZSTD frame is cut short")
-    if len(out) > cap:
-        raise ValueError(f"the ZSTD frame inflates past the RDB string cap ({cap:,} bytes)")
-    return out
+
+
+#: inflated bytes of an LZ4 blob handed on at a time, and compressed bytes of a ZSTD blob
+#: inflated at a time (see _inflate)
+INFLATE_PIECE = 1 << 20
+ZSTD_PIECE = 256
 
 
 def _df_blob_end(r, p, rec):
