@@ -210,9 +210,9 @@ def rdb_command(
     max_value: Optional[int] = MAX_VALUE_OPTION,
 ) -> None:
     """Decode RDB snapshots: keys with type, encoding, size and expiry; checksum and damage as findings."""
-    from .engines.rdbfile import rdb_files
+    from .engines.snapshots import snapshot_files
 
-    _run(lambda: rdb_files(files, fmt.value, key, offset, _shown(full, max_value), fail_on.value))
+    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value), fail_on.value))
 
 
 @app.command("rules")

@@ -177,3 +177,32 @@ def test_a_gap_reaches_the_family_framer_and_session(tmp_path, line_family):
     notes = [(i.kind, i.offset, i.size) for i in items if isinstance(i, Note)]
     assert notes == [("gap", 12, 10), ("skipped", 22, 6)]
     assert [m[3] for m in _lines(items, LINE_PORT)] == [b"HELLO there\n", b"BYE\n"]
+
+
+def test_snapshot_files_go_to_the_family_that_tells_them(tmp_path, monkeypatch):
+    """``engines/snapshots.py`` hands each file to the family whose ``is_snapshot`` says it
+    is one (RDB files to the Redis family), and names no family itself."""
+    from dcpinspect.engines import snapshots
+    from dcpinspect.engines.inputs import Unusable
+
+    seen = []
+
+    def show(path, fmt, key, offset, shown):
+        seen.append((path.name, fmt))
+        return 2 if b"BAD" in path.read_bytes() else -1
+
+    module = types.ModuleType("toy.lines_snapshots")
+    module.FAMILY = Family("lines", is_snapshot=lambda head: head.startswith(b"LINES"), snapshots=show)
+    monkeypatch.setitem(sys.modules, "toy.lines_snapshots", module)
+    monkeypatch.setattr(families_module, "PACKAGES", ("mcbp", "redis", "toy.lines_snapshots"))
+    good, bad = tmp_path / "good.lines", tmp_path / "bad.lines"
+    good.write_bytes(b"LINES\nfine\n")
+    bad.write_bytes(b"LINES\nBAD\n")
+    assert snapshots.snapshot_files([good], "summary") is False
+    assert snapshots.snapshot_files([good, bad], "jsonl") is True
+    assert seen == [("good.lines", "summary"), ("good.lines", "jsonl"), ("bad.lines", "jsonl")]
+    # a file no family tells is left to the first that reads snapshots, which says why not
+    other = tmp_path / "other.bin"
+    other.write_bytes(b"nothing of the kind")
+    with pytest.raises(Unusable, match="not an RDB file"):
+        snapshots.snapshot_files([other], "table")

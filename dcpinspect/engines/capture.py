@@ -11,7 +11,7 @@ import json
 
 from typing import Iterable, Iterator
 
-from ..families import Family, Session, Sniffer, families
+from ..families import Family, Session, Sniffer, stream_families
 from ..framing.framer import Framer, RawFrame, RawRun
 from ..messages.frame import DecodeContext
 from ..sessions.captured import Captured, Note, flow_label
@@ -154,7 +154,7 @@ class CaptureDecoder:
         max_flows: int | None = None,
         max_held: int | None = None,
     ) -> None:
-        self.families = families()
+        self.families = stream_families()
         #: server port → family (the ports given here are the first family's); encrypted ones
         self.by_port: dict[int, Family] = {}
         self.encrypted: dict[int, Family] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from ..families import Family, Session, families
+from ..families import Family, Session, stream_families
 from ..framing.framer import Framer, RawFrame, Skipped
 
 
@@ -21,7 +21,7 @@ class ByteStreamDecoder:
     def new(cls, collections: bool | None = None, synced: bool = True, base: Any = None,
             family: Family | None = None) -> "ByteStreamDecoder":
         """Of ``family`` (the first family by default), with the options the engine takes."""
-        family = family or families()[0]
+        family = family or stream_families()[0]
         return cls(family.session((collections, base), False), family.framer(synced, False))
 
     def feed(self, data: bytes) -> list:

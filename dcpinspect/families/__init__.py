@@ -10,7 +10,9 @@ line see families, frames, sessions and findings.
 
 To add a family: write its package (its layouts, framer, session and rules, in the
 layers the README draws), define ``FAMILY`` in its ``__init__``, and list the package in
-:data:`PACKAGES`. The first family listed decodes the ports a user adds with ``--port``.
+:data:`PACKAGES`. The first family listed decodes the ports a user adds with ``--port``
+and hex dumps. A family may also have snapshot files of its own (``is_snapshot``,
+``snapshots``), which ``engines/snapshots.py`` hands it.
 """
 
 from __future__ import annotations
@@ -55,28 +57,39 @@ class Family:
 
     name: str
     #: server ports that carry it
-    ports: frozenset[int]
+    ports: frozenset[int] = frozenset()
     #: server ports that carry it encrypted: noted, not decoded
-    encrypted_ports: frozenset[int]
+    encrypted_ports: frozenset[int] = frozenset()
     #: a sniffer for one direction's first bytes (``midstream``: the connection's start was not seen)
-    sniffer: Callable[[bool], Sniffer]
+    sniffer: Callable[[bool], Sniffer] | None = None
     #: a framer for one direction (``synced``: it starts at a frame boundary; ``runs``: the
-    #: family's fast path takes whole runs of frames)
-    framer: Callable[[bool, bool], Framer]
+    #: family's fast path takes whole runs of frames); a family without one is not looked
+    #: for in captures
+    framer: Callable[[bool, bool], Framer] | None = None
     #: a connection's session: ``session(options, seen_from_start)``, options as the engine got them
-    session: Callable[[Any, bool], Session]
+    session: Callable[[Any, bool], Session] | None = None
     #: the fast path for whole runs of frames, if the family has one: ``fast_path(base)``
     #: returns it, or None where it cannot serve those options
     fast_path: Callable[[Any], Any] | None = field(default=None)
     #: the most bytes of a direction the sniffer may hold before the answer is "no"
     sniff_bytes: int = 64 * 1024
+    #: the family's own snapshot files, if it has them: ``is_snapshot(first bytes)`` tells
+    #: one, ``snapshots(path, format, key, offset, shown)`` prints it and returns the worst
+    #: severity found (its index in ``findings.SEVERITIES``, -1 for none)
+    is_snapshot: Callable[[bytes], bool] | None = None
+    snapshots: Callable[..., int] | None = None
 
 
 #: the family packages, in order of preference (the first decodes ports added by the
 #: user): a name of a package here, or the full name of a module elsewhere
-PACKAGES = ("mcbp",)
+PACKAGES = ("mcbp", "redis")
 
 
 def families() -> tuple[Family, ...]:
     """Every family, in :data:`PACKAGES` order."""
     return tuple(import_module(name if "." in name else f"{__name__}.{name}").FAMILY for name in PACKAGES)
+
+
+def stream_families() -> tuple[Family, ...]:
+    """The families that captures are decoded by (those with a framer)."""
+    return tuple(f for f in families() if f.framer is not None)

@@ -1,6 +1,7 @@
-"""The ``rdb`` command: RDB snapshot files read in chunks through the Redis family's
-streaming decoder, printed as a key table, JSON Lines, a summary, or the detail of the
-keys asked for; memory stays flat whatever the file's size."""
+"""The Redis family's snapshot files: RDB files read in chunks through the streaming
+decoder, printed as a key table, JSON Lines, a summary, or the detail of the keys asked
+for; memory stays flat whatever the file's size (the family's ``snapshots``, which the
+``rdb`` command reaches through ``engines/snapshots.py``)."""
 
 from __future__ import annotations
 
@@ -8,35 +9,36 @@ import gzip
 import sys
 from pathlib import Path
 
-from ..families.redis import report
-from ..families.redis.rdb import RdbParser
-from ..families.redis.records import AuxRecord, Ending, KeyRecord
-from ..findings import Finding
-from ..outputs.console import make_console
-from ..outputs.escape import safe
-from ..outputs.jsonl import dumps_line
-from ..outputs.rows import print_rows
-from ..outputs.shown import Shown
-from ..sources.inputs import _problem, gzipped
-from .inputs import Unusable
+from ...findings import SEVERITIES, Finding
+from ...outputs.console import make_console
+from ...outputs.escape import safe
+from ...outputs.jsonl import dumps_line
+from ...outputs.rows import print_rows
+from ...outputs.shown import Shown
+from ...sources.inputs import InputError, _problem, gzipped
+from . import report
+from .rdb import RdbParser
+from .records import AuxRecord, Ending, KeyRecord
+from .types import header
 
 #: bytes read from the file at a time
 CHUNK = 1 << 20
 #: table rows printed at a time (one table each, so the rows are not all held)
 TABLE_BATCH = 50_000
-LEVELS = {"info": 0, "warning": 1, "error": 2}
+LEVELS = {name: level for level, name in enumerate(SEVERITIES)}
 
 
-def rdb_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
-              shown: Shown | None = None, fail_on: str = "error") -> bool:
-    """Decode each file and print it as ``fmt`` ("table", "jsonl" or "summary"), or the
-    keys named by ``key`` / covering ``offset``; returns whether a finding of ``fail_on``'s
-    severity or worse was made. A file that is no RDB at all is :class:`Unusable`."""
-    shown = shown or Shown()
-    worst = -1
-    for path in files:
-        worst = max(worst, _one(path, fmt, key, offset, shown))
-    return worst >= LEVELS[fail_on]
+def is_snapshot(head: bytes) -> bool:
+    """Whether a file's first bytes are an RDB magic (Redis, Dragonfly or Valkey)."""
+    return header(head[:9]) is not None
+
+
+def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None,
+         shown: Shown | None = None) -> int:
+    """Decode one file and print it as ``fmt`` ("table", "jsonl" or "summary"), or the
+    keys named by ``key`` / covering ``offset``; returns the worst severity found (its
+    index in SEVERITIES, -1 for none). A file that is no RDB at all is an InputError."""
+    return _one(path, fmt, key, offset, shown or Shown())
 
 
 def records(path: Path, keep=False):
@@ -44,14 +46,14 @@ def records(path: Path, keep=False):
     try:
         fh = gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
     except OSError as exc:
-        raise Unusable(str(_problem(path, exc))) from None
+        raise _problem(path, exc) from None
     parser = RdbParser(keep=keep)
     with fh:
         while True:
             try:
                 chunk = fh.read(CHUNK)
             except (OSError, EOFError) as exc:
-                raise Unusable(f"{path}: cannot read ({exc})") from None
+                raise InputError(f"{path}: cannot read ({exc})") from None
             if not chunk:
                 break
             yield from parser.feed(chunk)
@@ -61,9 +63,9 @@ def records(path: Path, keep=False):
 def _unusable(path: Path, rec) -> None:
     """A file that is no RDB (or too short to tell) cannot be used at all."""
     if isinstance(rec, Finding) and rec.rule == "rdb-magic":
-        raise Unusable(f"{path}: not an RDB file ({rec.message})")
+        raise InputError(f"{path}: not an RDB file ({rec.message})")
     if isinstance(rec, Ending) and rec.vendor is None:
-        raise Unusable(f"{path}: {rec.bytes_read} bytes, too short to be an RDB file")
+        raise InputError(f"{path}: {rec.bytes_read} bytes, too short to be an RDB file")
 
 
 def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown) -> int:

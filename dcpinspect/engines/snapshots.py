@@ -1,0 +1,49 @@
+"""Snapshot files: a file goes to the protocol family whose snapshot it is (told by its
+first bytes), which reads it as a stream and prints it."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from ..families import Family, families
+from ..findings import SEVERITIES
+from ..outputs.shown import Shown
+from ..sources.inputs import InputError, _problem, gzipped
+from .inputs import Unusable
+
+#: bytes a family is shown to tell its snapshot files
+HEAD = 16
+
+
+def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
+                   shown: Shown | None = None, fail_on: str = "error") -> bool:
+    """Print each file as its family prints its snapshots (``fmt``: "table", "jsonl" or
+    "summary"; or the keys named by ``key`` / covering ``offset``); returns whether a
+    finding of ``fail_on``'s severity or worse was made. A file no family can read is
+    :class:`Unusable`."""
+    shown = shown or Shown()
+    worst = -1
+    for path in files:
+        family = _family_of(path)
+        try:
+            worst = max(worst, family.snapshots(path, fmt, key, offset, shown))
+        except InputError as exc:
+            raise Unusable(str(exc)) from None
+    return worst >= SEVERITIES.index(fail_on)
+
+
+def _family_of(path: Path) -> Family:
+    """The family whose snapshot ``path`` is; if none says so, the first that has snapshot
+    files, which says what is wrong with it."""
+    readers = [f for f in families() if f.snapshots is not None]
+    if not readers:
+        raise Unusable("no protocol family reads snapshot files")
+    try:
+        with (gzip.open(path, "rb") if gzipped(path) else open(path, "rb")) as fh:
+            head = fh.read(HEAD)
+    except OSError as exc:
+        raise Unusable(str(_problem(path, exc))) from None
+    except EOFError:
+        head = b""
+    return next((f for f in readers if f.is_snapshot(head)), readers[0])
