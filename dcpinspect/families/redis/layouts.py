@@ -8,14 +8,9 @@ from __future__ import annotations
 
 import struct
 
-from .primitives import Corrupt
+from .primitives import _I16, _I32, _I64, _U32, _U32BE, Corrupt
 
 _U16 = struct.Struct("<H").unpack_from
-_U32 = struct.Struct("<I").unpack_from
-_I16 = struct.Struct("<h").unpack_from
-_I32 = struct.Struct("<i").unpack_from
-_I64 = struct.Struct("<q").unpack_from
-_U32BE = struct.Struct(">I").unpack_from
 
 Entry = bytes | int
 
