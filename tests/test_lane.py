@@ -530,3 +530,33 @@ def test_scan_takes_mutated_frames(flips, datatype, value, snappy, version):
         assert (markers, mutations) == (1, 1)  # the second marker is no later than the first
     for line in text.splitlines():
         json.loads(line)
+
+
+@pytest.mark.parametrize("cap", [0, 2, 3, 1000])
+def test_the_duplicate_key_threshold_moves_both_paths(tmp_path, monkeypatch, cap):
+    """The keys a snapshot remembers for duplicate-key are the rule's threshold
+    (rules.stream.MAX_SNAPSHOT_KEYS), read where it is applied: changed, the lane and the
+    rule still print the same, and where the repeat is found moves with it."""
+    from dcpinspect.rules import stream as stream_rules
+
+    monkeypatch.setattr(stream_rules, "MAX_SNAPSHOT_KEYS", cap)
+    d = Dcp().handshake()
+    p = d.stream(3)
+    p.marker(1, 5, flags=MEMORY)
+    for seqno, key in enumerate(["a", "b", "c", "d", "c"], 1):  # "c" again, third key remembered
+        p.mutation(key=key, seqno=seqno)
+    path = capture(tmp_path, d)
+    same(path)
+    text, _, taken = run(path, True)
+    assert ("duplicate-key" in text) == (cap >= 3)
+    assert docs(taken) >= 4  # the lane took the run either way
+
+
+def test_deletion_extras_follow_the_open_flag():
+    """The deletion-version rule and the lane ask one function what a deletion's extras
+    must be: the v2 layout's size once DCP_OPEN set IncludeDeleteTimes, v1's otherwise."""
+    from dcpinspect.rules.stream import deletion_extras
+
+    bit = next(b for b, name in L.OPEN_FLAGS.items() if name == "IncludeDeleteTimes")
+    assert [deletion_extras(f) for f in (0, bit, bit | 1)] == [L.DELETION_V1.size, L.DELETION_V2.size,
+                                                                 L.DELETION_V2.size]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..findings import Finding
-from ..messages.dcp import DELETION_V2, SNAPSHOT_DISK, SNAPSHOT_HISTORY
+from ..messages.dcp import DELETION_V1, DELETION_V2, OPEN_FLAGS, SNAPSHOT_DISK, SNAPSHOT_HISTORY
 from ..messages.frame import Message
 from ..messages.names import REQUEST_MAGICS, SUCCESS_LIKE_STATUS
 from ..messages.opcodes import OP, ST
@@ -14,8 +14,16 @@ from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STR
 from .registry import STATUS_CLASSES, STREAM_RULES
 from ..limits import SNAPSHOT_KEYS
 
-INCLUDE_DELETE_TIMES = 0x20
+INCLUDE_DELETE_TIMES = next(bit for bit, name in OPEN_FLAGS.items() if name == "IncludeDeleteTimes")
+#: keys of one snapshot remembered for the duplicate-key rule (read where it is applied,
+#: by this rule and the jsonl lane alike)
 MAX_SNAPSHOT_KEYS = SNAPSHOT_KEYS.default
+
+
+def deletion_extras(open_flags: int) -> int:
+    """The extras size of a DCP_DELETION on a connection whose DCP_OPEN had ``open_flags``
+    (the deletion-version rule's expectation)."""
+    return DELETION_V2.size if open_flags & INCLUDE_DELETE_TIMES else DELETION_V1.size
 _KEYED = frozenset({OP.DCP_MUTATION, OP.DCP_DELETION, OP.DCP_EXPIRATION, OP.DCP_PREPARE})
 _NO_SID = frozenset({OP.DCP_SET_VBUCKET_STATE, OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT})  # sent without a stream-id frame (sync writes, takeover)
 #: Messages that need something negotiated first: (control key, value wanted) or "collections".
@@ -276,7 +284,7 @@ class ConnectionValidator:
         flags = self.negotiation.dcp_open_flags
         if flags is None:
             return
-        want = DELETION_V2.size if flags & INCLUDE_DELETE_TIMES else 18
+        want = deletion_extras(flags)
         if msg.extras_length != want:
             emit("deletion-version", f"deletion extras {msg.extras_length} but DCP_OPEN "
                  f"{'set' if flags & INCLUDE_DELETE_TIMES else 'did not set'} IncludeDeleteTimes (expect {want})", **ctx)

@@ -28,7 +28,6 @@ from typing import NamedTuple
 from ...sessions.captured import Lines
 
 from ...messages import dcp
-from ...messages.dcp import DELETION_V2
 from ...messages.frame import DecodeContext, header_message
 from ...messages.header import HEADER_SIZE
 from ...messages.keys import decode_key
@@ -38,7 +37,7 @@ from ...messages.names import FEATURES, MAGICS, status_name
 from ...messages.registry import CLIENT_SPECS
 from ...messages.opcodes import OP
 from ...outputs.jsonl import _stdlib, protocol_of_family
-from ...rules.stream import INCLUDE_DELETE_TIMES, MAX_SNAPSHOT_KEYS
+from ...rules import stream as stream_rules
 from ...sessions.streams import FLOW_CONTROLLED, Snapshot
 
 try:
@@ -299,7 +298,7 @@ class Lane:
         if snap is None or (stream.end_reached and snap.complete):
             return pos, None
         flags = negotiation.dcp_open_flags
-        deletion_extras = -1 if flags is None else (DELETION_V2.size if flags & INCLUDE_DELETE_TIMES else 18)
+        deletion_extras = -1 if flags is None else stream_rules.deletion_extras(flags)
         collections = negotiation.context(self.base).collections
         limit = negotiation.buffer_size or 0
         # every frame of a run is numbered by the same record: stop where the next one begins
@@ -308,7 +307,7 @@ class Lane:
         params = (opaque, vbucket, -1 if stream.stream_id is None else stream.stream_id,
                   1 if negotiation.stream_ids else 0, -1 if collections is None else int(collections),
                   self.base.max_value_text, self.base.max_inflate, deletion_extras, stream.last_seqno, snap.start, snap.end,
-                  None if snap.may_duplicate else snap.keys, MAX_SNAPSHOT_KEYS, st.unacked, limit,
+                  None if snap.may_duplicate else snap.keys, stream_rules.MAX_SNAPSHOT_KEYS, st.unacked, limit,
                   self.prefix(number, ts, fd.label, direction), snap.complete, stream.end_seqno,
                   not stream.end_reached, v22, _MARKER_SHAPES, _MARKER_FIELDS)
         (after, mutations, deletions, last, size, unacked, text, last_op, last_sid, last_key, markers, first_complete,
