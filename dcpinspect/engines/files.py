@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
 from ..framing.framer import Skipped
-from ..messages.frame import Message
 from ..sources.capture import CaptureProblem, Record, read_records
 from ..transport.packet import Skip, parse_record
 from .capture import CaptureDecoder, Captured, Note
@@ -153,7 +152,7 @@ def _linktype(packet: bytes) -> int:
 
 
 def decode_packet_blocks(dump: "HexDump", collections: bool | None = None,
-                         stats: ReadStats | None = None) -> Iterator[Message | Skipped]:
+                         stats: ReadStats | None = None) -> Iterator:
     """Packets pasted from ``tcpdump -X`` / ``-xx``: one block a packet, link type guessed.
     ``stats`` counts the blocks, and those that are no link/IP packet."""
     records = (

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..messages.frame import DecodeContext, Message
+from ..framing.framer import Skipped
+from ..messages.frame import DecodeContext
 from ..sessions.captured import Captured, DumpFile, Note
 from ..sources.capture import CaptureError, read_records
 from ..sources.inputs import CAPTURE, TEXT, InputError, input_kind, read_text, stdin_binary
@@ -69,7 +70,7 @@ def dump_items(path: Path, collections: bool | None) -> Iterator[tuple[int, Capt
         raise Unusable(f"{path}: " + ("empty file" if not text.strip()
                                       else "neither a capture (pcap, pcapng, gzip) nor a hex dump"))
     source = DumpFile(str(path))
-    frames = (i for i in result.items if isinstance(i, Message))
+    frames = (i for i in result.items if not isinstance(i, Skipped))
     for n, msg in enumerate(frames, 1):
         yield n, Captured(None, source, "", msg, n)
 

@@ -78,6 +78,11 @@ class Family:
     #: severity found (its index in ``findings.SEVERITIES``, -1 for none)
     is_snapshot: Callable[[bytes], bool] | None = None
     snapshots: Callable[..., int] | None = None
+    #: how the first family decodes hex dumps of its bytes: ``frame_at(data, pos, end)``
+    #: (a frame starts there), ``stream(data, blocks, options)`` (blocks pasted together
+    #: as one connection) and ``diagram(block, start, options, captions)`` (one frame of a
+    #: protocol document's byte diagram)
+    dumps: Any = None
 
 
 #: the family packages, in order of preference (the first decodes ports added by the

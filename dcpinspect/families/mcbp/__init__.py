@@ -3,13 +3,15 @@
 Its layouts are in ``messages``, its framer in ``framing/mcbp.py``, its sessions
 (negotiation, DCP streams, TAP) in ``sessions``, its rules in ``rules``; the connection's
 session that drives them is :class:`~dcpinspect.families.mcbp.conversation.Conversation`,
-and the jsonl fast path over ``dcpinspect/_lane.c`` is :mod:`.lane`.
+the jsonl fast path over ``dcpinspect/_lane.c`` is :mod:`.lane`, and hex dumps of its
+bytes are read by :mod:`.dumps`.
 """
 
 from __future__ import annotations
 
 from ...framing.mcbp import FrameSplitter
 from .. import Family
+from . import dumps
 from .conversation import Conversation
 from .lane import Lane
 from .sniff import Sniffer
@@ -33,4 +35,4 @@ def _fast_path(base) -> Lane | None:
     return Lane(base) if Lane.usable(base) else None
 
 
-FAMILY = Family("mcbp", PORTS, TLS_PORTS, Sniffer, _framer, _session, _fast_path)
+FAMILY = Family("mcbp", PORTS, TLS_PORTS, Sniffer, _framer, _session, _fast_path, dumps=dumps)
