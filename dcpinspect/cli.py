@@ -215,6 +215,23 @@ def rdb_command(
     _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value), fail_on.value))
 
 
+@app.command("analyze")
+def analyze_command(
+    paths: list[str] = typer.Argument(..., help="Captures (pcap, pcapng, gzip), globs or directories."),
+    out: Path = typer.Option(..., "--out", help="Directory for the Parquet tables."),
+    master: str = typer.Option("local[*]", "--master", help="Spark master: local[N], spark://HOST:PORT, yarn..."),
+    spark_conf: list[str] = typer.Option([], "--spark-conf", metavar="KEY=VALUE", help="A Spark setting."),
+    range_size: int = typer.Option(128 << 20, "--range-size", min=4096, metavar="BYTES",
+                                   help="Split uncompressed files larger than this into ranges of about this size."),
+    port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
+    collections: Collections = typer.Option(Collections.auto),
+) -> None:
+    """Decode and validate captures on Spark (the spark extra) into Parquet tables: exit 0 clean, 1 errors, 2 unusable."""
+    from .engines.spark.job import analyze_paths
+
+    _run(lambda: analyze_paths(paths, str(out), master, spark_conf, range_size, set(port), _collections(collections)))
+
+
 @app.command("rules")
 def rules_command(fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or jsonl.")) -> None:
     """List every rule the validator applies."""

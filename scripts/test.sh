@@ -11,6 +11,8 @@ command -v memccapable >/dev/null || need+=(libmemcached-tools)
 command -v xxd >/dev/null || need+=(xxd)
 command -v hexdump >/dev/null || need+=(bsdextrautils)
 command -v cc >/dev/null || need+=(gcc)  # builds the jsonl fast lane (dcpinspect/_lane.c)
+# analyze runs on Spark, which needs Java 17 (or 21)
+java -version 2>&1 | grep -E 'version "(17|21)[."]' >/dev/null || need+=(openjdk-17-jre-headless)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing: ${need[*]}"
@@ -35,6 +37,6 @@ if [ -z "${VIRTUAL_ENV:-}" ] && [ -e "$stdlib/EXTERNALLY-MANAGED" ]; then
   export PATH="$PWD/.venv/bin:$PATH"
 fi
 
-"$py" -m pip install -q -e ".[test,plot]"
+"$py" -m pip install -q -e ".[test,plot,spark]"
 "$py" -c "import dcpinspect._lane" || { echo "dcpinspect/_lane.c did not build: its tests would be skipped" >&2; exit 1; }
 exec "$py" -m pytest -q -p no:cacheprovider "$@"
