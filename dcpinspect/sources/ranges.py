@@ -7,8 +7,8 @@ A reader dropped at an arbitrary byte resynchronises on the next record boundary
 
 * classic pcap: a record header whose fraction of a second is below one second, whose
   captured length is within the snap length (and the record cap) and not above the wire
-  length (which is not zero), and whose next two headers (or the file's end) are plausible
-  too, with times within a day of the first;
+  length (at most 256 KiB, and at least a link header of it kept), and whose next two
+  headers (or the file's end) are plausible too, with times within a day of the first;
 * pcapng: a block whose length is at least 12, a multiple of 4, within the cap, whose
   trailing length agrees, and whose next block agrees too.
 
@@ -40,7 +40,8 @@ __all__ = ["Layout", "layout_of", "pcap_record_length", "pcap_resync", "pcapng_b
 #: Default size of a range: a file at most this big is read whole.
 RANGE_SIZE = 128 << 20
 _READ = 4 << 20  # bytes read at a time while walking
-_MAX_WIRE = 1 << 24  # a wire length above this is no real frame's
+_MAX_WIRE = 1 << 18  # a wire length above this is no real frame's (offloaded segments reach 64 KiB)
+_MAX_BLOCK = 1 << 27  # the most a walk reads at once for one record or block
 _NEAR = 86400  # seconds between records that follow one another, at most
 _BT_SHB, _BT_IDB, _PACKET_BLOCKS = 0x0A0D0D0A, 1, (2, 3, 6)
 _BLOCK_TYPES = frozenset((1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0xBAD, 0x40000BAD, _BT_SHB))
@@ -80,7 +81,7 @@ def pcap_record_length(buf: bytes, pos: int, layout: Layout, cap: int) -> int | 
     if pos + layout.hdrlen > len(buf):
         return None
     sec, frac, caplen, wirelen = struct.unpack_from(layout.endian + "IIII", buf, pos)
-    if frac >= layout.fraction or caplen > wirelen or wirelen > _MAX_WIRE or caplen > cap:
+    if frac >= layout.fraction or caplen > wirelen or wirelen > _MAX_WIRE or caplen > cap or caplen < min(wirelen, 14):
         return None
     if layout.snaplen and caplen > max(layout.snaplen, 65535):
         return None
@@ -142,7 +143,7 @@ def _resync(buf: bytes, pos: int, step: int, depth: int, final: bool, length, wa
             here += n
         else:
             return True, at
-    return (False, end)
+    return final, end  # at the file's end, the end is the next boundary
 
 
 def _wanted_pcap(buf: bytes, pos: int, layout: Layout) -> int:
@@ -150,13 +151,13 @@ def _wanted_pcap(buf: bytes, pos: int, layout: Layout) -> int:
     if pos + layout.hdrlen > len(buf):
         return layout.hdrlen
     caplen = struct.unpack_from(layout.endian + "I", buf, pos + 8)[0]
-    return layout.hdrlen + min(caplen, _MAX_WIRE)
+    return layout.hdrlen + min(caplen, _MAX_BLOCK)
 
 
 def _wanted_pcapng(buf: bytes, pos: int, endian: str) -> int:
     if pos + 8 > len(buf):
         return 8
-    return max(12, min(struct.unpack_from(endian + "I", buf, pos + 4)[0], _MAX_WIRE * 4))
+    return max(12, min(struct.unpack_from(endian + "I", buf, pos + 4)[0], _MAX_BLOCK))
 
 
 @dataclass
