@@ -113,9 +113,18 @@ RDB_KEYS = Limit(
     "Keys of one RDB snapshot remembered (as 64-bit hashes) for the duplicate-key rule; past "
     "it the rest of the snapshot is not checked for duplicates, with a note",
     env="DCPINSPECT_MAX_RDB_KEYS")
+RESP_FRAME = Limit(
+    "RESP frame", 16 * 1024 * 1024, "bytes",
+    "Largest RESP frame (a command or reply of a Redis connection) held to decode it; a "
+    "larger one is passed over as it comes, a skipped range with its offset and size, and its "
+    "bytes still count to the replication offset", env="DCPINSPECT_MAX_RESP_FRAME", least=1024)
+RESP_ELEMENTS = Limit(
+    "RESP elements", 1 << 18, "elements",
+    "Elements of one RESP frame (all its arrays, maps and sets together) held; a frame that "
+    "claims more is passed over as it comes, as a skipped range")
 
 LIMITS = (FRAME_BODY, RECORD, TEXT_INPUT, INFLATE, JSON_DEPTH, VALUE_TEXT, ENTRY_ROWS, VALUE_SHOWN, DIAGRAM_SHOWN,
-          ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS, RDB_STRING, RDB_KEYS)
+          ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS, RDB_STRING, RDB_KEYS, RESP_FRAME, RESP_ELEMENTS)
 
 
 def check_environment() -> None:

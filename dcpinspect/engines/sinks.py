@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..sessions.captured import Captured, Lines, Note, flow_label
+from ..sessions.decoded import Decoded
 from ..findings import Finding
 from ..outputs.jsonl import dumps_line, frame_record
 from ..outputs.stamp import stamp as _stamp
@@ -54,6 +55,9 @@ class JsonlSink:
                     self.limit is not None and self.shown >= self.limit):
                 return None
             self.shown += 1
+            if isinstance(msg, Decoded):  # another family's record: its own objects, placed the same way
+                where = dict(frame=item.number, ts=item.ts, flow=self.labels[item.flow], direction=item.direction)
+                return True, b"".join(dumps_line({"kind": row["kind"], **where, **row}) for row in msg.json_rows())
             return True, dumps_line(frame_record(msg, kind="frame", frame=item.number, ts=item.ts,
                                                  flow=self.labels[item.flow], direction=item.direction))
         rec = {"kind": item.kind, "message": item.message, "ts": item.ts,

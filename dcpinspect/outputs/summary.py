@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..sessions.captured import Captured, Note, flow_label
+from ..sessions.decoded import Decoded
 from ..messages.names import REQUEST_MAGICS
 from ..messages.registry import opcode_name
 from .escape import safe
@@ -44,8 +45,12 @@ class CaptureSummary:
         if isinstance(item, Captured):
             msg = item.msg
             fs.frames[item.direction] += 1
-            fs.bytes[item.direction] += len(msg.data)
-            fs.opcodes[(msg.magic, msg.opcode)] += 1  # named when rendered
+            if isinstance(msg, Decoded):  # another family's record: counted by its own name
+                fs.bytes[item.direction] += msg.size
+                fs.opcodes[msg.name] += 1
+            else:
+                fs.bytes[item.direction] += len(msg.data)
+                fs.opcodes[(msg.magic, msg.opcode)] += 1  # named when rendered
             for f in msg.findings:
                 fs.findings[(f.severity, f.rule)] += 1
             ts = item.ts
@@ -68,7 +73,11 @@ class CaptureSummary:
         opcodes: Counter = Counter()
         findings: Counter = Counter()
         for flow, fs in self.flows.items():
-            for (magic, opcode), n in fs.opcodes.items():
+            for key, n in fs.opcodes.items():
+                if type(key) is str:  # named by its record
+                    opcodes[key] += n
+                    continue
+                magic, opcode = key
                 name = opcode_name(magic, opcode)
                 opcodes[name if magic in REQUEST_MAGICS else name + " (response)"] += n
             findings.update(fs.findings)

@@ -19,6 +19,7 @@ from ..findings import Finding
 from ..messages.describe import describe
 from ..messages.frame import Message
 from ..messages.layout import Field
+from ..sessions.decoded import Decoded
 from .escape import safe
 from .shown import DEFAULT, Row, Shown, cut_text, rows, wrap
 
@@ -127,7 +128,24 @@ def field_rows(msg: Message, shown: Shown = DEFAULT) -> list[Row]:
 
 
 def frame_table(msg: Message, where: str = "", shown: Shown = DEFAULT) -> Group:
+    if isinstance(msg, Decoded):
+        return decoded_table(msg, where, shown)
     parts = [title(msg, where), FieldTable(field_rows(msg, shown))]
     if msg.findings:
         parts.append(findings_text(msg.findings, shown.value))
+    return Group(*parts)
+
+
+def decoded_table(rec: Decoded, where: str = "", shown: Shown = DEFAULT) -> Group:
+    """Another family's record: its title and its ``(field, value)`` rows, escaped and cut."""
+    heading = Text(safe(rec.title()), style="bold")
+    if where:
+        heading.append(f"  {safe(where)}", style="dim")
+    table = []
+    for label, value in rec.table_rows()[:shown.rows] if shown.rows is not None else rec.table_rows():
+        text, note = cut_text(value, shown.value)
+        table.append(Row(0, safe(label), -1, 0, text, note))
+    parts = [heading, FieldTable(table)]
+    if rec.findings:
+        parts.append(findings_text(rec.findings, shown.value))
     return Group(*parts)

@@ -134,7 +134,14 @@ RDB_RULES = _rules(
     ("rdb-keys-cap", "LIMIT", "info", "rdb.md §1", "The snapshot has more keys than are remembered for the duplicate-key rule (DCPINSPECT_MAX_RDB_KEYS, 2,000,000): the rest are not checked.", "rdb"),
 )
 
-ALL_RULES = {**FRAME_RULES, **STREAM_RULES, **TAP_RULES, **RDB_RULES}
+REDIS_RULES = _rules(
+    ("resp-protocol-error", "EINVAL", "error", "rdb.md §12", "Bytes of a Redis connection that are no RESP (an unknown type byte, a length or count that is no number, a line with no CRLF, nesting too deep): decoding looks for the next command.", "replication"),
+    ("resp-truncated", "TRUNCATED", "warning", "rdb.md §12", "The connection ends inside a RESP frame.", "replication"),
+    ("repl-offset-mismatch", "ERANGE", "error", "rdb.md §12.3", "A REPLCONF ACK offset is not the +FULLRESYNC (or PSYNC) offset plus the bytes of whole commands the master had sent before it: past them, or inside one.", "replication"),
+    ("repl-ack-regression", "ERANGE", "warning", "rdb.md §12.3", "A REPLCONF ACK offset is below one the replica acknowledged before on the connection.", "replication"),
+)
+
+ALL_RULES = {**FRAME_RULES, **STREAM_RULES, **TAP_RULES, **RDB_RULES, **REDIS_RULES}
 
 #: Error classes for peer answers (status → class).
 STATUS_CLASSES = {0x01: "KEY_ENOENT", 0x0A: "KEY_ENOENT", 0x04: "EINVAL", 0x22: "ERANGE", 0x23: "ROLLBACK",

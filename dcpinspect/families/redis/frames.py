@@ -1,0 +1,188 @@
+"""What a Redis connection's frames decode to, as the outputs read them (the
+:class:`~dcpinspect.sessions.decoded.Decoded` interface): a RESP frame (a command, a reply,
+the handshake's lines) with its replication offset, and a piece of an RDB payload with the
+keys, aux fields and findings completed in it, in the same objects as the ``rdb`` command
+writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...findings import Finding
+from ...limits import VALUE_TEXT
+from ...messages.keys import key_text
+from ...outputs.escape import safe
+from ...sessions.decoded import Decoded
+from . import report
+from .records import AuxRecord, KeyRecord
+
+#: RESP type bytes by name (spec/rdb.md §12; RESP3 adds the second row)
+TYPE_NAMES = {"+": "simple", "-": "error", ":": "integer", "$": "bulk", "*": "array",
+              "_": "null", ",": "double", "#": "boolean", "!": "blob-error", "=": "verbatim", "(": "big-number",
+              "%": "map", "~": "set", ">": "push", "inline": "inline", "keepalive": "keepalive", "invalid": "invalid"}
+STRING_TYPES = frozenset("+-$!=(,")
+#: characters of a command name counted in summaries
+NAME_CHARS = 32
+
+
+def text(raw: bytes, limit: int | None = None) -> str:
+    """Bytes from the wire as JSON text (UTF-8, other bytes as ``\\xNN``), cut at ``limit``."""
+    limit = VALUE_TEXT.default if limit is None else limit
+    if len(raw) > 4 * limit:
+        raw = raw[:4 * limit]
+    out = key_text(raw)
+    return out if len(out) <= limit else out[:limit] + "…"
+
+
+def json_value(value: tuple) -> Any:
+    """A parsed RESP value as JSON: strings as text, aggregates as lists, maps as lists of pairs."""
+    kind, payload = value
+    if payload is None or isinstance(payload, (bool, int)):
+        return payload
+    if isinstance(payload, bytes):
+        return text(payload)
+    if isinstance(payload, list):
+        if kind == "inline":
+            return [text(w) for w in payload]
+        items = [json_value(v) for v in payload]
+        return [items[i:i + 2] for i in range(0, len(items), 2)] if kind in "%|" else items
+    return str(payload)
+
+
+def command_of(value: tuple) -> list[bytes] | None:
+    """The words of a command: an inline line, or an array of strings (None otherwise)."""
+    kind, payload = value
+    if kind == "inline":
+        return payload or None
+    if kind == "*" and payload and all(v[0] in STRING_TYPES and isinstance(v[1], bytes) for v in payload):
+        return [v[1] for v in payload]
+    return None
+
+
+class RespRecord(Decoded):
+    """One RESP frame: its type, the command's words (or the reply's value), its
+    replication offset (of its first byte, when known: the ``+FULLRESYNC`` offset plus the
+    command stream's bytes before it) and what the handshake or an ACK says in ``fields``."""
+
+    __slots__ = ("offset", "size", "type", "value", "command", "repl_offset", "fields", "findings", "truncated",
+                 "name", "is_request")
+
+    protocol = "resp"
+
+    def __init__(self, offset: int, size: int, type_: str, value: tuple | None, truncated: bool = False) -> None:
+        self.offset, self.size, self.type, self.value, self.truncated = offset, size, type_, value, truncated
+        self.command = command_of(value) if value is not None else None
+        self.repl_offset: int | None = None
+        self.fields: dict[str, Any] = {}
+        self.findings: list[Finding] = []
+        self.is_request = self.command is not None
+        if self.command is not None:
+            self.name = safe(text(self.command[0], NAME_CHARS).upper())
+        elif value is not None and value[0] in "+-" and isinstance(value[1], bytes):
+            self.name = safe(value[0] + text(value[1].split(b" ", 1)[0], NAME_CHARS))
+        else:
+            self.name = TYPE_NAMES.get(type_, type_)
+
+    @property
+    def verb(self) -> bytes:
+        """The command's name in upper case (b"" for what is no command)."""
+        return self.command[0].upper() if self.command else b""
+
+    @property
+    def args(self) -> list[bytes]:
+        return self.command[1:] if self.command else []
+
+    def json_rows(self) -> list[dict[str, Any]]:
+        row: dict[str, Any] = {"kind": "frame", "protocol": "resp", "offset": self.offset, "length": self.size,
+                               "type": TYPE_NAMES.get(self.type, self.type)}
+        if self.command is not None:
+            row["command"] = [text(w) for w in self.command]
+        elif self.value is not None and self.type not in ("keepalive",):
+            row["value"] = json_value(self.value)
+        row["repl_offset"] = self.repl_offset
+        row.update(self.fields)
+        row["truncated"] = self.truncated
+        row["findings"] = [f.to_json() for f in self.findings]
+        return [row]
+
+    def table_rows(self) -> list[tuple[str, str]]:
+        rows = [("type", TYPE_NAMES.get(self.type, self.type))]
+        if self.command is not None:
+            rows.append(("command", " ".join(text(w) for w in self.command)))
+        elif self.value is not None and self.type != "keepalive":
+            rows.append(("value", str(json_value(self.value))))
+        if self.repl_offset is not None:
+            rows.append(("replication offset", f"{self.repl_offset} to {self.repl_offset + self.size}"))
+        rows += [(k.replace("_", " "), str(v)) for k, v in self.fields.items()]
+        return rows
+
+    def title(self) -> str:
+        kind = "command" if self.is_request else "reply"
+        return f"RESP {self.name} {kind}  {self.size} bytes at {self.offset}" + ("  (truncated)" * self.truncated)
+
+
+class PayloadRecord(Decoded):
+    """A piece of an RDB payload sent over a replication connection: its header
+    (``head``: the form and length or end mark), or its bytes, with the records the RDB
+    decoder completed in them and, on the last piece, the payload's summary."""
+
+    __slots__ = ("offset", "size", "head", "records", "summary", "findings", "truncated", "repl_offset")
+
+    protocol = "rdb"
+    name = "RDB payload"
+
+    def __init__(self, offset: int, size: int, head: dict | None = None, truncated: bool = False) -> None:
+        self.offset, self.size, self.head, self.truncated = offset, size, head, truncated
+        self.records: list = []
+        self.summary: dict | None = None
+        self.findings: list[Finding] = []
+        self.repl_offset: int | None = None
+
+    def add(self, records: list) -> None:
+        """Records of the RDB decoder: kept for the outputs, their findings gathered."""
+        for rec in records:
+            self.findings.extend(report.findings_of(rec))
+            if isinstance(rec, (KeyRecord, AuxRecord, Finding)):
+                self.records.append(rec)
+
+    @property
+    def keys(self) -> list[KeyRecord]:
+        return [r for r in self.records if isinstance(r, KeyRecord)]
+
+    def json_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        if self.head is not None:
+            rows.append({"kind": "payload", "protocol": "rdb", "offset": self.offset, "length": self.size,
+                         **self.head, "repl_offset": self.repl_offset,
+                         "findings": [f.to_json() for f in self.findings]})
+        for rec in self.records:
+            if isinstance(rec, KeyRecord):
+                rows.append(report.key_json(rec))
+            elif isinstance(rec, AuxRecord):
+                rows.append(report.aux_json(rec))
+            else:
+                rows.append({"kind": "finding", "protocol": "rdb", **rec.to_json()})
+        if self.summary is not None:
+            rows.append(self.summary)
+        return rows
+
+    def table_rows(self) -> list[tuple[str, str]]:
+        rows = []
+        if self.head is not None:
+            rows += [(k.replace("_", " "), str(v)) for k, v in self.head.items()]
+        for rec in self.records:
+            if isinstance(rec, KeyRecord):
+                offset, db, key, type_, encoding, elements, size, expiry, _ = report.key_row(rec)
+                rows.append((f"key at {offset}", f"db {db} {key} {type_} {encoding} elements {elements or '-'} "
+                                                 f"size {size}" + (f" expires {expiry}" if expiry else "")))
+            elif isinstance(rec, AuxRecord):
+                rows.append((f"aux at {rec.offset}", f"{text(rec.key)} = {text(rec.value)}"))
+        if self.summary is not None:
+            s = self.summary
+            rows.append(("payload", f"{s['keys']} keys, {s['bytes']} bytes, checksum {s['checksum']}, "
+                                    f"{'complete' if s['complete'] else 'incomplete'}"))
+        return rows
+
+    def title(self) -> str:
+        what = "header" if self.head is not None else f"{len(self.keys)} keys"
+        return f"RDB payload ({what})  {self.size} bytes at {self.offset}" + ("  (truncated)" * self.truncated)

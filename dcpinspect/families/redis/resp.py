@@ -1,0 +1,573 @@
+"""RESP on the wire (spec/rdb.md §12): one direction of a Redis connection cut into frames.
+
+:class:`RespFramer` is the family's :class:`~dcpinspect.framing.framer.Framer`. It reads
+RESP2 and RESP3 values (simple strings, errors, integers, bulk strings, arrays, nulls,
+doubles, booleans, blob errors, verbatim strings, big numbers, maps, sets, pushes,
+attributes, streamed strings and aggregates) and inline commands, each a
+:class:`RespFrame` whose ``value`` is already parsed, resuming where it stopped as bytes
+come (a frame split at any byte gives the same frames). It switches mode inside its
+direction where the master hands over a snapshot (§12.2): after ``+FULLRESYNC`` (or a bare
+``$<len>`` bulk that starts with an RDB magic, the reply to ``SYNC``) the RDB payload,
+``$<len>\\r\\n`` and that many bytes, or ``$EOF:<40 bytes>\\r\\n`` up to the same 40
+bytes, goes on in pieces of at most :data:`PIECE` bytes cut at fixed payload offsets,
+never held whole (the end mark is looked for in the last 39 bytes kept and the new ones);
+then the command stream.
+
+Bounded: a line longer than :data:`MAX_LINE`, a length that is no number, nesting deeper
+than :data:`MAX_DEPTH` are a protocol error (a frame of kind ``error``, then the framer
+looks for the next command); a frame that would hold more than the RESP frame cap, or more
+elements than the element cap, is passed over as it comes (a Skipped range), holding none
+of it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ...framing.framer import Framer, RawFrame, Skipped
+from ...limits import RESP_ELEMENTS, RESP_FRAME
+
+#: the type bytes of RESP2 and RESP3 (anything else starting a frame is an inline command)
+LINE_TYPES = frozenset(b"+-:_,#(")
+BULK_TYPES = frozenset(b"$!=")
+AGGREGATE_TYPES = frozenset(b"*~>%|")
+TYPES = LINE_TYPES | BULK_TYPES | AGGREGATE_TYPES
+#: Redis's PROTO_INLINE_MAX_SIZE: the longest line (inline command, simple string, header)
+MAX_LINE = 64 * 1024
+MAX_DEPTH = 64
+#: Redis's own bound on an aggregate's count (INT_MAX) and a bulk's length (LLONG_MAX)
+MAX_COUNT = (1 << 31) - 1
+#: payload bytes a piece holds at most; pieces are cut at multiples of it from the payload's start
+PIECE = 64 * 1024
+#: the length of the diskless payload's end mark
+MARK = 40
+#: the magics an RDB starts with (a bare ``$<len>`` reply to SYNC that begins so is a payload)
+RDB_MAGICS = (b"REDIS", b"VALKE")
+#: where a framer that lost its place looks for a command again: an array of bulk strings
+RESYNC = re.compile(rb"\*[1-9][0-9]{0,6}\r\n\$[0-9]{1,9}\r\n")
+RESYNC_KEEP = 24  # longer than any match's start, so a match cut by a segment is found whole
+
+NORMAL, LOST, PAYLOAD_LEN, PAYLOAD_EOF = "normal", "lost", "payload-len", "payload-eof"
+#: what reading one token gave: more bytes are needed, read on in the frame, a frame is out
+WAIT, NEXT, DONE = 0, 1, 2
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class RespFrame(RawFrame):
+    """A frame of a Redis connection, as the framer cut it.
+
+    ``kind``: ``value`` (a RESP value: ``value`` is ``(type, payload)``), ``inline`` (an
+    inline command: ``value`` is ``("inline", [args])``), ``keepalive`` (an empty line),
+    ``payload-start`` (the payload's header: ``value`` is ``("length", n)`` or ``("eof",
+    mark)``), ``payload`` (a piece of the RDB; ``last`` on the one that ends it, ``resumed``
+    on the first after lost bytes), ``payload-end`` (the diskless payload's end mark) or
+    ``error`` (bytes that are no RESP: ``reason`` says why)."""
+
+    kind: str = "value"
+    value: Any = None
+    reason: str = ""
+    last: bool = False
+    resumed: bool = False
+
+
+class _Open:
+    """An aggregate being read: its type, the elements still to come (None: streamed, up to
+    its end mark), and the elements so far."""
+
+    __slots__ = ("type", "left", "items")
+
+    def __init__(self, type_: str, left: int | None) -> None:
+        self.type, self.left, self.items = type_, left, []
+
+
+class RespFramer(Framer):
+    """One direction of a Redis connection (see the module's docstring)."""
+
+    __slots__ = ("buf", "base", "pos", "stack", "bulk", "doomed", "elements", "state", "expect", "left", "paid",
+                 "mark", "searched", "resumed", "skip_from", "skip_size", "frame_cap", "elements_cap", "_doomed_bytes")
+
+    def __init__(self, synced: bool = True, runs: bool = False) -> None:
+        Framer.__init__(self)
+        self.buf = bytearray()
+        self.base = 0  # stream offset of buf[0]
+        self.pos = 0  # where reading the frame at buf[0] goes on
+        self.stack: list[_Open] = []
+        self.bulk: tuple[str, int] | None = None  # a bulk's type and length, its header read
+        self.doomed = ""  # why the frame being read is passed over (its bytes are not held)
+        self._doomed_bytes = 0  # bytes of it passed over so far
+        self.elements = 0
+        self.state = NORMAL if synced else LOST
+        self.expect = False  # +FULLRESYNC seen: the payload comes next
+        self.left = 0  # payload bytes still to come ($<len> form)
+        self.paid = 0  # payload bytes given so far
+        self.mark = b""
+        self.searched = 0
+        self.resumed = False
+        self.skip_from = 0  # where the bytes passed over while lost began
+        self.skip_size = 0
+        self.frame_cap = RESP_FRAME.value()
+        self.elements_cap = RESP_ELEMENTS.value()
+
+    # -- the Framer interface --------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list:
+        if data:
+            self.buf += data
+        out: list = []
+        self._run(out)
+        return out
+
+    def gap(self, missing: int) -> list:
+        out: list = []
+        buf = self.buf
+        if self.state == PAYLOAD_LEN:
+            if buf:
+                self._piece(out, len(buf))
+            self.resumed = True
+            self.base += missing
+            self.paid += missing
+            self.left -= missing
+            if self.left <= 0:  # the payload ended in the lost bytes, and commands may have followed
+                out.append(RespFrame(self.base + self.left, b"", kind="payload", last=True, resumed=True))
+                self._lose(self.base)
+            return out
+        if self.state == PAYLOAD_EOF:
+            if buf:
+                self._piece(out, len(buf))
+            self.resumed = True
+            self.base += missing
+            self.paid += missing
+            self.searched = 0
+            return out
+        if self.state == LOST:
+            self.skip_size += len(buf)
+            self._skipped(out, "before lost bytes")
+        elif buf or self.doomed or self.stack or self.bulk:
+            start = self.base - self._doomed_bytes
+            reason = (f"a RESP frame passed over ({self.doomed}), cut by lost bytes" if self.doomed
+                      else "a RESP frame cut by lost bytes")
+            out.append(Skipped(start, self.base + len(buf) - start, reason))
+        self.base += len(buf) + missing
+        buf.clear()
+        self._lose(self.base)
+        return out
+
+    def close(self, data: bytes = b"") -> list:
+        out = self.feed(data)
+        buf = self.buf
+        if self.state in (PAYLOAD_LEN, PAYLOAD_EOF):
+            out.append(RespFrame(self.base, bytes(buf), True, kind="payload", last=True, resumed=self.resumed))
+            self.base += len(buf)
+        elif self.state == LOST:
+            self.skip_size += len(buf)
+            self.base += len(buf)
+            self._skipped(out, "no RESP frame start found")
+        elif self.doomed:
+            start = self.base - self._doomed_bytes
+            out.append(Skipped(start, self.base + len(buf) - start, f"a RESP frame passed over ({self.doomed}), "
+                                                                     "cut by the end of the stream"))
+            self.base += len(buf)
+        elif buf:
+            out.append(RespFrame(self.base, bytes(buf), True, kind="value", value=None,
+                                 reason="the stream ends inside the frame"))
+            self.base += len(buf)
+        buf.clear()
+        self._reset()
+        return out
+
+    @property
+    def buffered(self) -> int:
+        return len(self.buf)
+
+    @property
+    def buffer(self) -> bytearray:
+        return self.buf
+
+    @property
+    def wanted(self) -> int:
+        n = len(self.buf)
+        if self.state == PAYLOAD_LEN:
+            return min(self.left, PIECE - self.paid % PIECE)
+        if self.state == PAYLOAD_EOF:  # the mark may end the payload in the next bytes
+            return self.searched + MARK
+        if self.state == NORMAL and self.bulk is not None and not self.doomed:
+            return max(n + 1, self.pos + self.bulk[1] + 2)
+        return n + 1
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        self.pos = 0
+        self.stack = []
+        self.bulk = None
+        self.doomed = ""
+        self._doomed_bytes = 0
+        self.elements = 0
+
+    def _lose(self, at: int) -> None:
+        """The place in the stream is lost: look for a command from ``at`` on."""
+        self._reset()
+        self.state = LOST
+        self.expect = False
+        self.skip_from, self.skip_size = at, 0
+
+    def _skipped(self, out: list, reason: str) -> None:
+        if self.skip_size:
+            out.append(Skipped(self.skip_from, self.skip_size, reason))
+        self.skip_from, self.skip_size = self.base, 0
+
+    def _frame_bytes(self) -> int:
+        """Bytes of the frame being read so far (those passed over included)."""
+        return self._doomed_bytes + self.pos
+
+    def _run(self, out: list) -> None:
+        while True:
+            state = self.state
+            if state == NORMAL:
+                if not self._frame(out):
+                    return
+            elif state == LOST:
+                if not self._resync(out):
+                    return
+            elif state == PAYLOAD_LEN:
+                if not self._payload_len(out):
+                    return
+            elif not self._payload_eof(out):
+                return
+
+    def _resync(self, out: list) -> bool:
+        buf = self.buf
+        m = RESYNC.search(buf)
+        if m is None:
+            drop = max(0, len(buf) - RESYNC_KEEP)
+            if drop:
+                self.skip_size += drop
+                del buf[:drop]
+                self.base += drop
+            return False
+        start = m.start()
+        self.skip_size += start
+        del buf[:start]
+        self.base += start
+        self._skipped(out, "resynchronising: no RESP frame start")
+        self.state = NORMAL
+        return True
+
+    def _error(self, out: list, end: int, reason: str) -> int:
+        """Bytes that are no RESP up to ``end`` in the buffer: an error frame, then the
+        framer looks for a command after them."""
+        if self.doomed:
+            start = self.base - self._doomed_bytes
+            out.append(Skipped(start, self.base + end - start, f"a RESP frame passed over ({self.doomed})"))
+            out.append(RespFrame(self.base + end, b"", kind="error", reason=reason))
+        else:
+            out.append(RespFrame(self.base, bytes(self.buf[:end]), kind="error", reason=reason))
+        del self.buf[:end]
+        self.base += end
+        self._lose(self.base)
+        return DONE
+
+    def _line(self, out: list) -> int | None:
+        """The end (after its newline) of the line at ``pos``; None when it has not come
+        whole (or was too long: then an error frame is out and the state is lost)."""
+        buf, pos = self.buf, self.pos
+        nl = buf.find(b"\n", pos, pos + MAX_LINE + 2)
+        if nl < 0:
+            if len(buf) - pos > MAX_LINE + 1:
+                self._error(out, len(buf), f"a line of more than {MAX_LINE} bytes with no end")
+            return None
+        return nl + 1
+
+    def _frame(self, out: list) -> bool:
+        """Read on in the frame at the buffer's start: False when more bytes are needed,
+        True once a frame (or an error) is out or the mode changed."""
+        while True:
+            r = self._bulk_body(out) if self.bulk is not None else self._token(out)
+            if r == WAIT:
+                return False
+            if r == DONE:
+                return True
+            if self.doomed:
+                self._pass_over()
+
+    def _token(self, out: list) -> int:
+        buf, pos, stack = self.buf, self.pos, self.stack
+        if pos >= len(buf):
+            return WAIT
+        top = not stack and pos == 0 and not self.doomed
+        t = buf[pos]
+        if top and t not in TYPES:
+            return self._inline(out)
+        end = self._line(out)
+        if end is None:
+            return WAIT if self.state == NORMAL else DONE
+        if buf[end - 2] != 13:
+            return self._error(out, end, "a RESP line ends in a bare newline")
+        text = bytes(buf[pos + 1:end - 2])
+        if stack and stack[-1].type == "$?":  # a streamed string's chunks, up to ;0
+            n = _number(text) if t == 59 else None
+            if n is None or n < 0:
+                return self._error(out, end, "a streamed string holds something other than chunks")
+            self.pos = end
+            if n == 0:
+                agg = stack.pop()
+                return self._complete(("$", None if self.doomed else b"".join(agg.items)), out)
+            self._cap(n)
+            self.bulk = (";", n)
+            return NEXT
+        if t == 46 and stack and stack[-1].left is None:  # . ends a streamed aggregate
+            if text:
+                return self._error(out, end, "a streamed aggregate's end carries bytes")
+            self.pos = end
+            agg = stack.pop()
+            return self._complete((agg.type, agg.items), out)
+        if top and t == 36 and (self.expect or text.startswith(b"EOF:")):  # $: the payload after FULLRESYNC
+            return self._payload_start(out, end, text)
+        if t not in TYPES:
+            return self._error(out, end, f"{chr(t)!r} is no RESP type")
+        self.pos = end
+        if t in LINE_TYPES:
+            problem = _line_problem(t, text)
+            if problem:
+                return self._error(out, end, problem)
+            return self._complete((chr(t), _line_value(t, text)), out)
+        if t in BULK_TYPES:
+            return self._bulk_header(out, t, text, end, top)
+        return self._aggregate(out, t, text, end)
+
+    def _inline(self, out: list) -> int:
+        end = self._line(out)
+        if end is None:
+            return WAIT if self.state == NORMAL else DONE
+        line = bytes(self.buf[:end])
+        words = line.rstrip(b"\r\n").split()
+        self._emit(out, end, RespFrame(self.base, line, kind="inline" if words else "keepalive",
+                                       value=("inline", words)))
+        return DONE
+
+    def _cap(self, n: int) -> None:
+        """A bulk of ``n`` bytes comes: past the frame cap, the frame is passed over."""
+        if not self.doomed and self._frame_bytes() + n + 2 > self.frame_cap:
+            self._doom(f"a bulk string of {n:,} bytes, over the RESP frame cap of {self.frame_cap:,}")
+
+    def _bulk_header(self, out: list, t: int, text: bytes, end: int, top: bool) -> int:
+        if text == b"?" and t == 36:  # a streamed string: chunks up to ;0
+            return self._open(out, "$?", None, end)
+        n = _number(text)
+        if n is None or n < -1 or (n == -1 and t != 36):
+            return self._error(out, end, f"{text[:40]!r} is no bulk length")
+        if n == -1:
+            return self._complete(("$", None), out)
+        if top and t == 36 and n >= 9:  # a bare RDB bulk: the reply to SYNC
+            if len(self.buf) < end + 5:
+                self.pos = 0  # the header is read again with the magic's bytes
+                return WAIT
+            if bytes(self.buf[end:end + 5]) in RDB_MAGICS:
+                return self._payload_start(out, end, text)
+        self._cap(n)
+        self.bulk = (chr(t), n)
+        return NEXT
+
+    def _bulk_body(self, out: list) -> int:
+        t, n = self.bulk
+        buf, pos = self.buf, self.pos
+        if self.doomed:  # the body is passed over as it comes
+            take = min(n, len(buf) - pos)
+            del buf[pos:pos + take]
+            self._doomed_bytes += take
+            self.base += take
+            n -= take
+            self.bulk = (t, n)
+            if n or len(buf) < pos + 2:
+                return WAIT
+            if buf[pos:pos + 2] != b"\r\n":
+                return self._error(out, pos + 2, "a bulk string does not end in CRLF")
+            self.bulk = None
+            self.pos = pos + 2
+            return NEXT if t == ";" else self._complete((t, None), out)
+        if len(buf) < pos + n + 2:
+            return WAIT
+        if buf[pos + n:pos + n + 2] != b"\r\n":
+            return self._error(out, pos + n + 2, "a bulk string does not end in CRLF")
+        body = bytes(buf[pos:pos + n])
+        self.bulk = None
+        self.pos = pos + n + 2
+        if t == ";":
+            self.stack[-1].items.append(body)
+            return NEXT
+        return self._complete((t, body), out)
+
+    def _aggregate(self, out: list, t: int, text: bytes, end: int) -> int:
+        kind = chr(t)
+        if text == b"?":
+            return self._open(out, kind, None, end)
+        n = _number(text)
+        if n is None or n < -1 or n > MAX_COUNT or (n == -1 and t != 42):
+            return self._error(out, end, f"{text[:40]!r} is no element count")
+        if n == -1:
+            return self._complete(("*", None), out)
+        count = 2 * n if kind in "%|" else n
+        if count == 0:
+            return self._complete((kind, []), out)
+        return self._open(out, kind, count, end)
+
+    def _open(self, out: list, kind: str, count: int | None, end: int) -> int:
+        if len(self.stack) >= MAX_DEPTH:
+            return self._error(out, end, f"RESP values nested more than {MAX_DEPTH} deep")
+        self.elements += count or 0
+        if not self.doomed and self.elements > self.elements_cap:
+            self._doom(f"more than {self.elements_cap:,} elements, the RESP element cap")
+        self.stack.append(_Open(kind, count))
+        return NEXT
+
+    def _doom(self, reason: str) -> None:
+        """The frame is too big to hold: from here on its bytes are passed over as they come."""
+        self.doomed = reason
+        self._doomed_bytes = 0
+        self._pass_over()
+        for agg in self.stack:
+            agg.items = []
+
+    def _pass_over(self) -> None:
+        """Drop the bytes read of a frame being passed over."""
+        pos = self.pos
+        if pos:
+            del self.buf[:pos]
+            self.base += pos
+            self._doomed_bytes += pos
+            self.pos = 0
+
+    def _complete(self, value: tuple, out: list) -> int:
+        """A value is whole: into its aggregate (NEXT), or it is the frame (DONE)."""
+        stack = self.stack
+        while stack:
+            agg = stack[-1]
+            if not self.doomed:
+                agg.items.append(value)
+            if agg.left is None:
+                return NEXT
+            agg.left -= 1
+            if agg.left:
+                return NEXT
+            stack.pop()
+            if agg.type == "|":  # an attribute describes the value after it, which follows
+                return NEXT
+            value = (agg.type, agg.items)
+        end = self.pos
+        if self.doomed:
+            start = self.base - self._doomed_bytes
+            out.append(Skipped(start, self.base + end - start, f"a RESP frame passed over ({self.doomed})"))
+            del self.buf[:end]
+            self.base += end
+            self._reset()
+        else:
+            self._emit(out, end, RespFrame(self.base, bytes(self.buf[:end]), kind="value", value=value))
+        return DONE
+
+    def _emit(self, out: list, end: int, frame: RespFrame) -> None:
+        out.append(frame)
+        del self.buf[:end]
+        self.base += end
+        self._reset()
+        value = frame.value
+        if frame.kind == "value" and value[0] == "+" and value[1].startswith(b"FULLRESYNC"):
+            self.expect = True
+        elif frame.kind != "keepalive":
+            self.expect = False
+
+    # -- the RDB payload ---------------------------------------------------------------------
+
+    def _payload_start(self, out: list, end: int, text: bytes) -> int:
+        self.expect = False
+        if text.startswith(b"EOF:"):
+            mark = text[4:]
+            if len(mark) != MARK:
+                self._error(out, end, f"a diskless payload's mark is {len(mark)} bytes, not {MARK}")
+                return DONE
+            self._emit(out, end, RespFrame(self.base, bytes(self.buf[:end]), kind="payload-start",
+                                           value=("eof", mark)))
+            self.state, self.mark, self.searched = PAYLOAD_EOF, mark, 0
+        else:
+            n = _number(text)
+            if n is None or n < 0:
+                self._error(out, end, f"{text[:40]!r} is no payload length")
+                return DONE
+            self._emit(out, end, RespFrame(self.base, bytes(self.buf[:end]), kind="payload-start",
+                                           value=("length", n)))
+            if n == 0:
+                out.append(RespFrame(self.base, b"", kind="payload", last=True))
+                return DONE
+            self.state, self.left = PAYLOAD_LEN, n
+        self.paid = 0
+        self.resumed = False
+        return DONE
+
+    def _piece(self, out: list, n: int, last: bool = False) -> None:
+        out.append(RespFrame(self.base, bytes(self.buf[:n]), kind="payload", last=last, resumed=self.resumed))
+        self.resumed = False
+        del self.buf[:n]
+        self.base += n
+        self.paid += n
+
+    def _payload_len(self, out: list) -> bool:
+        buf = self.buf
+        while self.left:
+            n = min(self.left, PIECE - self.paid % PIECE)
+            if len(buf) < n:
+                return False
+            self.left -= n
+            self._piece(out, n, last=not self.left)
+        self.state = NORMAL
+        return True
+
+    def _payload_eof(self, out: list) -> bool:
+        buf, mark = self.buf, self.mark
+        at = buf.find(mark, self.searched)
+        if at < 0:
+            self.searched = max(0, len(buf) - (MARK - 1))
+            while self.searched >= (n := PIECE - self.paid % PIECE):
+                self._piece(out, n)
+                self.searched -= n
+            return False
+        while at >= (n := PIECE - self.paid % PIECE):
+            self._piece(out, n)
+            at -= n
+        if at:
+            self._piece(out, at)
+        out.append(RespFrame(self.base, bytes(buf[:MARK]), kind="payload-end", value=("eof", mark)))
+        del buf[:MARK]
+        self.base += MARK
+        self.state = NORMAL
+        return True
+
+
+def _number(text: bytes) -> int | None:
+    """A RESP length or count: an optional minus and at most 19 digits."""
+    digits = text[1:] if text[:1] == b"-" else text
+    if not digits or len(digits) > 19 or not digits.isdigit():
+        return None
+    return int(text)
+
+
+def _line_problem(t: int, text: bytes) -> str:
+    if t == 58 and _number(text) is None:  # :
+        return f"{text[:40]!r} is no RESP integer"
+    if t == 95 and text:  # _
+        return "a RESP3 null carries bytes"
+    if t == 35 and text not in (b"t", b"f"):  # #
+        return f"{text[:40]!r} is no RESP3 boolean"
+    if t == 40 and not (text[1:] if text[:1] in (b"-", b"+") else text).isdigit():  # (
+        return f"{text[:40]!r} is no RESP3 big number"
+    return ""
+
+
+def _line_value(t: int, text: bytes):
+    if t == 58:
+        return int(text)
+    if t == 95:
+        return None
+    if t == 35:
+        return text == b"t"
+    return text

@@ -1,0 +1,204 @@
+"""One Redis connection, as a replica and its master speak on it (spec/rdb.md §12).
+
+:class:`Replication` is the family's session. It follows the handshake (PING, AUTH,
+REPLCONF listening-port / ip-address / capa, PSYNC or SYNC; ``+FULLRESYNC <replid>
+<offset>`` or ``+CONTINUE``), feeds the RDB payload's pieces to an
+:class:`~.rdb.RdbParser` as they come (its keys are the ``rdb`` command's key records, its
+findings the RDB rules': truncation, checksum, a key twice in one payload), then gives
+each command of the master's stream its replication offset: the offset ``+FULLRESYNC``
+named (or the one PSYNC asked to continue from) plus the command stream's bytes before
+it. The replica's ``REPLCONF ACK <offset>`` is checked against those: an ACK names the
+end of a whole command the master sent before it (``repl-offset-mismatch``), and never
+goes back (``repl-ack-regression``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from ...findings import Finding
+from ...framing.framer import RawFrame
+from ...rules.registry import REDIS_RULES
+from . import report
+from .frames import PayloadRecord, RespRecord
+from .rdb import RdbParser
+from .records import Ending
+from .resp import RespFrame
+
+#: command boundaries remembered for checking ACKs (an ACK lags the stream by about a second)
+MAX_BOUNDS = 1 << 16
+
+
+def _int(raw: bytes) -> int | None:
+    try:
+        return int(raw)
+    except ValueError:
+        return None
+
+
+class Replication:
+    """A Redis connection's session (see the module's docstring)."""
+
+    def __init__(self, options=None, seen_from_start: bool = True) -> None:
+        self.master: str | None = None  # the direction the master's stream comes in
+        self.base: int | None = None  # replication offset at stream offset ``start``
+        self.start: int | None = None  # where the command stream begins in the master's direction
+        self.resync: int | None = None  # the offset +FULLRESYNC named, until its payload ends
+        self.psync: int | None = None  # the offset PSYNC asked to continue from
+        self.parser: RdbParser | None = None
+        self.summary: report.Summary | None = None
+        self.cut = False  # bytes of the payload were lost
+        self.starts: list[int] = []  # replication offsets of the master's commands, first bytes
+        self.ends: list[int] = []  # and after their last
+        self.sent: int | None = None  # the replication offset after the master's last command
+        self.acked: int | None = None
+
+    # -- the Session interface -------------------------------------------------------------
+
+    def decode(self, raw: RawFrame, direction: str | None, ts, index) -> RespRecord | PayloadRecord:
+        kind = raw.kind if isinstance(raw, RespFrame) else "value"
+        if kind.startswith("payload"):
+            return self._payload(raw, direction, kind)
+        if kind == "error":
+            rec = RespRecord(raw.offset, len(raw.data), "invalid", None)
+            rec.findings.append(REDIS_RULES["resp-protocol-error"].finding(raw.reason, raw.offset))
+            return rec
+        value = raw.value if isinstance(raw, RespFrame) else None
+        type_ = kind if kind in ("inline", "keepalive") else (value[0] if value else "invalid")
+        rec = RespRecord(raw.offset, len(raw.data), type_, value, raw.truncated)
+        if raw.truncated:
+            rec.findings.append(REDIS_RULES["resp-truncated"].finding(
+                f"the stream ends {len(raw.data)} bytes into a RESP frame", raw.offset))
+        if value is not None:
+            self._judge(rec, direction)
+        return rec
+
+    def gap(self) -> None:
+        """Bytes were lost (a direction's framer says where; offsets stay exact across them)."""
+
+    def finish(self) -> list[Finding]:
+        return []
+
+    # -- the handshake, the stream and ACKs ----------------------------------------------------
+
+    def _judge(self, rec: RespRecord, direction: str | None) -> None:
+        if direction == self.master and self.start is not None and rec.offset >= self.start:
+            self._stream(rec)
+            return
+        verb, args = rec.verb, rec.args
+        if verb == b"PSYNC" and len(args) >= 2:
+            offset = _int(args[1])
+            self.psync = offset if offset is not None and offset > 0 else None
+            rec.fields.update(replid=args[0].decode("latin-1")[:40], psync_offset=offset)
+        elif verb == b"REPLCONF" and args and args[0].upper() == b"ACK" and len(args) >= 2:
+            self._ack(rec, args)
+        elif rec.type == "+" and isinstance(rec.value[1], bytes):
+            words = rec.value[1].split()
+            if words and words[0] == b"FULLRESYNC" and len(words) >= 3:
+                self.master = direction
+                self.resync = _int(words[2])
+                rec.fields.update(replid=words[1].decode("latin-1")[:40], master_offset=self.resync)
+            elif words and words[0] == b"CONTINUE":
+                self.master = direction
+                self._begin(rec.offset + rec.size, None if self.psync is None else self.psync - 1)
+                if len(words) > 1:
+                    rec.fields["replid"] = words[1].decode("latin-1")[:40]
+
+    def _begin(self, start: int, base: int | None) -> None:
+        """The command stream begins at ``start`` in the master's direction."""
+        self.start, self.base = start, base
+        self.starts, self.ends = [], []
+        self.sent = base
+
+    def _stream(self, rec: RespRecord) -> None:
+        if self.base is None:
+            return
+        rec.repl_offset = begin = self.base + rec.offset - self.start
+        end = begin + rec.size
+        if len(self.ends) >= MAX_BOUNDS:
+            del self.starts[:MAX_BOUNDS // 2], self.ends[:MAX_BOUNDS // 2]
+        self.starts.append(begin)
+        self.ends.append(end)
+        self.sent = end
+
+    def _ack(self, rec: RespRecord, args: list[bytes]) -> None:
+        offset = _int(args[1])
+        rec.fields["ack_offset"] = offset
+        if len(args) >= 4 and args[2].upper() == b"FACK":
+            rec.fields["fack_offset"] = _int(args[3])
+        if offset is None:
+            return
+        if self.acked is not None and offset < self.acked:
+            rec.findings.append(REDIS_RULES["repl-ack-regression"].finding(
+                f"REPLCONF ACK {offset} after an ACK of {self.acked}", rec.offset))
+        self.acked = offset if self.acked is None else max(self.acked, offset)
+        problem = self._ack_problem(offset)
+        if problem:
+            rec.findings.append(REDIS_RULES["repl-offset-mismatch"].finding(problem, rec.offset))
+
+    def _ack_problem(self, offset: int) -> str:
+        """What is wrong with an ACK of ``offset``, given the master's commands so far."""
+        if self.base is None:
+            return ""
+        if offset > self.sent:
+            return (f"REPLCONF ACK {offset}: the master had sent up to offset {self.sent} ({self.base} after "
+                    f"the resync and {self.sent - self.base} bytes of commands)")
+        if offset == self.base or not self.ends or offset < self.starts[0]:
+            return ""
+        i = bisect_left(self.ends, offset)
+        if i < len(self.ends) and self.ends[i] == offset:
+            return ""
+        if i < len(self.starts) and self.starts[i] < offset:
+            return (f"REPLCONF ACK {offset} falls inside the command at offset {self.starts[i]} to {self.ends[i]} "
+                    f"(an ACK counts whole commands)")
+        return ""  # in bytes the capture did not show as commands: nothing to check against
+
+    # -- the RDB payload ------------------------------------------------------------------
+
+    def _payload(self, raw: RespFrame, direction: str | None, kind: str) -> PayloadRecord:
+        if kind == "payload-start":
+            form, what = raw.value
+            head = {"form": form, "payload_length": what} if form == "length" else {"form": form,
+                                                                                    "mark": what.hex()}
+            rec = PayloadRecord(raw.offset, len(raw.data), head)
+            rec.repl_offset = self.resync
+            self.master = self.master or direction
+            self.parser = RdbParser(keep=False)
+            self.summary = report.Summary("replication payload")
+            self.cut = False
+            return rec
+        rec = PayloadRecord(raw.offset, len(raw.data), truncated=raw.truncated)
+        if kind == "payload-end" or raw.last:
+            self._payload_data(rec, raw, True)
+            self._begin(raw.offset + len(raw.data), self.resync)
+            self.resync = None
+        else:
+            self._payload_data(rec, raw, False)
+        return rec
+
+    def _payload_data(self, rec: PayloadRecord, raw: RespFrame, last: bool) -> None:
+        parser, summary = self.parser, self.summary
+        if parser is None:  # the payload's start was not seen
+            return
+        if raw.resumed and not self.cut:  # the decoder cannot go on past lost bytes
+            self.cut = True
+        got = []
+        if not self.cut and raw.kind == "payload":
+            got = parser.feed(raw.data)
+        if last:
+            if not self.cut:
+                got += parser.close()
+            self.parser = None
+        for r in got:
+            summary.add(r)
+        rec.add(got)
+        if last:
+            out = summary.to_json()
+            out.pop("file", None)
+            if self.cut:
+                out["complete"] = False
+                out["lost_bytes"] = True
+            ending = next((r for r in got if isinstance(r, Ending)), None)
+            if ending is not None:
+                out["bytes"] = ending.bytes_read
+            rec.summary = out

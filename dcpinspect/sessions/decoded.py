@@ -1,0 +1,55 @@
+"""What a family other than MCBP decodes a frame to, as the outputs read it.
+
+A session of such a family returns :class:`Decoded` records from ``decode``; the outputs
+print them through this interface alone, without naming their protocol: their JSON Lines
+objects, their table rows, a name to count them under, their size on the wire and their
+findings. The attributes that MCBP's ``Message`` has and such a record has not (opcode,
+vbucket, stream id, spec) are None, so that filters and the stats collector pass them by.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..findings import Finding
+
+
+class Decoded:
+    """One decoded frame (or piece of a stream) of a family other than MCBP.
+
+    Subclasses set ``protocol``, ``name``, ``size``, ``offset``, ``findings`` and
+    ``truncated`` and implement :meth:`json_rows` and :meth:`table_rows`."""
+
+    __slots__ = ()
+
+    #: the ``protocol`` of its JSON Lines objects
+    protocol: str = ""
+    #: what summaries and stats count it under (already safe for a terminal)
+    name: str = ""
+    #: bytes on the wire
+    size: int = 0
+    #: stream offset of its first byte
+    offset: int = 0
+    findings: list[Finding]
+    truncated: bool = False
+    #: counted as a request (else "(response)" in the stats' opcode table)
+    is_request: bool = True
+    #: what MCBP messages carry and these do not
+    spec = None
+    opcode = None
+    vbucket = None
+    stream_id = None
+    note = ""
+
+    def json_rows(self) -> list[dict[str, Any]]:
+        """Its JSON Lines objects, each beginning with ``kind`` (the sink adds where and
+        when: frame, ts, flow, direction); none when it shows nothing on its own."""
+        raise NotImplementedError
+
+    def table_rows(self) -> list[tuple[str, str]]:
+        """``(field, value)`` rows for the table view (the outputs escape and cut them)."""
+        raise NotImplementedError
+
+    def title(self) -> str:
+        """The table view's heading of it."""
+        return f"{self.name}  {self.size} bytes at {self.offset}"
