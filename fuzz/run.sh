@@ -31,7 +31,7 @@ for entry in $entries; do
     log="fuzz/artifacts/$entry.log"
     python3 "fuzz/$entry.py" $limit -rss_limit_mb=2048 -timeout=60 ${FUZZ_OPTS:-} \
         -artifact_prefix="fuzz/artifacts/$entry/" "fuzz/corpus/$entry" >"$log" 2>&1 || status=1
-    runs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\1 runs in \2 s/p' "$log" | tail -1)
+    runs=$(sed -n 's/^Done \([0-9]*\) \(runs \)\{0,1\}in \([0-9]*\) second.*/\1 runs in \3 s/p' "$log" | tail -1)
     last=$(grep -E '^#[0-9]+' "$log" | tail -1 | cut -c1-100)
     echo "$entry: ${runs:-stopped: $last}"
     grep -q 'ERROR: libFuzzer\|Uncaught Python exception' "$log" && echo "  found something: see $log and fuzz/artifacts/$entry/"
