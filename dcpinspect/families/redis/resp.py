@@ -28,6 +28,7 @@ from typing import Any
 
 from ...framing.framer import Framer, RawFrame, Skipped
 from ...limits import RESP_ELEMENTS, RESP_FRAME
+from .types import header
 
 #: the type bytes of RESP2 and RESP3 (anything else starting a frame is an inline command)
 LINE_TYPES = frozenset(b"+-:_,#(")
@@ -43,8 +44,6 @@ MAX_COUNT = (1 << 31) - 1
 PIECE = 64 * 1024
 #: the length of the diskless payload's end mark
 MARK = 40
-#: the magics an RDB starts with (a bare ``$<len>`` reply to SYNC that begins so is a payload)
-RDB_MAGICS = (b"REDIS", b"VALKE")
 #: where a framer that lost its place looks for a command again: an array of bulk strings
 RESYNC = re.compile(rb"\*[1-9][0-9]{0,6}\r\n\$[0-9]{1,9}\r\n")
 RESYNC_KEEP = 24  # longer than any match's start, so a match cut by a segment is found whole
@@ -124,6 +123,7 @@ class RespFramer(Framer):
         buf = self.buf
         if self.state == PAYLOAD_LEN:
             if buf:
+                self.left -= len(buf)
                 self._piece(out, len(buf))
             self.resumed = True
             self.base += missing
@@ -361,10 +361,10 @@ class RespFramer(Framer):
         if n == -1:
             return self._complete(("$", None), out)
         if top and t == 36 and n >= 9:  # a bare RDB bulk: the reply to SYNC
-            if len(self.buf) < end + 5:
+            if len(self.buf) < end + 9:
                 self.pos = 0  # the header is read again with the magic's bytes
                 return WAIT
-            if bytes(self.buf[end:end + 5]) in RDB_MAGICS:
+            if header(bytes(self.buf[end:end + 9])) is not None:
                 return self._payload_start(out, end, text)
         self._cap(n)
         self.bulk = (chr(t), n)
