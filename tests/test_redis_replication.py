@@ -201,3 +201,38 @@ def test_the_table_view_escapes_the_wire(tmp_path):
     out = res.stdout.decode()
     assert "\x1b[31m" not in out and "\\x1b[31mred" in out
     assert "RDB payload (3 keys)" in out and "checksum ok" in out
+
+
+# -- detection and the engine's paths ---------------------------------------------------------
+
+@pytest.mark.parametrize("first,verdict", [
+    (command("PING"), True), (command("REPLCONF", "listening-port", "6380"), True),
+    (command("PSYNC", "?", "-1"), True), (b"SYNC\r\n", True), (b"+FULLRESYNC " + REPLID + b" 0\r\n", True),
+    (command("GET", "k"), False), (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", False), (b"\x80\x01\x00\x00", False),
+])
+def test_the_sniffer_tells_replication_from_its_first_bytes(first, verdict):
+    from dcpinspect.families.redis.sniff import Sniffer
+
+    sn = Sniffer(False)
+    got = None
+    for b in first:  # a byte at a time: undecided until it can tell
+        got = sn.add(bytes([b]))
+        if got is not None:
+            break
+    assert bool(got) is verdict
+    assert Sniffer(True).add(b"some value tail\r\n" + command("SET", "k", "v")) is True  # joined midway
+
+
+def test_the_reader_that_follows_connections_in_c_gives_the_same_items(tmp_path):
+    """A big diskless payload and commands, read with and without the C reader that appends
+    a followed direction's bytes to the framer's buffer itself."""
+    big = rdb(*[(f"key:{i}", "v" * 40) for i in range(6000)])
+    path = capture(tmp_path, conversation(payload=big, diskless=True, acks=[ends()[-1]]))
+    def seen(items):
+        return [(i.ts, i.direction, i.number, i.msg.json_rows()) if isinstance(i, Captured) else i for i in items]
+
+    followed = list(decode_records(read_records(path)))
+    plain = list(decode_records(read_records(path), follow=False))
+    assert seen(followed) == seen(plain) and len(plain) > 20
+    keys = [k for i in plain if isinstance(i, Captured) and isinstance(i.msg, PayloadRecord) for k in i.msg.keys]
+    assert len(keys) == 6000 and rules_of(i.msg for i in plain if isinstance(i, Captured)) == []
