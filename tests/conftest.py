@@ -80,3 +80,19 @@ def decode_jsonl() -> Callable[..., list[dict]]:
         return _decoded[key]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] SparkSession for every Spark test of the run, with the dcpinspect data
+    source registered (skipped without pyspark or a Java Spark runs on); stopped at the end."""
+    pytest.importorskip("pyspark")
+    from dcpinspect.engines.spark.session import java_problem, make_session
+
+    problem = java_problem()
+    if problem:
+        pytest.skip(problem)
+    session = make_session("local[2]", {"spark.sql.shuffle.partitions": "4",
+                                        "spark.default.parallelism": "2"})
+    yield session
+    session.stop()

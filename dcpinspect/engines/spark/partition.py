@@ -126,7 +126,7 @@ class ConnectionRun:
                      start_seqno=_int(fields.get("start_seqno")), end_seqno=_int(fields.get("end_seqno")),
                      length=len(msg.data), truncated=bool(msg.truncated), findings=len(msg.findings),
                      json=dumps_line(frame_record(msg, kind="frame", frame=item.number, ts=item.ts, flow=flow,
-                                                  direction=item.direction)).decode("ascii"),
+                                                  direction=item.direction))[:-1].decode("ascii"),
                      **common)
         elif item.finding is None:
             rows.add(table="note", seq=self._seq(), ts=item.ts, flow=self.label(item.flow),

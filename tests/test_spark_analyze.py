@@ -1,0 +1,190 @@
+"""``analyze`` on Spark gives the frames ``decode -f jsonl`` prints and the findings
+``validate -f jsonl`` prints, on the same files: real TCP conversations written by
+``dcpgen``/``synth`` (several connections interleaved a few packets at a time, violations
+found while streaming and at the end of input, one connection joined mid-conversation), the
+same capture cut inside a record, one long connection split into many byte ranges (pcap and
+pcapng), and the shipped samples. The CLI runs as a separate process, the Spark job on the
+session-wide ``local[2]`` session.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import dcpgen
+import servers
+from dcpgen import ACK, MEMORY, TAKEOVER, Dcp
+from dcpinspect.sources.capture import read_records
+
+pytestmark = pytest.mark.spark
+pq = pytest.importorskip("pyarrow.parquet")
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+RANGE = 24 * 1024  # small ranges, for the files to be split into several
+
+
+def violating(n: int) -> Dcp:
+    """A seqno regression, an unacknowledged takeover snapshot (found at the end of input)
+    and an unanswered noop."""
+    d = Dcp().handshake(stream_ids=n % 2 == 0)
+    p = d.stream(100 + n, sid=1 if n % 2 == 0 else None)
+    p.marker(1, 10).mutation(seqno=3).mutation(seqno=2)
+    t = d.stream(200 + n, flags=TAKEOVER)
+    t.snapshot(2, flags=MEMORY | ACK)
+    d.noop(reply=False)
+    return d
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> list[str]:
+    root = tmp_path_factory.mktemp("spark-inputs")
+    flows = [dcpgen.busy_collections_connection(300, seed=s).frames for s in (1, 2)]
+    flows += [violating(n).frames for n in range(3)]
+    flows.append(dcpgen.mid_conversation_connection(200))
+    busy = dcpgen.write_flows(flows, root / "busy.pcap", midstream=[len(flows) - 1], chunk=3)
+    data = busy.read_bytes()
+    (root / "cut.pcap").write_bytes(data[: len(data) * 2 // 3 + 7])
+    (root / "busy.pcap.gz").write_bytes(gzip.compress(data))
+    long = dcpgen.busy_collections_connection(1500, seed=7).frames + violating(9).frames[6:]
+    dcpgen.write_capture(long, root / "long.pcap", client=("10.0.0.9", 40000))
+    dcpgen.write_capture(long, root / "long.pcapng", client=("10.0.0.9", 40001), fmt="pcapng")
+    names = ["busy.pcap", "cut.pcap", "busy.pcap.gz", "long.pcap", "long.pcapng"]
+    return [str(root / n) for n in names] + [str(SAMPLES / n) for n in
+                                             ("dcp-lossy.pcapng", "memcached-binary.pcap", "dcp-session.pcap")]
+
+
+@pytest.fixture(scope="module")
+def analysed(spark, inputs, tmp_path_factory):
+    from dcpinspect.engines.spark.job import run_analysis
+
+    out = tmp_path_factory.mktemp("spark-out") / "tables"
+    result = run_analysis(spark, inputs, str(out), range_size=RANGE)
+    return result, out
+
+
+def table(out: Path, name: str) -> list[dict]:
+    rows = pq.read_table(out / name).to_pylist()
+    return sorted(rows, key=lambda r: (r["file_index"], r["key"], r["seq"]))
+
+
+def cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(servers.dcpinspect_argv() + [*map(str, args)], capture_output=True, text=True,
+                          timeout=600, stdin=subprocess.DEVNULL)
+
+
+def test_the_comparison_means_something(analysed, inputs):
+    """Files split into ranges (one connection over many of them), errors found while
+    streaming and at the end of input, a file read whole for its damage."""
+    result, out = analysed
+    from dcpinspect.engines.spark.source import plan_files
+
+    plan = plan_files(inputs, RANGE)
+    by_file = Counter(r.path for r in plan)
+    assert by_file[inputs[3]] >= 4 and by_file[inputs[4]] >= 4  # the long connection's files
+    assert by_file[inputs[0]] >= 2  # busy: interleaved connections over ranges
+    assert by_file[inputs[1]] == 1 and by_file[inputs[2]] == 1  # cut (damage) and gzip: whole
+    assert result.ranges == len(plan)
+    frames = table(out, "frames")
+    assert len({r["flow"] for r in frames if r["file_index"] == 3}) == 1
+    rules = Counter((r["rule"], r["severity"]) for r in table(out, "findings"))
+    assert rules[("seqno-regression", "error")] >= 5 and rules[("noop-unanswered", "warning")] >= 3
+    assert result.errors > 0
+    assert any("left in the file" in n for _, n in result.notes)
+
+
+def test_frames_are_what_decode_prints(analysed, inputs):
+    _, out = analysed
+    frames = table(out, "frames")
+    for i, path in enumerate(inputs):
+        res = cli("decode", path, "-f", "jsonl")
+        assert res.returncode == 0, res.stderr
+        want = [line for line in res.stdout.splitlines() if line.startswith('{"kind":"frame"')]
+        got = [r["json"] for r in frames if r["file_index"] == i]
+        assert want and got == want, path
+
+
+def test_frame_columns_are_the_frames_fields(analysed):
+    _, out = analysed
+    for row in table(out, "frames")[:3000]:
+        rec = json.loads(row["json"])
+        assert (row["frame"], row["flow"], row["direction"], row["opcode"], row["name"], row["opaque"]) == (
+            rec["frame"], rec["flow"], rec["direction"], rec["opcode"], rec["opcode_name"], rec["opaque"])
+        assert row["by_seqno"] == rec["fields"].get("by_seqno") and row["findings"] == len(rec["findings"])
+
+
+def test_findings_are_what_validate_prints(analysed, inputs):
+    _, out = analysed
+    findings = table(out, "findings")
+    res = cli("validate", *inputs, "-f", "jsonl", "--info")
+    assert res.returncode == 1, res.stderr
+    assert [r["json"] for r in findings] == res.stdout.splitlines()
+    plain = cli("validate", *inputs, "-f", "jsonl")
+    assert [r["json"] for r in findings if r["severity"] != "info"] == plain.stdout.splitlines()
+    for row in findings:
+        rec = json.loads(row["json"])
+        assert (row["rule"], row["class"], row["severity"], row["frame"], row["vbucket"], row["stream_id"]) == (
+            rec["rule"], rec["class"], rec["severity"], rec["frame"], rec["vbucket"], rec["stream_id"])
+
+
+def test_notes_are_what_decode_notes(analysed, inputs):
+    _, out = analysed
+    notes = table(out, "notes")
+    for i, path in enumerate(inputs):
+        res = cli("decode", path, "-f", "jsonl")
+        want = [(r["kind"], r["message"], r["flow"], r["direction"])
+                for r in map(json.loads, res.stdout.splitlines()) if r["kind"] not in ("frame", "finding")]
+        got = [(r["kind"], r["message"], r["flow"], r["direction"]) for r in notes if r["file_index"] == i]
+        assert got == want, path
+
+
+def test_stats_tables_count_what_stats_counts(analysed, inputs):
+    """Connections with the same addresses in several files count together, as in ``stats``.
+    (Gaps are not compared: ``stats`` carries a stream's last seqno from one file into the
+    next file's connection of the same addresses; analyze keeps files apart.)"""
+    _, out = analysed
+    res = cli("stats", *inputs, "-f", "json")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    conns = {r["connection"]: r for r in pq.read_table(out / "connections").to_pylist()}
+    assert set(conns) == set(report["connections"])
+    for label, c in report["connections"].items():
+        row = conns[label]
+        assert (row["frames"], row["bytes"], row["findings"], row["items"]) == (
+            c["frames"]["total"], c["bytes"]["total"], c["findings"], c["items"]), label
+    vbs = {r["vbucket"]: r for r in pq.read_table(out / "vbuckets").to_pylist()}
+    assert set(vbs) == {int(vb) for vb in report["vbuckets"]}
+    for vb, v in report["vbuckets"].items():
+        assert (vbs[int(vb)]["items"], vbs[int(vb)]["frames"], vbs[int(vb)]["bytes"], vbs[int(vb)]["mutations"]) == (
+            v["items"], v["frames"], v["bytes"], v["mutations"]), vb
+
+
+def test_data_source_reads_every_record_once(spark, inputs):
+    path = inputs[3]
+    rows = (spark.read.format("dcpinspect").option("rangeSize", str(RANGE)).load(path)
+            .select("record", "ts", "linktype", "wirelen", "data").collect())
+    whole = list(read_records(path))
+    assert sorted((r["record"], r["ts"], r["linktype"], r["wirelen"], bytes(r["data"])) for r in rows) == [
+        (r.index, r.ts, r.linktype, r.wirelen, r.data) for r in whole]
+    assert spark.read.format("dcpinspect").load(os.path.dirname(path)).select("file").distinct().count() == 5
+
+
+def test_command_exit_codes_and_summary(inputs, tmp_path):
+    res = cli("analyze", inputs[0], "--out", tmp_path / "t", "--master", "local[1]",
+              "--range-size", str(RANGE), "--spark-conf", "spark.sql.shuffle.partitions=2")
+    assert res.returncode == 1, res.stderr
+    assert "seqno-regression" in res.stdout and "1 files" in res.stdout
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == [
+        "connections", "findings", "frames", "notes", "report.json", "vbuckets"]
+    bad = cli("analyze", inputs[0], "--out", tmp_path / "u", "--spark-conf", "nonsense")
+    assert bad.returncode == 2
+    nojava = subprocess.run(servers.dcpinspect_argv() + ["analyze", inputs[0], "--out", str(tmp_path / "v")],
+                            capture_output=True, text=True, env={**os.environ, "JAVA_HOME": str(tmp_path)})
+    assert nojava.returncode == 2 and "openjdk-17-jre-headless" in nojava.stderr
+    assert len(nojava.stderr.strip().splitlines()) == 1
