@@ -116,7 +116,7 @@ def decode_command(
     flow: str = typer.Option("", "--flow", help="Only flows whose 'ip:port-ip:port' label contains this."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Stop after printing this many frames."),
     port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
-    decode_as: list[str] = typer.Option([], "--decode-as", help="PORT=mcbp: decode this port as MCBP."),
+    decode_as: list[str] = typer.Option([], "--decode-as", help="PORT=FAMILY: decode this port as that protocol family (mcbp, redis)."),
     no_heuristic: bool = typer.Option(False, "--no-heuristic", help="Only decode known ports."),
     collections: Collections = typer.Option(Collections.auto, help="Key collection prefix: auto (from HELO), on, off."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any frame has an error finding."),

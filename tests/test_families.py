@@ -206,3 +206,37 @@ def test_snapshot_files_go_to_the_family_that_tells_them(tmp_path, monkeypatch):
     other.write_bytes(b"nothing of the kind")
     with pytest.raises(Unusable, match="not an RDB file"):
         snapshots.snapshot_files([other], "table")
+
+
+def test_decode_as_names_any_family(tmp_path):
+    """``--decode-as PORT=FAMILY`` takes a family by its name or an alias: Redis
+    replication on a port nobody claims, MCBP on another, with the sniffing off."""
+    import subprocess
+
+    import rdbgen
+
+    payload = rdbgen.rdb(b"\xfe\x00" + rdbgen.key(0, b"k", rdbgen.string(b"v")))
+    redis = [("c2s", b"*1\r\n$4\r\nPING\r\n"), ("s2c", b"+PONG\r\n"), ("c2s", b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n"),
+             ("s2c", b"+FULLRESYNC " + b"a" * 40 + b" 0\r\n"), ("s2c", b"$%d\r\n" % len(payload) + payload),
+             ("s2c", b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\nb\r\n")]
+    mcbp = [("c2s", request(0x0A, opaque=7)), ("s2c", response(0x0A, opaque=7))]
+    frames = (synth.tcp_conversation(redis, client=("10.0.0.1", 40000), server=("10.0.0.2", 7001))
+              + synth.tcp_conversation(mcbp, client=("10.0.0.1", 40001), server=("10.0.0.2", 7002)))
+    path = tmp_path / "two.pcap"
+    synth.write_pcap(path, frames)
+
+    def rows(*args):
+        proc = subprocess.run([sys.executable, "-m", "dcpinspect", "decode", "-f", "jsonl", "--no-heuristic",
+                               *args, str(path)], capture_output=True, text=True)
+        assert proc.returncode in (0, 1), proc.stderr
+        import json
+        return [json.loads(line) for line in proc.stdout.splitlines()]
+
+    assert rows() == []
+    got = rows("--decode-as", "7001=resp", "--decode-as", "7002=DCP")
+    protocols = {r.get("protocol") for r in got}
+    assert {"resp", "rdb", "mcbp"} <= protocols, protocols
+    assert any(r.get("command") == ["SET", "a", "b"] for r in got)
+    bad = subprocess.run([sys.executable, "-m", "dcpinspect", "decode", "--decode-as", "7001=http", str(path)],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "is no protocol family (they are mcbp, redis)" in bad.stderr

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
-from ..families import Family, Session, Sniffer, stream_families
+from ..families import Family, Session, Sniffer, family_named, stream_families
 from ..framing.framer import Framer, RawFrame, RawRun
 from ..messages.frame import DecodeContext
 from ..sessions.captured import Captured, Note, flow_label
@@ -161,7 +161,10 @@ class CaptureDecoder:
         for family in reversed(self.families):  # the first family listed wins a shared port
             self.by_port.update(dict.fromkeys(family.ports, family))
             self.encrypted.update(dict.fromkeys(family.encrypted_ports, family))
-        self.by_port.update(dict.fromkeys(ports, self.families[0]))
+        if isinstance(ports, Mapping):  # port → the name of its family
+            self.by_port.update((port, family_named(name)) for port, name in ports.items())
+        else:
+            self.by_port.update(dict.fromkeys(ports, self.families[0]))
         self.ports = frozenset(self.by_port)
         self.collections = collections
         self.heuristic = heuristic

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..families import family_named, stream_families
 from ..messages.frame import DecodeContext
 from ..outputs.console import make_console
 from ..outputs.escape import safe
@@ -36,20 +37,24 @@ def decode_hex_dump(path: Path | None, fmt: str, collections: bool | None, shown
         renderer.item(item)
     renderer.summary()
     if renderer.tally.frames == 0:
-        raise Unusable(f"no MCBP frame in {len(dump.data)} bytes of {dump.format} input")
+        raise Unusable(f"no {stream_families()[0].name.upper()} frame in {len(dump.data)} bytes of "
+                       f"{dump.format} input")
     return judged_failed(renderer.tally, strict)
 
 
-def decode_ports(ports: list[int], decode_as: list[str]) -> set[int]:
-    """The server ports to decode as MCBP besides the known ones: ``--port``, and
-    ``--decode-as PORT=mcbp``."""
-    out = set(ports)
+def decode_ports(ports: list[int], decode_as: list[str]) -> dict[int, str]:
+    """The server ports to decode besides the known ones, with the family of each:
+    ``--port`` (the first family), and ``--decode-as PORT=FAMILY``."""
+    first = stream_families()[0].name
+    out = dict.fromkeys(ports, first)
     for spec in decode_as:
-        port, _, proto = spec.partition("=")
-        if proto.lower() not in ("mcbp", "dcp", "memcached"):
-            raise Unusable(f"--decode-as {spec!r}: only PORT=mcbp is known")
+        port, _, name = spec.partition("=")
+        family = family_named(name)
+        if family is None or family.framer is None:
+            known = ", ".join(f.name for f in stream_families())
+            raise Unusable(f"--decode-as {spec!r}: {name!r} is no protocol family (they are {known})")
         try:
-            out.add(int(port))
+            out[int(port)] = family.name
         except ValueError:
             raise Unusable(f"--decode-as {spec!r}: {port!r} is not a port number") from None
     return out

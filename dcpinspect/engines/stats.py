@@ -23,7 +23,7 @@ def stats_files(files: list[Path], json: bool, plot_path: Path | None, chart: bo
             collector.add(item)
     report = collector.report()
     if not report["capture"].get("frames"):
-        raise Unusable("no MCBP frame found in the input")
+        raise Unusable("no frame found in the input")
     if json:
         sys.stdout.write(report_json(report) + "\n")
     else:

@@ -37,7 +37,7 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, ports: set[int]
         frames += checked
     _print_findings(rows, frames, jsonl)
     if frames == 0:
-        raise Unusable("no MCBP frame found in the input")
+        raise Unusable("no frame found in the input")
     return max((LEVELS[r.severity] for r in rows), default=-1) >= LEVELS[fail_on]
 
 

@@ -83,6 +83,8 @@ class Family:
     #: as one connection) and ``diagram(block, start, options, captions)`` (one frame of a
     #: protocol document's byte diagram)
     dumps: Any = None
+    #: other names a user may call it by (``--decode-as PORT=NAME``)
+    aliases: tuple[str, ...] = ()
 
 
 #: the family packages, in order of preference (the first decodes ports added by the
@@ -93,6 +95,12 @@ PACKAGES = ("mcbp", "redis")
 def families() -> tuple[Family, ...]:
     """Every family, in :data:`PACKAGES` order."""
     return tuple(import_module(name if "." in name else f"{__name__}.{name}").FAMILY for name in PACKAGES)
+
+
+def family_named(name: str) -> Family | None:
+    """The family called ``name`` (or one of its aliases), whatever the case."""
+    name = name.lower()
+    return next((f for f in families() if name == f.name or name in f.aliases), None)
 
 
 def stream_families() -> tuple[Family, ...]:

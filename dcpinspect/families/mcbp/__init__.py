@@ -35,4 +35,5 @@ def _fast_path(base) -> Lane | None:
     return Lane(base) if Lane.usable(base) else None
 
 
-FAMILY = Family("mcbp", PORTS, TLS_PORTS, Sniffer, _framer, _session, _fast_path, dumps=dumps)
+FAMILY = Family("mcbp", PORTS, TLS_PORTS, Sniffer, _framer, _session, _fast_path, dumps=dumps,
+                aliases=("dcp", "tap", "memcached"))

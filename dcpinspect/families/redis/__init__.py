@@ -35,4 +35,5 @@ def _session(options, seen_from_start: bool) -> Replication:
     return Replication(options, seen_from_start)
 
 
-FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=show, is_snapshot=is_snapshot)
+FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=show, is_snapshot=is_snapshot,
+                aliases=("resp", "rdb", "valkey"))
