@@ -12,7 +12,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import socket
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -175,13 +177,77 @@ def test_data_source_reads_every_record_once(spark, inputs):
     assert spark.read.format("dcpinspect").load(os.path.dirname(path)).select("file").distinct().count() == 5
 
 
-def test_command_exit_codes_and_summary(inputs, tmp_path):
-    res = cli("analyze", inputs[0], "--out", tmp_path / "t", "--master", "local[1]",
-              "--range-size", str(RANGE), "--spark-conf", "spark.sql.shuffle.partitions=2")
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(path: Path, text: str, proc: subprocess.Popen, seconds: float = 120) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if text in path.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.3)
+    raise AssertionError(f"{path.name}: no {text!r}:\n{path.read_text(errors='replace')[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A standalone master and one worker (2 cores) started from the pyspark installation,
+    on loopback ports that were free; ``spark://127.0.0.1:PORT``. Stopped at the end."""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    root = tmp_path_factory.mktemp("spark-cluster")
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_WORKER_DIR": str(root / "work"), "SPARK_LOG_DIR": str(root)}
+    port = free_port()
+    url = f"spark://127.0.0.1:{port}"
+    procs = []
+    try:
+        for name, args, ready in (
+                ("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                            "--webui-port", str(free_port())], "I have been elected leader"),
+                ("worker", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "2",
+                            "--memory", "1g", "--webui-port", str(free_port()), url],
+                 "Successfully registered with master")):
+            log = root / f"{name}.log"
+            with open(log, "wb") as f:
+                procs.append(subprocess.Popen([str(home / "bin" / "spark-class"), *args], stdout=f,
+                                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env))
+            _wait_for(log, ready, procs[-1])
+        yield url
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def test_same_tables_on_a_standalone_cluster(cluster, analysed, inputs, tmp_path):
+    """The command against a real master and worker: the same frames, findings and notes as
+    the local run, its exit code and summary."""
+    _, local = analysed
+    out = tmp_path / "t"
+    res = cli("analyze", *inputs, "--out", out, "--master", cluster, "--range-size", str(RANGE),
+              "--spark-conf", "spark.sql.shuffle.partitions=4")
     assert res.returncode == 1, res.stderr
-    assert "seqno-regression" in res.stdout and "1 files" in res.stdout
-    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == [
+    assert "seqno-regression" in res.stdout and f"{len(inputs)} files" in res.stdout
+    assert sorted(p.name for p in out.iterdir()) == [
         "connections", "findings", "frames", "notes", "report.json", "vbuckets"]
+    for name in ("frames", "findings", "notes"):
+        assert [r.get("json") or r["message"] for r in table(out, name)] == [
+            r.get("json") or r["message"] for r in table(local, name)], name
+    assert table(out, "frames")
+
+
+def test_command_exit_codes(inputs, tmp_path):
     bad = cli("analyze", inputs[0], "--out", tmp_path / "u", "--spark-conf", "nonsense")
     assert bad.returncode == 2
     nojava = subprocess.run(servers.dcpinspect_argv() + ["analyze", inputs[0], "--out", str(tmp_path / "v")],
