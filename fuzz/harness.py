@@ -746,7 +746,8 @@ def conversation_sinks(path: Path, inputs: int, stats, rich: bool = True) -> byt
     from dcpinspect.outputs.stats import StatsCollector, render, report_json
     from dcpinspect.sources.capture import read_records
 
-    jsonl, summary, findings, collector = JsonlSink(), SummarySink(), FindingsSink(str(path), True, stamp), StatsCollector()
+    jsonl, summary, collector = JsonlSink(), SummarySink(), StatsCollector()
+    findings = FindingsSink(str(path), True, stamp)
     lines: list[bytes] = []
     rows = 0
     for key, item in keyed_items(read_records(path), stats=stats, base=DecodeContext(detail=False)):
@@ -755,7 +756,7 @@ def conversation_sinks(path: Path, inputs: int, stats, rich: bool = True) -> byt
         collector.add(item)
         for row in findings.take(key, item) or ():  # a finding's row, or a damaged file's note
             rows += len(row) if isinstance(row, str) else len(dumps(row.record)) + sum(map(len, row.cells))
-        if isinstance(item, Captured):
+        if isinstance(item, Captured):  # and each frame's time, as the tables show it
             rows += len(stamp(item.ts))
     text = b"".join(lines)
     bounded_output(len(text), inputs, "engine jsonl")
@@ -782,9 +783,11 @@ def _compare_paths(path: Path, text: bytes, stats) -> None:
         other_stats = ReadStats()
         other = engine_jsonl(path, fast, other_stats)
         if other != text:
-            raise PropertyFailure(f"{way} and the followed records print differently:\n{_first_difference(other, text)}")
+            raise PropertyFailure(f"{way} and the every-input pass print differently:\n"
+                                  f"{_first_difference(*((text, other) if fast else (other, text)))}")
         if vars(other_stats) != vars(stats):
-            raise PropertyFailure(f"{way} and the followed records count differently: {vars(other_stats)} {vars(stats)}")
+            raise PropertyFailure(f"{way} and the every-input pass count records differently: "
+                                  f"{vars(other_stats)} {vars(stats)}")
 
 
 # --------------------------------------------------------------------------- renderers
