@@ -1,3 +1,3 @@
-from .cli import main
+from dcpinspect.cli import main  # absolute: spark-submit runs this file by its path
 
 main()

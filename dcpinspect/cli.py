@@ -219,7 +219,8 @@ def rdb_command(
 def analyze_command(
     paths: list[str] = typer.Argument(..., help="Captures (pcap, pcapng, gzip), globs or directories."),
     out: Path = typer.Option(..., "--out", help="Directory for the Parquet tables."),
-    master: str = typer.Option("local[*]", "--master", help="Spark master: local[N], spark://HOST:PORT, yarn..."),
+    master: Optional[str] = typer.Option(None, "--master", show_default="local[*]",
+                                         help="Spark master: local[N], spark://HOST:PORT, yarn..."),
     spark_conf: list[str] = typer.Option([], "--spark-conf", metavar="KEY=VALUE", help="A Spark setting."),
     range_size: int = typer.Option(128 << 20, "--range-size", min=4096, metavar="BYTES",
                                    help="Split uncompressed files larger than this into ranges of about this size."),

@@ -179,7 +179,7 @@ class Progress:
             sys.stderr.flush()
 
 
-def analyze_paths(paths: list[str], out: str, master: str = "local[*]", conf: list[str] = (),
+def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: list[str] = (),
                   range_size: int = RANGE_SIZE, ports=(), collections: bool | None = None) -> bool:
     """The ``analyze`` command: run, print the summary of findings by rule and class, and
     return whether one is an error (what cannot be used raises :class:`Unusable`)."""

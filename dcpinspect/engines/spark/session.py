@@ -52,15 +52,17 @@ def java_major(text: str) -> int | None:
     return int(m.group(2) or 0) if major == 1 else major
 
 
-def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, app: str = "dcpinspect analyze"):
+def make_session(master: str | None = None, conf: dict[str, str] | None = None, app: str = "dcpinspect analyze"):
     """A SparkSession (the running one if there is one: its settings stay) with the data
-    source registered. Raises ``RuntimeError`` with :func:`java_problem`'s line when Java
-    is missing or of the wrong version."""
+    source registered. ``master`` None: the one ``spark-submit`` gave, else ``local[*]``.
+    Raises ``RuntimeError`` with :func:`java_problem`'s line when Java is missing or of the
+    wrong version."""
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit: its JVM is up
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise RuntimeError("analyze needs PySpark: pip install 'dcpinspect[spark]'") from None
-    problem = java_problem()
+    problem = None if submitted else java_problem()
     if problem:
         raise RuntimeError(problem)
 
@@ -74,7 +76,6 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, a
             f.write(_LOG4J)
     settings = {
         "spark.app.name": app,
-        "spark.master": master,
         "spark.pyspark.python": sys.executable,
         "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
         "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -86,6 +87,8 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, a
         "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile=file:{log}",
         "spark.sql.adaptive.coalescePartitions.enabled": "false",
     }
+    if master is not None or not submitted:
+        settings["spark.master"] = master or "local[*]"
     settings.update(conf or {})
     builder = SparkSession.builder
     for key, value in settings.items():
