@@ -57,26 +57,35 @@ def _int(value, bits: int = 63):
 
 
 class _Rows:
-    """Output rows gathered column by column, handed out as Arrow batches."""
+    """Output rows (dicts of the columns they set), handed out as Arrow batches."""
 
     def __init__(self) -> None:
-        self.cols: dict[str, list] = {name: [] for name, _ in OUT_COLUMNS}
-        self.n = 0
+        self.rows: list[dict] = []
+
+    @property
+    def n(self) -> int:
+        return len(self.rows)
 
     def add(self, **values) -> None:
-        for name, col in self.cols.items():
-            col.append(values.get(name))
-        self.n += 1
+        self.rows.append(values)
 
     def batch(self):
         import pyarrow as pa
 
-        out = pa.RecordBatch.from_arrays(
-            [pa.array(self.cols[name], type=getattr(pa, "bool_" if kind == "bool" else kind)()) for name, kind in OUT_COLUMNS],
+        rows, self.rows = self.rows, []
+        return pa.RecordBatch.from_arrays(
+            [pa.array([r.get(name) for r in rows], type=_ARROW[kind]()) for name, kind in OUT_COLUMNS],
             names=[name for name, _ in OUT_COLUMNS])
-        self.cols = {name: [] for name, _ in OUT_COLUMNS}
-        self.n = 0
-        return out
+
+
+_ARROW = {}
+
+
+def _arrow_types() -> None:
+    import pyarrow as pa
+
+    _ARROW.update(string=pa.string, int32=pa.int32, int64=pa.int64, float64=pa.float64, bool=pa.bool_,
+                  binary=pa.binary)
 
 
 class ConnectionRun:
@@ -159,6 +168,7 @@ def decode_batches(batches: Iterator, files: list[str], kw: dict | None = None) 
     ``source.PACKET_COLUMNS``), sorted by file, connection and record. The last row is the
     task's statistics (a pickled :class:`StatsCollector`)."""
     kw = dict(base=DecodeContext(detail=False)) if kw is None else kw
+    _arrow_types()
     stats = StatsCollector()
     rows = _Rows()
     run: ConnectionRun | None = None
