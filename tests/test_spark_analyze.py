@@ -26,6 +26,7 @@ from dcpgen import ACK, MEMORY, TAKEOVER, Dcp
 from dcpinspect.sources.capture import read_records
 
 pytestmark = pytest.mark.spark
+pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
