@@ -503,6 +503,19 @@ def _items(rng, p: Producer, start: int, end: int, cid: int | None, kinds=("muta
             p.mutation(seqno=s, cid=cid or 0)
 
 
+def violating_connection(n: int) -> "Dcp":
+    """A conversation with a seqno regression, an unacknowledged takeover snapshot (a finding
+    only the end of input gives) and an unanswered noop; ``n`` varies its vbuckets and
+    whether it uses stream ids."""
+    d = Dcp().handshake(stream_ids=n % 2 == 0)
+    p = d.stream(100 + n, sid=1 if n % 2 == 0 else None)
+    p.marker(1, 10).mutation(seqno=3).mutation(seqno=2)
+    t = d.stream(200 + n, flags=TAKEOVER)
+    t.snapshot(2, flags=MEMORY | ACK)
+    d.noop(reply=False)
+    return d
+
+
 def busy_collections_connection(target: int, seed: int = 1, resume: bool = True) -> Dcp:
     """Collections, stream-ids (two streams on vb 0 and 1), flow control, OSO initial backfills,
     SeqnoAdvanced, v2.2 disk markers, History/MayContainDuplicates, system events, noops."""

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import dcpgen
 import servers
-from dcpgen import ACK, MEMORY, TAKEOVER, Dcp
+from dcpgen import Dcp
 from dcpinspect.engines.capture import Captured
 from dcpinspect.engines.files import Owners, keyed_items
 from dcpinspect.sources.capture import read_records
@@ -26,23 +26,11 @@ from dcpinspect.sources.capture import read_records
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 
-def violating(n: int) -> Dcp:
-    """A conversation with a seqno regression, an unacknowledged takeover snapshot (a finding
-    only the end of input gives) and an unanswered noop."""
-    d = Dcp().handshake(stream_ids=n % 2 == 0)
-    p = d.stream(100 + n, sid=1 if n % 2 == 0 else None)
-    p.marker(1, 10).mutation(seqno=3).mutation(seqno=2)
-    t = d.stream(200 + n, flags=TAKEOVER)
-    t.snapshot(2, flags=MEMORY | ACK)
-    d.noop(reply=False)
-    return d
-
-
 @pytest.fixture(scope="module")
 def busy(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("parallel")
     flows = [dcpgen.busy_collections_connection(600, seed=s).frames for s in (1, 2, 3)]
-    flows += [violating(n).frames for n in range(4)]
+    flows += [dcpgen.violating_connection(n).frames for n in range(4)]
     flows.append(dcpgen.mid_conversation_connection(300))
     return dcpgen.write_flows(flows, root / "busy.pcap", midstream=[len(flows) - 1], chunk=3)
 

@@ -22,7 +22,6 @@ import pytest
 
 import dcpgen
 import servers
-from dcpgen import ACK, MEMORY, TAKEOVER, Dcp
 from dcpinspect.sources.capture import read_records
 
 pytestmark = pytest.mark.spark
@@ -33,29 +32,17 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 RANGE = 24 * 1024  # small ranges, for the files to be split into several
 
 
-def violating(n: int) -> Dcp:
-    """A seqno regression, an unacknowledged takeover snapshot (found at the end of input)
-    and an unanswered noop."""
-    d = Dcp().handshake(stream_ids=n % 2 == 0)
-    p = d.stream(100 + n, sid=1 if n % 2 == 0 else None)
-    p.marker(1, 10).mutation(seqno=3).mutation(seqno=2)
-    t = d.stream(200 + n, flags=TAKEOVER)
-    t.snapshot(2, flags=MEMORY | ACK)
-    d.noop(reply=False)
-    return d
-
-
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> list[str]:
     root = tmp_path_factory.mktemp("spark-inputs")
     flows = [dcpgen.busy_collections_connection(300, seed=s).frames for s in (1, 2)]
-    flows += [violating(n).frames for n in range(3)]
+    flows += [dcpgen.violating_connection(n).frames for n in range(3)]
     flows.append(dcpgen.mid_conversation_connection(200))
     busy = dcpgen.write_flows(flows, root / "busy.pcap", midstream=[len(flows) - 1], chunk=3)
     data = busy.read_bytes()
     (root / "cut.pcap").write_bytes(data[: len(data) * 2 // 3 + 7])
     (root / "busy.pcap.gz").write_bytes(gzip.compress(data))
-    long = dcpgen.busy_collections_connection(1500, seed=7).frames + violating(9).frames[6:]
+    long = dcpgen.busy_collections_connection(1500, seed=7).frames + dcpgen.violating_connection(9).frames[6:]
     dcpgen.write_capture(long, root / "long.pcap", client=("10.0.0.9", 40000))
     dcpgen.write_capture(long, root / "long.pcapng", client=("10.0.0.9", 40001), fmt="pcapng")
     names = ["busy.pcap", "cut.pcap", "busy.pcap.gz", "long.pcap", "long.pcapng"]
