@@ -635,10 +635,14 @@ def _operation(ch: Choices, d, producers: list, vectors: list[str]) -> None:
     elif op in (17, 18):
         (d.client if ch.bool() else d.server)(_random_frame(ch))
     else:
-        to_client = ch.bool()
+        by_client = ch.bool()
         garbage = ch.bytes(1 + ch.int(40))
-        if garbage:  # the input may end before the bytes it asked for
-            (d.client if to_client else d.server)(garbage)
+        if not garbage:  # the input may end before the bytes it asked for
+            return
+        if by_client:
+            d.client(garbage)
+        else:  # no stream message: not counted against the consumer's buffer
+            d.server(garbage, counted=False)
 
 
 def _synth():
