@@ -178,8 +178,11 @@ def count_tshark(path: str) -> int:
 
 def child_env(**extra: str) -> dict:
     """The caller's environment without PYTHONUNBUFFERED (an unbuffered stdout costs a
-    write(2) per line: not how people run the tool), plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "PYTHONPROFILEIMPORTTIME")}
+    write(2) per line: not how people run the tool) and without PYTHONDONTWRITEBYTECODE (an
+    installed package has its modules compiled; without the caches every run would compile
+    every module from source first), plus ``extra``."""
+    drop = ("PYTHONUNBUFFERED", "PYTHONPROFILEIMPORTTIME", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(extra)
     return env
 

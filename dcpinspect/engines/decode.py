@@ -9,10 +9,7 @@ from pathlib import Path
 
 from ..families import family_named, stream_families
 from ..messages.frame import DecodeContext
-from ..outputs.console import make_console
-from ..outputs.escape import safe
 from ..outputs.progress import progress_for
-from ..outputs.render import Renderer
 from ..outputs.shown import Shown
 from ..sources.capture import CaptureError
 from .hexinput import decode_hex_text
@@ -29,6 +26,10 @@ def decode_hex_dump(path: Path | None, fmt: str, collections: bool | None, shown
     if not dump.data:
         where = "stdin" if path is None or str(path) == "-" else str(path)
         raise Unusable(f"{where}: no hex bytes found" + (f" ({dump.problems[0]})" if dump.problems else ""))
+    from ..outputs.console import make_console  # the terminal views' imports, for them alone
+    from ..outputs.escape import safe
+    from ..outputs.render import Renderer
+
     err = make_console(stderr=True)
     for problem in dump.problems:
         err.print(f"dcpinspect: input: {safe(problem)}")

@@ -8,12 +8,7 @@ import sys
 from functools import partial
 from typing import Callable, Iterable, Iterator
 
-from ..outputs.console import make_console
-from ..outputs.escape import safe
-from ..outputs.render import Renderer
 from ..outputs.shown import Shown
-from ..outputs.stamp import stamp
-from ..outputs.table import frame_table
 from ..outputs.tally import Tally
 from ..sessions.captured import Captured, Note, flow_label
 from .inputs import tap
@@ -34,6 +29,8 @@ def show_capture(keyed: Iterator[tuple[int, Captured | Note]], fmt: str, keep, l
     if progress is not None:
         keyed = tap(keyed, progress)
     if fmt == "table":
+        from ..outputs.console import make_console  # the terminal views' imports, for them alone
+
         failed = show_table(keyed, make_console(), keep, limit, strict, shown)
         clear(progress)
         return failed
@@ -56,6 +53,8 @@ def show_sinks(fmt: str, payloads: Iterable, results: Callable[[], list], strict
         clear(progress)
         summaries = results()
         done = summaries[0] if len(summaries) == 1 else combine_summaries(summaries)
+        from ..outputs.console import make_console
+
         done.summary.render(make_console())
         tally = done.tally
     return judged_failed(tally, strict)
@@ -64,6 +63,12 @@ def show_sinks(fmt: str, payloads: Iterable, results: Callable[[], list], strict
 def show_table(keyed: Iterator[tuple[int, Captured | Note]], console, keep, limit: int | None, strict: bool,
                shown: Shown | None = None) -> bool:
     """One frame table a kept frame (at most ``limit``), notes on stderr, then the tally."""
+    from ..outputs.console import make_console
+    from ..outputs.escape import safe
+    from ..outputs.render import Renderer
+    from ..outputs.stamp import stamp
+    from ..outputs.table import frame_table
+
     renderer = Renderer("table", console, shown=shown or Shown())
     err = make_console(stderr=True)
     count = 0

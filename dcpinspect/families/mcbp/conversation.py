@@ -14,8 +14,9 @@ from ...framing.framer import RawFrame
 from ...messages.frame import DecodeContext, Message, decode_frame
 from ...rules.frame import check_frame
 from ...rules.stream import ConnectionValidator
-from ...rules.tap import TapChecker, once_per_connection
-from ...sessions.tap import NOOP
+from ...messages.opcodes import OP
+
+_NOOP = OP.NOOP
 from ...sessions.negotiation import Negotiation
 
 
@@ -65,12 +66,14 @@ class Conversation:
         self.negotiation.observe(msg)
         self.validator.feed(msg, direction, ts, index)
         spec = msg.spec
-        if spec is not None and (spec.family == "tap" or (msg.opcode == NOOP and self.validator.tap is not None)):
+        if spec is not None and (spec.family == "tap" or (msg.opcode == _NOOP and self.validator.tap is not None)):
             self._tap(msg, spec.family == "tap", direction, ts, index)
 
     def _tap(self, msg: Message, tap: bool, direction: str | None, ts: float | None, index: int | None) -> None:
         """A TAP frame, or a NOOP on a TAP connection: the TAP rules and session; the
         retired-opcode note once a connection."""
+        from ...rules.tap import TapChecker, once_per_connection  # TAP's, for TAP connections alone
+
         checker = self.validator.tap
         if checker is None:
             checker = self.validator.tap = TapChecker(self.validator.seen_from_start)

@@ -18,22 +18,38 @@ first bytes :mod:`.sniff` recognises, are cut into RESP frames and RDB payload p
 from __future__ import annotations
 
 from .. import Family
-from .resp import RespFramer
-from .session import Replication
-from .snapshots import is_snapshot, show
 from .sniff import Sniffer
 
 #: Redis's default port, and the one a second instance on a host (often a replica) takes
 PORTS = frozenset({6379, 6380})
 
+# The decoder's modules are imported when a connection or a file first needs them: a
+# process that meets no Redis (each worker of a capture of MCBP traffic) pays nothing for them.
 
-def _framer(synced: bool, runs: bool) -> RespFramer:
+
+def _framer(synced: bool, runs: bool):
+    from .resp import RespFramer
+
     return RespFramer(synced, runs)
 
 
-def _session(options, seen_from_start: bool) -> Replication:
+def _session(options, seen_from_start: bool):
+    from .session import Replication
+
     return Replication(options, seen_from_start)
 
 
-FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=show, is_snapshot=is_snapshot,
-                aliases=("resp", "rdb", "valkey"))
+def _is_snapshot(head: bytes) -> bool:
+    from .snapshots import is_snapshot
+
+    return is_snapshot(head)
+
+
+def _snapshots(*args, **kw) -> int:
+    from .snapshots import show
+
+    return show(*args, **kw)
+
+
+FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=_snapshots,
+                is_snapshot=_is_snapshot, aliases=("resp", "rdb", "valkey"))
