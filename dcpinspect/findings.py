@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 SEVERITIES = ("info", "warning", "error")
+#: a severity's rank, for "this severity or worse"
+LEVELS = {name: level for level, name in enumerate(SEVERITIES)}
 
 
 class Problem(NamedTuple):

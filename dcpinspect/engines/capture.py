@@ -293,7 +293,7 @@ class CaptureDecoder:
 
     def open_flows(self) -> list[FlowDecoder]:
         """The connections being decoded (begun, not yet ended), oldest first."""
-        return [fd for fd in self.reassembler.records() if fd.state is not ENDED and fd._options is not None]
+        return [fd for fd in self.reassembler.records() if fd.state is not ENDED]
 
     def _event(self, ev, out: list) -> None:
         if isinstance(ev, Start):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..sessions.captured import Captured, Lines, Note, flow_label
 from ..sessions.decoded import Decoded
-from ..findings import Finding
+from ..findings import LEVELS, Finding
 from ..outputs.jsonl import dumps_line, frame_record
 from ..outputs.stamp import stamp as _stamp
 from ..outputs.tally import Tally
@@ -20,7 +20,6 @@ from ..outputs.tally import Tally
 if TYPE_CHECKING:
     from ..outputs.summary import CaptureSummary
 
-LEVELS = {"info": 0, "warning": 1, "error": 2}
 
 
 class _Labels(dict):

@@ -7,7 +7,7 @@ import gzip
 from pathlib import Path
 
 from ..families import Family, families
-from ..findings import SEVERITIES
+from ..findings import LEVELS
 from ..outputs.shown import Shown
 from ..sources.inputs import InputError, _problem, gzipped
 from .inputs import Unusable
@@ -30,7 +30,7 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
             worst = max(worst, family.snapshots(path, fmt, key, offset, shown))
         except InputError as exc:
             raise Unusable(str(exc)) from None
-    return worst >= SEVERITIES.index(fail_on)
+    return worst >= LEVELS[fail_on]
 
 
 def _family_of(path: Path) -> Family:

@@ -15,7 +15,8 @@ from ..outputs.rows import print_rows
 from ..sources.capture import CaptureError
 from .inputs import CAPTURE, Unusable, capture_unusable, dump_items, kind_of, sink_run
 from .parallel import WorkerCrash, run_sink, worker_count
-from .sinks import LEVELS, FindingRow, make_sink
+from ..findings import LEVELS
+from .sinks import FindingRow, make_sink
 
 HEADERS = ("frame", "time", "flow", "vb", "sid", "severity", "class", "rule", "message")
 

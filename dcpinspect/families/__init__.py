@@ -75,7 +75,7 @@ class Family:
     sniff_bytes: int = 64 * 1024
     #: the family's own snapshot files, if it has them: ``is_snapshot(first bytes)`` tells
     #: one, ``snapshots(path, format, key, offset, shown)`` prints it and returns the worst
-    #: severity found (its index in ``findings.SEVERITIES``, -1 for none)
+    #: severity found (its rank in ``findings.LEVELS``, -1 for none)
     is_snapshot: Callable[[bytes], bool] | None = None
     snapshots: Callable[..., int] | None = None
     #: how the first family decodes hex dumps of its bytes: ``frame_at(data, pos, end)``

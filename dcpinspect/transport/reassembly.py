@@ -152,6 +152,9 @@ class Reassembler:
         self.max_flows = max(1, max_flows)
         self.max_chunks = max(64, max_buffer // 64)
         self._flows: dict[tuple[str, int, str, int], Flow] = {}  # by their (client, server) keys
+        #: ``record(flow)``: the record of a tracked flow (open, or closed and not yet
+        #: evicted), or None; the table's own lookup, as it is asked once an event
+        self.record = self._flows.get
         self._count = 0
 
     # -- public -----------------------------------------------------------------------
@@ -250,10 +253,6 @@ class Reassembler:
     def flows(self) -> list[FlowKey]:
         """Tracked flows, oldest first."""
         return list(self._flows)
-
-    def record(self, flow: FlowKey) -> Flow | None:
-        """The record of a tracked flow (open, or closed and not yet evicted)."""
-        return self._flows.get(flow)
 
     def records(self) -> list[Flow]:
         """The records of the tracked flows, oldest first."""

@@ -9,7 +9,7 @@ import gzip
 import sys
 from pathlib import Path
 
-from ...findings import SEVERITIES, Finding
+from ...findings import LEVELS, Finding
 from ...outputs.console import make_console
 from ...outputs.escape import safe
 from ...outputs.jsonl import dumps_line
@@ -25,7 +25,6 @@ from .types import header
 CHUNK = 1 << 20
 #: table rows printed at a time (one table each, so the rows are not all held)
 TABLE_BATCH = 50_000
-LEVELS = {name: level for level, name in enumerate(SEVERITIES)}
 
 
 def is_snapshot(head: bytes) -> bool:
@@ -37,7 +36,7 @@ def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None
          shown: Shown | None = None) -> int:
     """Decode one file and print it as ``fmt`` ("table", "jsonl" or "summary"), or the
     keys named by ``key`` / covering ``offset``; returns the worst severity found (its
-    index in SEVERITIES, -1 for none). A file that is no RDB at all is an InputError."""
+    rank in findings.LEVELS, -1 for none). A file that is no RDB at all is an InputError."""
     return _one(path, fmt, key, offset, shown or Shown())
 
 
