@@ -90,7 +90,8 @@ class Ending:
         """"ok", "mismatch", "not computed" (stored as 0), "absent" (before version 5),
         or "unchecked" (the input did not reach it)."""
         if self.checksum_stored is None:
-            return "absent" if self.eof_offset is not None else "unchecked"
+            before_5 = self.eof_offset is not None and self.version is not None and self.version < 5
+            return "absent" if before_5 else "unchecked"
         if self.checksum_stored == 0:
             return "not computed"
         if self.checksum_computed is None:
