@@ -30,7 +30,7 @@ from .primitives import (
     Corrupt, NeedMore, TooLong, read_len, read_ms, read_seconds, read_string, read_u32, read_u64, string_header,
 )
 from .records import AuxRecord, Ending, KeyRecord, OpRecord
-from .values import READERS, module_body
+from .values import READERS, HashTemplates, module_body
 
 class _Eof(Exception):
     """The input ended while more was needed."""
@@ -75,6 +75,7 @@ class RdbParser:
             self._seen: dict[int, set[int]] = {}
             self._seen_count = 0
             self.keys = 0
+            self.templates = HashTemplates()
         self.ending = Ending(None, None)
         self.eof_offset: int | None = None
         self._gen = self._run()
@@ -510,6 +511,7 @@ def _hash_template(r, p, rec):
         name, p = yield from r.string(p)
         names.append(name)
     rec.fields["fields"] = names
+    r._state.templates.add(rec.fields["template_id"], names)
     return p
 
 

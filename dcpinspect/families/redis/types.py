@@ -56,13 +56,15 @@ _REDIS_TYPES = dict((
     _t(24, "HASH_METADATA", "hash", "hashtable", "hash_metadata", 12),
     _t(25, "HASH_LISTPACK_EX", "hash", "listpackex", "listpack_ex", 12),
     _t(26, "STREAM_LISTPACKS_4", "stream", "stream", "stream4", 13),
-    # layouts not verified (spec/rdb.md §5, §6.6): known by name, not decoded
+    # known by name, not decoded: spec/rdb.md §5 and §6.4 give no layout for 27 and 28, and
+    # §6.6 none for the self-contained 29 and 31 (DUMP payloads); the references to a
+    # template that RDB files hold, 30 and 32, it gives
     _t(27, "STREAM_LISTPACKS_5", "stream", "stream", "", 14),
     _t(28, "ARRAY", "array", "array", "", 14),
     _t(29, "HASH_TMPL_LP", "hash", "listpack", "", 15),
-    _t(30, "HASH_TMPL_LP_REF", "hash", "listpack", "", 15),
+    _t(30, "HASH_TMPL_LP_REF", "hash", "listpack", "hash_tmpl_lp_ref", 15),
     _t(31, "HASH_TMPL_ARRAY", "hash", "hashtable", "", 15),
-    _t(32, "HASH_TMPL_ARRAY_REF", "hash", "hashtable", "", 15),
+    _t(32, "HASH_TMPL_ARRAY_REF", "hash", "hashtable", "hash_tmpl_array_ref", 15),
 ))
 
 _VALKEY_TYPES = {n: v for n, v in _REDIS_TYPES.items() if n <= 21}
