@@ -65,7 +65,7 @@ class FlowDecoder(Flow):
     first bytes of a port that needs them."""
 
     __slots__ = ("_session", "_options", "midstream", "state", "family", "c2s_side", "s2c_side", "first",
-                 "pending", "first_index", "_label", "runs")
+                 "pending", "first_index", "_label", "runs", "correlator")
 
     def __init__(self, key: FlowKey, ts: float) -> None:
         Flow.__init__(self, key, ts)
@@ -81,6 +81,7 @@ class FlowDecoder(Flow):
         self.first_index = 0  # the capture record that began the connection
         self._label: str | None = None
         self.runs = False  # framers hand whole frames over as runs, for the family's fast path
+        self.correlator = None  # the capture's correlator of the family, if it has one
 
     def end(self) -> None:
         """The decoder is done with the connection (its End): what it kept goes; the
@@ -93,15 +94,20 @@ class FlowDecoder(Flow):
         """The decoder takes the connection on (its Start)."""
         self._options, self.midstream, self.first_index = options, midstream, first_index
 
-    def decode_as(self, family: Family, runs: bool) -> None:
-        """The connection is ``family``'s (``runs``: the family's fast path takes it)."""
-        self.family, self.state, self.runs = family, DECODING, runs
+    def decode_as(self, family: Family, runs: bool, correlator=None) -> None:
+        """The connection is ``family``'s (``runs``: the family's fast path takes it;
+        ``correlator``: the capture's, which the session reports to)."""
+        self.family, self.state, self.runs, self.correlator = family, DECODING, runs, correlator
 
     @property
     def session(self) -> Session:
         session = self._session
         if session is None:
-            session = self._session = self.family.session(self._options, not self.midstream)
+            if self.correlator is None:
+                session = self.family.session(self._options, not self.midstream)
+            else:
+                session = self.family.session(self._options, not self.midstream, self.correlator, self.key)
+            self._session = session
         return session
 
     @property
@@ -153,6 +159,8 @@ class CaptureDecoder:
         lane: bool = False,
         max_flows: int | None = None,
         max_held: int | None = None,
+        correlators: dict | None = None,
+        conclude: bool = True,
     ) -> None:
         self.families = stream_families()
         #: server port → family (the ports given here are the first family's); encrypted ones
@@ -186,6 +194,12 @@ class CaptureDecoder:
                     self.fast[family] = fast
         #: the directions a reader follows in C (see tails.py); None: it follows none
         self.tails: Tails | None = None
+        #: the families' correlators (family name → its capture-level object), made as their
+        #: first connections are decoded; several decoders of one capture may share the dict
+        #: (a Spark task's connections). ``conclude``: their findings come at the end of
+        #: :meth:`finishing` (else the caller merges and concludes them: see :func:`concluded`)
+        self.correlators: dict = {} if correlators is None else correlators
+        self.conclude = conclude
 
     def feed(self, seg: Segment) -> list[Captured | Note]:
         tails = self.tails
@@ -226,6 +240,16 @@ class CaptureDecoder:
             self._close_flow(fd, out, None)
             yield from out
             out.clear()
+        if self.conclude:
+            yield from concluded(self.correlators)
+
+    def _decode_as(self, fd: FlowDecoder, family: Family) -> None:
+        correlator = None
+        if family.correlator is not None:
+            correlator = self.correlators.get(family.name)
+            if correlator is None:
+                correlator = self.correlators[family.name] = family.correlator()
+        fd.decode_as(family, family in self.fast, correlator)
 
     # -- directions followed by the reader ----------------------------------------------
 
@@ -305,7 +329,7 @@ class CaptureDecoder:
                 fd.state = ENCRYPTED
                 out.append(Note("encrypted", f"port {sport} carries TLS: not decoded", ev.ts, ev.flow))
             elif family is not None:
-                fd.decode_as(family, family in self.fast)
+                self._decode_as(fd, family)
             elif not self.heuristic:
                 fd.state = IGNORED
             return
@@ -352,7 +376,7 @@ class CaptureDecoder:
                 fd.state = IGNORED
                 return
             family, sniffer = won
-            fd.decode_as(family, family in self.fast)
+            self._decode_as(fd, family)
             for direction, sn in pending.items():  # the framers, made in the order the bytes came
                 sd = fd.side(direction)
                 for size, index in sn.marks:
@@ -491,6 +515,30 @@ class _Sniffing:
                 left.append((family, sniffer))
         self.sniffers = left
         return None
+
+
+def merge_correlators(parts: Iterable[dict]) -> dict:
+    """The correlators of several decoders of one capture (worker processes, Spark tasks),
+    each family's merged into one, in the order given."""
+    out: dict = {}
+    for part in parts:
+        for name, correlator in part.items():
+            mine = out.get(name)
+            if mine is None:
+                out[name] = correlator
+            else:
+                mine.merge(correlator)
+    return out
+
+
+def concluded(correlators: dict) -> list[Note]:
+    """What the families' correlators find once the capture is over: a finding note each,
+    on the connection it names."""
+    out = []
+    for correlator in correlators.values():
+        for flow, finding in correlator.finish():
+            out.append(Note("finding", finding.message, None, flow, None, None, 0, finding))
+    return out
 
 
 def decode_segments(segments: Iterable[Segment], **kw) -> Iterator[Captured | Note]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterator
 from ..framing.framer import Skipped
 from ..sources.capture import CaptureProblem, Record, read_records
 from ..transport.packet import Skip, parse_record
-from .capture import CaptureDecoder, Captured, Note
+from .capture import CaptureDecoder, Captured, Note, concluded
 from .tails import INDEX, Tail, reverse_raw
 
 if TYPE_CHECKING:
@@ -22,6 +22,9 @@ class ReadStats:
     records: int = 0
     skipped_records: int = 0
     skip_reasons: dict[str, int] = field(default_factory=dict)
+    #: a part's correlators (see ``families.Correlator``), not concluded: the caller merges
+    #: those of every part and concludes them (one part alone concludes its own)
+    correlated: dict = field(default_factory=dict)
 
     def skip(self, reason: str) -> None:
         self.skipped_records += 1
@@ -29,8 +32,10 @@ class ReadStats:
         self.skip_reasons[key] = self.skip_reasons.get(key, 0) + 1
 
 
-#: finish-time items sort after every record, in the order their connections began
+#: finish-time items sort after every record, in the order their connections began; the
+#: correlators' findings after them all (CONCLUDED_KEY)
 END_KEY = 1 << 62
+CONCLUDED_KEY = 2 * END_KEY
 MAX_OWNERS = 1 << 20  # 4-tuples remembered before the owner table starts over
 
 
@@ -84,7 +89,7 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
     let a reader that can take the in-order records of connections under way in C
     (see tails.py); the items are the same either way."""
     stats = stats if stats is not None else ReadStats()
-    dec = CaptureDecoder(**kw)
+    dec = CaptureDecoder(conclude=False, **kw)
     owners = Owners(parts)
     if parts > 1 and hasattr(records, "pass_over"):
         records.pass_over(owners.raw, part)  # the reader skips what plain_tcp4 would, unmade
@@ -130,6 +135,11 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
     began = {flow: fd.first_index for flow, fd in dec.flows.items()}
     for item in dec.finishing():
         yield END_KEY + began.get(item.flow, END_KEY), item
+    if parts == 1:
+        for note in concluded(dec.correlators):
+            yield CONCLUDED_KEY, note
+    else:
+        stats.correlated = dec.correlators
 
 
 def decode_records(records, stats: ReadStats | None = None, **kw) -> Iterator[Captured | Note]:

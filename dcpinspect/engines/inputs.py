@@ -17,7 +17,8 @@ from ..messages.frame import DecodeContext
 from ..sessions.captured import Captured, DumpFile, Note
 from ..sources.capture import CaptureError, read_records
 from ..sources.inputs import CAPTURE, TEXT, InputError, input_kind, read_text, stdin_binary
-from .files import decode_capture_file, keyed_items
+from .capture import concluded, merge_correlators
+from .files import CONCLUDED_KEY, decode_capture_file, keyed_items
 from .hexinput import decode_hex_text
 from .parallel import Partitioned, WorkerCrash, run_sink
 
@@ -109,7 +110,16 @@ def sink_run(path: Path, jobs: int, recipe: Callable, kw: dict, progress=None):
     function giving every sink's result once the payloads are read."""
     if jobs > 1:
         parts = Partitioned(path, jobs, recipe, progress=progress, **kw)
-        return parts, lambda: parts.results
+        last: list = []  # the result of the sink that takes what the merged correlators find
+
+        def payloads() -> Iterator:
+            yield from parts
+            sink = recipe()
+            yield from run_sink(sink, ((CONCLUDED_KEY, note) for note in
+                                       concluded(merge_correlators(parts.correlated))))
+            last.append(sink.result())
+
+        return payloads(), lambda: parts.results + last
     pairs = keyed(path, kw, progress)
     if progress is not None:
         pairs = tap(pairs, progress)

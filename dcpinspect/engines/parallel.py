@@ -122,7 +122,8 @@ class WorkerCrash(RuntimeError):
 
 class Partitioned:
     """``parts`` worker processes over one file; iterate for the merged payloads, then read
-    :attr:`results` (each worker's sink result, in part order) and :attr:`stats`.
+    :attr:`results` (each worker's sink result, in part order), :attr:`stats` and
+    :attr:`correlated` (each worker's correlators, not concluded: see ``families.Correlator``).
     ``progress(items, position)`` hears of items done and of how far into the file the
     slowest worker has read (-1: all of it)."""
 
@@ -133,6 +134,7 @@ class Partitioned:
         methods = mp.get_all_start_methods()
         ctx = mp.get_context("fork" if "fork" in methods and sys.platform != "darwin" else "spawn")
         self.results: list[Any] = [None] * parts
+        self.correlated: list[dict] = [{} for _ in range(parts)]
         self.stats = ReadStats()
         self._progress = progress
         self._read = [0] * parts  # bytes of the file each worker has read
@@ -168,6 +170,7 @@ class Partitioned:
                 self._tell(part, message[1], message[2])
             elif kind == "done":
                 self.results[part] = message[1]
+                self.correlated[part] = message[2].correlated
                 if part == 0:
                     self.stats = message[2]
                 return

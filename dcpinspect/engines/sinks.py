@@ -62,6 +62,8 @@ class JsonlSink:
         rec = {"kind": item.kind, "message": item.message, "ts": item.ts,
                "flow": self.labels[item.flow] if item.flow else None, "direction": item.direction,
                "offset": item.offset, "length": item.size}
+        if item.finding is not None:  # what a connection's end or the whole capture showed
+            rec["findings"] = [item.finding.to_json()]
         return False, dumps_line(rec)
 
     def done(self) -> bool:
@@ -113,8 +115,16 @@ def combine_summaries(parts: list[SummarySink]) -> SummarySink:
     out = SummarySink(tally=combine_tallies([p.tally for p in parts]), judged=all(p.judged for p in parts))
     firsts = sorted((key, i, flow) for i, p in enumerate(parts) for flow, key in p.began.items())
     for key, i, flow in firsts:
-        out.summary.flows[flow] = parts[i].summary.flows[flow]
-        out.began[flow] = key
+        fs, have = parts[i].summary.flows[flow], out.summary.flows.get(flow)
+        if have is None:
+            out.summary.flows[flow] = fs
+            out.began[flow] = key
+            continue
+        for name in ("frames", "bytes", "opcodes", "findings", "notes", "note_bytes"):  # a connection that a
+            getattr(have, name).update(getattr(fs, name))  # capture-level finding names, told apart
+        if fs.first_ts is not None:
+            have.first_ts = fs.first_ts if have.first_ts is None else min(have.first_ts, fs.first_ts)
+            have.last_ts = fs.last_ts if have.last_ts is None else max(have.last_ts, fs.last_ts)
     for p in parts:
         out.summary.notes.extend(p.summary.notes)
     return out

@@ -13,6 +13,12 @@ layers the README draws), define ``FAMILY`` in its ``__init__``, and list the pa
 :data:`PACKAGES`. The first family listed decodes the ports a user adds with ``--port``
 and hex dumps. A family may also have snapshot files of its own (``is_snapshot``,
 ``snapshots``), which ``engines/snapshots.py`` hands it.
+
+A family whose connections make sense only together (several connections of one
+exchange) has a *correlator* (:class:`Correlator`): one capture-level object its sessions
+report to, made by the engine for each capture (for each worker process or Spark task
+that decodes part of one), merged across those parts and concluded once the capture ends:
+its findings come last, each on the connection it names.
 """
 
 from __future__ import annotations
@@ -51,6 +57,19 @@ class Session(Protocol):
         """The connection is over: what only its end can show."""
 
 
+class Correlator(Protocol):
+    """What a family knows of a whole capture beyond one connection: its sessions report
+    to it as they decode. Plain data: it pickles, and :meth:`merge` folds in one fed with
+    other connections of the same capture, so that parts decoded apart conclude alike."""
+
+    def merge(self, other: "Correlator") -> None:
+        """Take in what ``other`` was told (other connections of the same capture)."""
+
+    def finish(self) -> list[tuple[Any, Finding]]:
+        """The capture is over: ``(flow, finding)`` pairs, in a stable order, each finding
+        on the connection (a flow key) it concerns, or None for the capture itself."""
+
+
 @dataclass(frozen=True, eq=False)
 class Family:
     """A protocol family, as the engines use it."""
@@ -66,8 +85,10 @@ class Family:
     #: family's fast path takes whole runs of frames); a family without one is not looked
     #: for in captures
     framer: Callable[[bool, bool], Framer] | None = None
-    #: a connection's session: ``session(options, seen_from_start)``, options as the engine got them
-    session: Callable[[Any, bool], Session] | None = None
+    #: a connection's session: ``session(options, seen_from_start)``, options as the engine got
+    #: them; for a family with a correlator, ``session(options, seen_from_start, correlator,
+    #: flow)``: the capture's correlator and the connection's flow key, to report to it
+    session: Callable[..., Session] | None = None
     #: the fast path for whole runs of frames, if the family has one: ``fast_path(base)``
     #: returns it, or None where it cannot serve those options
     fast_path: Callable[[Any], Any] | None = field(default=None)
@@ -85,6 +106,8 @@ class Family:
     dumps: Any = None
     #: other names a user may call it by (``--decode-as PORT=NAME``)
     aliases: tuple[str, ...] = ()
+    #: makes the family's capture-level object (:class:`Correlator`), if it has one
+    correlator: Callable[[], Correlator] | None = None
 
 
 #: the family packages, in order of preference (the first decodes ports added by the

@@ -136,12 +136,22 @@ RDB_RULES = _rules(
 
 REDIS_RULES = _rules(
     ("resp-protocol-error", "EINVAL", "error", "rdb.md §12", "Bytes of a Redis connection that are no RESP (an unknown type byte, a length or count that is no number, a line with no CRLF, nesting too deep): decoding looks for the next command.", "replication"),
-    ("resp-truncated", "TRUNCATED", "warning", "rdb.md §12", "The connection ends inside a RESP frame.", "replication"),
+    ("resp-truncated", "TRUNCATED", "warning", "rdb.md §12", "The connection ends inside a RESP frame (or a Dragonfly journal record).", "replication"),
     ("repl-offset-mismatch", "ERANGE", "error", "rdb.md §12.3", "A REPLCONF ACK offset is not the +FULLRESYNC (or PSYNC) offset plus the bytes of whole commands the master had sent before it: past them, or inside one.", "replication"),
     ("repl-ack-regression", "ERANGE", "warning", "rdb.md §12.3", "A REPLCONF ACK offset is below one the replica acknowledged before on the connection.", "replication"),
 )
 
-ALL_RULES = {**FRAME_RULES, **STREAM_RULES, **TAP_RULES, **RDB_RULES, **REDIS_RULES}
+DFLY_RULES = _rules(
+    ("dfly-lsn-gap", "ERANGE", "error", "rdb.md §9, §13.2", "A journal LSN op of a Dragonfly flow names a later LSN than its records reach (counted from the flow's JOURNAL_OFFSET, the LSN partial sync asked for, or the LSN op before): records were skipped.", "dragonfly"),
+    ("dfly-lsn-repeat", "ERANGE", "error", "rdb.md §9, §13.2", "A journal LSN op of a Dragonfly flow names an earlier LSN than its records reach, or one not above the LSN op before it: records came twice, or the numbering went back.", "dragonfly"),
+    ("dfly-fullsync-end-missing", "SNAPSHOT", "error", "rdb.md §8.2, §13.2", "A FULL flow's snapshot reaches JOURNAL_OFFSET (stable sync) or its end without FULLSYNC_END: the replica never learns that the static data is done.", "dragonfly"),
+    ("dfly-duplicate-key", "SNAPSHOT", "error", "rdb.md §8.4, §13.2", "A key is serialised by two flows (shards) of one Dragonfly sync: every entry is in exactly one shard, once (twice in one flow is rdb-duplicate-key).", "dragonfly"),
+    ("dfly-sync-unannounced", "KEY_ENOENT", "error", "rdb.md §13.1, §13.2", "A DFLY FLOW names a sync (master replid and SYNC id) that no control connection announced, though one from the same replica host to the same master was seen announcing before it.", "dragonfly"),
+    ("dfly-flow-count", "EINVAL", "error", "rdb.md §13.1, §13.2", "A sync seen from its announcement to DFLY SYNC or STARTSTABLE had fewer FLOW connections than the flows its master announced, or a FLOW index past them.", "dragonfly"),
+    ("dfly-keys-cap", "LIMIT", "info", "rdb.md §13.2", "More keys than are remembered for dfly-duplicate-key (DCPINSPECT_MAX_RDB_KEYS, 2,000,000, as 64-bit digests): the rest are not checked.", "dragonfly"),
+)
+
+ALL_RULES = {**FRAME_RULES, **STREAM_RULES, **TAP_RULES, **RDB_RULES, **REDIS_RULES, **DFLY_RULES}
 
 #: Error classes for peer answers (status → class).
 STATUS_CLASSES = {0x01: "KEY_ENOENT", 0x0A: "KEY_ENOENT", 0x04: "EINVAL", 0x22: "ERANGE", 0x23: "ROLLBACK",

@@ -12,7 +12,9 @@ journal records (:mod:`.journal`). Its snapshot files are read and printed by
 Replication from captures (§12): connections to port 6379 (and 6380), or any port whose
 first bytes :mod:`.sniff` recognises, are cut into RESP frames and RDB payload pieces by
 :mod:`.resp` and followed by the session in :mod:`.session`, whose records
-(:mod:`.frames`) the outputs print through the generic interface.
+(:mod:`.frames`) the outputs print through the generic interface. Dragonfly's replication
+(§13) on the same connections: :mod:`.dragonfly` follows a replica's control and FLOW
+connections, and :mod:`.syncs` (the family's correlator) the syncs across them.
 """
 
 from __future__ import annotations
@@ -33,10 +35,16 @@ def _framer(synced: bool, runs: bool):
     return RespFramer(synced, runs)
 
 
-def _session(options, seen_from_start: bool):
+def _session(options, seen_from_start: bool, correlator=None, flow=None):
     from .session import Replication
 
-    return Replication(options, seen_from_start)
+    return Replication(options, seen_from_start, correlator, flow)
+
+
+def _correlator():
+    from .syncs import Syncs
+
+    return Syncs()
 
 
 def _is_snapshot(head: bytes) -> bool:
@@ -52,4 +60,5 @@ def _snapshots(*args, **kw) -> int:
 
 
 FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=_snapshots,
-                is_snapshot=_is_snapshot, aliases=("resp", "rdb", "valkey"))
+                is_snapshot=_is_snapshot, aliases=("resp", "rdb", "valkey", "dragonfly"),
+                correlator=_correlator)

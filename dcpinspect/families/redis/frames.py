@@ -2,7 +2,8 @@
 :class:`~dcpinspect.sessions.decoded.Decoded` interface): a RESP frame (a command, a reply,
 the handshake's lines) with its replication offset, and a piece of an RDB payload with the
 keys, aux fields and findings completed in it, in the same objects as the ``rdb`` command
-writes."""
+writes (and, in a Dragonfly flow's snapshot, its replication opcodes); a record of a
+Dragonfly flow's stable-sync journal with its LSN."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from ...messages.keys import key_text
 from ...outputs.escape import safe
 from ...sessions.decoded import Decoded
 from . import report
-from .records import AuxRecord, KeyRecord
+from .journal import OP_NAMES, JournalEntry
+from .records import AuxRecord, KeyRecord, OpRecord
+from .types import DF_FULLSYNC_END, DF_JOURNAL_BLOB, DF_JOURNAL_OFFSET
 
 #: RESP type bytes by name (spec/rdb.md §12; RESP3 adds the second row)
 TYPE_NAMES = {"+": "simple", "-": "error", ":": "integer", "$": "bulk", "*": "array",
@@ -23,6 +26,8 @@ TYPE_NAMES = {"+": "simple", "-": "error", ":": "integer", "$": "bulk", "*": "ar
 STRING_TYPES = frozenset("+-$!=(,")
 #: characters of a command name counted in summaries
 NAME_CHARS = 32
+#: the opcodes of a Dragonfly flow's snapshot shown as rows of their own (§8.2, §13.2)
+REPLICATION_OPCODES = frozenset({DF_FULLSYNC_END, DF_JOURNAL_BLOB, DF_JOURNAL_OFFSET})
 
 
 def text(raw: bytes, limit: int | None = None) -> str:
@@ -142,7 +147,8 @@ class PayloadRecord(Decoded):
         """Records of the RDB decoder: kept for the outputs, their findings gathered."""
         for rec in records:
             self.findings.extend(report.findings_of(rec))
-            if isinstance(rec, (KeyRecord, AuxRecord, Finding)):
+            if isinstance(rec, (KeyRecord, AuxRecord, Finding)) or (
+                    isinstance(rec, OpRecord) and rec.opcode in REPLICATION_OPCODES):
                 self.records.append(rec)
 
     @property
@@ -160,6 +166,8 @@ class PayloadRecord(Decoded):
                 rows.append(report.key_json(rec))
             elif isinstance(rec, AuxRecord):
                 rows.append(report.aux_json(rec))
+            elif isinstance(rec, OpRecord):
+                rows.append(opcode_json(rec))
             else:
                 rows.append({"kind": "finding", "protocol": "rdb", **rec.to_json()})
         if self.summary is not None:
@@ -177,6 +185,11 @@ class PayloadRecord(Decoded):
                                                  f"size {size}" + (f" expires {expiry}" if expiry else "")))
             elif isinstance(rec, AuxRecord):
                 rows.append((f"aux at {rec.offset}", f"{text(rec.key)} = {text(rec.value)}"))
+            elif isinstance(rec, OpRecord):
+                fields = opcode_json(rec)
+                shown = ([" ".join(e.get("command") or [e["op"]]) for e in fields["journal"]] if "journal" in fields
+                         else [f"{k} {v}" for k, v in fields.items() if k == "lsn"])
+                rows.append((f"{rec.name} at {rec.offset}", "; ".join(shown)))
         if self.summary is not None:
             s = self.summary
             rows.append(("payload", f"{s['keys']} keys, {s['bytes']} bytes, checksum {s['checksum']}, "
@@ -186,3 +199,88 @@ class PayloadRecord(Decoded):
     def title(self) -> str:
         what = "header" if self.head is not None else f"{len(self.keys)} keys"
         return f"RDB payload ({what})  {self.size} bytes at {self.offset}" + ("  (truncated)" * self.truncated)
+
+
+def entry_json(entry: JournalEntry) -> dict[str, Any]:
+    """A journal record's op and what it carries."""
+    out: dict[str, Any] = {"op": entry.name}
+    if entry.dbid is not None:
+        out["db"] = entry.dbid
+    if entry.txid is not None:
+        out["txid"] = entry.txid
+    if entry.lsn is not None:
+        out["lsn"] = entry.lsn
+    if entry.args:
+        out["command"] = [text(a) for a in entry.args]
+    return out
+
+
+def opcode_json(rec: OpRecord) -> dict[str, Any]:
+    """A Dragonfly replication opcode of a flow's snapshot: FULLSYNC_END, JOURNAL_OFFSET
+    (its ``lsn``), JOURNAL_BLOB (its ``journal`` records)."""
+    row: dict[str, Any] = {"kind": "opcode", "protocol": "rdb", "name": rec.name, "offset": rec.offset,
+                           "length": rec.length}
+    if rec.blob_offset is not None:
+        row["blob_offset"] = rec.blob_offset
+    for name, value in rec.fields.items():
+        row[name] = [entry_json(e) for e in value] if name == "journal" else value
+    row["findings"] = [f.to_json() for f in rec.findings]
+    return row
+
+
+class JournalRecord(Decoded):
+    """One record of a Dragonfly flow's stable-sync journal (spec/rdb.md §9, §13.2): its op
+    (with the SELECT before it, if any), the LSN it has (``lsn``: counted from the flow's
+    JOURNAL_OFFSET or the LSN a partial sync asked for, one a record; an LSN op carries its
+    own and takes none), its db (the last SELECT's), the command, and which sync and flow
+    it belongs to (``fields``)."""
+
+    __slots__ = ("offset", "size", "entry", "lsn", "db", "fields", "findings", "truncated", "name")
+
+    protocol = "journal"
+
+    def __init__(self, offset: int, size: int, entry: JournalEntry | None, truncated: bool = False) -> None:
+        self.offset, self.size, self.entry, self.truncated = offset, size, entry, truncated
+        self.lsn: int | None = None
+        self.db: int | None = None
+        self.fields: dict[str, Any] = {}
+        self.findings: list[Finding] = []
+        if entry is None:
+            self.name = "journal"
+        elif entry.args:
+            self.name = safe("journal " + text(entry.args[0], NAME_CHARS).upper())
+        else:
+            self.name = "journal " + OP_NAMES.get(entry.op, str(entry.op))
+
+    @property
+    def op(self) -> str | None:
+        return None if self.entry is None else self.entry.name
+
+    def json_rows(self) -> list[dict[str, Any]]:
+        row: dict[str, Any] = {"kind": "frame", "protocol": "journal", "offset": self.offset, "length": self.size,
+                               "op": self.op, "lsn": self.lsn, "db": self.db}
+        entry = self.entry
+        if entry is not None:
+            if entry.txid is not None:
+                row["txid"] = entry.txid
+            if entry.args:
+                row["command"] = [text(a) for a in entry.args]
+        row.update(self.fields)
+        row["truncated"] = self.truncated
+        row["findings"] = [f.to_json() for f in self.findings]
+        return [row]
+
+    def table_rows(self) -> list[tuple[str, str]]:
+        rows = [("op", self.op or "-"), ("lsn", "-" if self.lsn is None else str(self.lsn)),
+                ("db", "-" if self.db is None else str(self.db))]
+        entry = self.entry
+        if entry is not None and entry.txid is not None:
+            rows.append(("txid", str(entry.txid)))
+        if entry is not None and entry.args:
+            rows.append(("command", " ".join(text(a) for a in entry.args)))
+        rows += [(k.replace("_", " "), str(v)) for k, v in self.fields.items()]
+        return rows
+
+    def title(self) -> str:
+        lsn = "" if self.lsn is None else f" LSN {self.lsn}"
+        return f"Dragonfly {self.name}{lsn}  {self.size} bytes at {self.offset}" + ("  (truncated)" * self.truncated)

@@ -78,3 +78,40 @@ def read_entries(blob: bytes, cap: int) -> list[JournalEntry]:
             raise Corrupt(f"the journal record at {p} is cut short by the end of the blob", p) from None
         out.append(entry)
     return out
+
+
+class Oversized(Exception):
+    """A command record holds more than the caller takes (bytes past the cap, or more
+    strings than the element cap): ``entry`` says what it is, its strings (``strings`` of
+    them) begin at index ``start``, to be passed over as they come."""
+
+    def __init__(self, entry: JournalEntry, start: int, strings: int, why: str) -> None:
+        super().__init__(why)
+        self.entry, self.start, self.strings = entry, start, strings
+
+
+def read_record(buf, p: int, cap: int, max_strings: int) -> tuple[JournalEntry, int]:
+    """One record as a flow streams it in stable sync (§9, §13.2): the SELECTs before an op
+    belong to it (the replica reads them so: the last sets its ``dbid``), then the op.
+    Raises NeedMore (with an index the whole record needs at least), Corrupt, or
+    :class:`Oversized` for a command past ``cap`` bytes or ``max_strings`` strings."""
+    q = p
+    dbid = None
+    while True:
+        op, r = read_len(buf, q)
+        if op != SELECT:
+            break
+        dbid, q = read_len(buf, r)
+    if op in (COMMAND, EXPIRED, MULTI_COMMAND):
+        txid, r = read_len(buf, r)
+        _shards, r = read_len(buf, r)
+        count, r = read_len(buf, r)
+        total, r = read_len(buf, r)
+        if total > cap or count > max_strings:
+            entry = JournalEntry(op, p, 0, dbid, txid)
+            raise Oversized(entry, r, count, f"a command of {count:,} strings and {total:,} bytes")
+        if r + total + count > len(buf):  # each string has a length byte at least
+            raise NeedMore(r + total + count)
+    entry, end = read_entry(buf, q, cap)
+    entry.offset, entry.length, entry.dbid = p, end - p, dbid
+    return entry, end

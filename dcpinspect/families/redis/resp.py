@@ -13,6 +13,15 @@ bytes, goes on in pieces of at most :data:`PIECE` bytes cut at fixed payload off
 never held whole (the end mark is looked for in the last 39 bytes kept and the new ones);
 then the command stream.
 
+A Dragonfly flow connection (§13.2) switches the same way after the master's answer to
+``DFLY FLOW``, ``*2 +FULL|+PARTIAL +<eof token>``: after ``FULL`` the shard's RDB comes
+with no header at all, up to the eof token (the end mark, found as the diskless one is),
+and then, as after ``PARTIAL`` at once, the raw journal records of stable sync (§9), a
+frame each (of kind ``journal``: the SELECTs before an op and the op; a command past the
+frame cap or the element cap is passed over as it comes and given as a frame with no
+bytes, so that it is still counted). Journal bytes that are no record (or lost bytes)
+are passed over up to the next SELECT and command that read whole.
+
 Bounded: a line longer than :data:`MAX_LINE`, a length that is no number, nesting deeper
 than :data:`MAX_DEPTH` are a protocol error (a frame of kind ``error``, then the framer
 looks for the next command); a frame that would hold more than the RESP frame cap, or more
@@ -28,6 +37,8 @@ from typing import Any
 
 from ...framing.framer import Framer, RawFrame, Skipped
 from ...limits import RESP_ELEMENTS, RESP_FRAME
+from . import journal
+from .primitives import Corrupt, NeedMore, read_len
 from .types import header
 
 #: the type bytes of RESP2 and RESP3 (anything else starting a frame is an inline command)
@@ -49,6 +60,13 @@ RESYNC = re.compile(rb"\*[1-9][0-9]{0,6}\r\n\$[0-9]{1,9}\r\n")
 RESYNC_KEEP = 24  # longer than any match's start, so a match cut by a segment is found whole
 
 NORMAL, LOST, PAYLOAD_LEN, PAYLOAD_EOF = "normal", "lost", "payload-len", "payload-eof"
+#: a Dragonfly flow's stable sync: journal records, one passed over, the place lost
+JOURNAL, JOURNAL_SKIP, JOURNAL_LOST = "journal", "journal-skip", "journal-lost"
+#: the answers to DFLY FLOW, and the longest eof token taken as an end mark
+FLOW_ANSWERS = (b"FULL", b"PARTIAL")
+MAX_TOKEN = 256
+#: how far past a candidate record's start the journal's resynchronisation looks
+JOURNAL_LOOK = 64 * 1024
 #: what reading one token gave: more bytes are needed, read on in the frame, a frame is out
 WAIT, NEXT, DONE = 0, 1, 2
 
@@ -85,7 +103,8 @@ class RespFramer(Framer):
     """One direction of a Redis connection (see the module's docstring)."""
 
     __slots__ = ("buf", "base", "pos", "stack", "bulk", "doomed", "elements", "state", "expect", "left", "paid",
-                 "mark", "searched", "resumed", "skip_from", "skip_size", "frame_cap", "elements_cap", "_doomed_bytes")
+                 "mark", "searched", "resumed", "skip_from", "skip_size", "frame_cap", "elements_cap", "_doomed_bytes",
+                 "then", "need", "passing")
 
     def __init__(self, synced: bool = True, runs: bool = False) -> None:
         Framer.__init__(self)
@@ -108,6 +127,9 @@ class RespFramer(Framer):
         self.skip_size = 0
         self.frame_cap = RESP_FRAME.value()
         self.elements_cap = RESP_ELEMENTS.value()
+        self.then = NORMAL  # the state after the payload's end mark
+        self.need = 0  # the buffer's length a journal record needs at least
+        self.passing: list | None = None  # a journal record passed over: [entry, strings left, bytes left]
 
     # -- the Framer interface --------------------------------------------------------------
 
@@ -141,6 +163,15 @@ class RespFramer(Framer):
             self.paid += missing
             self.searched = 0
             return out
+        if self.state in (JOURNAL, JOURNAL_SKIP, JOURNAL_LOST):
+            self._journal_lost(out, "cut by lost bytes")
+            self.skip_size += len(buf)
+            self.base += len(buf)
+            buf.clear()
+            self._skipped(out, "before lost bytes")
+            self.base += missing
+            self.skip_from = self.base
+            return out
         if self.state == LOST:
             self.skip_size += len(buf)
             self._skipped(out, "before lost bytes")
@@ -160,6 +191,15 @@ class RespFramer(Framer):
         if self.state in (PAYLOAD_LEN, PAYLOAD_EOF):
             out.append(RespFrame(self.base, bytes(buf), True, kind="payload", last=True, resumed=self.resumed))
             self.base += len(buf)
+        elif self.state == JOURNAL and buf:
+            out.append(RespFrame(self.base, bytes(buf), True, kind="journal", value=None,
+                                 reason="the stream ends inside a journal record"))
+            self.base += len(buf)
+        elif self.state in (JOURNAL_SKIP, JOURNAL_LOST):
+            self._journal_lost(out, "cut by the end of the stream")
+            self.skip_size += len(buf)
+            self.base += len(buf)
+            self._skipped(out, "no journal record found")
         elif self.state == LOST:
             self.skip_size += len(buf)
             self.base += len(buf)
@@ -191,7 +231,9 @@ class RespFramer(Framer):
         if self.state == PAYLOAD_LEN:
             return min(self.left, PIECE - self.paid % PIECE)
         if self.state == PAYLOAD_EOF:  # the mark may end the payload in the next bytes
-            return self.searched + MARK
+            return self.searched + len(self.mark)
+        if self.state == JOURNAL:
+            return max(n + 1, self.need)
         if self.state == NORMAL and self.bulk is not None and not self.doomed:
             return max(n + 1, self.pos + self.bulk[1] + 2)
         return n + 1
@@ -234,7 +276,16 @@ class RespFramer(Framer):
             elif state == PAYLOAD_LEN:
                 if not self._payload_len(out):
                     return
-            elif not self._payload_eof(out):
+            elif state == PAYLOAD_EOF:
+                if not self._payload_eof(out):
+                    return
+            elif state == JOURNAL:
+                if not self._journal(out):
+                    return
+            elif state == JOURNAL_SKIP:
+                if not self._journal_skip(out):
+                    return
+            elif not self._journal_resync(out):
                 return
 
     def _resync(self, out: list) -> bool:
@@ -476,6 +527,9 @@ class RespFramer(Framer):
             self.expect = True
         elif frame.kind != "keepalive":
             self.expect = False
+            answer = flow_answer(value) if frame.kind == "value" else None
+            if answer is not None:
+                self._flow(*answer)
 
     # -- the RDB payload ---------------------------------------------------------------------
 
@@ -526,7 +580,7 @@ class RespFramer(Framer):
         buf, mark = self.buf, self.mark
         at = buf.find(mark, self.searched)
         if at < 0:
-            self.searched = max(0, len(buf) - (MARK - 1))
+            self.searched = max(0, len(buf) - (len(mark) - 1))
             while self.searched >= (n := PIECE - self.paid % PIECE):
                 self._piece(out, n)
                 self.searched -= n
@@ -536,11 +590,149 @@ class RespFramer(Framer):
             at -= n
         if at:
             self._piece(out, at)
-        out.append(RespFrame(self.base, bytes(buf[:MARK]), kind="payload-end", value=("eof", mark)))
-        del buf[:MARK]
-        self.base += MARK
-        self.state = NORMAL
+        size = len(mark)
+        out.append(RespFrame(self.base, bytes(buf[:size]), kind="payload-end", value=("eof", mark)))
+        del buf[:size]
+        self.base += size
+        self.state, self.then = self.then, NORMAL
         return True
+
+    # -- a Dragonfly flow (§13.2) ------------------------------------------------------------
+
+    def _flow(self, kind: bytes, token: bytes) -> None:
+        """The master answered DFLY FLOW: the shard's RDB up to the eof token, then the
+        journal (FULL), or the journal at once (PARTIAL)."""
+        if kind == b"FULL":
+            self.state, self.mark, self.searched, self.then = PAYLOAD_EOF, token, 0, JOURNAL
+            self.paid = 0
+            self.resumed = False
+        else:
+            self.state = JOURNAL
+        self.need = 0
+
+    def _journal(self, out: list) -> bool:
+        buf = self.buf
+        if not buf or len(buf) < self.need:
+            return False
+        try:
+            entry, end = journal.read_record(buf, 0, self.frame_cap, self.elements_cap)
+        except NeedMore as more:
+            self.need = more.args[0]
+            return False
+        except journal.Oversized as big:
+            del buf[:big.start]
+            self.passing = [big.entry, big.strings, 0, big.start, str(big)]
+            self.base += big.start
+            self.state = JOURNAL_SKIP
+            self.need = 0
+            return True
+        except Corrupt as exc:
+            out.append(RespFrame(self.base, b"", kind="error", reason=f"journal: {exc.args[0]}"))
+            self.state, self.need = JOURNAL_LOST, 0
+            self.skip_from, self.skip_size = self.base, 0
+            return True
+        self.need = 0
+        out.append(RespFrame(self.base, bytes(buf[:end]), kind="journal", value=entry, resumed=self.resumed))
+        self.resumed = False
+        del buf[:end]
+        self.base += end
+        return True
+
+    def _journal_skip(self, out: list) -> bool:
+        """A record too big to hold, passed over a string at a time as its bytes come."""
+        buf, passing = self.buf, self.passing
+        while True:
+            if passing[2]:
+                take = min(passing[2], len(buf))
+                del buf[:take]
+                self.base += take
+                passing[3] += take
+                passing[2] -= take
+                if passing[2]:
+                    return False
+            if not passing[1]:
+                entry, _, _, size, why = passing
+                entry.length = size
+                out.append(RespFrame(self.base - size, b"", kind="journal", value=entry,
+                                     reason=f"{why}: passed over"))
+                self.passing, self.state = None, JOURNAL
+                return True
+            try:
+                n, q = read_len(buf, 0)
+            except NeedMore:
+                return False
+            except Corrupt as exc:
+                self._journal_lost(out, f"journal: {exc.args[0]}")
+                self.skip_from, self.skip_size = self.base, 0
+                self.state = JOURNAL_LOST
+                return True
+            del buf[:q]
+            self.base += q
+            passing[3] += q
+            passing[1] -= 1
+            passing[2] = n
+
+    def _journal_lost(self, out: list, why: str) -> None:
+        """The place in the journal is lost: what was being passed over ends here."""
+        if self.state == JOURNAL_SKIP and self.passing is not None:
+            size = self.passing[3]
+            out.append(Skipped(self.base - size, size, f"a journal record passed over, {why}"))
+            self.passing = None
+        elif self.state == JOURNAL and self.buf:
+            out.append(Skipped(self.base, len(self.buf), f"a journal record {why}"))
+            self.base += len(self.buf)
+            self.buf.clear()
+        if self.state != JOURNAL_LOST:
+            self.skip_from, self.skip_size = self.base, 0
+        self.state, self.need = JOURNAL_LOST, 0
+
+    def _journal_resync(self, out: list) -> bool:
+        """Look for a SELECT and a command that read whole: the journal goes on there."""
+        buf = self.buf
+        i = 0
+        while True:
+            i = buf.find(b"\x06", i)
+            if i < 0:
+                i = len(buf)
+                break
+            try:
+                entry, _ = journal.read_record(buf, i, JOURNAL_LOOK, 1024)
+            except NeedMore as more:
+                if more.args[0] - i <= JOURNAL_LOOK:
+                    break  # a candidate, not yet whole
+                i += 1
+                continue
+            except (Corrupt, journal.Oversized):
+                i += 1
+                continue
+            if entry.op == journal.COMMAND and entry.dbid is not None and _command_name(entry.args):
+                self.skip_size += i
+                del buf[:i]
+                self.base += i
+                self._skipped(out, "resynchronising: no journal record")
+                self.state, self.resumed = JOURNAL, True
+                return True
+            i += 1
+        self.skip_size += i
+        del buf[:i]
+        self.base += i
+        return False
+
+
+def flow_answer(value: tuple) -> tuple[bytes, bytes] | None:
+    """``(FULL or PARTIAL, eof token)`` when a RESP value is the answer to DFLY FLOW (§13.2)."""
+    kind, items = value
+    if kind != "*" or not items or len(items) != 2:
+        return None
+    (t1, directive), (t2, token) = items
+    if t1 != "+" or t2 != "+" or directive not in FLOW_ANSWERS or not 0 < len(token) <= MAX_TOKEN:
+        return None
+    return directive, token
+
+
+def _command_name(args: list[bytes]) -> bool:
+    """A journal command's first string looks like a command's name."""
+    return bool(args) and 0 < len(args[0]) <= 32 and args[0].replace(b".", b"").replace(b"_", b"").isalpha()
 
 
 def _number(text: bytes) -> int | None:

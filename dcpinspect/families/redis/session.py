@@ -10,6 +10,11 @@ named (or the one PSYNC asked to continue from) plus the command stream's bytes 
 it. The replica's ``REPLCONF ACK <offset>`` is checked against those: an ACK names the
 end of a whole command the master sent before it (``repl-offset-mismatch``), and never
 goes back (``repl-ack-regression``).
+
+A Dragonfly replica's connections (§13) are followed by :mod:`.dragonfly` once their first
+Dragonfly command or answer shows them (a control connection, or a FLOW connection with
+its snapshot and journal), reporting to the capture's correlator (:class:`~.syncs.Syncs`)
+when the engine gives one.
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ from bisect import bisect_left
 from ...findings import Finding
 from ...framing.framer import RawFrame
 from ...rules.registry import REDIS_RULES
-from . import report
-from .frames import PayloadRecord, RespRecord
+from . import dragonfly, report
+from .frames import JournalRecord, PayloadRecord, RespRecord
 from .rdb import RdbParser
 from .records import Ending
 from .resp import RespFrame
@@ -39,7 +44,7 @@ def _int(raw: bytes) -> int | None:
 class Replication:
     """A Redis connection's session (see the module's docstring)."""
 
-    def __init__(self, options=None, seen_from_start: bool = True) -> None:
+    def __init__(self, options=None, seen_from_start: bool = True, correlator=None, flow=None) -> None:
         self.master: str | None = None  # the direction the master's stream comes in
         self.base: int | None = None  # replication offset at stream offset ``start``
         self.start: int | None = None  # where the command stream begins in the master's direction
@@ -52,13 +57,21 @@ class Replication:
         self.ends: list[int] = []  # and after their last
         self.sent: int | None = None  # the replication offset after the master's last command
         self.acked: int | None = None
+        self.correlator, self.flow = correlator, flow  # the capture's Dragonfly syncs, this connection
+        self.dragonfly: dragonfly.Control | dragonfly.Flow | None = None
 
     # -- the Session interface -------------------------------------------------------------
 
-    def decode(self, raw: RawFrame, direction: str | None, ts, index) -> RespRecord | PayloadRecord:
+    def decode(self, raw: RawFrame, direction: str | None, ts, index) -> RespRecord | PayloadRecord | JournalRecord:
         kind = raw.kind if isinstance(raw, RespFrame) else "value"
         if kind.startswith("payload"):
+            if isinstance(self.dragonfly, dragonfly.Flow):
+                return self.dragonfly.payload(raw)
             return self._payload(raw, direction, kind)
+        if kind == "journal":
+            if not isinstance(self.dragonfly, dragonfly.Flow):
+                self.dragonfly = dragonfly.Flow(self.correlator, self.flow, None)
+            return self.dragonfly.journal(raw)
         if kind == "error":
             rec = RespRecord(raw.offset, len(raw.data), "invalid", None)
             rec.findings.append(REDIS_RULES["resp-protocol-error"].finding(raw.reason, raw.offset))
@@ -70,7 +83,7 @@ class Replication:
             rec.findings.append(REDIS_RULES["resp-truncated"].finding(
                 f"the stream ends {len(raw.data)} bytes into a RESP frame", raw.offset))
         if value is not None:
-            self._judge(rec, direction)
+            self._judge(rec, direction, index)
         return rec
 
     def gap(self) -> None:
@@ -81,9 +94,13 @@ class Replication:
 
     # -- the handshake, the stream and ACKs ----------------------------------------------------
 
-    def _judge(self, rec: RespRecord, direction: str | None) -> None:
+    def _judge(self, rec: RespRecord, direction: str | None, index: int | None = None) -> None:
         if direction == self.master and self.start is not None and rec.offset >= self.start:
             self._stream(rec)
+            return
+        if self.dragonfly is None:
+            self.dragonfly = dragonfly.start(rec, direction, index, self.correlator, self.flow)
+        if self.dragonfly is not None and self.dragonfly.judge(rec, direction, index):
             return
         verb, args = rec.verb, rec.args
         if verb == b"PSYNC" and len(args) >= 2:
