@@ -113,6 +113,7 @@ def decode_command(
     fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary."),
     opcode: list[str] = typer.Option([], "--opcode", "-o", help="Only these opcodes (name, part of a name, or number)."),
     vbucket: list[int] = typer.Option([], "--vbucket", help="Only these vbuckets."),
+    command: list[str] = typer.Option([], "--command", help="Only these commands (RESP: SET, REPLCONF, +FULLRESYNC, ...)."),
     flow: str = typer.Option("", "--flow", help="Only flows whose 'ip:port-ip:port' label contains this."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Stop after printing this many frames."),
     port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
@@ -129,7 +130,7 @@ def decode_command(
     from .engines.decode import decode_files, decode_ports
     from .engines.filters import frame_filter
 
-    _run(lambda: decode_files(files, fmt.value, frame_filter(opcode, vbucket, flow), limit, strict, jobs,
+    _run(lambda: decode_files(files, fmt.value, frame_filter(dict(opcode=opcode, vbucket=vbucket, command=command), flow), limit, strict, jobs,
                               _shown(full, max_value), decode_ports(port, decode_as), _collections(collections),
                               not no_heuristic))
 
@@ -143,6 +144,7 @@ def live_command(
     fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary."),
     opcode: list[str] = typer.Option([], "--opcode", "-o"),
     vbucket: list[int] = typer.Option([], "--vbucket"),
+    command: list[str] = typer.Option([], "--command"),
     port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
     collections: Collections = typer.Option(Collections.auto),
     strict: bool = typer.Option(False, "--strict"),
@@ -152,7 +154,8 @@ def live_command(
     """Sniff an interface and decode frames as they arrive; a summary at the end or on Ctrl-C."""
     from .engines.live import live_capture
 
-    _run(lambda: live_capture(iface, bpf, count, duration, fmt.value, opcode, vbucket, set(port),
+    _run(lambda: live_capture(iface, bpf, count, duration, fmt.value,
+                              dict(opcode=opcode, vbucket=vbucket, command=command), set(port),
                               _collections(collections), strict, _shown(full, max_value)))
 
 

@@ -48,16 +48,17 @@ class Sniffer:
             yield rec
 
 
-def live_capture(iface: str, bpf: str | None, count: int, duration: float | None, fmt: str, opcodes: list[str],
-                 vbuckets: list[int], ports: set[int], collections: bool | None, strict: bool, shown: Shown) -> bool:
-    """Decode and print the frames of ``opcodes`` and ``vbuckets`` (all when none) as they
-    arrive, until the capture stops or Ctrl-C, then the connections' summary on stderr
-    (unless the summary is the output)."""
+def live_capture(iface: str, bpf: str | None, count: int, duration: float | None, fmt: str, criteria: dict,
+                 ports: set[int], collections: bool | None, strict: bool, shown: Shown) -> bool:
+    """Decode and print the frames that meet ``criteria`` (the record filters by name, as
+    :func:`~.filters.frame_filter` takes them; all frames when none) as they arrive, until
+    the capture stops or Ctrl-C, then the connections' summary on stderr (unless the
+    summary is the output)."""
     try:
         check_interface(iface)
     except LiveError as exc:
         raise Unusable(str(exc)) from None
-    keep = frame_filter(opcodes, vbuckets, "")
+    keep = frame_filter(criteria)
     sniffer = Sniffer(iface, bpf, count, duration)
     summary = CaptureSummary()
     failed = False

@@ -12,7 +12,9 @@ To add a family: write its package (its layouts, framer, session and rules, in t
 layers the README draws), define ``FAMILY`` in its ``__init__``, and list the package in
 :data:`PACKAGES`. The first family listed decodes the ports a user adds with ``--port``
 and hex dumps. A family may also have snapshot files of its own (``is_snapshot``,
-``snapshots``), which ``engines/snapshots.py`` hands it.
+``snapshots``), which ``engines/snapshots.py`` hands it. Its ``filters``
+(:class:`RecordFilters`) say which of the record filters of ``decode`` and ``live``
+(``--opcode``, ``--command``, ...) it knows and how its records meet them.
 
 A family whose connections make sense only together (several connections of one
 exchange) has a *correlator* (:class:`Correlator`): one capture-level object its sessions
@@ -70,6 +72,26 @@ class Correlator(Protocol):
         on the connection (a flow key) it concerns, or None for the capture itself."""
 
 
+class RecordFilters(Protocol):
+    """How the record filters of ``decode`` and ``live`` apply to a family's records.
+
+    A filter is a criterion name (the option's, without its dashes: ``opcode``,
+    ``vbucket``, ``command``) and the values given. A family knows some criteria: its
+    records are kept when they meet every criterion it knows that was given, whatever
+    the criteria it does not know; when it knows none of those given, its records are
+    dropped (the filter asks for what only other families' records have)."""
+
+    #: the criteria it knows
+    criteria: frozenset[str]
+
+    def owns(self, record: Any) -> bool:
+        """Whether a decoded record is one of this family's."""
+
+    def matcher(self, given: dict[str, tuple]) -> Callable[[Any], bool]:
+        """The test of a record against the criteria of ``given`` this family knows;
+        ValueError (its message for the user) for a value it cannot take."""
+
+
 @dataclass(frozen=True, eq=False)
 class Family:
     """A protocol family, as the engines use it."""
@@ -104,6 +126,8 @@ class Family:
     #: as one connection) and ``diagram(block, start, options, captions)`` (one frame of a
     #: protocol document's byte diagram)
     dumps: Any = None
+    #: how the decode and live commands' record filters match its records (:class:`RecordFilters`)
+    filters: RecordFilters | None = None
     #: other names a user may call it by (``--decode-as PORT=NAME``)
     aliases: tuple[str, ...] = ()
     #: makes the family's capture-level object (:class:`Correlator`), if it has one

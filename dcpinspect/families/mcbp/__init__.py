@@ -12,6 +12,7 @@ from __future__ import annotations
 from ...framing.mcbp import FrameSplitter
 from .. import Family
 from . import dumps
+from .filters import FILTERS
 from .conversation import Conversation
 from .lane import Lane
 from .sniff import Sniffer
@@ -35,5 +36,5 @@ def _fast_path(base) -> Lane | None:
     return Lane(base) if Lane.usable(base) else None
 
 
-FAMILY = Family("mcbp", PORTS, TLS_PORTS, Sniffer, _framer, _session, _fast_path, dumps=dumps,
+FAMILY = Family("mcbp", PORTS, TLS_PORTS, Sniffer, _framer, _session, _fast_path, dumps=dumps, filters=FILTERS,
                 aliases=("dcp", "tap", "memcached"))

@@ -20,6 +20,7 @@ connections, and :mod:`.syncs` (the family's correlator) the syncs across them.
 from __future__ import annotations
 
 from .. import Family
+from .filters import FILTERS
 from .sniff import Sniffer
 
 #: Redis's default port, and the one a second instance on a host (often a replica) takes
@@ -60,5 +61,5 @@ def _snapshots(*args, **kw) -> int:
 
 
 FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=_snapshots,
-                is_snapshot=_is_snapshot, aliases=("resp", "rdb", "valkey", "dragonfly"),
+                is_snapshot=_is_snapshot, filters=FILTERS, aliases=("resp", "rdb", "valkey", "dragonfly"),
                 correlator=_correlator)

@@ -1,0 +1,37 @@
+"""How the record filters of ``decode`` and ``live`` match Redis records: ``--command
+NAME`` keeps the RESP frames of that name, whatever its case (a command by its first word,
+``SET``, ``REPLCONF``; a reply by its first word, ``+FULLRESYNC``, ``-ERR``) and, by the
+name ``RDB payload``, the pieces of a replication's RDB payload with their keys."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+#: the criteria Redis records are matched by
+CRITERIA = frozenset({"command"})
+
+
+class Filters:
+    """The Redis family's :class:`~dcpinspect.families.RecordFilters`."""
+
+    criteria = CRITERIA
+
+    @staticmethod
+    def owns(record: Any) -> bool:
+        from .frames import PayloadRecord, RespRecord
+
+        return isinstance(record, (RespRecord, PayloadRecord))
+
+    @staticmethod
+    def matcher(given: dict[str, tuple]) -> Callable[[Any], bool]:
+        names = frozenset(str(n).strip().upper() for n in given.get("command", ()))
+        if "" in names:
+            raise ValueError("--command needs a name (SET, REPLCONF, +FULLRESYNC, ...)")
+
+        def test(record) -> bool:
+            return not names or record.name.upper() in names
+
+        return test
+
+
+FILTERS = Filters()
