@@ -1,7 +1,10 @@
-"""The optional C fast lane for jsonl (dcpinspect/_lane.c): without a compiler the
-package installs and runs the same, on the Python path alone."""
+"""The optional C parts: the fast lane for jsonl (dcpinspect/_lane.c) and RDB's CRC-64, LZF and
+packed layouts (dcpinspect/_rdb.c). Without a compiler the package installs and runs the
+same, on the Python path alone."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("dcpinspect._lane", ["dcpinspect/_lane.c"], optional=True,
-                             extra_compile_args=["-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"])])
+FLAGS = ["-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+
+setup(ext_modules=[Extension("dcpinspect._lane", ["dcpinspect/_lane.c"], optional=True, extra_compile_args=FLAGS),
+                   Extension("dcpinspect._rdb", ["dcpinspect/_rdb.c"], optional=True, extra_compile_args=FLAGS)])

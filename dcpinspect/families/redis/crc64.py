@@ -4,6 +4,8 @@ after the EOF opcode. A stored 0 means the writer did not compute one."""
 
 from __future__ import annotations
 
+from .native import C
+
 POLY = 0x95AC9329AC4BC9B5
 
 
@@ -29,8 +31,11 @@ def crc64_python(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
 
 
 def _fast():
-    """crcmod's C function for the same CRC (some 150 MB/s against 4 MB/s), when installed
-    with its extension (the ``redis`` extra)."""
+    """The CRC in C: dcpinspect's own (``_rdb.crc64``, eight bytes at a time: some 1–2 GB/s)
+    when it is built, else crcmod's (a byte at a time: some 200–450 MB/s) when installed
+    with its extension (the ``redis`` extra); against some 4 MB/s in Python."""
+    if C is not None:
+        return C.crc64
     try:
         import crcmod
         import crcmod._crcfunext  # noqa: F401 - the pure-Python crcmod is no faster
@@ -45,7 +50,7 @@ _C = _fast()
 def crc64(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
     """The CRC of ``data``, continuing from ``crc`` (the CRC of the bytes before it)."""
     if _C is not None:
-        return _C(bytes(data), crc)
+        return _C(data if C is not None else bytes(data), crc)
     return crc64_python(data, crc)
 
 

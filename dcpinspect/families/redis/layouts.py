@@ -2,12 +2,17 @@
 listpack, intset and zipmap. Each takes the whole blob and gives its entries in order,
 strings as bytes and integers as int, or raises :class:`~.primitives.Corrupt` with the
 offset in the blob where it stops making sense; every length and count is checked against
-the blob, so a blob never makes a reader go past its end."""
+the blob, so a blob never makes a reader go past its end.
+
+Ziplists and listpacks are read in C when ``dcpinspect/_rdb.c`` is built (:mod:`.native`),
+and in Python when it is not or when C finds them damaged (the Python reading says
+where); ``*_count`` give only how many entries an undamaged one holds."""
 
 from __future__ import annotations
 
 import struct
 
+from .native import C
 from .primitives import _I16, _I32, _I64, _U32, _U32BE, Corrupt
 
 _U16 = struct.Struct("<H").unpack_from
@@ -29,6 +34,24 @@ def _int24(blob: bytes, p: int) -> int:
 
 def ziplist(blob: bytes) -> list[Entry]:
     """A ziplist's entries (§6.1): ``zlbytes zltail zllen entries… 0xff``."""
+    if C is not None:
+        out = C.ziplist(blob)
+        if out is not None:
+            return out
+    return ziplist_python(blob)
+
+
+def ziplist_count(blob: bytes) -> int:
+    """How many entries a ziplist holds; Corrupt as :func:`ziplist` when it is damaged."""
+    if C is not None:
+        n = C.ziplist_count(blob)
+        if n is not None:
+            return n
+    return len(ziplist_python(blob))
+
+
+def ziplist_python(blob: bytes) -> list[Entry]:
+    """:func:`ziplist` in Python alone: the reference, and the messages."""
     if len(blob) < 11:
         raise Corrupt(f"a ziplist is at least 11 bytes, this one {len(blob)}", 0)
     zlbytes, zltail, zllen = _U32(blob, 0)[0], _U32(blob, 4)[0], _U16(blob, 8)[0]
@@ -128,6 +151,24 @@ def _backlen(blob: bytes, p: int, n: int) -> int:
 
 def listpack(blob: bytes) -> list[Entry]:
     """A listpack's entries (§6.2): ``total_bytes num_elements entries… 0xff``."""
+    if C is not None:
+        out = C.listpack(blob)
+        if out is not None:
+            return out
+    return listpack_python(blob)
+
+
+def listpack_count(blob: bytes) -> int:
+    """How many entries a listpack holds; Corrupt as :func:`listpack` when it is damaged."""
+    if C is not None:
+        n = C.listpack_count(blob)
+        if n is not None:
+            return n
+    return len(listpack_python(blob))
+
+
+def listpack_python(blob: bytes) -> list[Entry]:
+    """:func:`listpack` in Python alone: the reference, and the messages."""
     if len(blob) < 7:
         raise Corrupt(f"a listpack is at least 7 bytes, this one {len(blob)}", 0)
     total, count = _U32(blob, 0)[0], _U16(blob, 4)[0]
@@ -210,9 +251,10 @@ def intset(blob: bytes) -> list[int]:
     if 8 + width * count != len(blob):
         raise Corrupt(f"{count} integers of {width} bytes do not fill the {len(blob) - 8} bytes after the header", 4)
     values = list(struct.unpack_from(f"<{count}{fmt}", blob, 8))
-    for i in range(1, count):
-        if values[i] <= values[i - 1]:
-            raise Corrupt(f"intset integers are not strictly increasing at {i}", 8 + width * i)
+    if values != sorted(set(values)):  # not strictly increasing: say where
+        for i in range(1, count):
+            if values[i] <= values[i - 1]:
+                raise Corrupt(f"intset integers are not strictly increasing at {i}", 8 + width * i)
     return values
 
 

@@ -4,13 +4,31 @@ bytes (7 taking a length byte more) at distance ``((c & 0x1f) << 8) + next + 1``
 
 from __future__ import annotations
 
+from .native import C
+
 
 class LzfError(ValueError):
     """The compressed bytes do not give ``ulen`` bytes: the message says where they fail."""
 
 
-def decompress(data: bytes, ulen: int) -> bytes:
+def decompress(data: bytes | bytearray | memoryview, ulen: int) -> bytes:
     """Exactly ``ulen`` bytes from ``data``; never makes more than ``ulen`` bytes."""
+    if C is not None:
+        out = C.lzf(data, ulen)
+        if out is not None:
+            return out
+    return decompress_python(bytes(data), ulen)
+
+
+def check(data: bytes | bytearray | memoryview, ulen: int) -> None:
+    """Raise :class:`LzfError` where :func:`decompress` would, without making the bytes."""
+    if C is not None and C.lzf_ok(data, ulen):
+        return
+    decompress_python(bytes(data), ulen)
+
+
+def decompress_python(data: bytes, ulen: int) -> bytes:
+    """:func:`decompress` in Python alone: the reference, and the messages."""
     out = bytearray()
     i, n = 0, len(data)
     while i < n:

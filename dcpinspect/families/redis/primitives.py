@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from .lzf import LzfError, decompress
+from .lzf import LzfError, check, decompress
 
 #: the first byte's top bits of a length (§3.1)
 LEN_6, LEN_14, LEN_32, LEN_64, LEN_ENC = 0, 1, 0x80, 0x81, 3
@@ -129,7 +129,7 @@ def read_string(buf, p: int, cap: int) -> tuple[bytes, int]:
             if end > n:
                 raise NeedMore(end)
             try:
-                return decompress(bytes(buf[q:end]), ulen), end
+                return decompress(buf[q:end], ulen), end
             except LzfError as exc:
                 raise Corrupt(f"LZF string: {exc}", p, end) from None
         raise Corrupt(f"string encoding 0x{b:02x} is none of int8, int16, int32, LZF", p)
@@ -140,6 +140,46 @@ def read_string(buf, p: int, cap: int) -> tuple[bytes, int]:
     if end > n:
         raise NeedMore(end)
     return bytes(buf[q:end]), end
+
+
+def skip_string(buf, p: int, cap: int) -> tuple[int, int]:
+    """(length, next index) of the string at ``p``: the length of what :func:`read_string`
+    gives, without making it (LZF data is checked, not inflated); raises as it does."""
+    n = len(buf)
+    if p >= n:
+        raise NeedMore(p + 1)
+    b = buf[p]
+    if b < 0x40:
+        end = p + 1 + b
+        if end > n:
+            raise NeedMore(end)
+        return b, end
+    if b >> 6 == LEN_ENC:
+        if b & 0x3F != ENC_LZF:
+            raw, end = read_string(buf, p, cap)
+            return len(raw), end
+        clen, q = read_len(buf, p + 1)
+        ulen, q = read_len(buf, q)
+        if clen > cap:
+            raise TooLong(clen, q, "compressed string")
+        if ulen > cap:
+            raise TooLong(clen, q, f"string compressed to {clen:,} bytes from")
+        end = q + clen
+        if end > n:
+            raise NeedMore(end)
+        with memoryview(buf) as whole, whole[q:end] as data:
+            try:
+                check(data, ulen)
+            except LzfError as exc:
+                raise Corrupt(f"LZF string: {exc}", p, end) from None
+        return ulen, end
+    size, q = read_len(buf, p)
+    if size > cap:
+        raise TooLong(size, q, "string")
+    end = q + size
+    if end > n:
+        raise NeedMore(end)
+    return size, end
 
 
 def string_header(buf, p: int) -> tuple[int, int, bool]:

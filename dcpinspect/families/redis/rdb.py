@@ -27,7 +27,8 @@ from ...rules.registry import RDB_RULES
 from . import journal, types
 from .crc64 import crc64
 from .primitives import (
-    Corrupt, NeedMore, TooLong, read_len, read_ms, read_seconds, read_string, read_u32, read_u64, string_header,
+    LEN_ENC, Corrupt, NeedMore, TooLong, read_len, read_ms, read_seconds, read_string, read_u32, read_u64,
+    skip_string, string_header,
 )
 from .records import AuxRecord, Ending, KeyRecord, OpRecord
 from .values import READERS, HashTemplates, module_body
@@ -52,7 +53,8 @@ class RdbParser:
         self.buf = bytearray()
         self.base = 0  # the input offset of buf[0]
         self.cap = RDB_STRING.value() if cap is None else cap
-        self._keep = keep
+        self._keep_test = callable(keep)
+        self._keep = keep if self._keep_test else bool(keep)
         self.keeping = False
         self.trailing_ok = trailing_ok
         self._out: list = []
@@ -65,7 +67,9 @@ class RdbParser:
         self._ignored = 0
         self._crc = 0
         self._current: KeyRecord | OpRecord | None = None
-        self._what = "the header"
+        #: what is being decoded, for messages: text, or the parts of it (see ``what``)
+        self._what: str | tuple = "the header"
+        self._keys_cap = RDB_KEYS.value()
         self.nested = nested
         if nested is None:
             self.vendor: str | None = None
@@ -138,13 +142,13 @@ class RdbParser:
             self.done = True
             self.stopped = True
             if self.nested is None:
-                self._finding("rdb-truncated", f"the input ends in {self._what}", self.base + len(self.buf))
+                self._finding("rdb-truncated", f"the input ends in {self.what}", self.base + len(self.buf))
             else:
-                self._finding("rdb-corrupt", f"a compressed blob ends in {self._what}", self.base + len(self.buf))
+                self._finding("rdb-corrupt", f"a compressed blob ends in {self.what}", self.base + len(self.buf))
         except Corrupt as exc:
             self.done = True
             self.stopped = True
-            self._finding("rdb-corrupt", f"{exc.args[0]} (in {self._what}); decoding stops",
+            self._finding("rdb-corrupt", f"{exc.args[0]} (in {self.what}); decoding stops",
                           self.base + exc.at)
         except _Stop:
             self.done = True
@@ -188,15 +192,38 @@ class RdbParser:
             except NeedMore as more:
                 p = yield from self.wait(p, more.args[0])
             except TooLong as long:
-                self.note("rdb-string-too-long", f"a {long.what} of {long.length:,} bytes in {self._what} is more "
+                self.note("rdb-string-too-long", f"a {long.what} of {long.length:,} bytes in {self.what} is more "
                                                  f"than the {self.cap:,} held: passed over", self.base + p)
                 p = yield from self.skip(long.start, long.length)
                 return None, p
             except Corrupt as exc:
                 if exc.resume is None:
                     raise
-                self.note("rdb-corrupt", f"{exc.args[0]} (in {self._what})", self.base + p)
+                self.note("rdb-corrupt", f"{exc.args[0]} (in {self.what})", self.base + p)
                 return None, exc.resume
+
+    def string_size(self, p: int):
+        """A string's length as :meth:`string` would give it (None where it gives None), and
+        the next index, with the same findings; a plain string's bytes are passed over as
+        they come, never held."""
+        try:
+            return skip_string(self.buf, p, self.cap)
+        except NeedMore:
+            pass
+        except (TooLong, Corrupt):
+            raw, p = yield from self.string(p)
+            return (None if raw is None else len(raw)), p
+        while True:
+            try:
+                size, q, _ = string_header(self.buf, p)
+                break
+            except NeedMore as more:
+                p = yield from self.wait(p, more.args[0])
+        if self.buf[p] >> 6 == LEN_ENC or size > self.cap:
+            raw, p = yield from self.string(p)
+            return (None if raw is None else len(raw)), p
+        p = yield from self.skip(q, size)
+        return size, p
 
     def pass_string(self, p: int):
         """A string passed over unread: (its stored size, next index)."""
@@ -212,6 +239,19 @@ class RdbParser:
                 return p + n
             n -= avail
             p = yield from self.wait(len(self.buf), len(self.buf) + 1)
+
+    @property
+    def what(self) -> str:
+        """What is being decoded, as messages say it."""
+        what = self._what
+        if type(what) is str:
+            return what
+        kind, a, b = what
+        if kind == "value":
+            return f"the value of key {self.key_text(a)} at offset {b}"
+        if kind == "key":
+            return f"the key of type {a.rdb_name} at offset {b}"
+        return f"the {types.OPCODE_NAMES.get(a)} at offset {b}"
 
     def note(self, rule: str, message: str, offset: int | None) -> None:
         """A finding on the record being decoded (or on its own when there is none)."""
@@ -264,9 +304,9 @@ class RdbParser:
                     raise
             op = buf[p]
             start = self.base + p
-            if state.vendor == types.REDIS and types.looks_dragonfly(state.vendor, state.version, op):
+            if state.version == 9 and state.vendor == types.REDIS and types.looks_dragonfly(state.vendor, 9, op):
                 state.vendor = types.DRAGONFLY
-            if op >= 200 or op in (types.ENT_RAM_LRU, types.ENT_SLOT_NUM):
+            if op >= 200 or op == types.ENT_RAM_LRU or op == types.ENT_SLOT_NUM:
                 if op == types.EOF:
                     p = yield from self._eof(p)
                     return
@@ -276,7 +316,7 @@ class RdbParser:
                 if prefix is not None and (op not in types.DF_RANGE or state.vendor == types.DRAGONFLY):
                     if pending_start is None:
                         pending_start = start
-                    self._what = f"the {types.OPCODE_NAMES.get(op)} at offset {start}"
+                    self._what = ("opcode", op, start)
                     p = yield from prefix(self, p + 1, pending)
                     continue
                 handler = _OPCODES.get(op)
@@ -298,7 +338,8 @@ class RdbParser:
                     self._out.append(rec)
                 continue
             p = yield from self._key(p, op, pending_start if pending_start is not None else start, pending)
-            pending = {}
+            if pending:
+                pending = {}
             pending_start = None
 
     def _key(self, p: int, op: int, start: int, pending: dict):
@@ -308,13 +349,16 @@ class RdbParser:
             known = f" ({vtype.rdb_name}, whose layout is not known)" if vtype is not None else ""
             self.stop("rdb-unknown-type", f"type {op} (0x{op:02x}) at offset {self.base + p}{known} is not one "
                                           f"of {state.vendor} version {state.version}", self.base + p)
-        self._what = f"the key of type {vtype.rdb_name} at offset {self.base + p}"
-        key, p = yield from self.string(p + 1)
+        self._what = ("key", vtype, self.base + p)
+        try:
+            key, p = read_string(self.buf, p + 1, self.cap)
+        except (NeedMore, TooLong, Corrupt):
+            key, p = yield from self.string(p + 1)
         rec = KeyRecord(state.db, key if key is not None else b"", op, vtype, start, encoding=vtype.encoding)
-        self._what = f"the value of key {self.key_text(rec)} at offset {start}"
+        self._what = ("value", rec, start)
         self._current = rec
         keep = self._keep
-        self.keeping = keep(rec.key) if callable(keep) else bool(keep)
+        self.keeping = keep(rec.key) if self._keep_test else keep
         value_start = self.base + p
         p = yield from READERS[vtype.layout](self, p, rec)
         end = self.base + p
@@ -338,8 +382,10 @@ class RdbParser:
             self.note("rdb-expired-key", f"key {self.key_text(rec)} expired at {rec.expire_ms} ms, before the "
                                          f"snapshot's ctime {state.ctime_ms // 1000} s", rec.offset)
         state.keys += 1
-        if state._seen_count < RDB_KEYS.value():
-            seen = state._seen.setdefault(rec.db, set())
+        if state._seen_count < self._keys_cap:
+            seen = state._seen.get(rec.db)
+            if seen is None:
+                seen = state._seen[rec.db] = set()
             h = hash(rec.key)
             if h in seen:
                 self.note("rdb-duplicate-key", f"key {self.key_text(rec)} of db {rec.db} is serialised again",
@@ -347,7 +393,7 @@ class RdbParser:
             else:
                 seen.add(h)
                 state._seen_count += 1
-                if state._seen_count == RDB_KEYS.value():
+                if state._seen_count == self._keys_cap:
                     self._finding("rdb-keys-cap", f"{state._seen_count:,} keys remembered (DCPINSPECT_MAX_RDB_KEYS): "
                                                   "the keys after this one are not checked for duplicates", rec.offset)
 

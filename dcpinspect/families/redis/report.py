@@ -85,23 +85,14 @@ class Summary:
         self.ending: Ending | None = None
 
     def add(self, rec) -> None:
+        if type(rec) is KeyRecord:  # the common case, first
+            self._add_key(rec)
+            return
         for f in findings_of(rec):
             self.findings[f.rule] += 1
             self.severities[f.severity] += 1
         if isinstance(rec, KeyRecord):
-            self.keys += 1
-            self.per_db[rec.db][rec.type] += 1
-            self.encodings[f"{rec.type}/{rec.encoding}"] += 1
-            self.bytes_per_type[rec.type] += rec.size
-            if rec.expire_ms is not None:
-                self.expiring += 1
-            if any(f.rule == "rdb-expired-key" for f in rec.findings):
-                self.expired += 1
-            item = (rec.size, -rec.offset, key_text(rec.key[:256]), rec.type, rec.db)
-            if len(self.biggest) < BIGGEST:
-                heapq.heappush(self.biggest, item)
-            elif item > self.biggest[0]:
-                heapq.heapreplace(self.biggest, item)
+            self._add_key(rec)
         elif isinstance(rec, AuxRecord):
             if len(self.aux) < 256:
                 self.aux[_text(rec.key) or ""] = _text(rec.value) or ""
@@ -109,6 +100,28 @@ class Summary:
             self.opcodes[rec.name] += 1
         elif isinstance(rec, Ending):
             self.ending = rec
+
+    def _add_key(self, rec: KeyRecord) -> None:
+        for f in rec.findings:
+            self.findings[f.rule] += 1
+            self.severities[f.severity] += 1
+        t = rec.vtype.type
+        self.keys += 1
+        self.per_db[rec.db][t] += 1
+        self.encodings[f"{t}/{rec.encoding}"] += 1
+        size = rec.size
+        self.bytes_per_type[t] += size
+        if rec.expire_ms is not None:
+            self.expiring += 1
+        if rec.findings and any(f.rule == "rdb-expired-key" for f in rec.findings):
+            self.expired += 1
+        biggest = self.biggest
+        if len(biggest) < BIGGEST:
+            heapq.heappush(biggest, (size, -rec.offset, key_text(rec.key[:256]), t, rec.db))
+        elif size >= biggest[0][0] and (size, -rec.offset) >= biggest[0][:2]:  # else it is smaller: no key text
+            item = (size, -rec.offset, key_text(rec.key[:256]), t, rec.db)
+            if item > biggest[0]:
+                heapq.heapreplace(biggest, item)
 
     def biggest_keys(self) -> list[dict]:
         return [{"db": db, "key": key, "type": t, "size": size}

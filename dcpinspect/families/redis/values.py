@@ -15,8 +15,8 @@ from typing import Callable
 
 from . import layouts
 from .primitives import (
-    Corrupt, read_binary_double, read_binary_float, read_len, read_ms, read_stream_id, read_string_double,
-    stream_id_of, string_encoding,
+    Corrupt, NeedMore, TooLong, read_binary_double, read_binary_float, read_len, read_ms, read_stream_id,
+    read_string, read_string_double, skip_string, stream_id_of, string_encoding,
 )
 from .records import KeyRecord
 
@@ -65,10 +65,44 @@ def module_name(module_id: int) -> tuple[str, int]:
 
 # --------------------------------------------------------------------------- helpers
 
+def _strings(r, p: int, n: int, items: list | None):
+    """``n`` strings in a row from ``p``, appended to ``items`` when values are kept (passed
+    over unmade when not): the next index. Read straight from the buffer while they are in
+    it; through the parser's waiting helpers when one is not, or is damaged or too long."""
+    buf, cap = r.buf, r.cap
+    k = 0
+    if items is None:
+        while k < n:
+            try:
+                while k < n:
+                    p = skip_string(buf, p, cap)[1]
+                    k += 1
+            except (NeedMore, TooLong, Corrupt):
+                p = (yield from r.string_size(p))[1]
+                k += 1
+        return p
+    put = items.append
+    while k < n:
+        try:
+            while k < n:
+                v, p = read_string(buf, p, cap)
+                put(v)
+                k += 1
+        except (NeedMore, TooLong, Corrupt):
+            v, p = yield from r.string(p)
+            put(v)
+            k += 1
+    return p
+
+
 def _packed(r, p: int, rec: KeyRecord, decode, what: str):
-    """A string holding a packed layout: (entries or None when damaged, next index)."""
+    """A string holding a packed layout: (``decode`` of it — its entries, or their count —
+    or None when damaged, next index)."""
     start = r.base + p
-    raw, p = yield from r.string(p)
+    try:
+        raw, p = read_string(r.buf, p, r.cap)
+    except (NeedMore, TooLong, Corrupt):
+        raw, p = yield from r.string(p)
     if raw is None:
         return None, p
     try:
@@ -80,8 +114,33 @@ def _packed(r, p: int, rec: KeyRecord, decode, what: str):
 
 def _pairs(entries: list, what: str, size: int) -> list[tuple]:
     if len(entries) % size:
-        raise Corrupt(f"{len(entries)} entries do not make {what} of {size}", 0)
+        raise Corrupt(_ungrouped(len(entries), what, size), 0)
     return [tuple(entries[i:i + size]) for i in range(0, len(entries), size)]
+
+
+def _ungrouped(n: int, what: str, size: int) -> str:
+    return f"{n} entries do not make {what} of {size}"
+
+
+def _group_count(r, p, rec, n: int | None, what: str, size: int) -> int | None:
+    """How many ``size``-tuples ``n`` packed entries make (None, and the finding
+    :func:`_packed_groups` makes, when they do not divide)."""
+    if n is None:
+        return None
+    if n % size:
+        r.note("rdb-corrupt", f"{what} of key {r.key_text(rec)}: {_ungrouped(n, f'{what} groups', size)}",
+               r.base + p)
+        return None
+    return n // size
+
+
+def _scores_ok(entries: list) -> bool:
+    """Whether every second entry is a score (what :func:`_score` takes without a complaint)."""
+    try:
+        list(map(float, entries[1::2]))
+    except ValueError:
+        return False
+    return True
 
 
 def _packed_groups(r, p, rec, decode, what, size):
@@ -110,6 +169,15 @@ def string(r, p, rec):
         p = yield from r.wait(p, p + 1)
     if rec.vtype.type == "string":
         rec.encoding = string_encoding(r.buf, p)
+    if not r.keeping:
+        try:
+            size, p = skip_string(r.buf, p, r.cap)
+        except (NeedMore, TooLong, Corrupt):
+            size, p = yield from r.string_size(p)
+        rec.elements = 1
+        if size is not None:
+            rec.extra["value_length"] = size
+        return p
     raw, p = yield from r.string(p)
     rec.elements = 1
     if raw is not None:
@@ -123,10 +191,7 @@ def string(r, p, rec):
 def list_or_set(r, p, rec):
     n, p = yield from r.get(read_len, p)
     items = [] if r.keeping else None
-    for _ in range(n):
-        v, p = yield from r.string(p)
-        if items is not None:
-            items.append(v)
+    p = yield from _strings(r, p, n, items)
     rec.elements = n
     rec.value = items
     return p
@@ -136,11 +201,9 @@ def list_or_set(r, p, rec):
 def hash_(r, p, rec):
     n, p = yield from r.get(read_len, p)
     items = [] if r.keeping else None
-    for _ in range(n):
-        f, p = yield from r.string(p)
-        v, p = yield from r.string(p)
-        if items is not None:
-            items.append((f, v))
+    p = yield from _strings(r, p, 2 * n, items)
+    if items is not None:
+        items = list(zip(items[0::2], items[1::2]))
     rec.elements = n
     rec.value = items
     return p
@@ -151,11 +214,23 @@ def zset(r, p, rec):
     n, p = yield from r.get(read_len, p)
     score = read_string_double if rec.vtype.layout == "zset" else read_binary_double
     items = [] if r.keeping else None
-    for _ in range(n):
-        m, p = yield from r.string(p)
-        s, p = yield from r.get(score, p)
-        if items is not None:
-            items.append((m, s))
+    member = read_string if r.keeping else skip_string
+    buf, cap = r.buf, r.cap
+    k = 0
+    while k < n:
+        try:  # straight from the buffer while the pairs are in it
+            while k < n:
+                m, q = member(buf, p, cap)
+                s, p = score(buf, q)
+                if items is not None:
+                    items.append((m, s))
+                k += 1
+        except (NeedMore, TooLong, Corrupt):
+            m, p = yield from (r.string(p) if r.keeping else r.string_size(p))
+            s, p = yield from r.get(score, p)
+            if items is not None:
+                items.append((m, s))
+            k += 1
     rec.elements = n
     rec.value = items
     return p
@@ -165,6 +240,9 @@ def zset(r, p, rec):
 
 @reader("ziplist_list")
 def ziplist_list(r, p, rec):
+    if not r.keeping:
+        rec.elements, p = yield from _packed(r, p, rec, layouts.ziplist_count, "ziplist")
+        return p
     entries, p = yield from _packed(r, p, rec, layouts.ziplist, "ziplist")
     _finish(r, rec, entries, entries and [_text(e) for e in entries])
     return p
@@ -173,12 +251,15 @@ def ziplist_list(r, p, rec):
 @reader("intset")
 def intset(r, p, rec):
     entries, p = yield from _packed(r, p, rec, layouts.intset, "intset")
-    _finish(r, rec, entries, entries and [_text(e) for e in entries])
+    _finish(r, rec, entries, entries and r.keeping and [_text(e) for e in entries])
     return p
 
 
 @reader("listpack_set")
 def listpack_set(r, p, rec):
+    if not r.keeping:
+        rec.elements, p = yield from _packed(r, p, rec, layouts.listpack_count, "listpack")
+        return p
     entries, p = yield from _packed(r, p, rec, layouts.listpack, "listpack")
     _finish(r, rec, entries, entries and [_text(e) for e in entries])
     return p
@@ -191,7 +272,15 @@ def _zset_pairs(pairs):
 @reader("ziplist_zset", "listpack_zset")
 def packed_zset(r, p, rec):
     decode = layouts.ziplist if rec.vtype.layout == "ziplist_zset" else layouts.listpack
-    pairs, p = yield from _packed_groups(r, p, rec, decode, rec.vtype.encoding, 2)
+    if not r.keeping:
+        entries, p = yield from _packed(r, p, rec, decode, rec.vtype.encoding)
+        if entries is None or len(entries) % 2 or _scores_ok(entries):
+            rec.elements = _group_count(r, p, rec, None if entries is None else len(entries),
+                                        rec.vtype.encoding, 2)
+            return p
+        pairs = _pairs(entries, "pairs", 2)  # a score that is no number: said below
+    else:
+        pairs, p = yield from _packed_groups(r, p, rec, decode, rec.vtype.encoding, 2)
     if pairs is not None:
         try:
             pairs = _zset_pairs(pairs)
@@ -204,6 +293,11 @@ def packed_zset(r, p, rec):
 
 @reader("ziplist_hash", "listpack_hash", "zipmap")
 def packed_hash(r, p, rec):
+    if not r.keeping and rec.vtype.layout != "zipmap":
+        count = layouts.ziplist_count if rec.vtype.layout == "ziplist_hash" else layouts.listpack_count
+        n, p = yield from _packed(r, p, rec, count, rec.vtype.encoding)
+        rec.elements = _group_count(r, p, rec, n, rec.vtype.encoding, 2)
+        return p
     decode = {"ziplist_hash": layouts.ziplist, "listpack_hash": layouts.listpack,
               "zipmap": layouts.zipmap}[rec.vtype.layout]
     pairs, p = yield from _packed_groups(r, p, rec, decode, rec.vtype.encoding, 2)
@@ -215,14 +309,17 @@ def packed_hash(r, p, rec):
 def quicklist(r, p, rec):
     nodes, p = yield from r.get(read_len, p)
     items, count, damaged = [], 0, False
+    decode = layouts.ziplist if r.keeping else layouts.ziplist_count
     for _ in range(nodes):
-        entries, p = yield from _packed(r, p, rec, layouts.ziplist, "quicklist node")
+        entries, p = yield from _packed(r, p, rec, decode, "quicklist node")
         if entries is None:
             damaged = True
             continue
+        if not r.keeping:
+            count += entries
+            continue
         count += len(entries)
-        if r.keeping:
-            items.extend(_text(e) for e in entries)
+        items.extend(_text(e) for e in entries)
     rec.extra["nodes"] = nodes
     rec.elements = None if damaged else count
     rec.value = items if r.keeping else None
@@ -236,9 +333,14 @@ def quicklist2(r, p, rec):
     for _ in range(nodes):
         at = r.base + p
         container, p = yield from r.get(read_len, p)
-        if container == 1:  # PLAIN: one element, as it is
+        if container == 1 and not r.keeping:
+            size, p = yield from r.string_size(p)
+            entries = None if size is None else 1
+        elif container == 1:  # PLAIN: one element, as it is
             raw, p = yield from r.string(p)
             entries = None if raw is None else [raw]
+        elif container == 2 and not r.keeping:
+            entries, p = yield from _packed(r, p, rec, layouts.listpack_count, "quicklist node")
         elif container == 2:  # PACKED: a listpack
             entries, p = yield from _packed(r, p, rec, layouts.listpack, "quicklist node")
         else:
@@ -249,9 +351,11 @@ def quicklist2(r, p, rec):
         if entries is None:
             damaged = True
             continue
+        if not r.keeping:
+            count += entries
+            continue
         count += len(entries)
-        if r.keeping:
-            items.extend(_text(e) for e in entries)
+        items.extend(_text(e) for e in entries)
     rec.extra["nodes"] = nodes
     rec.elements = None if damaged else count
     rec.value = items if r.keeping else None
@@ -284,6 +388,10 @@ def hash_metadata(r, p, rec):
 def listpack_ex(r, p, rec):
     if rec.vtype.layout == "listpack_ex":
         rec.extra["min_expire_ms"], p = yield from r.get(read_ms, p)
+    if not r.keeping:
+        n, p = yield from _packed(r, p, rec, layouts.listpack_count, "listpack")
+        rec.elements = _group_count(r, p, rec, n, "listpack", 3)
+        return p
     triplets, p = yield from _packed_groups(r, p, rec, layouts.listpack, "listpack", 3)
     _finish(r, rec, triplets, triplets and [(_text(f), _text(v), t if isinstance(t, int) and t else None)
                                             for f, v, t in triplets])

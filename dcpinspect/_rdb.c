@@ -1,0 +1,468 @@
+/* RDB's inner loops in C: the CRC-64 (spec/rdb.md §7), LZF strings (§3.2) and the
+ * ziplist and listpack layouts (§6.1, §6.2), for dcpinspect/families/redis/crc64.py,
+ * lzf.py and layouts.py.
+ *
+ * Each function answers only for input the Python reading accepts, and gives exactly what
+ * it gives (the same bytes, the same entries); for anything else it returns None and the
+ * caller runs the Python reading, which says what is wrong and where. Declining is always
+ * safe: an input this file accepts is one the Python reading accepts
+ * (tests/test_rdb_fast.py checks both on valid and damaged blobs).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static uint32_t le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[3] | (uint32_t)p[2] << 8 | (uint32_t)p[1] << 16 | (uint32_t)p[0] << 24;
+}
+
+static int64_t le64s(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return (int64_t)v;
+}
+
+static int32_t int24(const uint8_t *p) {
+    int32_t v = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16);
+    return (v & 0x800000) ? v - (1 << 24) : v;
+}
+
+/* -- CRC-64 (§7) ----------------------------------------------------------------------- */
+
+/* Jones' polynomial, reflected, 8 bytes at a time (slicing-by-8): table[k][b] is the CRC
+ * of byte b followed by k zero bytes */
+#define CRC64_POLY 0x95AC9329AC4BC9B5ULL
+static uint64_t crc_table[8][256];
+
+static void crc_init(void) {
+    for (int n = 0; n < 256; n++) {
+        uint64_t c = (uint64_t)n;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ CRC64_POLY : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (int n = 0; n < 256; n++)
+        for (int k = 1; k < 8; k++)
+            crc_table[k][n] = (crc_table[k - 1][n] >> 8) ^ crc_table[0][crc_table[k - 1][n] & 0xFF];
+}
+
+static uint64_t crc_run(uint64_t crc, const uint8_t *p, size_t n) {
+    while (n >= 8) {
+        crc ^= (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
+               (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+        crc = crc_table[7][crc & 0xFF] ^ crc_table[6][(crc >> 8) & 0xFF] ^ crc_table[5][(crc >> 16) & 0xFF] ^
+              crc_table[4][(crc >> 24) & 0xFF] ^ crc_table[3][(crc >> 32) & 0xFF] ^
+              crc_table[2][(crc >> 40) & 0xFF] ^ crc_table[1][(crc >> 48) & 0xFF] ^ crc_table[0][crc >> 56];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = crc_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+static PyObject *crc64(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    unsigned long long crc = 0;
+    if (!PyArg_ParseTuple(args, "y*|K", &view, &crc))
+        return NULL;
+    uint64_t out;
+    Py_BEGIN_ALLOW_THREADS
+    out = crc_run((uint64_t)crc, view.buf, (size_t)view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLongLong(out);
+}
+
+/* -- LZF ------------------------------------------------------------------------------ */
+
+/* Run the LZF tokens of in[0:n] that should make ulen bytes: 1 when they make exactly
+ * ulen, 0 when lzf.decompress would raise. out == NULL: only check. */
+static int lzf_run(const uint8_t *in, size_t n, uint8_t *out, size_t ulen) {
+    size_t i = 0, o = 0;
+    while (i < n) {
+        unsigned c = in[i++];
+        if (c < 32) {
+            size_t run = c + 1;
+            if (i + run > n || o + run > ulen)
+                return 0;
+            if (out)
+                memcpy(out + o, in + i, run);
+            i += run;
+            o += run;
+            continue;
+        }
+        size_t len = c >> 5;
+        if (len == 7) {
+            if (i >= n)
+                return 0;
+            len += in[i++];
+        }
+        if (i >= n)
+            return 0;
+        size_t back = ((size_t)(c & 0x1f) << 8) + in[i++] + 1;
+        len += 2;
+        if (back > o || o + len > ulen)
+            return 0;
+        if (out) {
+            uint8_t *dst = out + o;
+            const uint8_t *src = dst - back;
+            if (back >= len)
+                memcpy(dst, src, len);
+            else
+                for (size_t k = 0; k < len; k++)
+                    dst[k] = src[k];
+        }
+        o += len;
+    }
+    return o == ulen;
+}
+
+static PyObject *lzf(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t ulen;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &ulen))
+        return NULL;
+    /* a token makes at most 264 bytes of 3 (a back-reference with a length byte): more
+       than 88 times the input cannot come out, and is not allocated */
+    if (ulen < 0 || (size_t)ulen > (size_t)view.len * 88) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, ulen);
+    if (out == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = lzf_run(view.buf, (size_t)view.len, (uint8_t *)PyBytes_AS_STRING(out), (size_t)ulen);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (!ok) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
+static PyObject *lzf_ok(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t ulen;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &ulen))
+        return NULL;
+    int ok = ulen >= 0 && lzf_run(view.buf, (size_t)view.len, NULL, (size_t)ulen);
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(ok);
+}
+
+/* -- entries ---------------------------------------------------------------------------- */
+
+/* append a string entry (keep != 0) */
+static int put_bytes(PyObject *list, const uint8_t *p, size_t n) {
+    PyObject *v = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+    if (v == NULL)
+        return -1;
+    int r = PyList_Append(list, v);
+    Py_DECREF(v);
+    return r;
+}
+
+static int put_int(PyObject *list, int64_t n) {
+    PyObject *v = PyLong_FromLongLong(n);
+    if (v == NULL)
+        return -1;
+    int r = PyList_Append(list, v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* -- listpack (§6.2) -------------------------------------------------------------------- */
+
+static int backlen_size(uint64_t size) {
+    if (size <= 127)
+        return 1;
+    if (size < 16383)
+        return 2;
+    if (size < 2097151)
+        return 3;
+    if (size < 268435455)
+        return 4;
+    return 5;
+}
+
+/* 1: valid (entries appended to list, or only counted in *count when list is NULL);
+ * 0: layouts.listpack would raise; -1: a Python error. */
+static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count) {
+    if (n < 7 || le32(b) != n)
+        return 0;
+    unsigned declared = (unsigned)b[4] | (unsigned)b[5] << 8;
+    size_t p = 6, end = n - 1;
+    Py_ssize_t got = 0;
+    while (p < end) {
+        size_t at = p;
+        unsigned c = b[p];
+        int r = 0;
+        if (c < 0x80) {
+            if (list)
+                r = put_int(list, c);
+            p += 1;
+        } else if (c < 0xC0) {
+            size_t size = c & 0x3F;
+            if (p + 1 + size > n)
+                return 0;
+            if (list)
+                r = put_bytes(list, b + p + 1, size);
+            p += 1 + size;
+        } else if (c < 0xE0) {
+            if (p + 2 > n)
+                return 0;
+            int v = (int)((c & 0x1F) << 8 | b[p + 1]);
+            if (list)
+                r = put_int(list, (v & 0x1000) ? v - 8192 : v);
+            p += 2;
+        } else if (c < 0xF0) {
+            if (p + 2 > n)
+                return 0;
+            size_t size = (size_t)(c & 0x0F) << 8 | b[p + 1];
+            if (p + 2 + size > n)
+                return 0;
+            if (list)
+                r = put_bytes(list, b + p + 2, size);
+            p += 2 + size;
+        } else if (c == 0xF0) {
+            if (p + 5 > n)
+                return 0;
+            size_t size = le32(b + p + 1);
+            if (p + 5 + size > n)
+                return 0;
+            if (list)
+                r = put_bytes(list, b + p + 5, size);
+            p += 5 + size;
+        } else if (c == 0xF1) {
+            if (p + 3 > n)
+                return 0;
+            if (list)
+                r = put_int(list, (int16_t)((unsigned)b[p + 1] | (unsigned)b[p + 2] << 8));
+            p += 3;
+        } else if (c == 0xF2) {
+            if (p + 4 > n)
+                return 0;
+            if (list)
+                r = put_int(list, int24(b + p + 1));
+            p += 4;
+        } else if (c == 0xF3) {
+            if (p + 5 > n)
+                return 0;
+            if (list)
+                r = put_int(list, (int32_t)le32(b + p + 1));
+            p += 5;
+        } else if (c == 0xF4) {
+            if (p + 9 > n)
+                return 0;
+            if (list)
+                r = put_int(list, le64s(b + p + 1));
+            p += 9;
+        } else if (c == 0xFF) {
+            break;
+        } else {
+            return 0;
+        }
+        if (r < 0)
+            return -1;
+        uint64_t size = p - at;
+        int k = backlen_size(size);
+        if (p + k > n)
+            return 0;
+        uint64_t v = 0;
+        for (int i = 0; i < k; i++)
+            v = v << 7 | (b[p + i] & 0x7F);
+        if (v != size)
+            return 0;
+        p += k;
+        got++;
+    }
+    if (p != end || b[end] != 0xFF)
+        return 0;
+    if (declared != 0xFFFF && declared != (unsigned long)got)
+        return 0;
+    if (count)
+        *count = got;
+    return 1;
+}
+
+/* -- ziplist (§6.1) --------------------------------------------------------------------- */
+
+static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count) {
+    if (n < 11 || le32(b) != n)
+        return 0;
+    uint32_t zltail = le32(b + 4);
+    unsigned zllen = (unsigned)b[8] | (unsigned)b[9] << 8;
+    size_t p = 10, prev = 0, last = 10, end = n - 1;
+    Py_ssize_t got = 0;
+    while (p < end) {
+        size_t at = p;
+        if (b[p] == 0xFF)
+            break;
+        size_t prevlen;
+        if (b[p] < 0xFE) {
+            prevlen = b[p];
+            p += 1;
+        } else {
+            if (p + 5 > n)
+                return 0;
+            prevlen = le32(b + p + 1);
+            p += 5;
+        }
+        if (prevlen != prev)
+            return 0;
+        if (p + 1 > n)
+            return 0;
+        unsigned enc = b[p];
+        unsigned kind = enc >> 6;
+        int r = 0;
+        if (kind != 3) {
+            size_t size;
+            if (kind == 0) {
+                size = enc & 0x3F;
+                p += 1;
+            } else if (kind == 1) {
+                if (p + 2 > n)
+                    return 0;
+                size = (size_t)(enc & 0x3F) << 8 | b[p + 1];
+                p += 2;
+            } else if (enc == 0x80) {
+                if (p + 5 > n)
+                    return 0;
+                size = be32(b + p + 1);
+                p += 5;
+            } else {
+                return 0;
+            }
+            if (p + size > n)
+                return 0;
+            if (list)
+                r = put_bytes(list, b + p, size);
+            p += size;
+        } else {
+            p += 1;
+            if (enc == 0xC0) {
+                if (p + 2 > n)
+                    return 0;
+                if (list)
+                    r = put_int(list, (int16_t)((unsigned)b[p] | (unsigned)b[p + 1] << 8));
+                p += 2;
+            } else if (enc == 0xD0) {
+                if (p + 4 > n)
+                    return 0;
+                if (list)
+                    r = put_int(list, (int32_t)le32(b + p));
+                p += 4;
+            } else if (enc == 0xE0) {
+                if (p + 8 > n)
+                    return 0;
+                if (list)
+                    r = put_int(list, le64s(b + p));
+                p += 8;
+            } else if (enc == 0xF0) {
+                if (p + 3 > n)
+                    return 0;
+                if (list)
+                    r = put_int(list, int24(b + p));
+                p += 3;
+            } else if (enc == 0xFE) {
+                if (p + 1 > n)
+                    return 0;
+                if (list)
+                    r = put_int(list, (int8_t)b[p]);
+                p += 1;
+            } else if (enc >= 0xF1 && enc <= 0xFD) {
+                if (list)
+                    r = put_int(list, (int)(enc & 0x0F) - 1);
+            } else {
+                return 0;
+            }
+        }
+        if (r < 0)
+            return -1;
+        prev = p - at;
+        last = at;
+        got++;
+    }
+    if (p != end || b[end] != 0xFF)
+        return 0;
+    if (zllen != 0xFFFF && zllen != (unsigned long)got)
+        return 0;
+    if (got && zltail != last)
+        return 0;
+    if (count)
+        *count = got;
+    return 1;
+}
+
+/* -- the module ----------------------------------------------------------------------- */
+
+typedef int (*layout_fn)(const uint8_t *, size_t, PyObject *, Py_ssize_t *);
+
+static PyObject *entries(PyObject *arg, layout_fn run) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *list = PyList_New(0);
+    if (list == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int r = run(view.buf, (size_t)view.len, list, NULL);
+    PyBuffer_Release(&view);
+    if (r <= 0) {
+        Py_DECREF(list);
+        if (r < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    return list;
+}
+
+static PyObject *counted(PyObject *arg, layout_fn run) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t count = 0;
+    int r = run(view.buf, (size_t)view.len, NULL, &count);
+    PyBuffer_Release(&view);
+    if (r < 0)
+        return NULL;
+    if (r == 0)
+        Py_RETURN_NONE;
+    return PyLong_FromSsize_t(count);
+}
+
+static PyObject *listpack(PyObject *self, PyObject *arg) { return entries(arg, listpack_run); }
+static PyObject *ziplist(PyObject *self, PyObject *arg) { return entries(arg, ziplist_run); }
+static PyObject *listpack_count(PyObject *self, PyObject *arg) { return counted(arg, listpack_run); }
+static PyObject *ziplist_count(PyObject *self, PyObject *arg) { return counted(arg, ziplist_run); }
+
+static PyMethodDef methods[] = {
+    {"crc64", crc64, METH_VARARGS, "crc64(data, crc=0): Redis' CRC-64 of data, continuing from crc."},
+    {"lzf", lzf, METH_VARARGS, "lzf(data, ulen): exactly ulen bytes decompressed, or None."},
+    {"lzf_ok", lzf_ok, METH_VARARGS, "lzf_ok(data, ulen): whether data decompresses to exactly ulen bytes."},
+    {"listpack", listpack, METH_O, "A listpack's entries (bytes and int), or None when it is damaged."},
+    {"ziplist", ziplist, METH_O, "A ziplist's entries (bytes and int), or None when it is damaged."},
+    {"listpack_count", listpack_count, METH_O, "How many entries an undamaged listpack holds, or None."},
+    {"ziplist_count", ziplist_count, METH_O, "How many entries an undamaged ziplist holds, or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rdb", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__rdb(void) {
+    crc_init();
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,342 @@
+"""The RDB decoder's fast paths give what its reference readings give.
+
+- The C helpers (dcpinspect/_rdb.c): the CRC-64 agrees with the bit-by-bit definition;
+  LZF, ziplists and listpacks give exactly what the Python readings give, and None exactly
+  where those raise, on valid blobs built from the layouts and on damaged ones.
+- Values not kept (``summary``, ``jsonl``, the table: strings passed over, LZF checked but
+  not inflated, packed layouts counted) give the records and findings of values kept, byte
+  for byte, fed whole or a few bytes at a time, with the C helpers and without them: on
+  the librdb corpus, on a file of every layout, on damaged copies of it, and on
+  hypothesis' mutations of it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import rdbgen
+from dcpinspect.families.redis import crc64 as crc_module
+from dcpinspect.families.redis import layouts, lzf, native
+from dcpinspect.families.redis.primitives import Corrupt
+from dcpinspect.families.redis.rdb import RdbParser
+from dcpinspect.families.redis.records import Ending
+from dcpinspect.findings import Finding
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "rdb-librdb"
+CORPUS_FILES = sorted(CORPUS.glob("*.rdb")) if CORPUS.is_dir() else []
+
+C = native.C
+needs_c = pytest.mark.skipif(C is None, reason="dcpinspect._rdb is not built (or DCPINSPECT_PURE is set)")
+
+
+# ------------------------------------------------------------------------- an LZF compressor (§3.2)
+
+def lzf_compress(data: bytes) -> bytes:
+    """Greedy LZF as lzf_c.c writes it: literal runs of up to 32 bytes, back-references of
+    3 to 264 bytes up to 8 KiB back (overlapping ones for runs), the long form past 8."""
+    out, lit = bytearray(), bytearray()
+    table: dict[bytes, int] = {}
+
+    def flush():
+        for i in range(0, len(lit), 32):
+            chunk = lit[i:i + 32]
+            out.append(len(chunk) - 1)
+            out.extend(chunk)
+        lit.clear()
+
+    i, n = 0, len(data)
+    while i < n:
+        if i + 3 <= n:
+            k = data[i:i + 3]
+            j = table.get(k)
+            table[k] = i
+            if j is not None and i - j <= 8192:
+                size, most = 3, min(264, n - i)
+                while size < most and data[j + size] == data[i + size]:
+                    size += 1
+                flush()
+                back, length = i - j - 1, size - 2
+                if length < 7:
+                    out += bytes([length << 5 | back >> 8, back & 0xFF])
+                else:
+                    out += bytes([7 << 5 | back >> 8, length - 7, back & 0xFF])
+                i += size
+                continue
+        lit.append(data[i])
+        i += 1
+    flush()
+    return bytes(out)
+
+
+def samples() -> list[bytes]:
+    rnd = random.Random(7)
+    words = b"alpha beta gamma delta order user price status".split()
+    return [
+        b"", b"a", b"abc" * 3, b"x" * 1000, bytes(range(256)) * 40,
+        b" ".join(rnd.choice(words) for _ in range(3000)),
+        rnd.randbytes(5000), b"ab" * 700 + rnd.randbytes(100) + b"ab" * 700,
+    ]
+
+
+def test_the_compressor_makes_back_references_of_every_form():
+    blob = lzf_compress(b"x" * 1000 + b"abcabcabcab")
+    assert lzf.decompress_python(blob, 1011) == b"x" * 1000 + b"abcabcabcab"
+    assert any(c >> 5 == 7 for c in blob) and any(0 < c >> 5 < 7 for c in blob[:2])
+
+
+# ------------------------------------------------------------------------- C against the Python readings
+
+@needs_c
+def test_crc64_in_c_is_the_bitwise_crc():
+    data = random.Random(3).randbytes(10_007)
+    for cut in (0, 1, 7, 8, 9, 5000, len(data)):
+        assert C.crc64(data[cut:], C.crc64(data[:cut])) == rdbgen.crc64_bitwise(data)
+    assert C.crc64(memoryview(bytearray(b"123456789"))) == 0xE9C6D914C4B8D9CA
+    assert crc_module.crc64(b"123456789") == 0xE9C6D914C4B8D9CA
+
+
+@needs_c
+@pytest.mark.parametrize("data", samples(), ids=lambda d: f"{len(d)}B")
+def test_lzf_in_c_inflates_what_python_inflates(data):
+    blob = lzf_compress(data)
+    assert lzf.decompress_python(blob, len(data)) == data
+    assert C.lzf(blob, len(data)) == data and C.lzf_ok(blob, len(data))
+    assert C.lzf(bytearray(blob), len(data)) == data and C.lzf_ok(memoryview(blob), len(data))
+    for ulen in (len(data) - 1, len(data) + 1, 88 * len(blob) + 1):
+        assert C.lzf(blob, ulen) is None and not C.lzf_ok(blob, ulen)
+        with pytest.raises(lzf.LzfError):
+            lzf.decompress(blob, ulen)
+        with pytest.raises(lzf.LzfError):
+            lzf.check(blob, ulen)
+
+
+def _python(fn, *args):
+    try:
+        return fn(*args)
+    except (lzf.LzfError, Corrupt):
+        return None
+
+
+@needs_c
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(samples()[1:]), st.data())
+def test_lzf_in_c_declines_exactly_where_python_raises(data, draw):
+    blob = bytearray(lzf_compress(data))
+    for _ in range(draw.draw(st.integers(1, 3))):
+        blob[draw.draw(st.integers(0, len(blob) - 1))] = draw.draw(st.integers(0, 255))
+    blob = bytes(blob[:draw.draw(st.integers(0, len(blob)))])
+    ulen = len(data) + draw.draw(st.integers(-2, 2))
+    want = _python(lzf.decompress_python, blob, ulen)
+    assert C.lzf(blob, ulen) == want
+    assert C.lzf_ok(blob, ulen) == (want is not None)
+
+
+ENTRIES = [b"", b"a", b"a" * 63, b"b" * 64, b"c" * 127, b"d" * 128, b"e" * 5000, 0, 1, 12, 13, 127, 128, -1, -4096,
+           4095, 30000, -70000, 1 << 40, -(1 << 62)]
+
+
+def _layouts():
+    rnd = random.Random(11)
+    out = [("listpack", rdbgen.listpack(ENTRIES)), ("ziplist", rdbgen.ziplist(ENTRIES)),
+           ("listpack", rdbgen.listpack([])), ("ziplist", rdbgen.ziplist([]))]
+    for _ in range(6):
+        entries = rnd.choices(ENTRIES, k=rnd.randrange(1, 300))
+        out += [("listpack", rdbgen.listpack(entries)), ("ziplist", rdbgen.ziplist(entries))]
+    return out
+
+
+LAYOUTS = _layouts()
+READINGS = {"listpack": (layouts.listpack_python, "listpack", "listpack_count"),
+            "ziplist": (layouts.ziplist_python, "ziplist", "ziplist_count")}
+
+
+@needs_c
+@pytest.mark.parametrize("kind,blob", LAYOUTS, ids=lambda v: v if isinstance(v, str) else f"{len(v)}B")
+def test_packed_layouts_in_c_give_the_python_entries(kind, blob):
+    python, entries, count = READINGS[kind]
+    want = python(blob)
+    assert getattr(C, entries)(blob) == want and getattr(C, count)(blob) == len(want)
+    assert [type(e) for e in getattr(C, entries)(blob)] == [type(e) for e in want]
+    assert getattr(layouts, entries)(blob) == want and getattr(layouts, count)(blob) == len(want)
+
+
+@needs_c
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(LAYOUTS), st.data())
+def test_packed_layouts_in_c_decline_exactly_where_python_raises(layout, draw):
+    kind, blob = layout
+    python, entries, count = READINGS[kind]
+    blob = bytearray(blob)
+    for _ in range(draw.draw(st.integers(1, 3))):
+        at = draw.draw(st.integers(0, len(blob) - 1))
+        blob[at] = draw.draw(st.sampled_from([0, 1, 0x7F, 0x80, 0xC0, 0xE0, 0xF0, 0xF1, 0xF4, 0xFE, 0xFF,
+                                              blob[at] ^ 1, blob[at] + 1 & 0xFF, draw.draw(st.integers(0, 255))]))
+    if draw.draw(st.booleans()):
+        blob = blob[:draw.draw(st.integers(0, len(blob)))]
+        blob[0:4] = struct.pack("<I", len(blob))[:len(blob[0:4])]
+    blob = bytes(blob)
+    want = _python(python, blob)
+    assert getattr(C, entries)(blob) == want
+    assert getattr(C, count)(blob) == (None if want is None else len(want))
+
+
+# ------------------------------------------------------------------------- values kept or not: the same records
+
+def _signature(records: list) -> list:
+    """Everything a record says but its value (and a stream's metadata, summed up when values
+    are not kept)."""
+    out = []
+    for r in records:
+        if isinstance(r, Finding):
+            out.append(("finding", r.rule, r.offset, r.message))
+        elif isinstance(r, Ending):
+            out.append(("end", r.checksum, r.eof_offset, r.stopped, r.bytes_read, r.trailing))
+        else:
+            extra = {k: v for k, v in getattr(r, "extra", {}).items() if k != "stream"}
+            out.append((r.kind, r.offset, r.length, getattr(r, "size", None), getattr(r, "elements", None),
+                        getattr(r, "encoding", None), getattr(r, "expire_ms", None), getattr(r, "key", None),
+                        repr(extra), [(f.rule, f.offset, f.message) for f in r.findings]))
+    return out
+
+
+def decode(data: bytes, keep: bool, chunk: int | None = None, cap: int | None = None) -> list:
+    parser = RdbParser(keep=keep, cap=cap)
+    out = []
+    step = chunk or len(data) or 1
+    for i in range(0, len(data), step):
+        out += parser.feed(data[i:i + step])
+    return out + parser.close()
+
+
+@pytest.fixture(params=["c", "python"])
+def helpers(request, monkeypatch):
+    """Each test once with the C helpers (when built) and once without them."""
+    if request.param == "python":
+        for module in (layouts, lzf):
+            monkeypatch.setattr(module, "C", None)
+    elif C is None:
+        pytest.skip("dcpinspect._rdb is not built")
+    return request.param
+
+
+def assert_same(data: bytes, chunks=(None, 7), cap: int | None = None) -> list:
+    kept = _signature(decode(data, True, cap=cap))
+    for chunk in chunks:
+        assert _signature(decode(data, False, chunk, cap)) == kept, chunk
+    return kept
+
+
+@pytest.mark.skipif(not CORPUS_FILES, reason="the rdb-librdb corpus is not here")
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_librdb_files_decode_the_same_with_values_kept_or_not(path, helpers):
+    assert_same(path.read_bytes(), chunks=(None, 13))
+
+
+def _every_layout() -> bytes:
+    """A version-11 file with a key of every layout Redis 7 and earlier write, plain and
+    LZF-compressed, with an expiry on some."""
+    rnd = random.Random(5)
+    text = b" ".join(rnd.choice(b"user order price status alpha beta".split()) for _ in range(400))
+    big = lzf_compress(text)
+    lp = rdbgen.listpack([b"field", b"value" * 20, b"n", 12345, b"t", text[:300]])
+    lzf_lp = rdbgen.lzf_string(lzf_compress(lp), len(lp))
+    zl = rdbgen.ziplist([b"m1", 1, b"m2", b"2.5", b"m3", b"-inf"])
+    keys = [
+        rdbgen.key(0, "plain", rdbgen.string(b"v" * 10)),
+        rdbgen.key(0, "long", rdbgen.string(text), expire_ms=4_102_444_800_000),
+        rdbgen.key(0, "int", rdbgen.int_string(-300)),
+        rdbgen.key(0, "lzf", rdbgen.lzf_string(big, len(text))),
+        rdbgen.key(1, "list", rdbgen.length(3) + rdbgen.string("a") + rdbgen.lzf_string(big, len(text))
+                   + rdbgen.int_string(7)),
+        rdbgen.key(2, "set", rdbgen.length(2) + rdbgen.string("x") + rdbgen.string("y" * 100)),
+        rdbgen.key(3, "zset", rdbgen.length(2) + rdbgen.string("a") + b"\x031.5" + rdbgen.string("b") + b"\xfe"),
+        rdbgen.key(4, "hash", rdbgen.length(2) + rdbgen.string("f") + rdbgen.string("v")
+                   + rdbgen.string("g") + rdbgen.lzf_string(big, len(text))),
+        rdbgen.key(5, "zset2", rdbgen.length(2) + rdbgen.string("a") + struct.pack("<d", 1.5)
+                   + rdbgen.string("b") + struct.pack("<d", -2.0)),
+        rdbgen.key(10, "ziplist", rdbgen.string(rdbgen.ziplist([b"a", 5, b"b" * 70]))),
+        rdbgen.key(11, "intset", rdbgen.string(rdbgen.intset([1, 5, 9]))),
+        rdbgen.key(12, "zsetzl", rdbgen.string(zl)),
+        rdbgen.key(13, "hashzl", rdbgen.string(rdbgen.ziplist([b"f", b"v", b"g", 5]))),
+        rdbgen.key(14, "quicklist", rdbgen.length(2) + rdbgen.string(rdbgen.ziplist([b"a", 1]))
+                   + rdbgen.string(rdbgen.ziplist([b"b"]))),
+        rdbgen.key(16, "hashlp", lzf_lp),
+        rdbgen.key(16, "hashlp2", rdbgen.string(rdbgen.listpack([b"f", b"v"]))),
+        rdbgen.key(17, "zsetlp", rdbgen.string(rdbgen.listpack([b"a", 1, b"b", b"2.5"]))),
+        rdbgen.key(18, "quicklist2", rdbgen.length(3) + rdbgen.length(2) + lzf_lp + rdbgen.length(1)
+                   + rdbgen.string(b"plain" * 30) + rdbgen.length(2) + rdbgen.string(rdbgen.listpack([1, 2, 3]))),
+        rdbgen.key(20, "setlp", rdbgen.string(rdbgen.listpack([b"x", 1, b"y"]))),
+        rdbgen.key(25, "hashlpex", struct.pack("<q", 1000) + rdbgen.string(rdbgen.listpack([b"f", b"v", 0]))),
+        rdbgen.key(24, "hashmeta", struct.pack("<q", 1000) + rdbgen.length(1) + rdbgen.length(0)
+                   + rdbgen.string("f") + rdbgen.string("v")),
+    ]
+    body = rdbgen.aux("redis-ver", "7.4.0") + rdbgen.aux("ctime", "1700000000") + b"\xfe\x00" + b"".join(keys)
+    return rdbgen.rdb(body, version=11)
+
+
+EVERY = _every_layout()
+
+
+def test_a_file_of_every_layout_decodes_the_same_with_values_kept_or_not(helpers):
+    kept = assert_same(EVERY, chunks=(None, 1, 5, 64))
+    keys = [s for s in kept if s[0] == "key"]
+    assert len(keys) == 21 and all(s[9] == [] for s in keys)  # undamaged: no finding
+    assert kept[-1][1] == "ok"
+
+
+def _damaged_copies() -> list[tuple[str, bytes]]:
+    """The file of every layout with one kind of damage each, inside a value the decoder
+    gets past (a finding on the key) or not (decoding stops)."""
+    zl = rdbgen.ziplist([b"a", 5, b"b" * 70])
+    out = []
+    for name, find, at, byte, said in [
+        ("lzf", b"\x03lzf\xc3", 5 + 4, 0x20, "LZF string: back-reference at 0"),  # nothing to refer to
+        ("listpack", b"\x81f\x02\x81v\x02", 2, 0x7F, "the backlen of the entry at 6"),
+        ("ziplist", zl, len(zl) - 1, 0, "the ziplist does not end with 0xff"),
+        ("intset", rdbgen.intset([1, 5, 9]), 8, 9, "not strictly increasing at 1"),
+        ("listpack score", b"\x832.5", 2, ord("x"), "listpack of key 'zsetlp': score b'2x5' is not a number"),
+        ("string double", b"\x031.5", 2, ord("z"), "score b'1z5' is not a number"),
+        ("encoding", b"\x07ziplist", 0, 0xC7, "string encoding 0xc7 is none of"),
+    ]:
+        where = EVERY.find(find)
+        assert where > 0, name
+        copy = bytearray(EVERY)
+        copy[where + at] = byte
+        out.append((name, bytes(copy), said))
+    out.append(("cut", EVERY[:len(EVERY) // 2], "the input ends in the value of key 'lzf'"))
+    out.append(("long string", EVERY, "a string of 2,354 bytes in the value of key 'long' at offset 64 is more "
+                                      "than the 256 held"))
+    return out
+
+
+@pytest.mark.parametrize("name,data,said", _damaged_copies(), ids=[d[0] for d in _damaged_copies()])
+def test_damaged_files_give_the_same_findings_with_values_kept_or_not(name, data, said, helpers):
+    cap = 256 if name == "long string" else None  # the 400-word text is too long: passed over
+    kept = assert_same(data, chunks=(None, 3), cap=cap)
+    messages = [f[2] for s in kept if s[0] == "key" for f in s[9]] + [s[3] for s in kept if s[0] == "finding"]
+    assert any(said in m for m in messages), messages
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_mutated_files_decode_the_same_with_values_kept_or_not(draw):
+    data = bytearray(EVERY)
+    for _ in range(draw.draw(st.integers(1, 4))):
+        data[draw.draw(st.integers(9, len(data) - 1))] = draw.draw(st.integers(0, 255))
+    assert_same(bytes(data), chunks=(None, draw.draw(st.integers(1, 40))), cap=draw.draw(st.sampled_from([None, 200])))
+
+
+def test_the_pure_setting_turns_the_helpers_off():
+    code = "from dcpinspect.families.redis import native; print(native.C)"
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DCPINSPECT_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "None"
