@@ -162,6 +162,95 @@ static PyObject *lzf_ok(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* -- strings in a row (§3.2) ----------------------------------------------------------- */
+
+/* Pass over up to n strings from buf[p], each followed by `tail` more bytes (a ZSET_2
+ * score): plain ones, integer-encoded ones and LZF ones that inflate to what they say,
+ * none longer than cap. Stops before the first one that is not whole in the buffer or that
+ * primitives.skip_string would not pass over without a complaint (too long, damaged, an
+ * unknown encoding, a length that is no length): the caller reads that one its own way. */
+static PyObject *skip_strings(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t p, n, tail;
+    unsigned long long cap;
+    if (!PyArg_ParseTuple(args, "y*nnKn", &view, &p, &n, &cap, &tail))
+        return NULL;
+    const uint8_t *b = view.buf;
+    size_t len = (size_t)view.len, at = p < 0 ? len : (size_t)p;
+    Py_ssize_t done = 0;
+    while (done < n && at < len) {
+        unsigned c = b[at];
+        size_t q = at + 1;
+        uint64_t size;
+        unsigned kind = c >> 6;
+        if (kind == 0) {
+            size = c;
+        } else if (kind == 1) {
+            if (q + 1 > len)
+                break;
+            size = (uint64_t)(c & 0x3F) << 8 | b[q];
+            q += 1;
+        } else if (c == 0x80) {
+            if (q + 4 > len)
+                break;
+            size = be32(b + q);
+            q += 4;
+        } else if (c == 0x81) {
+            if (q + 8 > len)
+                break;
+            size = (uint64_t)be32(b + q) << 32 | be32(b + q + 4);
+            q += 8;
+        } else if (c == 0xC0 || c == 0xC1 || c == 0xC2) {
+            size = c == 0xC0 ? 1 : c == 0xC1 ? 2 : 4;
+        } else if (c == 0xC3) {
+            /* LZF: two plain lengths, then the data */
+            uint64_t l[2];
+            int ok = 1;
+            for (int i = 0; i < 2 && ok; i++) {
+                if (q >= len) {
+                    ok = 0;
+                    break;
+                }
+                unsigned d = b[q];
+                if (d >> 6 == 0) {
+                    l[i] = d;
+                    q += 1;
+                } else if (d >> 6 == 1 && q + 2 <= len) {
+                    l[i] = (uint64_t)(d & 0x3F) << 8 | b[q + 1];
+                    q += 2;
+                } else if (d == 0x80 && q + 5 <= len) {
+                    l[i] = be32(b + q + 1);
+                    q += 5;
+                } else if (d == 0x81 && q + 9 <= len) {
+                    l[i] = (uint64_t)be32(b + q + 1) << 32 | be32(b + q + 5);
+                    q += 9;
+                } else {
+                    ok = 0;
+                }
+            }
+            if (!ok || l[0] > cap || l[1] > cap || l[0] > len - q || (size_t)tail > len - q - l[0])
+                break;
+            if (!lzf_run(b + q, (size_t)l[0], NULL, (size_t)l[1]))
+                break;
+            at = q + (size_t)l[0] + (size_t)tail;
+            done++;
+            continue;
+        } else {
+            break;
+        }
+        if (kind < 2 || c == 0x80 || c == 0x81) {
+            if (size > cap)
+                break;
+        }
+        if (size > len - q || (size_t)tail > len - q - size)
+            break;
+        at = q + (size_t)size + (size_t)tail;
+        done++;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(nn)", (Py_ssize_t)at, done);
+}
+
 /* -- entries ---------------------------------------------------------------------------- */
 
 /* append a string entry (keep != 0) */
@@ -453,6 +542,8 @@ static PyMethodDef methods[] = {
     {"crc64", crc64, METH_VARARGS, "crc64(data, crc=0): Redis' CRC-64 of data, continuing from crc."},
     {"lzf", lzf, METH_VARARGS, "lzf(data, ulen): exactly ulen bytes decompressed, or None."},
     {"lzf_ok", lzf_ok, METH_VARARGS, "lzf_ok(data, ulen): whether data decompresses to exactly ulen bytes."},
+    {"skip_strings", skip_strings, METH_VARARGS,
+     "skip_strings(buf, p, n, cap, tail): (index, count) after the strings in a row it could pass over."},
     {"listpack", listpack, METH_O, "A listpack's entries (bytes and int), or None when it is damaged."},
     {"ziplist", ziplist, METH_O, "A ziplist's entries (bytes and int), or None when it is damaged."},
     {"listpack_count", listpack_count, METH_O, "How many entries an undamaged listpack holds, or None."},

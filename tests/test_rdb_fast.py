@@ -22,7 +22,7 @@ from hypothesis import given, settings, strategies as st
 
 import rdbgen
 from dcpinspect.families.redis import crc64 as crc_module
-from dcpinspect.families.redis import layouts, lzf, native
+from dcpinspect.families.redis import layouts, lzf, native, primitives
 from dcpinspect.families.redis.primitives import Corrupt
 from dcpinspect.families.redis.rdb import RdbParser
 from dcpinspect.families.redis.records import Ending
@@ -218,7 +218,7 @@ def decode(data: bytes, keep: bool, chunk: int | None = None, cap: int | None = 
 def helpers(request, monkeypatch):
     """Each test once with the C helpers (when built) and once without them."""
     if request.param == "python":
-        for module in (layouts, lzf):
+        for module in (layouts, lzf, primitives):
             monkeypatch.setattr(module, "C", None)
     elif C is None:
         pytest.skip("dcpinspect._rdb is not built")
@@ -297,6 +297,7 @@ def _damaged_copies() -> list[tuple[str, bytes]]:
     out = []
     for name, find, at, byte, said in [
         ("lzf", b"\x03lzf\xc3", 5 + 4, 0x20, "LZF string: back-reference at 0"),  # nothing to refer to
+        ("lzf in a list", b"\x04list\x03\x01a\xc3", 13, 0x20, "LZF string: back-reference at 0"),
         ("listpack", b"\x81f\x02\x81v\x02", 2, 0x7F, "the backlen of the entry at 6"),
         ("ziplist", zl, len(zl) - 1, 0, "the ziplist does not end with 0xff"),
         ("intset", rdbgen.intset([1, 5, 9]), 8, 9, "not strictly increasing at 1"),
@@ -340,3 +341,54 @@ def test_the_pure_setting_turns_the_helpers_off():
     env = {**os.environ, "DCPINSPECT_PURE": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "None"
+
+
+def _string_run(rnd: random.Random) -> tuple[bytes, int]:
+    """Strings in a row as RDB writes them (plain of each length form, integer-encoded, LZF),
+    each followed by 8 bytes (a ZSET_2 score): the bytes and how many."""
+    text = b"order user price " * 40
+    lzf_text = rdbgen.lzf_string(lzf_compress(text), len(text))
+    out, n = bytearray(), rnd.randrange(1, 12)
+    for _ in range(n):
+        kind = rnd.randrange(5)
+        if kind == 0:
+            out += rdbgen.string(rnd.randbytes(rnd.randrange(64)))
+        elif kind == 1:
+            out += rdbgen.string(rnd.randbytes(rnd.choice([64, 300, 20000])))
+        elif kind == 2:
+            out += rdbgen.int_string(rnd.choice([5, -300, 1 << 20]))
+        elif kind == 3:
+            out += lzf_text
+        else:
+            out += b"\x80" + struct.pack(">I", 70) + rnd.randbytes(70)  # the 32-bit length form
+        out += struct.pack("<d", rnd.random())
+    return bytes(out), n
+
+
+@pytest.mark.parametrize("helper", ["c", "python"])
+@settings(max_examples=400, deadline=None)
+@given(seed=st.integers(0, 10**9), data=st.data())
+def test_strings_in_a_row_are_passed_over_only_where_one_at_a_time_would_pass(helper, seed, data):
+    """skip_strings stops before any string skip_string would complain about or cannot see
+    whole (C: and only there, for the encodings Redis writes), and otherwise ends where
+    skip_string one at a time ends."""
+    if helper == "c" and C is None:
+        pytest.skip("dcpinspect._rdb is not built")
+    rnd = random.Random(seed)
+    buf, n = _string_run(rnd)
+    buf = bytearray(buf)
+    for _ in range(data.draw(st.integers(0, 3))):
+        buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
+    buf = buf[:data.draw(st.integers(0, len(buf)))]
+    cap = data.draw(st.sampled_from([1 << 20, 100]))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(primitives, "C", C if helper == "c" else None)
+        p, done = primitives.skip_strings(buf, 0, n, cap, 8)
+    q = 0
+    for _ in range(done):
+        q = primitives.skip_string(buf, q, cap)[1] + 8
+        assert q <= len(buf)
+    assert q == p
+    if helper == "c" and done < n and not (p < len(buf) and buf[p] == 0x81):
+        with pytest.raises((primitives.NeedMore, primitives.TooLong, Corrupt)):
+            primitives.read_binary_double(buf, primitives.skip_string(buf, p, cap)[1])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 
 from .lzf import LzfError, check, decompress
+from .native import C
 
 #: the first byte's top bits of a length (§3.1)
 LEN_6, LEN_14, LEN_32, LEN_64, LEN_ENC = 0, 1, 0x80, 0x81, 3
@@ -180,6 +181,26 @@ def skip_string(buf, p: int, cap: int) -> tuple[int, int]:
     if end > n:
         raise NeedMore(end)
     return size, end
+
+
+def skip_strings(buf, p: int, n: int, cap: int, tail: int = 0) -> tuple[int, int]:
+    """(index, count) after as many of ``n`` strings in a row from ``p`` (each followed by
+    ``tail`` bytes: a ZSET_2 score) as :func:`skip_string` passes over without a complaint
+    and the buffer holds whole; it stops before the first other one, for the caller to read
+    its own way. In C every encoding; in Python the short plain strings only."""
+    if C is not None:
+        return C.skip_strings(buf, p, min(n, 1 << 62), cap, tail)
+    done, end = 0, len(buf)
+    while done < n and p < end:
+        b = buf[p]
+        if b >= 0x40:
+            break
+        q = p + 1 + b + tail
+        if q > end:
+            break
+        p = q
+        done += 1
+    return p, done
 
 
 def string_header(buf, p: int) -> tuple[int, int, bool]:

@@ -16,7 +16,7 @@ from typing import Callable
 from . import layouts
 from .primitives import (
     Corrupt, NeedMore, TooLong, read_binary_double, read_binary_float, read_len, read_ms, read_stream_id,
-    read_string, read_string_double, skip_string, stream_id_of, string_encoding,
+    read_string, read_string_double, skip_string, skip_strings, stream_id_of, string_encoding,
 )
 from .records import KeyRecord
 
@@ -73,12 +73,13 @@ def _strings(r, p: int, n: int, items: list | None):
     k = 0
     if items is None:
         while k < n:
-            try:
-                while k < n:
+            p, done = skip_strings(buf, p, n - k, cap)
+            k += done
+            if k < n:
+                try:
                     p = skip_string(buf, p, cap)[1]
-                    k += 1
-            except (NeedMore, TooLong, Corrupt):
-                p = (yield from r.string_size(p))[1]
+                except (NeedMore, TooLong, Corrupt):
+                    p = (yield from r.string_size(p))[1]
                 k += 1
         return p
     put = items.append
@@ -218,6 +219,11 @@ def zset(r, p, rec):
     buf, cap = r.buf, r.cap
     k = 0
     while k < n:
+        if score is read_binary_double and not r.keeping:  # members and their 8-byte scores in a row
+            p, done = skip_strings(buf, p, n - k, cap, 8)
+            k += done
+            if k == n:
+                break
         try:  # straight from the buffer while the pairs are in it
             while k < n:
                 m, q = member(buf, p, cap)
