@@ -381,6 +381,7 @@ static int leb128(const uint8_t *p, size_t n, uint64_t *value) {
 
 typedef struct { /* one extras layout, from lane.py */
     int opcode, extras, nfields, seqno, zero; /* seqno, zero: field indexes (-1: none) */
+    int key_required;                          /* the catalog requires a key */
     int sizes[MAX_FIELDS];
     PyObject *names[MAX_FIELDS]; /* '"by_seqno":' (ASCII, kept alive by Plans.keep) */
     PyObject *proto;              /* '"protocol":"dcp"' */
@@ -405,8 +406,8 @@ static void plans_free(PyObject *capsule) {
 }
 
 static PyObject *compile_plans(PyObject *self, PyObject *seq) {
-    /* (opcode, extras size, seqno index, zero index, names, sizes, protocol member, opcode
-       members) for each item layout, into what scan reads */
+    /* (opcode, extras size, seqno index, nmeta index, key required, names, sizes, protocol
+       member, opcode members) for each item layout, into what scan reads */
     if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) > MAX_PLANS) {
         PyErr_SetString(PyExc_TypeError, "plans: a tuple of at most 8 plans");
         return NULL;
@@ -418,7 +419,8 @@ static PyObject *compile_plans(PyObject *self, PyObject *seq) {
     for (int i = 0; i < ps->n; i++) {
         PyObject *t = PyTuple_GET_ITEM(seq, i), *names, *sizes;
         Plan *p = &ps->plan[i];
-        if (!PyArg_ParseTuple(t, "iiiiO!O!UU", &p->opcode, &p->extras, &p->seqno, &p->zero, &PyTuple_Type, &names,
+        if (!PyArg_ParseTuple(t, "iiiipO!O!UU", &p->opcode, &p->extras, &p->seqno, &p->zero, &p->key_required,
+                              &PyTuple_Type, &names,
                               &PyTuple_Type, &sizes, &p->proto, &p->head))
             goto bad;
         p->nfields = (int)PyTuple_GET_SIZE(names);
@@ -588,9 +590,186 @@ typedef struct {
     PyObject *keys; /* the digests of its keys (None: not checked); a new one owned */
 } Snap;
 
-#define SNAP_ACK 0x08u
-#define SNAP_DISK 0x02u
-#define SNAP_DECLINED 0x38u /* ack, history, may-duplicate: left to the Python path */
+#define SNAP_DECLINED 0x38u /* ack, history, may-duplicate: what the scan does not keep for the session */
+
+/* -- the rules' conditions, as programs (rules/conditions.py) ---------------------------
+ *
+ * Each check a frame of a lane opcode could meet is a program over numbered facts: the
+ * facts below, read from each frame or carried through the run (their names in FACTS,
+ * by which lane.py numbers them), then the connection's, which lane.py reads with the
+ * rules' own getters as the run starts. The scan declines a frame as soon as one program
+ * of its opcode says true; it restates no rule. */
+
+enum {
+    F_SEQNO, F_NMETA, F_EXTRAS_LENGTH, F_DATATYPE, F_KEY_LENGTH, F_LOGICAL_KEY_LENGTH, F_PREFIXED, F_COLLECTION_ID,
+    F_HAS_SID, F_KEY_REQUIRED, F_MARKER_START, F_MARKER_END, F_SNAPSHOT_TYPE, F_MARKER_VERSION, F_HAS_MVS, F_MVS,
+    F_HAS_HCS, F_HCS, F_HAS_HPS, F_HPS, F_LAST_SEQNO, F_HAS_SNAPSHOT, F_SNAP_START, F_SNAP_END, F_SNAP_TYPE,
+    F_SNAP_COMPLETE, F_KEY_SEEN, F_UNACKED, N_FACTS
+};
+static const char *FACT_NAMES[N_FACTS] = {
+    "seqno", "nmeta", "extras_length", "datatype", "key_length", "logical_key_length", "prefixed", "collection_id",
+    "has_sid", "key_required", "marker_start", "marker_end", "snapshot_type", "marker_version", "has_mvs", "mvs",
+    "has_hcs", "hcs", "has_hps", "hps", "last_seqno", "has_snapshot", "snap_start", "snap_end", "snap_type",
+    "snap_complete", "key_seen", "unacked"};
+
+/* instructions, as rules/conditions.py numbers them; END closes one check's program */
+enum { P_END = 0, P_FACT, P_CONST, P_LT, P_LE, P_GT, P_GE, P_EQ, P_NE, P_AND, P_OR, P_NOT, P_BITS };
+#define MAX_CONNECTION_FACTS 32
+#define MAX_SLOTS (N_FACTS + MAX_CONNECTION_FACTS)
+#define PROGRAM_DEPTH 32
+#define RULES_CAPSULE "dcpinspect._lane.rules"
+#define LANE_OPS 3 /* snapshot marker, mutation, deletion: 0x56 + i */
+
+typedef struct {
+    int slots;                        /* facts numbered, the connection's included */
+    Py_ssize_t len[LANE_OPS];         /* -1: a check of this opcode is beyond the lane */
+    uint64_t *code[LANE_OPS];
+} Rules;
+
+static void rules_free(PyObject *capsule) {
+    Rules *r = PyCapsule_GetPointer(capsule, RULES_CAPSULE);
+    if (r != NULL) {
+        for (int i = 0; i < LANE_OPS; i++)
+            PyMem_Free(r->code[i]);
+        PyMem_Free(r);
+    }
+}
+
+static PyObject *compile_rules(PyObject *self, PyObject *args) {
+    /* (programs of 0x56, 0x57, 0x58: flat tuples of (instruction, argument) pairs, or None),
+     * number of slots: checked for depth and slot numbers once, kept for every scan */
+    PyObject *progs;
+    int slots;
+    if (!PyArg_ParseTuple(args, "O!i", &PyTuple_Type, &progs, &slots))
+        return NULL;
+    if (PyTuple_GET_SIZE(progs) != LANE_OPS || slots < N_FACTS || slots > MAX_SLOTS) {
+        PyErr_SetString(PyExc_ValueError, "rules: three programs, and at most 32 connection facts");
+        return NULL;
+    }
+    Rules *r = PyMem_Calloc(1, sizeof(Rules));
+    if (r == NULL)
+        return PyErr_NoMemory();
+    r->slots = slots;
+    for (int i = 0; i < LANE_OPS; i++) {
+        PyObject *t = PyTuple_GET_ITEM(progs, i);
+        if (t == Py_None) {
+            r->len[i] = -1;
+            continue;
+        }
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) % 2) {
+            PyErr_SetString(PyExc_ValueError, "rules: a program is a tuple of pairs");
+            goto bad;
+        }
+        Py_ssize_t n = PyTuple_GET_SIZE(t);
+        r->code[i] = PyMem_Calloc((size_t)n + 1, sizeof(uint64_t));
+        if (r->code[i] == NULL) {
+            PyErr_NoMemory();
+            goto bad;
+        }
+        r->len[i] = n;
+        int depth = 0;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            uint64_t v = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, k));
+            if (v == (uint64_t)-1 && PyErr_Occurred())
+                goto bad;
+            r->code[i][k] = v;
+            if (k % 2)
+                continue;
+            uint64_t arg = 0;
+            if (k + 1 < n) {
+                arg = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, k + 1));
+                if (arg == (uint64_t)-1 && PyErr_Occurred())
+                    goto bad;
+            }
+            int ok;
+            if (v == P_FACT || v == P_CONST)
+                ok = (v == P_CONST || arg < (uint64_t)slots) && ++depth <= PROGRAM_DEPTH;
+            else if (v == P_NOT || v == P_BITS)
+                ok = depth >= 1;
+            else if (v >= P_LT && v <= P_OR)
+                ok = depth-- >= 2;
+            else if (v == P_END)
+                ok = depth-- == 1;
+            else
+                ok = 0;
+            if (!ok) {
+                PyErr_SetString(PyExc_ValueError, "rules: a malformed program");
+                goto bad;
+            }
+        }
+        if (depth != 0) {
+            PyErr_SetString(PyExc_ValueError, "rules: a program not closed by END");
+            goto bad;
+        }
+    }
+    PyObject *capsule = PyCapsule_New(r, RULES_CAPSULE, rules_free);
+    if (capsule == NULL)
+        goto bad;
+    return capsule;
+bad:
+    for (int i = 0; i < LANE_OPS; i++)
+        PyMem_Free(r->code[i]);
+    PyMem_Free(r);
+    return NULL;
+}
+
+/* Whether any check of the program list says true over the fact values F. */
+static int any_check(const uint64_t *code, Py_ssize_t n, const uint64_t *F) {
+    uint64_t st[PROGRAM_DEPTH];
+    int sp = 0;
+    for (Py_ssize_t k = 0; k < n; k += 2) {
+        uint64_t op = code[k], arg = code[k + 1], b;
+        switch (op) {
+        case P_FACT: st[sp++] = F[arg]; break;
+        case P_CONST: st[sp++] = arg; break;
+        case P_NOT: st[sp - 1] = !st[sp - 1]; break;
+        case P_BITS: st[sp - 1] = (st[sp - 1] & arg) != 0; break;
+        case P_END:
+            if (st[--sp])
+                return 1;
+            break;
+        default:
+            b = st[--sp];
+            switch (op) {
+            case P_LT: st[sp - 1] = st[sp - 1] < b; break;
+            case P_LE: st[sp - 1] = st[sp - 1] <= b; break;
+            case P_GT: st[sp - 1] = st[sp - 1] > b; break;
+            case P_GE: st[sp - 1] = st[sp - 1] >= b; break;
+            case P_EQ: st[sp - 1] = st[sp - 1] == b; break;
+            case P_NE: st[sp - 1] = st[sp - 1] != b; break;
+            case P_AND: st[sp - 1] = st[sp - 1] && b; break;
+            default: st[sp - 1] = st[sp - 1] || b; break; /* P_OR */
+            }
+        }
+    }
+    return 0;
+}
+
+static PyObject *check_facts(PyObject *self, PyObject *args) {
+    /* (rules capsule, opcode, fact values): whether a check of that opcode says true (the
+     * evaluator on its own, for the tests) */
+    PyObject *capsule, *values;
+    int op;
+    if (!PyArg_ParseTuple(args, "OiO!", &capsule, &op, &PyTuple_Type, &values))
+        return NULL;
+    Rules *rules = PyCapsule_GetPointer(capsule, RULES_CAPSULE);
+    if (rules == NULL)
+        return NULL;
+    if (op < 0x56 || op >= 0x56 + LANE_OPS || PyTuple_GET_SIZE(values) != rules->slots) {
+        PyErr_SetString(PyExc_ValueError, "check_facts: a lane opcode and one value a slot");
+        return NULL;
+    }
+    uint64_t F[MAX_SLOTS];
+    for (int k = 0; k < rules->slots; k++) {
+        F[k] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(values, k));
+        if (F[k] == (uint64_t)-1 && PyErr_Occurred())
+            return NULL;
+    }
+    Py_ssize_t n = rules->len[op - 0x56];
+    if (n < 0)
+        Py_RETURN_NONE;
+    return PyBool_FromLong(any_check(rules->code[op - 0x56], n, F));
+}
 
 static PyObject *snap_info(const Snap *s) {
     /* (start, end, snapshot type, max visible, high completed, high prepared, keys, complete) */
@@ -607,34 +786,45 @@ static PyObject *snap_info(const Snap *s) {
                          s->complete ? Py_True : Py_False);
 }
 
+/* the run facts of the snapshot the stream is in */
+static void snap_facts(uint64_t *F, const Snap *s) {
+    F[F_HAS_SNAPSHOT] = 1;
+    F[F_SNAP_START] = s->start;
+    F[F_SNAP_END] = s->end;
+    F[F_SNAP_TYPE] = s->flags;
+    F[F_SNAP_COMPLETE] = (uint64_t)s->complete;
+}
+
 static PyObject *scan(PyObject *self, PyObject *args) {
     /* Runs of a stream's DCP_MUTATION and DCP_DELETION frames, and the snapshot markers
-     * between them (read by fixed_line with the caller's marker shapes), that the rules
-     * would find nothing in; see the top of this file. */
+     * between them (read by fixed_line with the caller's marker shapes), in which no check
+     * of the rules says true; see the top of this file and lane.py's Run for the
+     * arguments, Scanned for what comes back. */
     Py_buffer view;
     Py_ssize_t pos, stop;
     long long base;
     unsigned int want_opaque;
-    int want_vb, want_sid, need_sid, collections, deletion_extras, complete, markers_ok, v22_ok;
+    int want_vb, want_sid, collections, complete;
     Py_ssize_t max_text, max_keys, max_inflate;
     uint8_t *inflated = NULL;
-    unsigned long long last_seqno, snap_start, snap_end, end_seqno;
+    unsigned long long last_seqno, snap_start, snap_end, snap_flags, end_seqno;
     long long unacked, limit;
-    PyObject *keys, *prefix, *capsule, *magic_names, *marker_shapes, *marker_fields;
-    if (!PyArg_ParseTuple(args, "y*nnL(IiiiinniKKKOnLLUpKppO!O!)OO!", &view, &pos, &stop, &base, &want_opaque,
-                          &want_vb, &want_sid, &need_sid, &collections, &max_text, &max_inflate, &deletion_extras,
-                          &last_seqno, &snap_start, &snap_end, &keys, &max_keys, &unacked, &limit, &prefix, &complete,
-                          &end_seqno, &markers_ok, &v22_ok, &PyTuple_Type, &marker_shapes, &PyTuple_Type,
-                          &marker_fields, &capsule, &PyTuple_Type, &magic_names))
+    PyObject *keys, *prefix, *capsule, *rules_capsule, *magic_names, *marker_shapes, *marker_fields, *connection;
+    if (!PyArg_ParseTuple(args, "y*nnL(IiiinnKKKKpOnLLKUO!O!O!)OOO!", &view, &pos, &stop, &base, &want_opaque,
+                          &want_vb, &want_sid, &collections, &max_text, &max_inflate, &last_seqno, &snap_start,
+                          &snap_end, &snap_flags, &complete, &keys, &max_keys, &unacked, &limit, &end_seqno, &prefix,
+                          &PyTuple_Type, &connection, &PyTuple_Type, &marker_shapes, &PyTuple_Type, &marker_fields,
+                          &capsule, &rules_capsule, &PyTuple_Type, &magic_names))
         return NULL;
     const uint8_t *d = view.buf;
     PyObject *result = NULL;
     Out o = {NULL, 0, 0};
-    Snap cur = {snap_start, snap_end, 0, 0, 0, 0, 0, 0, 0, complete, keys}, older = cur;
+    Snap cur = {snap_start, snap_end, snap_flags, 0, 0, 0, 0, 0, 0, complete, keys}, older = cur;
     int first_complete = complete;
     Py_ssize_t markers = 0;
     Plans *compiled = PyCapsule_GetPointer(capsule, PLANS_CAPSULE);
-    if (compiled == NULL)
+    Rules *rules = compiled == NULL ? NULL : PyCapsule_GetPointer(rules_capsule, RULES_CAPSULE);
+    if (rules == NULL)
         goto done;
     const Plan *plans = compiled->plan;
     int nplans = compiled->n;
@@ -645,6 +835,16 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!PyUnicode_IS_ASCII(prefix) || PyTuple_GET_SIZE(magic_names) != 2 || PyTuple_GET_SIZE(marker_shapes) != 2) {
         PyErr_SetString(PyExc_ValueError, "prefix must be ASCII, magic_names and marker_shapes pairs");
         goto done;
+    }
+    if (PyTuple_GET_SIZE(connection) != rules->slots - N_FACTS) {
+        PyErr_SetString(PyExc_ValueError, "scan: one connection fact a slot beyond the lane's own");
+        goto done;
+    }
+    uint64_t F[MAX_SLOTS] = {0};
+    for (int k = N_FACTS; k < rules->slots; k++) {
+        F[k] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(connection, k - N_FACTS));
+        if (F[k] == (uint64_t)-1 && PyErr_Occurred())
+            goto done;
     }
     if (stop > view.len)
         stop = view.len;
@@ -658,8 +858,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     while (pos >= 0 && pos + 24 <= stop) {
         const uint8_t *h = d + pos;
         int magic = h[0], op = h[1], flex = magic == 0x08;
-        if ((magic != 0x80 && !flex) || (op != 0x57 && op != 0x58 && op != 0x56))
+        if ((magic != 0x80 && !flex) || op < 0x56 || op >= 0x56 + LANE_OPS || rules->len[op - 0x56] < 0)
             break;
+        const uint64_t *code = rules->code[op - 0x56];
+        Py_ssize_t code_len = rules->len[op - 0x56];
         uint32_t bodylen = be32(h + 8);
         Py_ssize_t size = 24 + (Py_ssize_t)bodylen;
         if (pos + size > stop)
@@ -669,17 +871,26 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         uint32_t vb = be16(h + 6), opaque = be32(h + 12);
         uint64_t cas = beN(h + 16, 8);
         if (opaque != want_opaque || (int)vb != want_vb || framing + extlen + keylen > bodylen)
-            break;
+            break; /* another stream's, or no frame the lane reads */
         int sid = stream_id_of(h, flex, framing);
-        if (sid == -2 || (sid >= 0 && sid != want_sid) || (sid < 0 && need_sid))
+        if (sid == -2 || (sid >= 0 && sid != want_sid))
             break;
+        /* the facts every frame has, and the run's */
+        memset(F, 0, sizeof(uint64_t) * F_LAST_SEQNO);
+        F[F_EXTRAS_LENGTH] = extlen;
+        F[F_DATATYPE] = (uint64_t)dt;
+        F[F_KEY_LENGTH] = keylen;
+        F[F_HAS_SID] = sid >= 0;
+        F[F_LAST_SEQNO] = last_seqno;
+        snap_facts(F, &cur);
+        F[F_KEY_SEEN] = 0;
+        F[F_UNACKED] = (uint64_t)unacked;
         if (op == 0x56) {
-            /* a marker: the frame rules (its shape, named flags only), then rules.stream's
-             * _negotiated and _marker with the snapshot before it complete */
+            /* a marker: its shape (named flags only) from the layouts, then the checks */
             int index, n_vals;
             uint64_t vals[MAX_FIELDS];
             size_t mark = o.len;
-            if (!markers_ok || dt || (sid >= 0 && collections < 0)) /* datatype; a stream id deciding collections */
+            if (dt || (sid >= 0 && collections < 0)) /* datatype; a stream id deciding collections */
                 break;
             int got = fixed_line(&o, h, size, base + pos, sid, prefix, PyTuple_GET_ITEM(magic_names, flex),
                                  PyTuple_GET_ITEM(marker_shapes, flex), max_text, &index, vals, &n_vals);
@@ -709,11 +920,17 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 s.hcs = vals[at[4]];
             if (s.has_hps)
                 s.hps = vals[at[5]];
-            if ((at[6] && !v22_ok) || (s.flags & SNAP_DECLINED) || s.end <= cur.end || s.start <= cur.end ||
-                s.start < cur.start || s.start > s.end || !(cur.complete || last_seqno >= cur.end) ||
-                (s.has_mvs && s.mvs > s.end) || (s.has_hps && s.hps > s.end && (s.flags & SNAP_DISK)) ||
-                (!(s.flags & SNAP_DISK) && ((s.has_hcs && s.hcs) || (s.has_hps && s.hps))) ||
-                (limit && unacked >= limit)) {
+            F[F_MARKER_START] = s.start;
+            F[F_MARKER_END] = s.end;
+            F[F_SNAPSHOT_TYPE] = s.flags;
+            F[F_MARKER_VERSION] = at[6] ? 2 : 0;
+            F[F_HAS_MVS] = (uint64_t)s.has_mvs;
+            F[F_MVS] = s.mvs;
+            F[F_HAS_HCS] = (uint64_t)s.has_hcs;
+            F[F_HCS] = s.hcs;
+            F[F_HAS_HPS] = (uint64_t)s.has_hps;
+            F[F_HPS] = s.hps;
+            if ((s.flags & SNAP_DECLINED) || any_check(code, code_len, F)) {
                 o.len = mark;
                 break;
             }
@@ -738,47 +955,48 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             pos += size;
             continue;
         }
+        /* an item: its extras from the layouts, its key and value as the decoder reads them */
         const Plan *plan = NULL;
         for (int i = 0; i < nplans; i++)
             if (plans[i].opcode == op && (uint32_t)plans[i].extras == extlen)
                 plan = &plans[i];
-        if (plan == NULL || (op == 0x58 && deletion_extras >= 0 && (int)extlen != deletion_extras))
-            break;
-        if (dt > 3 || (op == 0x58 && dt != 0)) /* xattrs; deletion-datatype */
+        if (plan == NULL || dt > 3 || (op == 0x58 && dt != 0)) /* xattrs, deletion values: the decoder's */
             break;
         const uint8_t *ex = h + 24 + framing;
         uint64_t vals[MAX_FIELDS];
         for (int k = 0, off = 0; k < plan->nfields; off += plan->sizes[k], k++)
             vals[k] = beN(ex + off, plan->sizes[k]);
         uint64_t seqno = vals[plan->seqno];
-        if (seqno == 0 || (plan->zero >= 0 && vals[plan->zero] != 0))
-            break; /* seqno-zero, nmeta-nonzero */
-        if (seqno <= last_seqno || seqno < cur.start || seqno > cur.end)
-            break;
+        F[F_SEQNO] = seqno;
+        F[F_NMETA] = plan->zero >= 0 ? vals[plan->zero] : 0;
+        F[F_KEY_REQUIRED] = (uint64_t)plan->key_required;
         const uint8_t *key = ex + extlen, *value = key + keylen, *end = h + size;
         size_t vlen = (size_t)(end - value);
-        if (keylen == 0)
-            break;
         int prefixed = collections == 1;
         uint64_t cid = 0;
-        if (collections < 0 && !(key[0] >= 0x20 && key[0] < 0x7f)) { /* keys._looks_prefixed */
-            int used = leb128(key, keylen, &cid);
-            prefixed = used && (cid == 0 || cid >= 8) && (uint32_t)used < keylen;
-        }
         const uint8_t *logical = key;
         size_t llen = keylen;
-        if (prefixed) {
-            int used = leb128(key, keylen, &cid);
-            if (!used)
+        if (keylen) {
+            if (collections < 0 && !(key[0] >= 0x20 && key[0] < 0x7f)) { /* keys._looks_prefixed */
+                int used = leb128(key, keylen, &cid);
+                prefixed = used && (cid == 0 || cid >= 8) && (uint32_t)used < keylen;
+            }
+            if (prefixed) {
+                int used = leb128(key, keylen, &cid);
+                if (!used)
+                    break;
+                logical = key + used;
+                llen = keylen - (size_t)used;
+                if (llen == 0 || (cid >= 1 && cid <= 7)) /* the key decoder's problems */
+                    break;
+            }
+            if (text_class(logical, llen) == NOT_ASCII)
                 break;
-            logical = key + used;
-            llen = keylen - (size_t)used;
-            if (llen == 0 || (cid >= 1 && cid <= 7))
-                break;
-        }
-        if (text_class(logical, llen) == NOT_ASCII || keylen > (prefixed ? 251u : 250u) ||
-            (prefixed && cid && llen > 246))
-            break;
+        } else
+            prefixed = 0;
+        F[F_PREFIXED] = (uint64_t)prefixed;
+        F[F_COLLECTION_ID] = cid;
+        F[F_LOGICAL_KEY_LENGTH] = llen;
         /* the document: the value, inflated when snappy (values._document_lean) */
         const uint8_t *doc = value;
         Py_ssize_t dlen = (Py_ssize_t)vlen;
@@ -795,23 +1013,30 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             break;
         if ((dt & 1) && dlen && json_valid(doc, (size_t)dlen) != J_OK)
             break;
-        if (limit && unacked >= limit)
-            break; /* buffer-overrun */
-        if (cur.keys != Py_None) {
+        PyObject *hk = NULL;
+        if (cur.keys != Py_None && keylen) {
             Py_hash_t hv = key_digest(prefixed, cid, logical, llen);
             if (hv == -1 && PyErr_Occurred())
                 goto done;
-            PyObject *hk = PyLong_FromSsize_t(hv);
+            hk = PyLong_FromSsize_t(hv);
             if (hk == NULL)
                 goto done;
             int seen = PySet_Contains(cur.keys, hk);
-            if (seen == 0 && PySet_GET_SIZE(cur.keys) < max_keys)
-                seen = PySet_Add(cur.keys, hk);
-            Py_DECREF(hk);
-            if (seen < 0)
+            if (seen < 0) {
+                Py_DECREF(hk);
                 goto done;
-            if (seen == 1)
-                break; /* duplicate-key */
+            }
+            F[F_KEY_SEEN] = (uint64_t)seen;
+        }
+        if (any_check(code, code_len, F)) {
+            Py_XDECREF(hk);
+            break;
+        }
+        if (hk != NULL) { /* the session remembers the key */
+            int added = PySet_GET_SIZE(cur.keys) < max_keys ? PySet_Add(cur.keys, hk) : 0;
+            Py_DECREF(hk);
+            if (added < 0)
+                goto done;
         }
         Head f = {base + pos, size, magic, flex, dt, sid, vb, opaque, cas};
         if (put_head(&o, prefix, &f, plan->proto, PyTuple_GET_ITEM(magic_names, flex), plan->head, 1, logical, llen,
@@ -1366,6 +1591,8 @@ static PyMethodDef methods[] = {
     {"fixed", fixed, METH_VARARGS, "The line of a frame of fixed fields only, and which shape it has."},
     {"take_records", take_records, METH_VARARGS, "Take pcap records of followed directions and other workers' connections."},
     {"compile_plans", compile_plans, METH_O, "The item layouts, read once for scan."},
+    {"compile_rules", compile_rules, METH_VARARGS, "The checks of the lane's opcodes as programs, read once for scan."},
+    {"check_facts", check_facts, METH_VARARGS, "Whether a check of an opcode says true over fact values."},
     {"cut", cut, METH_VARARGS, "End and count of the whole frames from a position."},
     {"plain_json", plain_json, METH_O, "Whether json.dumps would write these orjson bytes the same."},
     {"valid_json", valid_json, METH_O, "Strict JSON check of ASCII bytes: 1, 0, or -1 (too deep)."},
@@ -1374,4 +1601,21 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_lane", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__lane(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__lane(void) {
+    PyObject *m = PyModule_Create(&module), *names = PyTuple_New(N_FACTS);
+    if (m == NULL || names == NULL)
+        goto bad;
+    for (int i = 0; i < N_FACTS; i++) {
+        PyObject *name = PyUnicode_FromString(FACT_NAMES[i]);
+        if (name == NULL)
+            goto bad;
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    if (PyModule_AddObject(m, "FACTS", names) < 0)
+        goto bad;
+    return m;
+bad:
+    Py_XDECREF(names);
+    Py_XDECREF(m);
+    return NULL;
+}

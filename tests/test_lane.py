@@ -473,12 +473,17 @@ def test_json_check_agrees(text):
 
 # -- bytes from anywhere -------------------------------------------------------------------
 
+_CONNECTION, _RULES = lane_module.compile_rules() if lane_module.available() else ((), None)
+
+
 def scan_params(opaque: int, vbucket: int, collections: int, keys: set | None, snap: tuple = (0, 1 << 63),
                 last: int = 0, complete: bool = False) -> tuple:
-    """What Lane._run passes to scan, for a stream in snapshot ``snap`` at seqno ``last``."""
-    return (opaque, vbucket, -1, 0, collections, 4096, 1 << 20, -1, last, *snap, keys, 10, 0, 0,
-            '{"kind":"frame",', complete, 2**64 - 1, True, True, lane_module._MARKER_SHAPES,
-            lane_module._MARKER_FIELDS)
+    """What Lane._run passes to scan, for an open stream of a connection that negotiated
+    nothing, in snapshot ``snap`` at seqno ``last``."""
+    facts = tuple(int(f.name == "has_stream") for f in _CONNECTION)
+    return lane_module.Run(opaque, vbucket, -1, collections, 4096, 1 << 20, last, *snap, 0, complete, keys, 10, 0, 0,
+                           2**64 - 1, '{"kind":"frame",', facts, lane_module._MARKER_SHAPES,
+                           lane_module._MARKER_FIELDS)
 
 
 @settings(max_examples=2000, deadline=None)
@@ -494,7 +499,7 @@ def test_scan_and_cut_take_any_bytes(data, pos, stop, keys, collections):
         assert pos <= end <= len(data) and count >= 0
     params = scan_params(0, 0, collections, set() if keys else None, complete=keys)
     try:
-        out = c.scan(data, pos, stop, 0, params, lane_module._PLANS, lane_module._MAGIC_NAMES)
+        out = c.scan(data, pos, stop, 0, params, lane_module._PLANS, _RULES, lane_module._MAGIC_NAMES)
     except ValueError:
         assert pos < 0 or pos > min(stop, len(data))
     else:
@@ -522,7 +527,7 @@ def test_scan_takes_mutated_frames(flips, datatype, value, snappy, version):
             frame[at] = byte
     data = bytes(frame) * 2
     out = lane_module._lane.scan(data, 0, len(data), 0, scan_params(9, 3, -1, set(), (1, 10), 10, True),
-                                 lane_module._PLANS, lane_module._MAGIC_NAMES)
+                                 lane_module._PLANS, _RULES, lane_module._MAGIC_NAMES)
     end, mutations, deletions, text, markers = out[0], out[1], out[2], out[6], out[10]
     assert 0 <= end <= len(data) and text.count(b"\n") == mutations + deletions + markers <= 4
     assert markers <= 2 and (markers == 0) == (out[13] is None)
@@ -535,11 +540,11 @@ def test_scan_takes_mutated_frames(flips, datatype, value, snappy, version):
 @pytest.mark.parametrize("cap", [0, 2, 3, 1000])
 def test_the_duplicate_key_threshold_moves_both_paths(tmp_path, monkeypatch, cap):
     """The keys a snapshot remembers for duplicate-key are the rule's threshold
-    (rules.stream.MAX_SNAPSHOT_KEYS), read where it is applied: changed, the lane and the
+    (sessions.streams.MAX_SNAPSHOT_KEYS), read where it is applied: changed, the lane and the
     rule still print the same, and where the repeat is found moves with it."""
-    from dcpinspect.rules import stream as stream_rules
+    from dcpinspect.sessions import streams
 
-    monkeypatch.setattr(stream_rules, "MAX_SNAPSHOT_KEYS", cap)
+    monkeypatch.setattr(streams, "MAX_SNAPSHOT_KEYS", cap)
     d = Dcp().handshake()
     p = d.stream(3)
     p.marker(1, 5, flags=MEMORY)

@@ -11,7 +11,35 @@ from ..messages.frame import Message
 from ..messages.layout import unknown_bits
 from ..messages.names import DATATYPE_JSON, DATATYPE_XATTR, MAGICS, RETIRED_OPCODES, SUCCESS_LIKE_STATUS, VBUCKET_STATES
 from ..messages.opcodes import OP, ST
+from . import facts as F
+from .checks import at, declare
 from .registry import FRAME_RULES, STATUS_CLASSES
+
+# -- the declared checks (rules/checks.py), judged where _declared names their point --------
+
+_KEY_MAX, _PREFIXED_KEY_MAX, _LOGICAL_KEY_MAX = 250, 251, 246  # dcp.md §1.1, §12
+declare("key-required", "frame.key", F.key_required & F.key_length.eq(0),
+        lambda m: f"{m.name} must have a key", offset=lambda m: m.offset)
+_key_over = (~F.prefixed & (F.key_length > _KEY_MAX)) | (F.prefixed & (F.key_length > _PREFIXED_KEY_MAX))
+declare("key-too-long", "frame.key_length", _key_over,
+        lambda m: f"key is {m.key_length} bytes, limit {_PREFIXED_KEY_MAX if m.collection_id is not None else _KEY_MAX}",
+        offset=lambda m: m.offset + 2)
+declare("key-too-long", "frame.key_length", ~_key_over & F.collection_id.ne(0) & (F.logical_key_length > _LOGICAL_KEY_MAX),
+        lambda m: f"logical key is {len(m.key)} bytes, limit {_LOGICAL_KEY_MAX} in collection {m.collection_id}",
+        offset=lambda m: m.offset + 2)
+declare("seqno-zero", "frame.seqno", F.seqno.eq(0), lambda m: f"{m.name} {m.spec.seqno_field} is 0",
+        on=(OP.DCP_MUTATION, OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT))
+declare("nmeta-nonzero", "frame.nmeta", F.nmeta.ne(0), lambda m: f"{m.name} nmeta is {m.values['nmeta']}",
+        on=(OP.DCP_MUTATION, OP.DCP_DELETION, OP.DCP_EXPIRATION))
+declare("deletion-datatype", "frame.deletion", F.datatype.has(DATATYPE_JSON) & ~F.datatype.has(DATATYPE_XATTR),
+        lambda m: f"deletion datatype 0x{m.datatype:02x} (JSON without Xattr)", on=(OP.DCP_DELETION,),
+        offset=lambda m: m.offset + 5)
+
+
+def _declared(m: Message, point: str):
+    for c in at(point, m.opcode):
+        if c.test(m):
+            yield c.rule, c.say(m), c.offset(m) if c.offset else None
 
 Check = Callable[[Message], Iterator[tuple[str, str, int | None]]]
 _CHECKS: list[Check] = []
@@ -47,8 +75,7 @@ def _shape(m: Message):
         value_len -= m.values.get("engine_specific_length", 0)
     key_len = m.key_length  # key, then value: required or forbidden (unrolled: hot path)
     if body.key == REQUIRED:
-        if key_len <= 0:
-            yield "key-required", f"{m.name} must have a key", m.offset
+        yield from _declared(m, "frame.key")
     elif body.key == FORBIDDEN and key_len > 0:
         yield "key-forbidden", f"{m.name} must not have a key ({key_len} bytes)", m.offset
     if body.value == REQUIRED:
@@ -61,11 +88,7 @@ def _shape(m: Message):
             yield "value-forbidden", "a v1 snapshot marker (extras 20) must not have a value", m.offset
         if m.extras_length == 1 and value_len <= 0:
             yield "snapshot-marker-value-size", "a v2 snapshot marker (extras 1) needs a value", m.offset
-    limit = 251 if m.collection_id is not None else 250
-    if m.key_length > limit:
-        yield "key-too-long", f"key is {m.key_length} bytes, limit {limit}", m.offset + 2
-    elif m.collection_id and len(m.key) > 246:
-        yield "key-too-long", f"logical key is {len(m.key)} bytes, limit 246 in collection {m.collection_id}", m.offset + 2
+    yield from _declared(m, "frame.key_length")
 
 
 @check
@@ -95,13 +118,10 @@ def _dcp_values(m: Message):
     if not m.is_request or m.spec is None or m.spec.family != "dcp" or m.truncated:
         return
     v, op = m.values, m.opcode
-    field = m.spec.seqno_field
-    if op in (OP.DCP_MUTATION, OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT) and field in v and v[field] == 0:
-        yield "seqno-zero", f"{m.name} {field} is 0", None
+    yield from _declared(m, "frame.seqno")
     if op in (OP.DCP_COMMIT, OP.DCP_ABORT) and v.get("prepared_seqno") == 0:
         yield "seqno-zero", f"{m.name} prepared_seqno is 0", None
-    if op in (OP.DCP_MUTATION, OP.DCP_DELETION, OP.DCP_EXPIRATION) and v.get("nmeta"):
-        yield "nmeta-nonzero", f"{m.name} nmeta is {v['nmeta']}", None
+    yield from _declared(m, "frame.nmeta")
     if op == OP.DCP_PREPARE:
         if m.cas == 0:
             yield "cas-zero", "DCP_PREPARE CAS is 0", m.offset + 16
@@ -113,8 +133,7 @@ def _dcp_values(m: Message):
         yield "vbucket-state", f"vbucket state {v['state']}", None
     if op == OP.DCP_STREAM_END and "reason" in v and v["reason"] not in dcp.STREAM_END_REASONS:
         yield "stream-end-reason", f"stream end reason {v['reason']}", None
-    if op == OP.DCP_DELETION and m.datatype & DATATYPE_JSON and not m.datatype & DATATYPE_XATTR:
-        yield "deletion-datatype", f"deletion datatype 0x{m.datatype:02x} (JSON without Xattr)", m.offset + 5
+    yield from _declared(m, "frame.deletion")
     if op == OP.DCP_SYSTEM_EVENT and "event" in v:
         if v["event"] not in dcp.SYSTEM_EVENTS or v["event"] == 2:
             yield "system-event-id", f"system event id {v['event']}", None

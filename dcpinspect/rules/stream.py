@@ -1,42 +1,142 @@
-"""Stream rules: judge each DCP message against its connection's state, then apply it."""
+"""Stream rules: judge each DCP message against its connection's state; the state itself
+is changed by the session (``sessions/streams.py``), never here.
+
+The rules that a message of the fast path's opcodes can meet are declared
+(``rules/checks.py``): a condition over named facts (``rules/facts.py``), its text and
+the point of this walk where it is judged. The walk (which stream, which snapshot, which
+point applies) is ``ConnectionValidator``'s; the few rules over what no fast path takes
+(stream requests, OSO, system events, acks, answers) are judged here in code.
+"""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from ..findings import Finding
-from ..messages.dcp import DELETION_V1, DELETION_V2, OPEN_FLAGS, SNAPSHOT_DISK, SNAPSHOT_HISTORY
+from ..messages.dcp import SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE
 from ..messages.frame import Message
 from ..messages.names import REQUEST_MAGICS, SUCCESS_LIKE_STATUS
 from ..messages.opcodes import OP, ST
+from ..messages.registry import CLIENT_SPECS
 from ..sessions.negotiation import Negotiation
-from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STREAM_OPCODES, DcpState, Stream
+from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STREAM_OPCODES, DcpState, Stream, key_digest
+from . import facts as F
+from .checks import at, declare
+from .facts import INCLUDE_DELETE_TIMES, deletion_extras_for as deletion_extras
 from .registry import STATUS_CLASSES, STREAM_RULES
-from ..limits import SNAPSHOT_KEYS
 
-INCLUDE_DELETE_TIMES = next(bit for bit, name in OPEN_FLAGS.items() if name == "IncludeDeleteTimes")
-#: keys of one snapshot remembered for the duplicate-key rule (read where it is applied,
-#: by this rule and the jsonl lane alike)
-MAX_SNAPSHOT_KEYS = SNAPSHOT_KEYS.default
-
-
-def deletion_extras(open_flags: int) -> int:
-    """The extras size of a DCP_DELETION on a connection whose DCP_OPEN had ``open_flags``
-    (the deletion-version rule's expectation)."""
-    return DELETION_V2.size if open_flags & INCLUDE_DELETE_TIMES else DELETION_V1.size
-_KEYED = frozenset({OP.DCP_MUTATION, OP.DCP_DELETION, OP.DCP_EXPIRATION, OP.DCP_PREPARE})
+KEYED = frozenset({OP.DCP_MUTATION, OP.DCP_DELETION, OP.DCP_EXPIRATION, OP.DCP_PREPARE})
 _NO_SID = frozenset({OP.DCP_SET_VBUCKET_STATE, OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT})  # sent without a stream-id frame (sync writes, takeover)
-#: Messages that need something negotiated first: (control key, value wanted) or "collections".
-_NEEDS = {OP.DCP_PREPARE: ("enable_sync_writes", "true"), OP.DCP_COMMIT: ("enable_sync_writes", "true"),
-          OP.DCP_ABORT: ("enable_sync_writes", "true"), OP.DCP_EXPIRATION: ("enable_expiry_opcode", "true"),
-          OP.DCP_SEQNO_ADVANCED: "collections", OP.DCP_OSO_SNAPSHOT: "collections", OP.DCP_SYSTEM_EVENT: "collections"}
-_NEGOTIATED = frozenset(_NEEDS) | {OP.DCP_SNAPSHOT_MARKER}  # the opcodes _negotiated looks at
+_DCP_REQUESTS = frozenset(op for op, spec in CLIENT_SPECS.items() if spec.family == "dcp") - {OP.DCP_OPEN}
+_SYNC_WRITES = (OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT)
+_COLLECTIONS = (OP.DCP_SEQNO_ADVANCED, OP.DCP_OSO_SNAPSHOT, OP.DCP_SYSTEM_EVENT)
+_NEGOTIATED = frozenset({*_SYNC_WRITES, *_COLLECTIONS, OP.DCP_EXPIRATION, OP.DCP_SNAPSHOT_MARKER})
+
+
+def _sid(c) -> str:
+    return f" sid {c.msg.stream_id}" if c.msg.stream_id is not None else ""
+
+
+# -- the declared checks, in the order they are judged ----------------------------------------
+
+declare("dcp-open-missing", "stream.open", ~F.dcp_open_seen & ~F.producer_known & F.seen_from_start,
+        lambda c: f"{c.msg.name} on a connection whose DCP_OPEN was not seen", on=_DCP_REQUESTS)
+declare("no-stream", "stream.found", ~F.has_stream | F.stream_waiting,
+        lambda c: f"{c.msg.name} for vb {c.msg.vbucket}{_sid(c)} opaque 0x{c.msg.opaque:08x}: no open stream",
+        on=STREAM_OPCODES)
+declare("after-stream-end", "stream.ended", F.stream_ended,
+        lambda c: f"{c.msg.name} after STREAM_END of {c.stream.label()} (frame {c.stream.end_index})", on=STREAM_OPCODES)
+declare("stream-id-missing", "stream.live", F.stream_ids & ~F.has_sid,
+        lambda c: f"{c.msg.name} without a stream-id frame", on=STREAM_OPCODES - _NO_SID)
+# only a connection seen from its start shows what was (not) negotiated
+declare("negotiation-missing", "stream.live", F.seen_from_start & F.collections_refused,
+        lambda c: f"{c.msg.name} on a connection that did not negotiate collections", on=_COLLECTIONS)
+declare("negotiation-missing", "stream.live", F.seen_from_start & ~F.sync_writes,
+        lambda c: f"{c.msg.name} without DCP_CONTROL enable_sync_writes=true", on=_SYNC_WRITES)
+declare("negotiation-missing", "stream.live", F.seen_from_start & ~F.expiry_opcode,
+        lambda c: f"{c.msg.name} without DCP_CONTROL enable_expiry_opcode=true", on=(OP.DCP_EXPIRATION,))
+declare("negotiation-missing", "stream.live", F.seen_from_start & F.marker_version.eq(0x02) & ~F.v22_negotiated,
+        lambda c: "v2.2 snapshot marker without DCP_CONTROL max_marker_version=2.2", on=(OP.DCP_SNAPSHOT_MARKER,))
+
+# a snapshot marker (judged with the snapshot it follows, if any: snap_*)
+_MARKER = (OP.DCP_SNAPSHOT_MARKER,)
+_history_repeat = (F.snapshot_type.has(SNAPSHOT_HISTORY) & F.snapshot_type.has(SNAPSHOT_DISK)
+                   & F.snap_type.has(SNAPSHOT_DISK) & ~F.snap_type.has(SNAPSHOT_HISTORY) & F.marker_end.eq(F.snap_end))
+_follows = F.has_snapshot
+declare("oso-unbalanced", "stream.marker", F.in_oso, lambda c: "snapshot marker inside an OSO snapshot", on=_MARKER)
+declare("first-marker-start", "stream.marker", ~_follows & (F.marker_start < F.first_floor) & ~F.adopted,
+        lambda c: f"first snapshot starts at {c.v['start_seqno']}, below the requested snapshot start "
+        f"{F.first_floor.get(c)}", on=_MARKER)
+declare("marker-end-regression", "stream.marker", _follows & (F.marker_end <= F.snap_end) & ~_history_repeat,
+        lambda c: f"snapshot end {c.v['end_seqno']} <= previous end {c.snap.end}", on=_MARKER)
+declare("marker-overlap", "stream.marker",
+        _follows & ((F.marker_start < F.snap_start) | ((F.marker_start <= F.snap_end) & ~_history_repeat)),
+        lambda c: f"snapshot {c.v['start_seqno']}..{c.v['end_seqno']} starts before previous snapshot "
+        f"{c.snap.start}..{c.snap.end} ended", on=_MARKER)
+# without collections a snapshot may end on an item this client never sees (R7): info
+declare("marker-inside-snapshot", "stream.marker",
+        _follows & ~F.snap_complete & (F.last_seqno < F.snap_end) & ~_history_repeat,
+        lambda c: f"new marker while snapshot {c.snap.start}..{c.snap.end} only reached {c.stream.last_seqno}",
+        on=_MARKER, severity=lambda c: None if c.neg.collections else "info")
+declare("beyond-end-seqno", "stream.marker", _follows & F.end_reached,
+        lambda c: f"new snapshot {c.v['start_seqno']}..{c.v['end_seqno']} after end seqno {c.stream.end_seqno} "
+        "was reached", on=_MARKER)
+declare("marker-end-regression", "stream.marker", F.marker_start > F.marker_end,
+        lambda c: f"snapshot start {c.v['start_seqno']} > end {c.v['end_seqno']}", on=_MARKER)
+declare("mvs-above-end", "stream.marker", F.has_mvs & (F.mvs > F.marker_end),
+        lambda c: f"max visible seqno {c.v['max_visible_seqno']} > snapshot end {c.v['end_seqno']}", on=_MARKER)
+declare("mvs-above-end", "stream.marker", F.has_hps & (F.hps > F.marker_end) & F.snapshot_type.has(SNAPSHOT_DISK),
+        lambda c: f"high prepared seqno {c.v['high_prepared_seqno']} > snapshot end {c.v['end_seqno']}", on=_MARKER)
+declare("hcs-without-disk", "stream.marker",
+        ~F.snapshot_type.has(SNAPSHOT_DISK) & ((F.has_hcs & F.hcs.ne(0)) | (F.has_hps & F.hps.ne(0))),
+        lambda c: f"HCS {c.v.get('high_completed_seqno')} / HPS {c.v.get('high_prepared_seqno')} in a snapshot "
+        "without the Disk flag (not meaningful)", on=_MARKER)
+
+declare("deletion-version", "stream.deletion", F.open_flags_known & F.extras_length.ne(F.deletion_extras),
+        lambda c: f"deletion extras {c.msg.extras_length} but DCP_OPEN "
+        f"{'set' if c.neg.dcp_open_flags & INCLUDE_DELETE_TIMES else 'did not set'} IncludeDeleteTimes "
+        f"(expect {deletion_extras(c.neg.dcp_open_flags)})", on=(OP.DCP_DELETION,))
+
+# a message with a seqno: OSO items against the seqno before OSO, the others in order
+_SEQNO = tuple(SEQNO_OPCODES)
+declare("oso-below-start", "stream.seqno", F.in_oso & (F.seqno <= F.oso_base),
+        lambda c: f"{c.msg.name} seqno {c.seqno} <= {c.stream.oso_base} (last before OSO)", on=_SEQNO)
+declare("seqno-regression", "stream.seqno",
+        ~F.in_oso & (F.seqno <= F.last_seqno) & ~(F.adopted & F.last_seqno.eq(0)),
+        lambda c: f"{c.msg.name} seqno {c.seqno} <= previous {c.stream.last_seqno} on {c.stream.label()}", on=_SEQNO)
+_in_snapshot = (F.seqno >= F.snap_start) & (F.seqno <= F.snap_end)
+declare("item-before-marker", "stream.seqno", ~F.in_oso & ~F.has_snapshot & ~F.adopted,
+        lambda c: f"{c.msg.name} seqno {c.seqno} before any snapshot marker", on=ITEM_OPCODES)
+declare("seqno-outside-snapshot", "stream.seqno", ~F.in_oso & F.has_snapshot & ~_in_snapshot,
+        lambda c: f"{c.msg.name} seqno {c.seqno} outside snapshot {c.snap.start}..{c.snap.end} "
+        f"(marker frame {c.snap.index})", on=ITEM_OPCODES)
+declare("beyond-end-seqno", "stream.seqno", ~F.in_oso & F.has_snapshot & _in_snapshot & F.end_reached & F.snap_complete,
+        lambda c: f"{c.msg.name} seqno {c.seqno} after the snapshot holding end seqno {c.stream.end_seqno}",
+        on=ITEM_OPCODES)
+# prepares are indexed apart; keys are kept as digests, up to sessions.streams.MAX_SNAPSHOT_KEYS a snapshot
+declare("duplicate-key", "stream.seqno",
+        ~F.in_oso & F.has_snapshot & ~F.snap_type.has(SNAPSHOT_MAY_DUPLICATE | SNAPSHOT_HISTORY) & F.key_seen,
+        lambda c: f"key {c.msg.fields.get('key', '')!r} repeats in snapshot {c.snap.start}..{c.snap.end}", on=KEYED)
+
+declare("buffer-overrun", "stream.flow", F.buffer_size.ne(0) & (F.unacked >= F.buffer_size),
+        lambda c: f"{c.msg.name} sent with {c.st.unacked} unacknowledged bytes >= buffer {c.neg.buffer_size}",
+        on=FLOW_CONTROLLED - {OP.DCP_NOOP})
+
+
+class Judging:
+    """What the declared checks read of one message: the message and the state it meets."""
+
+    __slots__ = ("msg", "v", "stream", "snap", "st", "neg", "validator", "seqno", "digest")
+
+    def __init__(self, validator: "ConnectionValidator") -> None:
+        self.validator, self.st, self.neg = validator, validator.state, validator.negotiation
+        self.msg = self.v = self.stream = self.snap = self.seqno = self.digest = None
 
 
 class ConnectionValidator:
     """Per-connection stream validator; ``feed`` every decoded message in order."""
 
-    __slots__ = ("negotiation", "state", "frames", "seen_from_start", "_emit", "tap")
+    __slots__ = ("negotiation", "state", "frames", "seen_from_start", "_emit", "_judging", "tap")
 
     def __init__(self, negotiation: Negotiation | None = None, seen_from_start: bool = False) -> None:
         self.negotiation = negotiation or Negotiation()
@@ -45,6 +145,7 @@ class ConnectionValidator:
         # Only a connection seen from its first byte can prove a DCP_OPEN is missing.
         self.seen_from_start = seen_from_start
         self._emit = _Emitter([], None)  # re-aimed at each message by feed
+        self._judging = Judging(self)
         #: the connection's TAP checker (rules.tap), made by the conversation on its first TAP
         #: frame; it ends and loses bytes with the connection (finish, gap)
         self.tap = None
@@ -62,10 +163,13 @@ class ConnectionValidator:
         emit = self._emit
         emit.out, emit.msg = out, msg
         if msg.magic in REQUEST_MAGICS:
-            self._request(msg, direction, ts, index, emit)
+            c = self._judging
+            c.msg, c.v, c.stream, c.snap = msg, msg.values, None, None
+            self._request(msg, direction, ts, index, emit, c)
+            c.msg = c.v = c.stream = c.snap = None  # the message is not kept past its judging
         else:
             self._response(msg, direction, index, emit)
-        emit.out = emit.msg = None  # the message is not kept past its judging
+        emit.out = emit.msg = None
         if out:
             msg.findings.extend(out)
         return out
@@ -100,27 +204,25 @@ class ConnectionValidator:
 
     # -- requests ----------------------------------------------------------------------
 
-    def _request(self, msg: Message, direction, ts, index, emit) -> None:
+    def _request(self, msg: Message, direction, ts, index, emit, c: Judging) -> None:
         st, op = self.state, msg.opcode
-        if (not st.dcp_open_seen and st.producer_direction is None and self.seen_from_start
-                and msg.spec.family == "dcp" and op != OP.DCP_OPEN):
-            st.producer_direction = "unknown"  # report once
-            emit("dcp-open-missing", f"{msg.name} on a connection whose DCP_OPEN was not seen")
+        if _judge(c, "stream.open", op, emit):
+            st.producer_direction = "unknown"  # reported once
         if op in STREAM_OPCODES:  # first: most requests are (none of the opcodes below is)
-            self._stream_message(msg, index, ts, emit)
+            self._stream_message(msg, index, ts, emit, c)
         elif op == OP.DCP_OPEN:
             if st.dcp_open_seen:
                 emit("dcp-open-missing", "a second DCP_OPEN on the same connection")
-            st.dcp_open_seen = True
-            st.producer_direction = _other(direction)
+            st.opened(direction)
         elif op == OP.DCP_STREAM_REQ:
             self._stream_request(msg, index, ts, emit)
         elif op == OP.DCP_BUFFER_ACKNOWLEDGEMENT:
             self._buffer_ack(msg, emit)
         elif op == OP.DCP_NOOP:
-            st.noops[msg.opaque] = _pending(msg, index, ts, direction)
+            st.noop(msg, index, ts, direction)
         if op in FLOW_CONTROLLED and op != OP.DCP_NOOP:
-            self._flow_control(msg, emit)
+            _judge(c, "stream.flow", op, emit)
+            st.sent(msg, self.negotiation.buffer_size)
         st.remember_request(msg, index, ts, direction)
 
     def _stream_request(self, msg: Message, index, ts, emit) -> None:
@@ -141,194 +243,68 @@ class ConnectionValidator:
             emit("rollback-ignored", f"vb {key[0]} was told to roll back to {rollback}, re-requested from {start}", **ctx)
         st.open_request(msg, index, ts)
 
-    def _stream_message(self, msg: Message, index, ts, emit) -> None:
+    def _stream_message(self, msg: Message, index, ts, emit, c: Judging) -> None:
         st, op = self.state, msg.opcode
-        stream = st.stream_of(msg)
-        if stream is None and not st.dcp_open_seen:
-            stream = st.adopt(msg)  # joined mid-conversation: follow the stream from here
-        if stream is not None and stream.state == "requested" and msg.opaque == stream.opaque:
-            st.accept(stream, msg)  # the producer only streams after a Success answer we did not see
-        if stream is None or stream.state in ("requested", "rejected"):
-            emit("no-stream", vbucket=msg.vbucket, stream_id=msg.stream_id, message= f"{msg.name} for vb {msg.vbucket}"
-                 + (f" sid {msg.stream_id}" if msg.stream_id is not None else "")
-                 + f" opaque 0x{msg.opaque:08x}: no open stream")
+        stream = c.stream = st.stream_for(msg)
+        if _judge(c, "stream.found", op, emit, vbucket=msg.vbucket, stream_id=msg.stream_id):
             return
         ctx = stream.context
-        if stream.state == "ended":
-            emit("after-stream-end", f"{msg.name} after STREAM_END of {stream.label()} (frame {stream.end_index})", **ctx)
+        c.snap = stream.snapshot
+        if _judge(c, "stream.ended", op, emit, **ctx):
             return
-        if self.negotiation.stream_ids and msg.stream_id is None and op not in _NO_SID:
-            emit("stream-id-missing", f"{msg.name} without a stream-id frame", **ctx)
-        if op in _NEGOTIATED:  # not mutations and deletions, most of a stream
-            self._negotiated(msg, emit, ctx)
+        _judge(c, "stream.live", op, emit, **ctx)
         if op == OP.DCP_SNAPSHOT_MARKER:
-            self._marker(stream, msg, index, emit, ctx)
+            if "start_seqno" in msg.values:
+                _judge(c, "stream.marker", op, emit, **ctx)
+                st.snapshot_marker(stream, msg, index)
         elif op == OP.DCP_OSO_SNAPSHOT:
             self._oso(stream, msg, emit, ctx)
         elif op == OP.DCP_STREAM_END:
             st.end(stream, msg, index, ts)
         elif op == OP.DCP_DELETION:
-            self._deletion_version(msg, emit, ctx)
+            _judge(c, "stream.deletion", op, emit, **ctx)
         if op == OP.DCP_SYSTEM_EVENT:
             self._system_event(stream, msg, emit, ctx)
         field = SEQNO_OPCODES.get(op)
         if field is not None:
-            seqno = msg.values.get(field)
+            seqno = c.seqno = msg.values.get(field)
             if seqno is not None:
-                self._seqno(stream, msg, seqno, index, ts, emit, ctx)
-
-    def _negotiated(self, msg: Message, emit, ctx) -> None:
-        """Only a connection seen from its start shows what was (not) negotiated."""
-        if not self.seen_from_start:
-            return
-        need, n = _NEEDS.get(msg.opcode), self.negotiation
-        if need == "collections":
-            if n.collections_source == "HELO" and not n.collections:
-                emit("negotiation-missing", f"{msg.name} on a connection that did not negotiate collections", **ctx)
-        elif need is not None and n.controls.get(need[0]) != need[1]:
-            emit("negotiation-missing", f"{msg.name} without DCP_CONTROL {need[0]}={need[1]}", **ctx)
-        if msg.opcode == OP.DCP_SNAPSHOT_MARKER and msg.values.get("version") == 0x02 and n.controls.get("max_marker_version") != "2.2":
-            emit("negotiation-missing", "v2.2 snapshot marker without DCP_CONTROL max_marker_version=2.2", **ctx)
-
-    def _seqno(self, stream: Stream, msg: Message, seqno: int, index, ts, emit, ctx) -> None:
-        snap, op = stream.snapshot, msg.opcode
-        if stream.in_oso:
-            if seqno <= stream.oso_base:
-                emit("oso-below-start", f"{msg.name} seqno {seqno} <= {stream.oso_base} (last before OSO)", **ctx)
-        else:
-            if seqno <= stream.last_seqno and not (stream.adopted and stream.last_seqno == 0):
-                emit("seqno-regression", f"{msg.name} seqno {seqno} <= previous {stream.last_seqno} on {stream.label()}", **ctx)
-            if op in ITEM_OPCODES:
-                if snap is None:
-                    if not stream.adopted:
-                        emit("item-before-marker", f"{msg.name} seqno {seqno} before any snapshot marker", **ctx)
-                elif not snap.start <= seqno <= snap.end:
-                    emit("seqno-outside-snapshot",
-                         f"{msg.name} seqno {seqno} outside snapshot {snap.start}..{snap.end} (marker frame {snap.index})", **ctx)
-                elif stream.end_reached and snap.complete:
-                    emit("beyond-end-seqno", f"{msg.name} seqno {seqno} after the snapshot holding end seqno {stream.end_seqno}", **ctx)
-            if snap is not None and op in _KEYED and not snap.may_duplicate:
-                # Prepares are indexed apart; keys are kept as digests, and a snapshot larger
-                # than MAX_SNAPSHOT_KEYS stops being checked rather than growing without bound.
-                keys = snap.keys
-                key = hash((op == OP.DCP_PREPARE, msg.collection_id, msg.key))
-                if key in keys:
-                    emit("duplicate-key", f"key {msg.fields.get('key', '')!r} repeats in snapshot {snap.start}..{snap.end}", **ctx)
-                elif len(keys) < MAX_SNAPSHOT_KEYS:
-                    keys.add(key)
-        self.state.item(stream, msg, seqno, ts)
-
-    def _marker(self, stream: Stream, msg: Message, index, emit, ctx) -> None:
-        v = msg.values
-        if "start_seqno" not in v:
-            return
-        start, end, flags = v["start_seqno"], v["end_seqno"], v.get("snapshot_type", 0)
-        prev = stream.snapshot
-        if stream.in_oso:
-            emit("oso-unbalanced", "snapshot marker inside an OSO snapshot", **ctx)
-        if prev is None:
-            floor = min(stream.start_seqno, stream.request.get("snap_start_seqno", stream.start_seqno))
-            if start < floor and not stream.adopted:
-                emit("first-marker-start", f"first snapshot starts at {start}, below the requested snapshot start {floor}", **ctx)
-        else:
-            history_repeat = (flags & SNAPSHOT_HISTORY and flags & SNAPSHOT_DISK and prev.disk
-                              and not prev.flags & SNAPSHOT_HISTORY and end == prev.end)
-            if end <= prev.end and not history_repeat:
-                emit("marker-end-regression", f"snapshot end {end} <= previous end {prev.end}", **ctx)
-            if start < prev.start or (start <= prev.end and not history_repeat):
-                emit("marker-overlap", f"snapshot {start}..{end} starts before previous snapshot {prev.start}..{prev.end} ended", **ctx)
-            if not prev.complete and stream.last_seqno < prev.end and not history_repeat:
-                # Without collections a snapshot may end on an item this client never sees (R7).
-                emit("marker-inside-snapshot",
-                     f"new marker while snapshot {prev.start}..{prev.end} only reached {stream.last_seqno}",
-                     severity=None if self.negotiation.collections else "info", **ctx)
-            if stream.end_reached:
-                emit("beyond-end-seqno", f"new snapshot {start}..{end} after end seqno {stream.end_seqno} was reached", **ctx)
-        if start > end:
-            emit("marker-end-regression", f"snapshot start {start} > end {end}", **ctx)
-        mvs, hcs, hps = v.get("max_visible_seqno"), v.get("high_completed_seqno"), v.get("high_prepared_seqno")
-        if mvs is not None and mvs > end:
-            emit("mvs-above-end", f"max visible seqno {mvs} > snapshot end {end}", **ctx)
-        if hps is not None and hps > end and flags & SNAPSHOT_DISK:
-            emit("mvs-above-end", f"high prepared seqno {hps} > snapshot end {end}", **ctx)
-        if not flags & SNAPSHOT_DISK and (hcs or hps):
-            emit("hcs-without-disk", f"HCS {hcs} / HPS {hps} in a snapshot without the Disk flag (not meaningful)", **ctx)
-        snap = self.state.start_snapshot(stream, msg, index)
-        if snap.wants_ack:
-            self.state.acks_due.append((stream, snap))
+                c.digest = key_digest(op, msg) if op in KEYED else None
+                _judge(c, "stream.seqno", op, emit, **ctx)
+                st.item(stream, msg, seqno, ts, c.digest)
 
     def _oso(self, stream: Stream, msg: Message, emit, ctx) -> None:
         flags = msg.values.get("flags", 0)
-        if flags == 0x01:
-            if stream.in_oso:
-                emit("oso-unbalanced", "OSO start inside an OSO snapshot", **ctx)
-            stream.in_oso, stream.oso_base, stream.oso_max = True, stream.last_seqno, stream.last_seqno
-        elif flags == 0x02:
-            if not stream.in_oso:
-                emit("oso-unbalanced", "OSO end without an OSO start", **ctx)
-            stream.in_oso = False
-            stream.last_seqno = max(stream.last_seqno, stream.oso_max)
+        if flags == 0x01 and stream.in_oso:
+            emit("oso-unbalanced", "OSO start inside an OSO snapshot", **ctx)
+        elif flags == 0x02 and not stream.in_oso:
+            emit("oso-unbalanced", "OSO end without an OSO start", **ctx)
+        self.state.oso(stream, flags)
 
     def _system_event(self, stream: Stream, msg: Message, emit, ctx) -> None:
         v = msg.values
         uid = v.get("manifest_uid")
-        if uid is not None:
-            if stream.manifest_uid is not None and uid < stream.manifest_uid:
-                emit("manifest-regression", f"manifest uid {uid} < previous {stream.manifest_uid}", **ctx)
-            stream.manifest_uid = max(uid, stream.manifest_uid or 0)
+        if uid is not None and stream.manifest_uid is not None and uid < stream.manifest_uid:
+            emit("manifest-regression", f"manifest uid {uid} < previous {stream.manifest_uid}", **ctx)
         cid = v.get("collection_id")
         if v.get("event") in (0, 1, 5) and cid is not None and 1 <= cid <= 7:
             emit("reserved-collection", f"system event names reserved collection id {cid}", **ctx)
-
-    def _deletion_version(self, msg: Message, emit, ctx) -> None:
-        flags = self.negotiation.dcp_open_flags
-        if flags is None:
-            return
-        want = deletion_extras(flags)
-        if msg.extras_length != want:
-            emit("deletion-version", f"deletion extras {msg.extras_length} but DCP_OPEN "
-                 f"{'set' if flags & INCLUDE_DELETE_TIMES else 'did not set'} IncludeDeleteTimes (expect {want})", **ctx)
-
-    def _flow_control(self, msg: Message, emit) -> None:
-        limit = self.negotiation.buffer_size
-        if not limit:
-            return
-        st = self.state
-        size = msg.body_length + 24 + (2 if msg.opcode == OP.DCP_PREPARE else 0)
-        if st.unacked >= limit:
-            emit("buffer-overrun", f"{msg.name} sent with {st.unacked} unacknowledged bytes >= buffer {limit}")
-        st.unacked += size
-        st.sent_total += size
+        self.state.system_event(stream, uid)
 
     def _buffer_ack(self, msg: Message, emit) -> None:
         st = self.state
         n = msg.values.get("buffer_bytes", 0)
-        st.acked_total += n
-        if self.seen_from_start and self.negotiation.buffer_size and st.acked_total > st.sent_total:
-            emit("buffer-ack-excess", f"acknowledged {st.acked_total} bytes in all, only {st.sent_total} were sent")
-        st.unacked = max(0, st.unacked - n)
+        if self.seen_from_start and self.negotiation.buffer_size and st.acked_total + n > st.sent_total:
+            emit("buffer-ack-excess", f"acknowledged {st.acked_total + n} bytes in all, only {st.sent_total} were sent")
+        st.acked(n)
 
     # -- responses ---------------------------------------------------------------------
 
     def _response(self, msg: Message, direction, index, emit) -> None:
         st, op = self.state, msg.opcode
-        pending = st.request_for(msg, direction)
-        if op == OP.DCP_NOOP:
-            st.noops.pop(msg.opaque, None)
-        if op == OP.DCP_SNAPSHOT_MARKER and msg.status == 0:
-            for stream, snap in st.acks_due:
-                if stream.opaque == msg.opaque and snap.complete and not snap.acked:
-                    snap.acked = True
-                    break
-            st.acks_due = [(s, sn) for s, sn in st.acks_due if not sn.acked]
-        if op == OP.DCP_STREAM_REQ:
-            stream = st.streams_by_opaque.get(msg.opaque)
-            if stream is not None and stream.state == "requested":
-                (st.accept if msg.status == 0 else st.reject)(stream, msg)
-        if pending is not None and pending.msg.opcode == op:
-            st.pending.pop((pending.direction, msg.opaque), None)
-            if msg.status not in SUCCESS_LIKE_STATUS or msg.status == ST.Rollback:
-                self._pair_error(msg, pending, emit)
+        pending = st.answered(msg, direction)
+        if pending is not None and (msg.status not in SUCCESS_LIKE_STATUS or msg.status == ST.Rollback):
+            self._pair_error(msg, pending, emit)
 
     def _pair_error(self, msg: Message, pending, emit) -> None:
         req = pending.msg
@@ -362,11 +338,11 @@ class _Emitter:
         self.out.append(f)
 
 
-def _pending(msg, index, ts, direction):
-    from ..sessions.streams import Pending
-
-    return Pending(msg, index, ts, direction)
-
-
-def _other(direction: str | None) -> str | None:
-    return {"c2s": "s2c", "s2c": "c2s"}.get(direction or "", None)
+def _judge(c: Judging, point: str, op: int, emit: "_Emitter", **ctx) -> bool:
+    """Judge the checks declared at ``point`` for ``op``: whether any found something."""
+    found = False
+    for check in at(point, op):
+        if check.test(c):
+            emit(check.rule, check.say(c), severity=check.severity(c) if check.severity else None, **ctx)
+            found = True
+    return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..limits import SNAPSHOT_KEYS
 from ..messages.dcp import SNAPSHOT_ACK, SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE
 from ..messages.frame import Message
 from ..messages.registry import CLIENT_SPECS
@@ -25,8 +26,13 @@ ITEM_OPCODES = frozenset(op for op, spec in CLIENT_SPECS.items() if spec.item)
 #: Messages the producer counts against the consumer's flow-control buffer.
 FLOW_CONTROLLED = STREAM_OPCODES
 MAX_SEQNO = 0xFFFFFFFFFFFFFFFF
+#: keys of one snapshot remembered for the duplicate-key rule (read where they are added,
+#: by this state and the jsonl lane alike)
+MAX_SNAPSHOT_KEYS = SNAPSHOT_KEYS.default
 #: the stream.counts key of each known message, ``DCP_SEQNO_ADVANCED`` → ``seqno_advanced``
 _COUNT_NAMES = {op: spec.name.removeprefix("DCP_").lower() for op, spec in CLIENT_SPECS.items()}
+_BY_NAME = {spec.name: op for op, spec in CLIENT_SPECS.items()}
+_PREPARE, _NOOP, _MARKER, _STREAM_REQ = (_BY_NAME[n] for n in ("DCP_PREPARE", "DCP_NOOP", "DCP_SNAPSHOT_MARKER", "DCP_STREAM_REQ"))
 
 
 @dataclass
@@ -204,6 +210,17 @@ class DcpState:
 
     # -- lookups -------------------------------------------------------------------------
 
+    def stream_for(self, msg: Message) -> Stream | None:
+        """The stream of a producer→consumer message, as the state has it once the message
+        is seen: joined (adopted) if the connection's start was missed, open if its data
+        shows the producer accepted a request whose answer was not seen."""
+        stream = self.stream_of(msg)
+        if stream is None and not self.dcp_open_seen:
+            stream = self.adopt(msg)  # joined mid-conversation: follow the stream from here
+        if stream is not None and stream.state == "requested" and msg.opaque == stream.opaque:
+            self.accept(stream, msg)  # the producer only streams after a Success answer we did not see
+        return stream
+
     def stream_of(self, msg: Message) -> Stream | None:
         """The stream a producer→consumer message belongs to (by opaque, then vb + sid)."""
         s = self.streams_by_opaque.get(msg.opaque)
@@ -217,6 +234,47 @@ class DcpState:
         return self.pending.get((other, msg.opaque)) or (self.pending.get((None, msg.opaque)) if other else None)
 
     # -- state changes -------------------------------------------------------------------
+
+    def opened(self, direction: str | None) -> None:
+        """A DCP_OPEN went ``direction``: the other side produces."""
+        self.dcp_open_seen = True
+        self.producer_direction = _other(direction)
+
+    def noop(self, msg: Message, index: int, ts: float | None, direction: str | None) -> None:
+        self.noops[msg.opaque] = Pending(msg, index, ts, direction)
+
+    def sent(self, msg: Message, buffer_size: int | None) -> None:
+        """A flow-controlled message counted against the consumer's buffer (if it has one)."""
+        if buffer_size:
+            size = msg.body_length + 24 + (2 if msg.opcode == _PREPARE else 0)
+            self.unacked += size
+            self.sent_total += size
+
+    def acked(self, count: int) -> None:
+        """A DCP_BUFFER_ACKNOWLEDGEMENT of ``count`` bytes."""
+        self.acked_total += count
+        self.unacked = max(0, self.unacked - count)
+
+    def answered(self, msg: Message, direction: str | None) -> Pending | None:
+        """A response: what it changes, and the request it answers (None if none of its
+        opcode waits)."""
+        pending, op = self.request_for(msg, direction), msg.opcode
+        if op == _NOOP:
+            self.noops.pop(msg.opaque, None)
+        if op == _MARKER and msg.status == 0:
+            for stream, snap in self.acks_due:
+                if stream.opaque == msg.opaque and snap.complete and not snap.acked:
+                    snap.acked = True
+                    break
+            self.acks_due = [(s, sn) for s, sn in self.acks_due if not sn.acked]
+        if op == _STREAM_REQ:
+            stream = self.streams_by_opaque.get(msg.opaque)
+            if stream is not None and stream.state == "requested":
+                (self.accept if msg.status == 0 else self.reject)(stream, msg)
+        if pending is None or pending.msg.opcode != op:
+            return None
+        self.pending.pop((pending.direction, msg.opaque), None)
+        return pending
 
     def remember_request(self, msg: Message, index: int, ts: float | None, direction: str | None) -> None:
         self.remember(direction, msg.opaque, index, ts).refer_to(msg)
@@ -282,7 +340,33 @@ class DcpState:
         stream.markers += 1
         return snap
 
-    def item(self, stream: Stream, msg: Message, seqno: int, ts: float | None) -> None:
+    def snapshot_marker(self, stream: Stream, msg: Message, index: int) -> Snapshot:
+        snap = self.start_snapshot(stream, msg, index)
+        if snap.wants_ack:
+            self.acks_due.append((stream, snap))
+        return snap
+
+    def oso(self, stream: Stream, flags: int) -> None:
+        """A DCP_OSO_SNAPSHOT: 0x01 starts one, 0x02 ends it."""
+        if flags == 0x01:
+            stream.in_oso, stream.oso_base, stream.oso_max = True, stream.last_seqno, stream.last_seqno
+        elif flags == 0x02:
+            stream.in_oso = False
+            stream.last_seqno = max(stream.last_seqno, stream.oso_max)
+
+    def system_event(self, stream: Stream, manifest_uid: int | None) -> None:
+        if manifest_uid is not None:
+            stream.manifest_uid = max(manifest_uid, stream.manifest_uid or 0)
+
+    def item(self, stream: Stream, msg: Message, seqno: int, ts: float | None, digest: int | None = None) -> None:
+        """A message with a seqno; ``digest``: its key's (:func:`key_digest`), remembered in
+        the current snapshot (up to the rules' cap of keys a snapshot) when duplicates there
+        are worth judging."""
+        snap = stream.snapshot
+        if digest is not None and snap is not None and not stream.in_oso and not snap.may_duplicate:
+            keys = snap.keys
+            if digest not in keys and len(keys) < MAX_SNAPSHOT_KEYS:
+                keys.add(digest)
         name = _COUNT_NAMES.get(msg.opcode) if msg.spec is CLIENT_SPECS.get(msg.opcode) else None
         if name is None:
             name = msg.name.removeprefix("DCP_").lower()
@@ -303,6 +387,12 @@ class DcpState:
             snap.complete = True
             if snap.end >= stream.end_seqno or seqno >= stream.end_seqno:
                 stream.end_reached = True
+
+
+def key_digest(opcode: int, msg: Message) -> int:
+    """What a snapshot remembers of a key: prepares apart from the rest, the collection and
+    the logical key (``_lane.c`` makes the same number from a frame's bytes)."""
+    return hash((opcode == _PREPARE, msg.collection_id, msg.key))
 
 
 def _other(direction: str | None) -> str | None:

@@ -3,10 +3,11 @@ bytes to jsonl lines in C (``dcpinspect/_lane.c``), with the stream's state brou
 date here once a run, as the frame-by-frame path would have left it.
 
 A run is taken only where the frame-by-frame path would report nothing: the stream is
-open, inside a snapshot, not in OSO, not at its end; each frame is checked in C against
-what the frame rules and stream rules would say about it (extras, key, value, seqno order
-and window, duplicate keys, flow control, stream ids) and the run stops at the first frame
-that might draw a finding or a decode problem, which then goes the ordinary way.
+open, inside a snapshot, not in OSO; each frame's facts (``rules/facts.py``) are read in
+C and every check the rules declare for its opcode (``rules/checks.py``) is run over them
+as a program compiled from the check's own condition; the run stops at the first frame a
+check says true of, or that the decoder would read with a problem, and that frame goes
+the ordinary way. No rule is written here or in C: change a check and the lane follows.
 
 Frames of fixed fields only (snapshot markers, stream ends, noops, buffer acks, vbucket
 states, empty Success answers) and DCP_CONTROL requests take a second way: C checks their
@@ -37,7 +38,11 @@ from ...messages.names import FEATURES, MAGICS, status_name
 from ...messages.registry import CLIENT_SPECS
 from ...messages.opcodes import OP
 from ...outputs.jsonl import _stdlib, protocol_of_family
-from ...rules import stream as stream_rules
+from ...messages.catalog import REQUIRED
+from ...rules import checks
+from ...rules.conditions import NotOnFastPath, program
+from ...rules.stream import Judging
+from ...sessions import streams
 from ...sessions.streams import FLOW_CONTROLLED, Snapshot
 
 try:
@@ -45,8 +50,7 @@ try:
 except ImportError:  # built without a C compiler
     _lane = None
 
-#: the opcodes the lane takes, and the extras field the frame rules require to be 0
-#: (rules/frame.py: nmeta-nonzero); the seqno must not be 0 either (seqno-zero)
+#: the opcodes the lane takes, and the extras field read as the fact ``nmeta``
 LANE_OPCODES = frozenset({OP.DCP_MUTATION, OP.DCP_DELETION})
 #: what may begin a run: the items, and a snapshot marker that opens the stream's next
 #: snapshot (a first marker, or an odd one, is judged by the rules: see Lane._fixed)
@@ -84,12 +88,80 @@ def _plans() -> tuple:
             if layout._convert:  # a flag, enum or bytes field: not a plain number in JSON
                 continue
             zero = layout.names.index(_ZERO_FIELD) if _ZERO_FIELD in layout.names else -1
-            plans.append((op, size, layout.names.index(spec.seqno_field), zero, tuple(map(_key, layout.names)),
+            plans.append((op, size, layout.names.index(spec.seqno_field), zero, spec.request.key == REQUIRED,
+                          tuple(map(_key, layout.names)),
                           tuple(f.size for f in layout.fields), _protocol(spec), _op_head(op)))
     return tuple(plans)
 
 
 _PLANS = None if _lane is None else _lane.compile_plans(_plans())
+#: the opcodes _lane.compile_rules takes programs of, in its order
+_RULE_OPCODES = (OP.DCP_SNAPSHOT_MARKER, OP.DCP_MUTATION, OP.DCP_DELETION)
+
+
+def compile_rules() -> tuple[tuple, object]:
+    """The checks of the lane's opcodes as ``_lane.scan`` runs them: the connection facts
+    it is given as a run starts (beyond the facts it reads itself, ``_lane.FACTS``), and
+    the compiled programs. An opcode with a check over a fact the lane cannot know is left
+    to the rules."""
+    slots = {name: i for i, name in enumerate(_lane.FACTS)}
+    connection: list = []
+    programs = []
+    for op in _RULE_OPCODES:
+        code: list[int] = []
+        try:
+            for check in checks.for_opcode(op):
+                for fact in check.when.facts():
+                    if fact.scope == "connection" and fact.name not in slots:
+                        slots[fact.name] = len(slots)
+                        connection.append(fact)
+                code += (*program(check.when, slots), 0, 0)  # 0, 0: the check's end
+        except NotOnFastPath:
+            code = None
+        programs.append(None if code is None else tuple(code))
+    return tuple(connection), _lane.compile_rules(tuple(programs), len(slots))
+
+
+class Run(NamedTuple):
+    """What ``_lane.scan`` is told of the stream a run belongs to (its order is C's)."""
+    opaque: int
+    vbucket: int
+    stream_id: int  # -1: none
+    collections: int  # -1: not known, else 0 or 1
+    max_text: int
+    max_inflate: int
+    last_seqno: int
+    snap_start: int
+    snap_end: int
+    snap_flags: int
+    snap_complete: bool
+    keys: object  # the snapshot's key digests, None when not judged
+    max_keys: int
+    unacked: int
+    buffer_size: int  # for the bytes it counts, 0: none
+    end_seqno: int
+    prefix: str
+    connection: tuple  # the connection facts' values, in compile_rules' order
+    marker_shapes: tuple
+    marker_fields: tuple
+
+
+class Scanned(NamedTuple):
+    """What ``_lane.scan`` says of a run."""
+    after: int
+    mutations: int
+    deletions: int
+    last_seqno: int
+    size: int
+    unacked: int
+    text: bytes
+    last_op: int
+    last_sid: int
+    last_key: str | None
+    markers: int
+    first_complete: bool
+    before: tuple | None
+    newest: tuple | None
 
 
 def _renderer(spec: FieldSpec) -> dict | None:
@@ -228,12 +300,13 @@ def available() -> bool:
 class Lane:
     """What one capture's lines share: the decode context and a line prefix per record."""
 
-    __slots__ = ("base", "_prefix_key", "_prefix")
+    __slots__ = ("base", "_prefix_key", "_prefix", "_connection", "_rules")
 
     def __init__(self, base: DecodeContext) -> None:
         self.base = base
         self._prefix_key: tuple | None = None
         self._prefix = ""
+        self._connection, self._rules = compile_rules()
 
     @staticmethod
     def usable(base: DecodeContext) -> bool:
@@ -289,29 +362,27 @@ class Lane:
         conversation = fd.session
         validator, negotiation = conversation.validator, conversation.negotiation
         st = validator.state
-        if not st.dcp_open_seen and st.producer_direction is None and validator.seen_from_start:
-            return pos, None  # dcp-open-missing is due
         stream = st.streams_by_opaque.get(opaque)
+        # what the lane can carry for the session: an open stream's snapshot, outside OSO
         if stream is None or stream.vbucket != vbucket or stream.state != "open" or stream.in_oso:
             return pos, None
         snap = stream.snapshot
-        if snap is None or (stream.end_reached and snap.complete):
+        if snap is None:
             return pos, None
-        flags = negotiation.dcp_open_flags
-        deletion_extras = -1 if flags is None else stream_rules.deletion_extras(flags)
+        c = Judging(validator)
+        c.stream, c.snap = stream, snap
         collections = negotiation.context(self.base).collections
         limit = negotiation.buffer_size or 0
         # every frame of a run is numbered by the same record: stop where the next one begins
         number, stop = _numbered(side, data, pos, offset)
-        v22 = not validator.seen_from_start or negotiation.controls.get("max_marker_version") == "2.2"
-        params = (opaque, vbucket, -1 if stream.stream_id is None else stream.stream_id,
-                  1 if negotiation.stream_ids else 0, -1 if collections is None else int(collections),
-                  self.base.max_value_text, self.base.max_inflate, deletion_extras, stream.last_seqno, snap.start, snap.end,
-                  None if snap.may_duplicate else snap.keys, stream_rules.MAX_SNAPSHOT_KEYS, st.unacked, limit,
-                  self.prefix(number, ts, fd.label, direction), snap.complete, stream.end_seqno,
-                  not stream.end_reached, v22, _MARKER_SHAPES, _MARKER_FIELDS)
+        run = Run(opaque, vbucket, -1 if stream.stream_id is None else stream.stream_id,
+                  -1 if collections is None else int(collections), self.base.max_value_text, self.base.max_inflate,
+                  stream.last_seqno, snap.start, snap.end, snap.flags, snap.complete,
+                  None if snap.may_duplicate else snap.keys, streams.MAX_SNAPSHOT_KEYS, st.unacked, limit,
+                  stream.end_seqno, self.prefix(number, ts, fd.label, direction),
+                  tuple(int(f.get(c)) for f in self._connection), _MARKER_SHAPES, _MARKER_FIELDS)
         (after, mutations, deletions, last, size, unacked, text, last_op, last_sid, last_key, markers, first_complete,
-         before, newest) = _lane.scan(data, pos, stop, offset, params, _PLANS, _MAGIC_NAMES)
+         before, newest) = Scanned(*_lane.scan(data, pos, stop, offset, run, _PLANS, self._rules, _MAGIC_NAMES))
         count = mutations + deletions + markers
         if not count:
             return pos, None
