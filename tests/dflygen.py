@@ -194,7 +194,8 @@ def full_sync(shards: list[list[list[tuple[str, str]]]], *, path: Path, replid: 
     snapshot (``shards[i]``: its blobs, each a list of keys; ``during[i]``: journal records
     sent between them), DFLY STARTSTABLE, then each flow's end of snapshot (JOURNAL_OFFSET
     ``start_lsn + 100*i``, EOF, token) and its stable-sync journal (``stable[i]``), with a
-    REPLCONF ACK of the records executed. ``partial``: flows that ask for (and get) a
+    REPLCONF ACK of the records executed. ``sync_command`` False: the control connection
+    sends neither DFLY SYNC nor STARTSTABLE (the capture missed them). ``partial``: flows that ask for (and get) a
     partial sync from an LSN. ``fullsync_end``: the flows whose snapshot has FULLSYNC_END
     (all by default)."""
     n = len(shards)
@@ -237,7 +238,7 @@ def full_sync(shards: list[list[list[tuple[str, str]]]], *, path: Path, replid: 
         assert whole.endswith(tail)
         bodies[i] = tail + token_of(i)
         cap.send(flows[i], "s2c", whole[:-len(tail)])
-    if control:
+    if sync_command and control:
         cap.send(ctl, "c2s", inline("DFLY", "STARTSTABLE", f"SYNC{sync}"))
         cap.send(ctl, "s2c", b"+OK\r\n")
     for i in opened:
