@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..sessions.stats import StatsCollector  # noqa: F401 (re-exported: what callers feed, then render)
+from ..sessions.stats import MCBP, StatsCollector  # noqa: F401 (the collector re-exported: callers feed it)
 from ..sessions.streams import MAX_SEQNO
 from .escape import safe
 
@@ -189,10 +189,16 @@ def render(report: dict[str, Any], console: Console, *, chart: bool | None = Non
     """
     cap = report.get("capture", {})
     rows = []
-    for name, c in report.get("connections", {}).items():
+    conns = report.get("connections", {})
+    # streams, items and vbuckets are DCP's: shown for MCBP connections (a report without
+    # ``protocols`` is one of MCBP), "-" for other families' connections
+    has_streams = {name: MCBP in c.get("protocols", {MCBP: 1}) for name, c in conns.items()}
+    streams_apply = any(has_streams.values()) or not conns or bool(report.get("vbuckets") or report.get("streams"))
+    for name, c in conns.items():
         rates = c.get("rates", {})
         frames, nbytes = c.get("frames", {}), c.get("bytes", {})
         bps = rates.get("bytes_per_s", {}).get("total")
+        dcp = has_streams[name]
         rows.append({
             "connection": _t(name),
             "frames c2s/s2c": _t(_by_direction(frames, str)),
@@ -200,15 +206,31 @@ def render(report: dict[str, Any], console: Console, *, chart: bool | None = Non
             "duration": _t(_fmt_s(c.get("duration"))),
             "frames/s": _t(_fmt_num(rates.get("frames_per_s"))),
             "bytes/s": _t("-" if bps is None else _fmt_bytes(bps) + "/s"),
-            "streams": _t(c.get("streams", 0)),
-            "items": _t(c.get("items", 0)),
-            "items/s": _t(_fmt_num(rates.get("items_per_s"))),
+            "streams": _t(c.get("streams", 0) if dcp else "-"),
+            "items": _t(c.get("items", 0) if dcp else "-"),
+            "items/s": _t(_fmt_num(rates.get("items_per_s")) if dcp else "-"),
             "gaps": _t(c.get("capture_gaps", 0), "yellow" if c.get("capture_gaps") else ""),
             "findings": _t(c.get("findings", 0)),
         })
     console.print(fit_table("Connections", _CONN_COLS, rows, console))
     console.print()
+    if streams_apply:
+        _render_streams(report, console, max_rows)
+    if report.get("tap"):
+        render_tap(report["tap"], console, max_rows)
+    if chart is None:
+        chart = console.is_terminal
+    if chart:
+        console.print()
+        render_chart(report, console, lines=chart_lines)
+    console.print()
+    total = totals_line(cap) if streams_apply else \
+        f"{_plural(cap.get('frames', 0), 'frame')} in {_plural(cap.get('connections', 0), 'connection')}"
+    console.print(Text(f"{total} over {_fmt_s(cap.get('duration'))}", style="bold"))
 
+
+def _render_streams(report: dict[str, Any], console: Console, max_rows: int) -> None:
+    """The vbuckets and streams tables."""
     vbs = report.get("vbuckets", {})
     ordered = sorted(vbs.items(), key=lambda kv: _vb_sort(kv[0]))
     rows = []
@@ -278,15 +300,6 @@ def render(report: dict[str, Any], console: Console, *, chart: bool | None = Non
     hidden = len(streams) - min(len(streams), max_rows) + int(report.get("streams_omitted", 0) or 0)
     if hidden:
         console.print(Text(f"… {hidden} more streams (--format json for all)", style="dim"))
-    if report.get("tap"):
-        render_tap(report["tap"], console, max_rows)
-    if chart is None:
-        chart = console.is_terminal
-    if chart:
-        console.print()
-        render_chart(report, console, lines=chart_lines)
-    console.print()
-    console.print(Text(f"{totals_line(cap)} over {_fmt_s(cap.get('duration'))}", style="bold"))
 
 
 _TAP_CONN_COLS = (Col("connection", 0, wrap=True), Col("name", 2), Col("connect flags", 3, wrap=True),

@@ -22,6 +22,9 @@ class FlowSummary:
     bytes: Counter = field(default_factory=Counter)
     opcodes: Counter = field(default_factory=Counter)
     findings: Counter = field(default_factory=Counter)  # (severity, rule) → n
+    #: frames whose findings are counted (all of them when the summary is judged; else
+    #: the records of families that judge them whatever the context)
+    judged: int = 0
     notes: Counter = field(default_factory=Counter)  # kind → n
     note_bytes: Counter = field(default_factory=Counter)
     first_ts: float | None = None
@@ -48,9 +51,11 @@ class CaptureSummary:
             if isinstance(msg, Decoded):  # another family's record: counted by its own name
                 fs.bytes[item.direction] += msg.size
                 fs.opcodes[msg.name] += 1
+                fs.judged += self.judged or msg.judged
             else:
                 fs.bytes[item.direction] += len(msg.data)
                 fs.opcodes[(msg.magic, msg.opcode)] += 1  # named when rendered
+                fs.judged += self.judged
             for f in msg.findings:
                 fs.findings[(f.severity, f.rule)] += 1
             ts = item.ts
@@ -65,17 +70,24 @@ class CaptureSummary:
     def total_frames(self) -> int:
         return sum(sum(fs.frames.values()) for fs in self.flows.values())
 
+    def _judged(self, fs: FlowSummary) -> bool:
+        """Whether every frame of a connection was judged (its findings are all counted)."""
+        return self.judged or fs.judged == sum(fs.frames.values())
+
     def render(self, console: Console) -> None:
         head = ("flow", "c2s frames", "s2c frames", "bytes", "duration s", "gaps", "skipped B")
-        if self.judged:
+        unjudged = sum(not self._judged(fs) for fs in self.flows.values())
+        counted = unjudged < len(self.flows) or not self.flows and self.judged
+        if counted:
             head += ("errors", "warnings")
         rows = []
         opcodes: Counter = Counter()
+        named: Counter = Counter()  # other families' records, by the names they give
         findings: Counter = Counter()
         for flow, fs in self.flows.items():
             for key, n in fs.opcodes.items():
                 if type(key) is str:  # named by its record
-                    opcodes[key] += n
+                    named[key] += n
                     continue
                 magic, opcode = key
                 name = opcode_name(magic, opcode)
@@ -87,13 +99,20 @@ class CaptureSummary:
             sides = ("-", "-") if fs.frames[""] else (str(fs.frames["c2s"]), str(fs.frames["s2c"]))  # a hex dump
             cells = (safe(flow_label(flow)), *sides, str(sum(fs.bytes.values())), dur, str(fs.notes["gap"]),
                      str(fs.note_bytes["skipped"]))
-            rows.append(cells + (str(errors), str(warnings)) if self.judged else cells)
+            if counted:
+                cells += (str(errors), str(warnings)) if self._judged(fs) else ("-", "-")
+            rows.append(cells)
         print_rows(console, head, rows, title="Connections")
         console.print()
-        ops = Table("opcode", "frames", title="Opcodes", title_justify="left", box=None)
-        for name, n in opcodes.most_common():
-            ops.add_row(safe(name), str(n))
-        console.print(ops)
+        tables = [("opcode", "Opcodes", opcodes)] if opcodes or not named else []
+        tables += [("name", "Frames by name", named)] if named else []
+        for i, (column, title, counts) in enumerate(tables):
+            if i:
+                console.print()
+            ops = Table(column, "frames", title=title, title_justify="left", box=None)
+            for name, n in counts.most_common():
+                ops.add_row(safe(name), str(n))
+            console.print(ops)
         if findings:
             console.print()
             ft = Table("severity", "rule", "count", title="Findings", title_justify="left", box=None)
@@ -103,6 +122,8 @@ class CaptureSummary:
         for note in self.notes:
             console.print(f"note: {safe(note.message)}")
         console.print(f"{self.total_frames()} frames in {len(self.flows)} connections")
-        if not self.judged:
-            console.print("frames counted by their headers, not judged: `dcpinspect validate` "
+        if unjudged or not (self.judged or self.flows):
+            which = "frames" if unjudged in (0, len(self.flows)) else \
+                f"the frames of {unjudged} of the {len(self.flows)} connections ('-')"
+            console.print(f"{which} counted by their headers, not judged: `dcpinspect validate` "
                           "(or `--strict`) checks them against the rules")

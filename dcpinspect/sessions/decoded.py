@@ -34,6 +34,9 @@ class Decoded:
     truncated: bool = False
     #: counted as a request (else "(response)" in the stats' opcode table)
     is_request: bool = True
+    #: its session ran the rules on it, whatever the decoding context (a summary that
+    #: counts MCBP frames by their headers alone still counts these records' findings)
+    judged: bool = True
     #: what MCBP messages carry and these do not
     spec = None
     opcode = None

@@ -63,10 +63,13 @@ from .bounded import (
     round_to,
 )
 from .captured import Captured, Note, flow_label
+from .decoded import Decoded
 from .streams import SEQNO_OPCODES, STREAM_OPCODES
 from .tap import TapSession
 
 SCHEMA_VERSION = 1
+#: what a connection's ``protocols`` count MCBP frames as (other records give their own)
+MCBP = "mcbp"
 MAX_STREAM_RECORDS = 10_000  # per-stream rows kept for the report; aggregates keep counting
 MAX_PENDING = 100_000  # outstanding STREAM_REQ opaques remembered
 
@@ -116,6 +119,8 @@ class ConnStats:
     frames: Counter = field(default_factory=Counter)  # direction → frames
     bytes: Counter = field(default_factory=Counter)
     opcodes: Counter = field(default_factory=Counter)
+    #: frames by the protocol of their records (MCBP frames as "mcbp")
+    protocols: Counter = field(default_factory=Counter)
     notes: Counter = field(default_factory=Counter)  # note kind → n
     note_bytes: Counter = field(default_factory=Counter)
     findings: int = 0
@@ -126,7 +131,7 @@ class ConnStats:
     first_key: Any = None  # where in the capture the connection first showed up
 
     def merge(self, other: "ConnStats") -> None:
-        for name in ("frames", "bytes", "opcodes", "notes", "note_bytes"):
+        for name in ("frames", "bytes", "opcodes", "protocols", "notes", "note_bytes"):
             getattr(self, name).update(getattr(other, name))
         self.findings += other.findings
         self.streams += other.streams
@@ -351,6 +356,7 @@ class StatsCollector:
         cs.frames[item.direction] += 1
         cs.bytes[item.direction] += msg.size
         cs.opcodes[msg.name if msg.is_request else msg.name + " (response)"] += 1
+        cs.protocols[msg.protocol if isinstance(msg, Decoded) else MCBP] += 1
         cs.findings += len(msg.findings)
         if ts is not None:
             self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
@@ -698,6 +704,7 @@ def _conn_json(cs: ConnStats) -> dict[str, Any]:
             "items_per_s": _rate(cs.items, duration),
         },
         "opcodes": dict(cs.opcodes.most_common()),
+        "protocols": dict(sorted(cs.protocols.items())),
         "streams": cs.streams,
         "items": cs.items,
         "capture_gaps": cs.notes["gap"],
