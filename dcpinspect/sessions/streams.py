@@ -372,6 +372,27 @@ class DcpState:
             name = msg.name.removeprefix("DCP_").lower()
         self.items(stream, name, 1, seqno, ts, msg.opcode in ITEM_OPCODES)
 
+    def took_run(self, stream: Stream, markers: int, first_complete: bool, before: Snapshot | None,
+                 newest: Snapshot | None, counts: tuple[tuple[str, int], ...], last_seqno: int, ts: float | None,
+                 unacked: int | None, size: int) -> None:
+        """What the messages of a run that a fast path took change, as they would one by
+        one: ``markers`` snapshot markers (the snapshot the stream was in then complete as
+        ``first_complete`` says; the last two, ``before`` and ``newest``), items counted by
+        name, the last at ``last_seqno``; ``unacked`` the bytes then unacknowledged (None:
+        no flow control), ``size`` the run's bytes."""
+        if markers:
+            snap = stream.snapshot
+            snap.complete = first_complete
+            stream.previous = snap if before is None else before
+            stream.snapshot = newest
+            stream.markers += markers
+        for name, count in counts:
+            if count:
+                self.items(stream, name, count, last_seqno, ts)
+        if unacked is not None:
+            self.unacked = unacked
+            self.sent_total += size
+
     def items(self, stream: Stream, name: str, count: int, seqno: int, ts: float | None, data: bool = True) -> None:
         """``count`` messages of a kind (counted as ``name``), the last of them at ``seqno``:
         what :meth:`item` does for each of them in turn (only the last can end a snapshot)."""

@@ -386,20 +386,10 @@ class Lane:
         count = mutations + deletions + markers
         if not count:
             return pos, None
-        # the state, as ConnectionValidator.feed leaves it after these frames
         validator.frames += count
-        if markers:  # what start_snapshot did at each marker, as of the last two
-            snap.complete = first_complete
-            stream.previous = snap if before is None else _snapshot(before, number)
-            stream.snapshot = _snapshot(newest, number)
-            stream.markers += markers
-        if mutations:
-            st.items(stream, _MUTATIONS, mutations, last, ts)
-        if deletions:
-            st.items(stream, _DELETIONS, deletions, last, ts)
-        if limit:
-            st.unacked = unacked
-            st.sent_total += size
+        st.took_run(stream, markers, first_complete, None if before is None else _snapshot(before, number),
+                    None if newest is None else _snapshot(newest, number),
+                    ((_MUTATIONS, mutations), (_DELETIONS, deletions)), last, ts, unacked if limit else None, size)
         st.remember(direction, opaque, number, ts).item(
             last_op, opaque, _NAMES[last_op], vbucket, None if last_sid < 0 else last_sid, last_key)
         return after, Lines(text, count, fd.key, direction)
