@@ -184,7 +184,7 @@ class PayloadRecord(Decoded):
                 rows.append((f"key at {offset}", f"db {db} {key} {type_} {encoding} elements {elements or '-'} "
                                                  f"size {size}" + (f" expires {expiry}" if expiry else "")))
             elif isinstance(rec, AuxRecord):
-                rows.append((f"aux at {rec.offset}", f"{text(rec.key)} = {text(rec.value)}"))
+                rows.append((f"aux at {rec.offset}", f"{text(rec.key or b'')} = {text(rec.value or b'')}"))
             elif isinstance(rec, OpRecord):
                 fields = opcode_json(rec)
                 shown = ([" ".join(e.get("command") or [e["op"]]) for e in fields["journal"]] if "journal" in fields

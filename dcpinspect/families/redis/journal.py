@@ -112,6 +112,20 @@ def read_record(buf, p: int, cap: int, max_strings: int) -> tuple[JournalEntry, 
             raise Oversized(entry, r, count, f"a command of {count:,} strings and {total:,} bytes")
         if r + total + count > len(buf):  # each string has a length byte at least
             raise NeedMore(r + total + count)
+        args, seen = [], 0
+        for _ in range(count):
+            size, r = read_len(buf, r)
+            seen += size
+            if seen > total:
+                raise Corrupt(f"the command's strings pass its total size {total}", r)
+            end = r + size
+            if end > len(buf):
+                raise NeedMore(end)
+            args.append(bytes(buf[r:end]))
+            r = end
+        if seen != total:
+            raise Corrupt(f"the command's strings make {seen} bytes, its total size says {total}", r)
+        return JournalEntry(op, p, r - p, dbid, txid, None, args), r
     entry, end = read_entry(buf, q, cap)
     entry.offset, entry.length, entry.dbid = p, end - p, dbid
     return entry, end
