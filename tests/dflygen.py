@@ -187,7 +187,8 @@ def full_sync(shards: list[list[list[tuple[str, str]]]], *, path: Path, replid: 
               compress: str | None = "lz4", start_lsn: int = 1000, stable: dict[int, list[bytes]] | None = None,
               during: dict[int, list[bytes]] | None = None, fullsync_end: set[int] | None = None,
               control: bool = True, sync_command: bool = True, partial: dict[int, int] | None = None,
-              drop: dict[int, list[int]] | None = None, mss: int = 1460, acks: bool = True) -> Capture:
+              drop: dict[int, list[int]] | None = None, mss: int = 1460, acks: bool = True,
+              port: int = MASTER[1]) -> Capture:
     """A whole Dragonfly full sync, as pcap: the control connection's handshake (announcing
     ``announced`` flows, len(shards) by default), a FLOW connection per shard in ``opened``
     (all by default; ``flow_sync`` gives a flow another SYNC id), DFLY SYNC, each shard's
@@ -206,7 +207,7 @@ def full_sync(shards: list[list[list[tuple[str, str]]]], *, path: Path, replid: 
     during = during or {}
     partial = partial or {}
     fullsync_end = set(range(n)) if fullsync_end is None else fullsync_end
-    cap = Capture()
+    cap = Capture((MASTER[0], port))
     ctl = cap.connection(40000)
     if control:
         for cmd, answer in ((inline("PING"), b"+PONG\r\n"), (inline("REPLCONF", "listening-port", "6380"), b"+OK\r\n"),

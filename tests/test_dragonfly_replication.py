@@ -405,3 +405,69 @@ def test_journal_frames_are_raw_frames_of_their_own_kind():
     f = RespFramer(True)
     out = f.feed(dflygen.flow_answer("PARTIAL", b"t" * 40) + command("SET", "a", "1"))
     assert isinstance(out[-1], RespFrame) and out[-1].kind == "journal" and out[-1].data == command("SET", "a", "1")
+
+
+# -- the control connection's other commands ------------------------------------------------------
+
+def test_takeover_and_replicaoffset_are_read_with_their_answers(tmp_path):
+    cap = dflygen.Capture()
+    ctl = cap.connection(40000)
+    cap.send(ctl, "c2s", dflygen.inline("REPLCONF", "capa", "dragonfly"))
+    cap.send(ctl, "s2c", dflygen.capa_answer(REPLID, 4, 3))
+    cap.send(ctl, "c2s", dflygen.inline("DFLY", "REPLICAOFFSET"))
+    cap.send(ctl, "s2c", b"*3\r\n:1000\r\n:1100\r\n:1200\r\n")
+    cap.send(ctl, "c2s", dflygen.inline("DFLY", "TAKEOVER", "10", "SAVE", "SYNC4"))
+    cap.send(ctl, "s2c", b"-ERR Takeover failed!\r\n")
+    cap.send(ctl, "c2s", dflygen.inline("DFLY", "TAKEOVER", "2.5", "SYNC4"))
+    cap.send(ctl, "s2c", b"+OK\r\n")
+    rows = [r for r in jsonl(cap.write(tmp_path / "takeover.pcap")) if r["kind"] == "frame"]
+    assert rows[1]["sync_id"] == "SYNC4" and rows[1]["flows"] == 3
+    assert (rows[3]["answers"], rows[3]["lsns"]) == ("DFLY REPLICAOFFSET", [1000, 1100, 1200])
+    assert (rows[4]["timeout_s"], rows[4]["save"], rows[4]["sync_id"]) == (10.0, True, "SYNC4")
+    assert (rows[5]["answers"], rows[5]["value"]) == ("DFLY TAKEOVER", "ERR Takeover failed!")
+    assert (rows[6]["timeout_s"], rows[6]["save"], rows[7]["answers"]) == (2.5, False, "DFLY TAKEOVER")
+
+
+def test_a_master_that_answers_capa_dragonfly_with_ok_gets_redis_psync(tmp_path):
+    """An older or Redis master answers +OK: the replica falls back to PSYNC (§13.1), and
+    the connection is read as Redis replication, offsets and all."""
+    from test_redis_replication import RDB, STREAM, command as resp_command, ends
+
+    cap = dflygen.Capture()
+    ctl = cap.connection(40000)
+    cap.send(ctl, "c2s", dflygen.inline("REPLCONF", "capa", "dragonfly"))
+    cap.send(ctl, "s2c", b"+OK\r\n")
+    cap.send(ctl, "c2s", resp_command("PSYNC", "?", "-1"))
+    cap.send(ctl, "s2c", b"+FULLRESYNC " + b"5d" * 20 + b" 1000\r\n$%d\r\n" % len(RDB) + RDB)
+    for c in STREAM:
+        cap.send(ctl, "s2c", c)
+    cap.send(ctl, "c2s", resp_command("REPLCONF", "ACK", str(ends()[-1])))
+    rows = jsonl(cap.write(tmp_path / "fallback.pcap"))
+    assert [r["repl_offset"] for r in rows if r.get("direction") == "s2c" and r.get("command")] == \
+        [1000] + ends()[:-1]
+    assert [k["key"] for k in rows if k["kind"] == "key"] == ["a", "b", "c"]
+    assert rules(tmp_path / "fallback.pcap") == []
+
+
+def test_decode_summary_counts_the_dragonfly_records(tmp_path):
+    res = cli("decode", "-f", "summary", sync(tmp_path))
+    assert res.returncode == 0, res.stderr
+    assert "journal SET" in res.stdout and "*FULL" in res.stdout and "4 connections" in res.stdout
+
+
+def test_the_table_view_of_a_payload_piece_whose_aux_could_not_be_read():
+    from dcpinspect.families.redis.records import AuxRecord
+
+    rec = PayloadRecord(0, 10)
+    rec.add([AuxRecord(b"k", None, 9, 4)])
+    assert rec.table_rows() == [("aux at 9", "k = ")]
+
+
+def test_a_sync_on_another_port_is_found_by_its_first_bytes(tmp_path):
+    """The control connection's PING and each flow's DFLY FLOW tell the sniffer."""
+    from dcpinspect.families.redis.sniff import Sniffer
+
+    assert Sniffer(False).add(dflygen.inline("DFLY", "FLOW", REPLID, "SYNC1", "0")) is True
+    rows = jsonl(sync(tmp_path, port=7001))
+    assert {r["flow"][-4:] for r in rows} == {"7001"}
+    assert sum(r.get("protocol") == "journal" for r in rows) == 8 and sum(r["kind"] == "key" for r in rows) == 7

@@ -1,8 +1,9 @@
 """Is a connection on a port no family claims Redis replication? Decided from one
 direction's first bytes (spec/rdb.md §12.1–§12.2): a replica's first commands (PING,
-AUTH, REPLCONF, PSYNC, SYNC, as RESP arrays or inline), or a master's ``+FULLRESYNC`` /
-``+CONTINUE``. A connection joined mid-stream is taken on any RESP command array found
-after a line's end in its first bytes (a master's command stream)."""
+AUTH, REPLCONF, PSYNC, SYNC, a Dragonfly replica's DFLY, as RESP arrays or inline), or a
+master's ``+FULLRESYNC`` / ``+CONTINUE``. A connection joined mid-stream is taken on any
+RESP command array found after a line's end in its first bytes (a master's command
+stream)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import re
 
 #: a RESP command array's head: its count, the name's length and the name
 COMMAND = re.compile(rb"\*([1-9][0-9]{0,3})\r\n\$([1-9][0-9]?)\r\n([A-Za-z][A-Za-z-]{0,19})\r\n")
-INLINE = re.compile(rb"(PING|SYNC|PSYNC|REPLCONF|AUTH)(?: [^\r\n]{0,200})?\r?\n", re.I)
-REPLICATION = frozenset({b"PING", b"AUTH", b"REPLCONF", b"PSYNC", b"SYNC"})
+INLINE = re.compile(rb"(PING|SYNC|PSYNC|REPLCONF|AUTH|DFLY)(?: [^\r\n]{0,200})?\r?\n", re.I)
+REPLICATION = frozenset({b"PING", b"AUTH", b"REPLCONF", b"PSYNC", b"SYNC", b"DFLY"})
 REPLIES = (b"+FULLRESYNC ", b"+CONTINUE")
 #: bytes enough to decide at a connection's start
 DECIDE = 64
