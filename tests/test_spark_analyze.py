@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import socket
 import subprocess
 import time
@@ -50,13 +51,25 @@ def inputs(tmp_path_factory) -> list[str]:
                                              ("dcp-lossy.pcapng", "memcached-binary.pcap", "dcp-session.pcap")]
 
 
-@pytest.fixture(scope="module")
-def analysed(spark, inputs, tmp_path_factory):
+@pytest.fixture(scope="module", params=["connections", "ranges"])
+def analysed(request, spark, inputs, tmp_path_factory):
+    """The job on every input: files read whole by parts (each task its share of the
+    connections), or cut into byte ranges whose packets are shuffled to their connections."""
     from dcpinspect.engines.spark.job import run_analysis
 
-    out = tmp_path_factory.mktemp("spark-out") / "tables"
-    result = run_analysis(spark, inputs, str(out), range_size=RANGE)
-    return result, out
+    out = tmp_path_factory.mktemp(f"spark-out-{request.param}") / "tables"
+    result = run_analysis(spark, inputs, str(out), range_size=RANGE, split=request.param)
+    return result, out, request.param
+
+
+_CLI: dict = {}
+
+
+def cli_once(*args) -> subprocess.CompletedProcess:
+    """:func:`cli`, run once a session for the same arguments."""
+    if args not in _CLI:
+        _CLI[args] = cli(*args)
+    return _CLI[args]
 
 
 def table(out: Path, name: str) -> list[dict]:
@@ -70,17 +83,22 @@ def cli(*args) -> subprocess.CompletedProcess:
 
 
 def test_the_comparison_means_something(analysed, inputs):
-    """Files split into ranges (one connection over many of them), errors found while
-    streaming and at the end of input, a file read whole for its damage."""
-    result, out = analysed
-    from dcpinspect.engines.spark.source import plan_files
+    """Files split into parts or ranges (one connection over many ranges), errors found
+    while streaming and at the end of input, a file read whole for its damage."""
+    result, out, split = analysed
+    from dcpinspect.engines.spark.plan import make_plan
 
-    plan = plan_files(inputs, RANGE)
-    by_file = Counter(r.path for r in plan)
-    assert by_file[inputs[3]] >= 4 and by_file[inputs[4]] >= 4  # the long connection's files
-    assert by_file[inputs[0]] >= 2  # busy: interleaved connections over ranges
-    assert by_file[inputs[1]] == 1 and by_file[inputs[2]] == 1  # cut (damage) and gzip: whole
-    assert result.ranges == len(plan)
+    plan = make_plan(inputs, RANGE, 2, split)
+    if split == "ranges":
+        by_file = Counter(r.path for r in plan.ranges)
+        assert by_file[inputs[3]] >= 4 and by_file[inputs[4]] >= 4  # the long connection's files
+        assert by_file[inputs[0]] >= 2  # busy: interleaved connections over ranges
+        assert not by_file[inputs[1]] and not by_file[inputs[2]]  # cut (damage) and gzip: whole
+        assert result.ranges == len(plan.ranges)
+    else:
+        parts = {fi: parts for fi, _, _, parts in plan.tasks}
+        assert parts[0] == parts[3] == parts[4] == 2 and not plan.ranges  # each read by two tasks
+        assert result.tasks == len(plan.tasks)
     frames = table(out, "frames")
     assert len({r["flow"] for r in frames if r["file_index"] == 3}) == 1
     rules = Counter((r["rule"], r["severity"]) for r in table(out, "findings"))
@@ -90,10 +108,10 @@ def test_the_comparison_means_something(analysed, inputs):
 
 
 def test_frames_are_what_decode_prints(analysed, inputs):
-    _, out = analysed
+    _, out, _ = analysed
     frames = table(out, "frames")
     for i, path in enumerate(inputs):
-        res = cli("decode", path, "-f", "jsonl")
+        res = cli_once("decode", path, "-f", "jsonl")
         assert res.returncode == 0, res.stderr
         want = [line for line in res.stdout.splitlines() if line.startswith('{"kind":"frame"')]
         got = [r["json"] for r in frames if r["file_index"] == i]
@@ -101,7 +119,7 @@ def test_frames_are_what_decode_prints(analysed, inputs):
 
 
 def test_frame_columns_are_the_frames_fields(analysed):
-    _, out = analysed
+    _, out, _ = analysed
     for row in table(out, "frames")[:3000]:
         rec = json.loads(row["json"])
         assert (row["frame"], row["flow"], row["direction"], row["opcode"], row["name"], row["opaque"]) == (
@@ -110,12 +128,12 @@ def test_frame_columns_are_the_frames_fields(analysed):
 
 
 def test_findings_are_what_validate_prints(analysed, inputs):
-    _, out = analysed
+    _, out, _ = analysed
     findings = table(out, "findings")
-    res = cli("validate", *inputs, "-f", "jsonl", "--info")
+    res = cli_once("validate", *inputs, "-f", "jsonl", "--info")
     assert res.returncode == 1, res.stderr
     assert [r["json"] for r in findings] == res.stdout.splitlines()
-    plain = cli("validate", *inputs, "-f", "jsonl")
+    plain = cli_once("validate", *inputs, "-f", "jsonl")
     assert [r["json"] for r in findings if r["severity"] != "info"] == plain.stdout.splitlines()
     for row in findings:
         rec = json.loads(row["json"])
@@ -124,10 +142,10 @@ def test_findings_are_what_validate_prints(analysed, inputs):
 
 
 def test_notes_are_what_decode_notes(analysed, inputs):
-    _, out = analysed
+    _, out, _ = analysed
     notes = table(out, "notes")
     for i, path in enumerate(inputs):
-        res = cli("decode", path, "-f", "jsonl")
+        res = cli_once("decode", path, "-f", "jsonl")
         want = [(r["kind"], r["message"], r["flow"], r["direction"])
                 for r in map(json.loads, res.stdout.splitlines()) if r["kind"] not in ("frame", "finding")]
         got = [(r["kind"], r["message"], r["flow"], r["direction"]) for r in notes if r["file_index"] == i]
@@ -138,8 +156,8 @@ def test_stats_tables_count_what_stats_counts(analysed, inputs):
     """Connections with the same addresses in several files count together, as in ``stats``.
     (Gaps are not compared: ``stats`` carries a stream's last seqno from one file into the
     next file's connection of the same addresses; analyze keeps files apart.)"""
-    _, out = analysed
-    res = cli("stats", *inputs, "-f", "json")
+    _, out, _ = analysed
+    res = cli_once("stats", *inputs, "-f", "json")
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
     conns = {r["connection"]: r for r in pq.read_table(out / "connections").to_pylist()}
@@ -218,21 +236,54 @@ def cluster(tmp_path_factory):
                 proc.wait()
 
 
-def test_same_tables_on_a_standalone_cluster(cluster, analysed, inputs, tmp_path):
-    """The command against a real master and worker: the same frames, findings and notes as
-    the local run, its exit code and summary."""
-    _, local = analysed
+@pytest.fixture(scope="module")
+def held_capture(tmp_path_factory) -> str:
+    """One connection whose 300 KB mutation is held, partial, past a 64 KiB cap."""
+    dcp = dcpgen.Dcp().handshake()
+    p = dcp.stream(vb=1)
+    p.marker(1, 2)
+    p.mutation(seqno=1, value=b'{"big":"' + b"x" * 300_000 + b'"}')
+    p.mutation(seqno=2)
+    return str(dcpgen.write_capture(dcp.frames, tmp_path_factory.mktemp("held") / "held.pcap"))
+
+
+HELD_ENV = {"DCPINSPECT_MAX_HELD": "64K"}
+#: what Spark's JVM writes at start-up and in its log
+JAVA_NOISE = re.compile(r"WARN|log4j|SLF4J|Setting default log level|NativeCodeLoader|incubator|setLogLevel|Exception")
+
+
+def test_same_tables_on_a_standalone_cluster(cluster, inputs, held_capture, tmp_path):
+    """The command against a real master and worker (whose processes were started without
+    the caps' variables: the job hands them to its executors): the frames and notes
+    ``decode`` prints and the findings ``validate`` prints with the same caps, one of them
+    cutting a connection's held frame; its exit code, summary, and no line of Java's on
+    stderr."""
     out = tmp_path / "t"
-    res = cli("analyze", *inputs, "--out", out, "--master", cluster, "--range-size", str(RANGE),
-              "--spark-conf", "spark.sql.shuffle.partitions=4")
+    files = [*inputs, held_capture]
+    env = {**os.environ, **HELD_ENV}
+    res = subprocess.run(servers.dcpinspect_argv() + [
+        "analyze", *files, "--out", str(out), "--master", cluster, "--range-size", str(RANGE),
+        "--spark-conf", "spark.sql.shuffle.partitions=4"], capture_output=True, text=True, timeout=600,
+        stdin=subprocess.DEVNULL, env=env)
     assert res.returncode == 1, res.stderr
-    assert "seqno-regression" in res.stdout and f"{len(inputs)} files" in res.stdout
+    assert "seqno-regression" in res.stdout and f"{len(files)} files" in res.stdout
+    assert not JAVA_NOISE.search(res.stderr), res.stderr
     assert sorted(p.name for p in out.iterdir()) == [
         "connections", "findings", "frames", "notes", "report.json", "vbuckets"]
-    for name in ("frames", "findings", "notes"):
-        assert [r.get("json") or r["message"] for r in table(out, name)] == [
-            r.get("json") or r["message"] for r in table(local, name)], name
-    assert table(out, "frames")
+    frames, notes = table(out, "frames"), table(out, "notes")
+    for i, path in enumerate(files):
+        dec = subprocess.run(servers.dcpinspect_argv() + ["decode", path, "-f", "jsonl"], capture_output=True,
+                             text=True, env=env)
+        lines = [json.loads(line) for line in dec.stdout.splitlines()]
+        assert [r["json"] for r in frames if r["file_index"] == i] == [
+            line for line, rec in zip(dec.stdout.splitlines(), lines) if rec["kind"] == "frame"], path
+        assert [(r["kind"], r["message"]) for r in notes if r["file_index"] == i] == [
+            (rec["kind"], rec["message"]) for rec in lines if rec["kind"] not in ("frame", "finding")], path
+    held = [r["message"] for r in notes if r["file_index"] == len(inputs)]
+    assert any("held bytes over the cap" in m for m in held)
+    val = subprocess.run(servers.dcpinspect_argv() + ["validate", *files, "-f", "jsonl", "--info"],
+                         capture_output=True, text=True, env=env)
+    assert [r["json"] for r in table(out, "findings")] == val.stdout.splitlines()
 
 
 def test_command_exit_codes(inputs, tmp_path):

@@ -92,6 +92,22 @@ class RecordFilters(Protocol):
         ValueError (its message for the user) for a value it cannot take."""
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table of a family's records that a bulk engine writes (``analyze``'s Parquet
+    tables): one row per JSON Lines object of ``kind`` and of one of ``protocols`` (as
+    ``decode -f jsonl`` writes them), its ``columns`` taken from the object: ``(name, type,
+    path)``, the type in Spark SQL's words (``uint64``: an unsigned 64-bit number, kept whole),
+    the path the object's keys down to the value, dotted (``fields.by_seqno``). The engine
+    adds where the row was found (file, frame, time, flow, direction). Tables of one name
+    from several families are one table: ``frames`` takes every family's frames."""
+
+    name: str
+    kind: str
+    protocols: tuple[str, ...]
+    columns: tuple[tuple[str, str, str], ...] = ()
+
+
 @dataclass(frozen=True, eq=False)
 class Family:
     """A protocol family, as the engines use it."""
@@ -130,6 +146,16 @@ class Family:
     filters: RecordFilters | None = None
     #: other names a user may call it by (``--decode-as PORT=NAME``)
     aliases: tuple[str, ...] = ()
+    #: the tables of its records that bulk engines write (see :class:`Table`)
+    tables: tuple[Table, ...] = ()
+    #: what a line its fast path wrote stands for, for engines that count frames from the
+    #: lines (``analyze``'s statistics): ``line_message(record)``, the line's object parsed,
+    #: gives a message with what the statistics read of the one it was written from
+    line_message: Callable[[dict], Any] | None = None
+    #: its snapshot files as JSON Lines objects, what ``rdb -f jsonl`` writes of one:
+    #: ``snapshot_rows(file, name)`` from a binary file open at its start (gzip undone);
+    #: findings come as objects of kind ``finding``
+    snapshot_rows: Callable[..., Any] | None = None
     #: makes the family's capture-level object (:class:`Correlator`), if it has one
     correlator: Callable[[], Correlator] | None = None
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
 from ..limits import RECORD, Limit, LimitError
+from .uris import open_binary
 
 __all__ = ["Record", "CaptureProblem", "CaptureError", "read_records", "record_cap", "MAX_RECORD",
            "MAX_RECORD_ENV"]
@@ -356,7 +357,7 @@ def _records(f, gen):
 
 def _open(path):
     try:
-        raw = open(path, "rb")
+        raw = open_binary(path)  # a local path, or a URI (sources/uris.py)
     except OSError as exc:
         raise CaptureError(f"cannot open {os.fspath(path)}: {exc.strerror or exc}") from None
     try:

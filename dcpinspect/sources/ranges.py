@@ -26,11 +26,11 @@ The parsing functions take bytes and offsets (no I/O); :func:`walk_range` and
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from .uris import open_binary, size_of
 from .capture import _PCAP_MAGICS, _PCAPNG_SHB, GZIP_MAGIC, CaptureError, CaptureProblem, Record, _pcap, \
     _pcapng, _Skip, record_cap
 
@@ -203,7 +203,7 @@ def walk_range(path: str, layout: Layout, start: int, end: int, size: int, cap: 
     cap = record_cap() if cap is None else cap
     walk = RangeWalk(start, end)
     pcap = layout.kind == "pcap"
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         endian = "<"
         if not pcap:
             f.seek(8)
@@ -282,8 +282,8 @@ def split_points(size: int, first: int, range_size: int) -> list[tuple[int, int]
 def candidate_ranges(path: str, range_size: int) -> tuple[Layout, int, list[tuple[int, int]]]:
     """A file's layout, size and the pieces it would be split into (one when it is read whole)."""
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
+        size = size_of(path)
+        with open_binary(path) as f:
             head = f.read(24)
     except OSError as exc:
         raise CaptureError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -323,7 +323,7 @@ class _Slice:
     """A file-like of ``prologue`` then the file's bytes ``[start, stop)``."""
 
     def __init__(self, path: str, start: int, stop: int, prologue: bytes) -> None:
-        self._f = open(path, "rb")
+        self._f = open_binary(path)
         self._f.seek(start)
         self._left = stop - start
         self._pre = prologue

@@ -1,54 +1,58 @@
-"""The ``analyze`` command: captures through Spark into Parquet tables, with the CLI's
-decoder and validator a connection at a time.
+"""The ``analyze`` command: captures and snapshot files through Spark into Parquet tables,
+with the CLI's decoder and validator.
 
-1. Plan: the files (globs, directories) and their ranges (``sources/ranges.py``; the pieces
-   of large uncompressed files are walked by a first, small Spark job).
-2. Read with the ``dcpinspect`` data source: a task a range; a row a packet.
-3. Repartition by (file, connection) and sort within partitions by (file, connection,
-   record): Spark's sort spills to disk, so a connection of any size streams through.
-4. ``mapInArrow`` runs :func:`.partition.decode_batches` over each partition's sorted rows:
-   frames, findings, notes, and the partition's statistics collector.
-5. The rows are kept on disk once, split into tables and written as Parquet; the driver
-   merges the collectors and writes the per-connection and per-vbucket tables.
+1. Plan (:mod:`.plan`): the files (paths, globs, directories, URIs) and the tasks. A capture
+   is read by ``parts`` tasks, each decoding the connections dealt to its part (as
+   ``--jobs`` workers do: no shuffle); or, when a file is too large to be read once per
+   task (``--split ranges``, or ``auto`` past :data:`~.plan.MAX_REREADS` parts), by byte
+   ranges whose packets are shuffled to their connections. A snapshot file is one task.
+2. The tasks' rows (:mod:`.partition`): every line ``decode -f jsonl`` and every finding
+   ``validate -f jsonl --info`` would print, and each task's statistics. Kept on disk once.
+3. The driver merges the statistics (and the correlators of files read in several parts,
+   whose conclusions are rows of their own), and Spark writes each table (:mod:`.tables`)
+   with its columns taken from the rows' JSON.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-import threading
+import pickle
 import time
+from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ...messages.frame import DecodeContext
 from ...sessions.stats import StatsCollector
 from ...sources.capture import CaptureError
 from ...sources.ranges import RANGE_SIZE
+from ...sources.uris import UriError, is_uri
+from ..capture import concluded, merge_correlators
+from ..files import CONCLUDED_KEY
 from ..inputs import Unusable
-from .partition import OUT_DDL, decode_batches
-
-FRAME_COLUMNS = ("file", "file_index", "key", "seq", "frame", "ts", "flow", "direction", "magic", "opcode", "name",
-                 "status", "vbucket", "opaque", "cas", "stream_id", "collection_id", "doc_key", "by_seqno",
-                 "rev_seqno", "start_seqno", "end_seqno", "length", "truncated", "findings", "json")
-FINDING_COLUMNS = ("file", "file_index", "key", "seq", "frame", "ts", "flow", "direction", "name AS opcode_name",
-                   "vbucket", "stream_id", "rule", "class", "severity", "message", "related_frame", "json")
-NOTE_COLUMNS = ("file", "file_index", "key", "seq", "ts", "flow", "direction", "kind", "message", "length")
+from .partition import OUT_DDL, Output, decode_batches, part_batches
+from .plan import Plan, make_plan
+from .progress import Progress
+from .tables import specs
 
 
 @dataclass
 class Analysis:
     """What a run found: frames decoded, findings by (rule, class, severity), the capture
-    notes, the files and how many ranges they were read in, the merged statistics."""
+    notes, the files and tasks, the merged statistics, what each table holds, and the
+    seconds of each phase (``plan``, ``job``: decoding and writing)."""
 
     frames: int = 0
     findings: dict[tuple[str, str, str], int] = field(default_factory=dict)
     notes: list[tuple[str, str]] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    tasks: int = 0
     ranges: int = 0
     stats: StatsCollector | None = None
+    tables: list[str] = field(default_factory=list)
+    records: int = 0
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def errors(self) -> int:
@@ -56,65 +60,183 @@ class Analysis:
 
 
 def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE, ports=(),
-                 collections: bool | None = None, partitions: int | None = None) -> Analysis:
+                 collections: bool | None = None, split: str = "auto", progress: Progress | None = None,
+                 limits: dict | None = None) -> Analysis:
     """Analyse ``paths`` on ``spark`` into Parquet tables under ``out``. Raises
-    :class:`Unusable` for no files, or a file that cannot be read or is no capture."""
+    :class:`Unusable` for no files, or a file that cannot be read or is neither a capture
+    nor a snapshot file. ``limits``: the caps a decoder takes (``max_held``, ``max_flows``)."""
     from pyspark import StorageLevel
 
-    from .source import expand, plan_files, plan_json
-
     began = time.monotonic()
-    files = [os.path.abspath(p) for p in expand([str(p) for p in paths])]
-    if not files:
-        raise Unusable("no capture file found in " + ", ".join(map(str, paths)))
+    sc = _context(spark)
+    parallelism = sc.defaultParallelism if sc is not None else int(
+        spark.conf.get("spark.default.parallelism", "2"))
     try:
-        plan = plan_files(files, range_size, spark.sparkContext)
-    except CaptureError as exc:
+        plan = make_plan([str(p) for p in paths], range_size, parallelism, split, sc)
+    except (CaptureError, UriError, OSError) as exc:
         raise Unusable(str(exc)) from None
-    packets = (spark.read.format("dcpinspect").option("plan", plan_json(files, plan)).load()
-               .where("conn IS NOT NULL OR problem IS NOT NULL"))
-    n = partitions or 2 * spark.sparkContext.defaultParallelism
-    ordered = packets.repartition(n, "file_index", "conn").sortWithinPartitions("file_index", "conn", "record")
-    kw = dict(ports=set(ports), collections=collections, base=DecodeContext(detail=False))
-    names = list(files)
-
-    def decode(batches):
-        yield from decode_batches(batches, names, kw)
-
-    rows = ordered.mapInArrow(decode, OUT_DDL).persist(StorageLevel.DISK_ONLY)
+    if not plan.files:
+        raise Unusable("no capture or snapshot file found in " + ", ".join(map(str, paths)))
+    result = Analysis(files=plan.files, tasks=len(plan.tasks) + len(plan.ranges), ranges=len(plan.ranges))
+    if progress is not None:
+        progress.total = sum(plan.sizes)
+    result.phases["plan"] = time.monotonic() - began
+    kw = dict(ports=set(ports), collections=collections, base=DecodeContext(detail=False), **(limits or {}))
+    rows = _rows(spark, plan, kw, progress)
+    rows = rows.persist(StorageLevel.DISK_ONLY)
     try:
-        result = Analysis(files=files, ranges=len(plan))
-        for rec in rows.where("table = 'finding'").groupBy("rule", "class", "severity").count().collect():
-            result.findings[(rec["rule"], rec["class"], rec["severity"])] = rec["count"]
-        result.frames = rows.where("table = 'frame'").count()
-        result.notes = [(r["file"], r["message"]) for r in
-                        rows.where("table = 'note' AND kind = 'capture'").orderBy("file_index", "key", "seq")
-                        .select("file", "message").limit(1000).collect()]
-        stats = StatsCollector()
-        for rec in rows.where("table = 'stats'").select("blob").collect():
-            import pickle
-
-            stats.merge(pickle.loads(rec["blob"]))
-        result.stats = stats
-        _write(spark, rows, out, stats)
+        states = [pickle.loads(r["blob"]) for r in rows.where("table = 'state'").select("blob").collect()]
+        driver = Output(plan.files)
+        _conclude(states, driver)
+        merged = _merge(states, driver, result)
+        extra = None
+        if len(driver.rows):
+            extra = _dataframe(spark, driver.rows.batch())
+        table_rows = rows.where("table <> 'state'")
+        if extra is not None:
+            table_rows = table_rows.unionByName(extra)
+        _write(spark, table_rows, plan.files, out, merged, result)
     finally:
         rows.unpersist()
+    result.stats = merged["stats"]
     result.seconds = time.monotonic() - began
+    result.phases["job"] = result.seconds - result.phases["plan"]
     return result
 
 
-def _write(spark, rows, out: str, stats: StatsCollector) -> None:
-    """The tables under ``out``: frames, findings, notes, connections, vbuckets; and the
+def _context(spark):
+    """The SparkContext, or None over Spark Connect (which has none)."""
+    try:
+        return spark.sparkContext
+    except Exception:  # noqa: BLE001 - Connect sessions raise on it
+        return None
+
+
+def _rows(spark, plan: Plan, kw: dict, progress: Progress | None):
+    """The tasks' output rows: a DataFrame of :data:`~.partition.OUT_DDL`."""
+    files, tasks = plan.files, plan.tasks
+    add = progress.accumulator() if progress is not None else None
+    frames = []
+    if tasks:
+        shares = [plan.share(t) for t in tasks]
+
+        def run(batches):
+            for batch in batches:
+                for i in batch.column(0).to_pylist():
+                    yield from part_batches(tasks[i], files, kw)
+                    if add is not None:
+                        add.add(shares[i])
+
+        frames.append(spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(run, OUT_DDL))
+    if plan.ranges:
+        from .source import plan_json
+
+        packets = (spark.read.format("dcpinspect").option("plan", plan_json(files, plan.ranges)).load()
+                   .where("conn IS NOT NULL OR problem IS NOT NULL"))
+        n = max(2, 2 * plan.parallelism)
+        ordered = packets.repartition(n, "file_index", "conn").sortWithinPartitions("file_index", "conn", "record")
+
+        def decode(batches):
+            yield from decode_batches(batches, files, kw)
+
+        frames.append(ordered.mapInArrow(decode, OUT_DDL))
+    rows = frames[0]
+    for more in frames[1:]:
+        rows = rows.unionByName(more)
+    return rows
+
+
+def _dataframe(spark, batch):
+    import pyarrow as pa
+
+    return spark.createDataFrame(pa.Table.from_batches([batch]), OUT_DDL)
+
+
+def _conclude(states: list[dict], driver: Output) -> None:
+    """What the correlators of files decoded in several tasks find, merged: rows of the driver."""
+    by_file: dict[int, list[dict]] = {}
+    for state in states:
+        for fi, correlators in state["correlated"].items():
+            by_file.setdefault(fi, []).append(correlators)
+    for fi in sorted(by_file):
+        for note in concluded(merge_correlators(by_file[fi])):
+            driver.take(fi, CONCLUDED_KEY, note)
+
+
+def _merge(states: list[dict], driver: Output, result: Analysis) -> dict:
+    stats = StatsCollector()
+    present: set = set()
+    found: Counter = Counter()
+    notes: list = []
+    for state in [*states, driver.summary()]:
+        stats.merge(state["stats"])
+        present |= state["present"]
+        found.update(state["found"])
+        notes.extend(state["notes"])
+        result.frames += state["frames"]
+        result.records += state["records"]
+    result.findings = dict(found)
+    result.notes = [(result.files[fi], text) for fi, _, text in sorted(notes)[:1000]]
+    return {"stats": stats, "present": present}
+
+
+def _write(spark, rows, files: list[str], out: str, merged: dict, result: Analysis) -> None:
+    """The tables under ``out`` (each a directory of Parquet files, replaced), and the
     statistics report as report.json."""
-    for name, table, cols in (("frames", "frame", FRAME_COLUMNS), ("findings", "finding", FINDING_COLUMNS),
-                              ("notes", "note", NOTE_COLUMNS)):
-        rows.where(f"table = '{table}'").selectExpr(*cols).write.mode("overwrite").parquet(os.path.join(out, name))
+    import pyarrow as pa
+
+    files_df = spark.createDataFrame(pa.table({"file_index": pa.array(range(len(files)), pa.int32()),
+                                               "file": pa.array(files, pa.string())}))
+    from .tables import project
+
+    present = merged["present"]
+    family_tables = {t.name: t for t in _family_tables()}
+    for spec in specs():
+        target = _join(out, spec.name)
+        t = family_tables.get(spec.name)
+        if t is not None and not any((t.kind, p) in present for p in t.protocols):
+            _remove(target)  # not in this input: none from an earlier run stays either
+            continue
+        project(rows, spec, files_df).write.mode("overwrite").parquet(target)
+        result.tables.append(spec.name)
+    stats = merged["stats"]
     report = stats.report()
     conns = [_connection_row(label, c) for label, c in report["connections"].items()]
     vbs = [_vbucket_row(int(vb), v) for vb, v in report["vbuckets"].items()]
-    spark.createDataFrame(conns, CONNECTION_DDL).write.mode("overwrite").parquet(os.path.join(out, "connections"))
-    spark.createDataFrame(vbs, VBUCKET_DDL).write.mode("overwrite").parquet(os.path.join(out, "vbuckets"))
-    Path(out, "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    spark.createDataFrame(conns, CONNECTION_DDL).write.mode("overwrite").parquet(_join(out, "connections"))
+    spark.createDataFrame(vbs, VBUCKET_DDL).write.mode("overwrite").parquet(_join(out, "vbuckets"))
+    result.tables += ["connections", "vbuckets"]
+    _write_text(_join(out, "report.json"), json.dumps(report, indent=2, default=str) + "\n")
+
+
+def _family_tables():
+    from ...families import families
+
+    return [t for f in families() for t in f.tables if t.name != "frames"]
+
+
+def _join(out: str, name: str) -> str:
+    return out.rstrip("/") + "/" + name if is_uri(out) else os.path.join(out, name)
+
+
+def _remove(target: str) -> None:
+    import shutil
+
+    if not is_uri(target) and os.path.isdir(target):
+        shutil.rmtree(target, ignore_errors=True)
+
+
+def _write_text(target: str, text: str) -> None:
+    if is_uri(target):
+        from ...sources.uris import locate
+
+        fs, path = locate(target)
+        with fs.open_output_stream(path) as f:
+            f.write(text.encode())
+        return
+    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+    with open(target, "w") as f:
+        f.write(text)
 
 
 CONNECTION_DDL = ("connection string, frames bigint, frames_c2s bigint, frames_s2c bigint, bytes bigint, "
@@ -122,9 +244,9 @@ CONNECTION_DDL = ("connection string, frames bigint, frames_c2s bigint, frames_s
                   "items bigint, streams bigint, capture_gaps bigint, lost_bytes bigint, skipped_bytes bigint, "
                   "findings bigint, json string")
 VBUCKET_DDL = ("vbucket int, connections bigint, streams bigint, items bigint, mutations bigint, "
-               "deletions bigint, expirations bigint, snapshots bigint, seqno_first bigint, seqno_last bigint, "
-               "seqno_min bigint, seqno_max bigint, gaps bigint, gap_missing bigint, backwards bigint, "
-               "frames bigint, bytes bigint, json string")
+               "deletions bigint, expirations bigint, snapshots bigint, seqno_first decimal(20,0), "
+               "seqno_last decimal(20,0), seqno_min decimal(20,0), seqno_max decimal(20,0), gaps bigint, "
+               "gap_missing decimal(20,0), backwards bigint, frames bigint, bytes bigint, json string")
 
 
 def _connection_row(label: str, c: dict) -> tuple:
@@ -135,56 +257,24 @@ def _connection_row(label: str, c: dict) -> tuple:
 
 
 def _vbucket_row(vb: int, v: dict) -> tuple:
+    from decimal import Decimal
+
     seq, gaps = v["seqno"], v["gaps"]
+    big = (lambda x: None if x is None else Decimal(x))
     return (vb, v["connections"], v["streams"], v["items"], v["mutations"], v["deletions"], v["expirations"],
-            v["snapshots"]["count"], _big(seq["first"]), _big(seq["last"]), _big(seq["min"]), _big(seq["max"]),
-            gaps["count"], _big(gaps["missing"]), gaps["backwards"], v["frames"], v["bytes"], json.dumps(v, default=str))
-
-
-def _big(value):
-    """A seqno as a bigint column takes it (None past 2**63: the JSON column keeps it)."""
-    return value if isinstance(value, int) and -(1 << 63) <= value < (1 << 63) else None
-
-
-class Progress:
-    """Stages and tasks done on stderr while a job runs, when stderr is a terminal."""
-
-    def __init__(self, sc) -> None:
-        self.sc = sc
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True) if sys.stderr.isatty() else None
-
-    def __enter__(self) -> "Progress":
-        if self.thread is not None:
-            self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.thread is not None:
-            self.stop.set()
-            self.thread.join()
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-
-    def _run(self) -> None:
-        tracker = self.sc.statusTracker()
-        while not self.stop.wait(0.5):
-            try:
-                stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
-            except Exception:  # noqa: BLE001 - the context is stopping
-                return
-            text = "  ".join(f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks"
-                             for s in stages if s is not None)
-            sys.stderr.write("\r\033[K" + (text or "working…")[:200])
-            sys.stderr.flush()
+            v["snapshots"]["count"], big(seq["first"]), big(seq["last"]), big(seq["min"]), big(seq["max"]),
+            gaps["count"], big(gaps["missing"]), gaps["backwards"], v["frames"], v["bytes"], json.dumps(v, default=str))
 
 
 def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: list[str] = (),
-                  range_size: int = RANGE_SIZE, ports=(), collections: bool | None = None) -> bool:
+                  range_size: int = RANGE_SIZE, ports=(), collections: bool | None = None, split: str = "auto",
+                  remote: str | None = None) -> bool:
     """The ``analyze`` command: run, print the summary of findings by rule and class, and
     return whether one is an error (what cannot be used raises :class:`Unusable`)."""
+    from ...limits import FLOWS, HELD
     from ...outputs.console import make_console
     from ...outputs.escape import safe
+    from ...outputs.rows import print_rows
     from .session import make_session
 
     settings = {}
@@ -193,25 +283,28 @@ def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: l
         if not sep or not key:
             raise Unusable(f"--spark-conf {item!r}: expected KEY=VALUE")
         settings[key] = value
+    began = time.monotonic()
     try:
-        spark = make_session(master, settings)
+        spark = make_session(master, settings, remote=remote)
     except RuntimeError as exc:
         raise Unusable(str(exc)) from None
-    with Progress(spark.sparkContext):
-        result = run_analysis(spark, paths, out, range_size, ports, collections)
+    startup = time.monotonic() - began
+    limits = dict(max_held=HELD.value(), max_flows=FLOWS.value())
+    with Progress(_context(spark)) as progress:
+        result = run_analysis(spark, paths, out, range_size, ports, collections, split, progress, limits)
+    result.phases["startup"] = startup
     err = make_console(stderr=True)
     for path, note in result.notes:
         err.print(safe(f"note: {path}: {note}"), markup=False)
     console = make_console()
-    from ...outputs.rows import print_rows
-
     if result.findings:
         rows = sorted(result.findings.items(), key=lambda kv: (-kv[1], kv[0]))
         print_rows(console, ("rule", "class", "severity", "count"),
                    ((safe(r), safe(c), s, str(n)) for (r, c, s), n in rows))
-    console.print(f"{result.frames} frames from {len(result.files)} files ({result.ranges} ranges) in "
-                  f"{result.seconds:.1f}s: {result.errors} errors, "
+    what = f"{result.frames} frames" + (f" and {result.records} snapshot records" if result.records else "")
+    console.print(f"{what} from {len(result.files)} files ({result.tasks} tasks) in {result.seconds:.1f}s "
+                  f"(Spark start-up {startup:.1f}s more): {result.errors} errors, "
                   f"{sum(result.findings.values()) - result.errors} other findings; tables in {safe(out)}")
-    if result.frames == 0:
-        raise Unusable("no MCBP frame found in the input")
+    if result.frames == 0 and result.records == 0:
+        raise Unusable("no frame found in the input")
     return result.errors > 0

@@ -1,176 +1,296 @@
-"""What a Spark task does with its share of the packets: the same sans-I/O core as the CLI,
-a connection at a time.
+"""What a Spark task does: the streaming engine's own work on its share of the input, its
+items turned into rows of one small schema (:data:`OUT_DDL`) in Arrow batches.
 
-The task's packets come sorted by (file, connection, record), so each connection is one run
-of rows: a fresh :class:`~..capture.CaptureDecoder` takes the run packet by packet and is
-finished at its end, as the CLI's decoder (or a ``--jobs`` worker, see ``parallel.py``)
-would finish it at the end of the file. Its frames are numbered by capture record and its
-items keyed as ``keyed_items`` keys them, so that the rows sort back into the CLI's order.
-Nothing here holds more than one connection's state, and none of it a connection's
-packets: they stream through in Arrow batches.
+A task's share is either
 
-Every connection's packets go to one task (one Python process), so state that only lives
-within a connection (the duplicate-key digests of ``rules/stream.py``, which use the
-process's ``hash()``) never crosses processes.
+* a **part of a file** (:func:`part_batches`): the file read whole by this task, which
+  decodes the connections :class:`~..files.Owners` deals to its part, exactly as a
+  ``--jobs`` worker does (``keyed_items(records, part, parts)``): the C reader passes the
+  other parts' records over unmade, follows connections under way, and the family's fast
+  path writes runs of frames as lines; or a snapshot file (an RDB file) read whole;
+* or **one connection's packets after a shuffle** (:func:`decode_batches`): rows of the
+  ``dcpinspect`` data source, sorted by (file, connection, record), each connection's run
+  fed to a fresh :class:`~..capture.CaptureDecoder` and finished at its last packet.
 
-Output: one row schema for every kind of row (``table`` says which: frame, finding, note,
-stats), split into tables by the driver. Needs pyarrow, not pyspark.
+Either way every item becomes what the CLI prints of it: the line ``decode -f jsonl``
+writes (table ``line``, with its ``kind``), and the findings ``validate -f jsonl --info``
+writes (table ``finding``); the columns of the tables are taken from those JSON objects by
+Spark (``tables.py``), not here. A task's statistics collector (and the families'
+correlators of files decoded in several parts) come last, pickled (table ``state``).
+
+Keys order rows as the CLI does: ``key`` the capture record that caused the row (what the
+end of input flushes after every record, in the order connections began; what the
+correlators conclude after that), then ``seq``: the part, then the row's place in its task.
+Needs pyarrow and orjson, not pyspark.
 """
 
 from __future__ import annotations
 
+import gzip
 import pickle
+from collections import Counter
 from typing import Iterator
 
-from ...messages.frame import DecodeContext
-from ...outputs.jsonl import dumps, dumps_line, frame_record
-from ...sessions.captured import Captured, Note, flow_label
+from ...outputs.jsonl import dumps_line
+from ...sessions.captured import Captured, Lines, Note
 from ...sessions.stats import StatsCollector
-from ...sources.capture import Record
+from ...sources.capture import Record, read_records
+from ...sources.uris import open_binary
 from ...transport.packet import Skip, parse_record
 from ..capture import CaptureDecoder
-from ..files import END_KEY
-from ..sinks import FindingRow, FindingsSink
+from ..files import END_KEY, ReadStats, keyed_items
+from ..sinks import FindingRow, FindingsSink, JsonlSink
 
-#: (name, Arrow type name) of every output column, in order
-OUT_COLUMNS = (
-    ("table", "string"), ("file_index", "int32"), ("file", "string"), ("key", "int64"), ("seq", "int64"),
-    ("frame", "int64"), ("ts", "float64"), ("flow", "string"), ("direction", "string"),
-    ("magic", "int32"), ("opcode", "int32"), ("name", "string"), ("status", "int32"), ("vbucket", "int32"),
-    ("opaque", "int64"), ("cas", "int64"), ("stream_id", "int32"), ("collection_id", "int64"),
-    ("doc_key", "string"), ("by_seqno", "int64"), ("rev_seqno", "int64"), ("start_seqno", "int64"),
-    ("end_seqno", "int64"), ("length", "int64"), ("truncated", "bool"), ("findings", "int32"),
-    ("rule", "string"), ("class", "string"), ("severity", "string"), ("message", "string"),
-    ("related_frame", "int64"), ("kind", "string"), ("json", "string"), ("blob", "binary"),
-)
-#: Spark DDL of the same
-OUT_DDL = ", ".join(f"`{n}` {dict(string='string', int32='int', int64='bigint', float64='double', bool='boolean', binary='binary')[t]}"
-                    for n, t in OUT_COLUMNS)
-BATCH_ROWS = 2048
+#: (name, Arrow type) of every output column, in order
+OUT_COLUMNS = (("table", "string"), ("kind", "string"), ("file_index", "int32"), ("key", "int64"),
+               ("seq", "int64"), ("json", "binary"), ("blob", "binary"))
+OUT_DDL = "table string, kind string, file_index int, key bigint, seq bigint, json binary, blob binary"
+#: rows a batch (a batch of lines of large values stays a few MB)
+BATCH_ROWS = 4096
+#: where a task's row numbers begin: its part shifted past any task's count of rows
+PART_SHIFT = 40
+_MAX_KEY = (1 << 63) - 1
+#: notes about capture files kept for the summary, a task
+NOTES = 1000
+_GZIP = b"\x1f\x8b"
 
 
-def _int(value, bits: int = 63):
-    """A field's value as a column's integer, None when it is none or does not fit."""
-    if type(value) is int and -(1 << bits) <= value < (1 << bits):
-        return value
-    return None
+class Rows:
+    """The rows a task has made and not yet handed out, a list per column."""
 
+    __slots__ = ("table", "kind", "file_index", "key", "seq", "json", "blob", "next_seq")
 
-class _Rows:
-    """Output rows (dicts of the columns they set), handed out as Arrow batches."""
+    def __init__(self, part: int = 0) -> None:
+        self.table: list = []
+        self.kind: list = []
+        self.file_index: list = []
+        self.key: list = []
+        self.seq: list = []
+        self.json: list = []
+        self.blob: list = []
+        self.next_seq = part << PART_SHIFT
 
-    def __init__(self) -> None:
-        self.rows: list[dict] = []
+    def __len__(self) -> int:
+        return len(self.table)
 
-    @property
-    def n(self) -> int:
-        return len(self.rows)
+    def add(self, table: str, kind: str | None, fi: int, key: int, json: bytes | None, blob: bytes | None = None):
+        self.table.append(table)
+        self.kind.append(kind)
+        self.file_index.append(fi)
+        self.key.append(key if key <= _MAX_KEY else _MAX_KEY)
+        self.seq.append(self.next_seq)
+        self.next_seq += 1
+        self.json.append(json)
+        self.blob.append(blob)
 
-    def add(self, **values) -> None:
-        self.rows.append(values)
+    def lines(self, fi: int, key: int, kind: str, text: bytes) -> None:
+        """A line per row from ``text`` (lines, each ending in a newline), all of ``kind``."""
+        lines = text.split(b"\n")
+        lines.pop()  # after the last newline
+        n = len(lines)
+        seq = self.next_seq
+        self.table.extend(["line"] * n)
+        self.kind.extend([kind] * n)
+        self.file_index.extend([fi] * n)
+        self.key.extend([key if key <= _MAX_KEY else _MAX_KEY] * n)
+        self.seq.extend(range(seq, seq + n))
+        self.next_seq = seq + n
+        self.json.extend(lines)
+        self.blob.extend([None] * n)
 
     def batch(self):
         import pyarrow as pa
 
-        rows, self.rows = self.rows, []
-        return pa.RecordBatch.from_arrays(
-            [pa.array([r.get(name) for r in rows], type=_ARROW[kind]()) for name, kind in OUT_COLUMNS],
-            names=[name for name, _ in OUT_COLUMNS])
+        cols = [pa.array(self.table, pa.string()), pa.array(self.kind, pa.string()),
+                pa.array(self.file_index, pa.int32()), pa.array(self.key, pa.int64()),
+                pa.array(self.seq, pa.int64()), pa.array(self.json, pa.binary()), pa.array(self.blob, pa.binary())]
+        for name in self.__slots__[:-1]:
+            setattr(self, name, [])
+        return pa.RecordBatch.from_arrays(cols, names=[n for n, _ in OUT_COLUMNS])
 
 
-_ARROW = {}
+def _kind(line: bytes) -> str:
+    """The ``kind`` of a JSON Lines object as the sinks write it (its first member)."""
+    if line.startswith(b'{"kind":"'):
+        end = line.find(b'"', 9)
+        if end > 0:
+            return line[9:end].decode("ascii")
+    return ""
 
 
-def _arrow_types() -> None:
-    import pyarrow as pa
+class Output:
+    """One task's items as rows: the sinks of ``decode -f jsonl`` and ``validate -f jsonl
+    --info`` per file, and one statistics collector for all of them."""
 
-    _ARROW.update(string=pa.string, int32=pa.int32, int64=pa.int64, float64=pa.float64, bool=pa.bool_,
-                  binary=pa.binary)
+    def __init__(self, files: list[str], part: int = 0) -> None:
+        import orjson
+
+        from ...families import families
+
+        self.files = files
+        self.rows = Rows(part)
+        self.stats = StatsCollector()
+        self.sinks: dict[int, tuple[JsonlSink, FindingsSink]] = {}
+        self.correlated: dict[int, dict] = {}
+        #: frames (lines of kind frame) and snapshot records (lines of a snapshot file) made
+        self.frames = self.records = 0
+        #: (kind, protocol) of the lines of other records than frames of the fast path
+        self.present: set[tuple[str, str | None]] = set()
+        #: findings by (rule, class, severity)
+        self.found: Counter = Counter()
+        #: the notes about capture files themselves: (file, key, text), the first NOTES
+        self.notes: list[tuple[int, int, str]] = []
+        self.loads = orjson.loads
+        #: the family whose fast path wrote the lines (one family has one today)
+        self.line_message = next((f.line_message for f in families() if f.line_message is not None), None)
+
+    def _sinks(self, fi: int) -> tuple[JsonlSink, FindingsSink]:
+        got = self.sinks.get(fi)
+        if got is None:
+            got = self.sinks[fi] = (JsonlSink(), FindingsSink(self.files[fi], show_info=True))
+        return got
+
+    def take(self, fi: int, key: int, item) -> None:
+        """One item of file ``fi``'s capture, with its key."""
+        rows = self.rows
+        jsonl, found = self._sinks(fi)
+        if type(item) is Lines:
+            rows.lines(fi, key, "frame", item.text)
+            self.frames += item.count
+            self._count_lines(fi, key, item)
+            return
+        is_frame, text = jsonl.take(key, item)
+        if isinstance(item, Captured):
+            protocol = getattr(item.msg, "protocol", None)
+            for line in text.split(b"\n")[:-1]:
+                kind = _kind(line)
+                rows.add("line", kind, fi, key, line)
+                if kind == "frame":
+                    self.frames += 1
+                if protocol is not None:
+                    self.present.add((kind, protocol))
+        elif item.finding is None:  # a note (a finding of a connection's end is a finding row below)
+            rows.add("line", item.kind, fi, key, text[:-1])
+            if item.kind == "capture" and len(self.notes) < NOTES:
+                self.notes.append((fi, key, item.message))
+        for row in found.take(key, item) or ():
+            if isinstance(row, FindingRow):
+                f = row.finding
+                self.found[(f.rule, f.cls, f.severity)] += 1
+                rows.add("finding", f.severity, fi, key, dumps_line(row.record)[:-1])
+        self.stats.add(item, (fi, key))
+
+    def _count_lines(self, fi: int, key: int, item: Lines) -> None:
+        """The statistics of frames that came as lines: each line's message, from its object."""
+        make, loads, add = self.line_message, self.loads, self.stats.add
+        flow, direction = item.flow, item.direction
+        for line in item.text.split(b"\n")[:-1]:
+            rec = loads(line)
+            add(Captured(rec["ts"], flow, direction, make(rec), rec["frame"]), (fi, key))
+
+    def snapshot(self, fi: int, rows_of) -> None:
+        """A snapshot file's JSON Lines objects (the family's ``snapshot_rows``): each a line,
+        and each of their findings a finding row."""
+        name = self.files[fi]
+        rows = self.rows
+        for n, obj in enumerate(rows_of):
+            line = dumps_line(obj)[:-1]
+            kind = obj.get("kind", "")
+            rows.add("line", kind, fi, n, line)
+            self.records += 1
+            self.present.add((kind, obj.get("protocol")))
+            found = [obj] if kind == "finding" else obj.get("findings") or ()
+            for f in found:
+                rec = {"file": name, **{k: v for k, v in f.items() if k not in ("kind", "protocol", "file")}}
+                self.found[(rec.get("rule"), rec.get("class"), rec.get("severity"))] += 1
+                rows.add("finding", rec.get("severity"), fi, n, dumps_line(rec)[:-1])
+
+    def summary(self) -> dict:
+        """What the task counted, for the driver to merge."""
+        return {"stats": self.stats, "correlated": self.correlated, "present": self.present, "found": self.found,
+                "notes": self.notes, "frames": self.frames, "records": self.records}
+
+    def state(self):
+        """The last batch: :meth:`summary`, pickled."""
+        blob = pickle.dumps(self.summary(), protocol=pickle.HIGHEST_PROTOCOL)
+        self.rows.add("state", None, -1, _MAX_KEY, None, blob)
+        return self.rows.batch()
+
+
+def part_batches(task: tuple, files: list[str], kw: dict) -> Iterator:
+    """The batches of one task of the plan: ``(file_index, kind, part, parts)``, kind
+    ``capture`` (the part's connections of a capture file) or ``snapshot`` (a family's
+    snapshot file, read whole)."""
+    from ..parallel import steady_gc
+
+    steady_gc()
+    fi, kind, part, parts = task
+    out = Output(files, part)
+    rows = out.rows
+    if kind == "snapshot":
+        family = _snapshot_family(files[fi])
+        with _open_unzipped(files[fi]) as fh:
+            out.snapshot(fi, family.snapshot_rows(fh, files[fi]))
+        yield out.state()
+        return
+    stats = ReadStats()
+    take = out.take
+    for key, item in keyed_items(read_records(files[fi]), part, parts, stats, lane=True, **kw):
+        take(fi, key, item)
+        if len(rows) >= BATCH_ROWS:
+            yield rows.batch()
+    if parts > 1:
+        out.correlated[fi] = stats.correlated
+    yield out.state()
+
+
+def _open_unzipped(name: str):
+    raw = open_binary(name)
+    head = raw.read(2)
+    raw.seek(0)
+    return gzip.GzipFile(fileobj=raw, mode="rb") if head == _GZIP else raw
+
+
+def _snapshot_family(name: str):
+    from ...families import families
+
+    with _open_unzipped(name) as fh:
+        head = fh.read(64)
+    for family in families():
+        if family.is_snapshot is not None and family.snapshot_rows is not None and family.is_snapshot(head):
+            return family
+    raise ValueError(f"{name}: no family reads this snapshot file")
 
 
 class ConnectionRun:
-    """One connection of one file, fed its packets in capture order."""
+    """One connection of one file, fed its packets in capture order (after a shuffle)."""
 
-    def __init__(self, file_index: int, file: str, kw: dict, stats: StatsCollector) -> None:
-        self.file_index, self.file = file_index, file
-        self.decoder = CaptureDecoder(**kw)
-        self.sink = FindingsSink(file, show_info=True)
-        self.stats = stats
-        self.seq = 0
-        self.labels: dict = {}
+    def __init__(self, fi: int, kw: dict, correlators: dict) -> None:
+        self.fi = fi
+        self.decoder = CaptureDecoder(lane=True, correlators=correlators, conclude=False, **kw)
 
-    def packet(self, rec: Record, rows: _Rows) -> None:
+    def packet(self, rec: Record, out: Output) -> None:
         seg = parse_record(rec)
         if isinstance(seg, Skip):
             return
         for item in self.decoder.feed(seg):
-            self.item(rec.index, item, rows)
+            out.take(self.fi, rec.index, item)
 
-    def finish(self, rows: _Rows) -> None:
+    def finish(self, out: Output) -> None:
         began = {flow: fd.first_index for flow, fd in self.decoder.flows.items()}
         for item in self.decoder.finishing():
-            self.item(END_KEY + began.get(item.flow, END_KEY), item, rows)
-
-    def label(self, flow) -> str | None:
-        if flow is None:
-            return None
-        got = self.labels.get(flow)
-        if got is None:
-            got = self.labels[flow] = flow_label(flow)
-        return got
-
-    def item(self, key: int, item: Captured | Note, rows: _Rows) -> None:
-        self.stats.add(item, (self.file_index, key))
-        common = dict(file_index=self.file_index, file=self.file, key=key)
-        if isinstance(item, Captured):
-            msg = item.msg
-            fields = msg.fields
-            flow = self.label(item.flow)
-            rows.add(table="frame", seq=self._seq(), frame=item.number, ts=item.ts, flow=flow,
-                     direction=item.direction, magic=msg.magic, opcode=msg.opcode, name=msg.name,
-                     status=_int(getattr(msg, "status", None), 31), vbucket=_int(msg.vbucket, 31),
-                     opaque=_int(msg.opaque), cas=_int(msg.cas), stream_id=_int(msg.stream_id, 31),
-                     collection_id=_int(msg.collection_id), doc_key=_text(fields.get("key")),
-                     by_seqno=_int(fields.get("by_seqno")), rev_seqno=_int(fields.get("rev_seqno")),
-                     start_seqno=_int(fields.get("start_seqno")), end_seqno=_int(fields.get("end_seqno")),
-                     length=len(msg.data), truncated=bool(msg.truncated), findings=len(msg.findings),
-                     json=dumps_line(frame_record(msg, kind="frame", frame=item.number, ts=item.ts, flow=flow,
-                                                  direction=item.direction))[:-1].decode("ascii"),
-                     **common)
-        elif item.finding is None:
-            rows.add(table="note", seq=self._seq(), ts=item.ts, flow=self.label(item.flow),
-                     direction=item.direction, kind=item.kind, message=item.message, length=item.size,
-                     **common)
-        for row in self.sink.take(key, item) or ():
-            if isinstance(row, FindingRow):
-                self.finding(row, common, rows)
-
-    def finding(self, row: FindingRow, common: dict, rows: _Rows) -> None:
-        f = row.finding
-        rows.add(table="finding", seq=self._seq(), frame=row.frame, ts=row.ts, flow=row.flow,
-                 direction=row.direction, name=row.opcode_name, vbucket=_int(row.vbucket, 31),
-                 stream_id=_int(row.stream_id, 31), rule=f.rule, severity=f.severity, message=f.message,
-                 related_frame=_int(f.frame), json=dumps(row.record), **{"class": f.cls}, **common)
-
-    def _seq(self) -> int:
-        self.seq += 1
-        return self.seq
-
-
-def _text(value) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else str(value)
+            out.take(self.fi, END_KEY + began.get(item.flow, END_KEY), item)
 
 
 def decode_batches(batches: Iterator, files: list[str], kw: dict | None = None) -> Iterator:
-    """The task's output batches from its input batches of packet rows (columns as
-    ``source.PACKET_COLUMNS``), sorted by file, connection and record. The last row is the
-    task's statistics (a pickled :class:`StatsCollector`)."""
-    kw = dict(base=DecodeContext(detail=False)) if kw is None else kw
-    _arrow_types()
-    stats = StatsCollector()
-    rows = _Rows()
+    """The output batches of a task from its input batches of packet rows (columns as
+    ``source.PACKET_DDL``), sorted by file, connection and record."""
+    from ..parallel import steady_gc
+
+    steady_gc()
+    kw = {} if kw is None else kw
+    out = Output(files)
+    rows = out.rows
     run: ConnectionRun | None = None
     current = None
     for batch in batches:
@@ -180,20 +300,16 @@ def decode_batches(batches: Iterator, files: list[str], kw: dict | None = None) 
                 cols["data"], cols["problem"]):
             if problem is not None:  # damage to the file itself: the CLI notes it apart from any connection
                 text = problem if problem.startswith("record ") else f"record {index}: {problem}"
-                note = Note("capture", text)
-                stats.add(note, (fi, index))
-                rows.add(table="note", file_index=fi, file=files[fi], key=index, seq=0, kind="capture",
-                         message=text)
+                out.take(fi, index, Note("capture", text))
                 continue
             if (fi, conn) != current:
                 if run is not None:
-                    run.finish(rows)
+                    run.finish(out)
                 current = (fi, conn)
-                run = ConnectionRun(fi, files[fi], kw, stats)
-            run.packet(Record(ts, linktype, data, wirelen, index), rows)
-            if rows.n >= BATCH_ROWS:
+                run = ConnectionRun(fi, kw, out.correlated.setdefault(fi, {}))
+            run.packet(Record(ts, linktype, data, wirelen, index), out)
+            if len(rows) >= BATCH_ROWS:
                 yield rows.batch()
     if run is not None:
-        run.finish(rows)
-    rows.add(table="stats", blob=pickle.dumps(stats, protocol=pickle.HIGHEST_PROTOCOL))
-    yield rows.batch()
+        run.finish(out)
+    yield out.state()

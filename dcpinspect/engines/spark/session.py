@@ -14,14 +14,7 @@ import tempfile
 JAVA_VERSIONS = (17, 21)
 JAVA_PACKAGE = "openjdk-17-jre-headless"
 #: Spark's own log: errors only (Spark's default prints warnings and a banner)
-_LOG4J = """rootLogger.level = error
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-"""
+LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
 
 def java_problem() -> str | None:
@@ -52,48 +45,114 @@ def java_major(text: str) -> int | None:
     return int(m.group(2) or 0) if major == 1 else major
 
 
-def make_session(master: str | None = None, conf: dict[str, str] | None = None, app: str = "dcpinspect analyze"):
+def jvm_log() -> str:
+    """Where the Spark JVM's own output goes (its start-up lines, its log at ERROR level)."""
+    return os.path.join(tempfile.gettempdir(), f"dcpinspect-spark-{os.getuid()}.log")
+
+
+def settings_for(master: str | None, conf: dict[str, str] | None, submitted: bool) -> dict[str, str]:
+    """The session's settings: those analyze needs, then ``conf`` (``--spark-conf``) over them."""
+    java = f"-Dlog4j.configurationFile=file:{LOG4J}"
+    settings = {
+        "spark.app.name": "dcpinspect analyze",
+        "spark.pyspark.python": sys.executable,
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "4096",
+        "spark.sql.execution.pythonUDF.arrow.enabled": "true",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "false",
+        "spark.driver.extraJavaOptions": java,
+        "spark.executor.extraJavaOptions": java,
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    }
+    # the caps (and every other DCPINSPECT_ setting) hold in executors on other machines too
+    for key, value in os.environ.items():
+        if key.startswith("DCPINSPECT_"):
+            settings[f"spark.executorEnv.{key}"] = value
+    if master is not None or not submitted:
+        settings["spark.master"] = master or "local[*]"
+    settings.update(conf or {})
+    return settings
+
+
+def make_session(master: str | None = None, conf: dict[str, str] | None = None, app: str = "dcpinspect analyze",
+                 remote: str | None = None):
     """A SparkSession (the running one if there is one: its settings stay) with the data
-    source registered. ``master`` None: the one ``spark-submit`` gave, else ``local[*]``.
-    Raises ``RuntimeError`` with :func:`java_problem`'s line when Java is missing or of the
-    wrong version."""
+    source registered. ``master`` None: the one ``spark-submit`` gave, else ``local[*]``;
+    ``remote``: a Spark Connect server (``sc://host:port``) instead. Raises
+    ``RuntimeError`` with :func:`java_problem`'s line when Java is missing or of the wrong
+    version, or with the JVM's last lines when it does not start."""
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit: its JVM is up
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise RuntimeError("analyze needs PySpark: pip install 'dcpinspect[spark]'") from None
+    from .source import DcpinspectSource
+
+    if remote is not None:
+        return _remote_session(remote, conf)
     problem = None if submitted else java_problem()
     if problem:
         raise RuntimeError(problem)
-
-    from .source import DcpinspectSource
-
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    log = os.path.join(tempfile.gettempdir(), "dcpinspect-log4j2.properties")
-    if not os.path.exists(log):
-        with open(log, "w") as f:
-            f.write(_LOG4J)
-    settings = {
-        "spark.app.name": app,
-        "spark.pyspark.python": sys.executable,
-        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "2048",
-        "spark.sql.execution.pythonUDF.arrow.enabled": "true",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.ui.enabled": "false",
-        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{log}",
-        "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile=file:{log}",
-        "spark.sql.adaptive.coalescePartitions.enabled": "false",
-    }
-    if master is not None or not submitted:
-        settings["spark.master"] = master or "local[*]"
-    settings.update(conf or {})
+    settings = settings_for(master, conf, submitted)
+    settings["spark.app.name"] = app
+    from pyspark import SparkConf, SparkContext
+
+    if SparkContext._active_spark_context is None and not submitted:
+        _start_context(SparkConf().setAll(list(settings.items())))
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(DcpinspectSource)
+    return spark
+
+
+def _start_context(conf) -> None:
+    """The SparkContext, its JVM's stdout and stderr going to :func:`jvm_log` (the JVM's
+    warnings at start-up, and its log), not to the user's terminal."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    path = jvm_log()
+    with open(path, "ab") as log:
+        start = log.tell()
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        except Exception as exc:  # noqa: BLE001 - pyspark raises its own kinds
+            raise RuntimeError(f"Spark did not start ({exc}); its output: {_tail(path, start)}") from None
+    SparkContext(conf=conf, gateway=gateway)
+
+
+def _tail(path: str, start: int, lines: int = 5) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return path
+    kept = [line for line in text.splitlines() if line.strip()][-lines:]
+    return " / ".join(kept) + f" (all of it in {path})" if kept else path
+
+
+def _remote_session(remote: str, conf: dict[str, str] | None):
+    """A Spark Connect session on ``remote`` with the data source registered there."""
+    from pyspark.sql import SparkSession
+
+    from .source import DcpinspectSource
+
+    try:
+        builder = SparkSession.builder.remote(remote)
+        for key, value in {"spark.sql.execution.arrow.maxRecordsPerBatch": "4096", **(conf or {})}.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+        spark.dataSource.register(DcpinspectSource)
+    except ImportError as exc:
+        raise RuntimeError(f"--remote needs Spark Connect's client: pip install 'dcpinspect[spark]' ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - gRPC and Spark errors alike
+        raise RuntimeError(f"cannot use the Spark Connect server {remote}: {str(exc).splitlines()[0]}") from None
     return spark

@@ -4,8 +4,9 @@ as rows, a partition per file or, for large uncompressed files, per byte range.
     spark.dataSource.register(DcpinspectSource)
     packets = spark.read.format("dcpinspect").load("/captures/*.pcap")
 
-``load`` takes a file, a glob or a directory (every capture in it, recursively); the
-``paths`` option a JSON list of them; ``rangeSize`` the bytes of a range (default 128 MiB).
+``load`` takes a file, a glob, a directory (every capture in it, recursively) or a URI
+(``s3a://bucket/captures/``, ``hdfs://...``, see ``sources/uris.py``); the ``paths``
+option a JSON list of them; ``rangeSize`` the bytes of a range (default 128 MiB).
 Ranges are planned by :mod:`dcpinspect.sources.ranges` (walked one after another on the
 driver here; :func:`plan_files` with a SparkContext walks them as a Spark job, and the
 ``plan`` option takes its result). Every record is read exactly once.
@@ -20,15 +21,13 @@ its other columns null).
 from __future__ import annotations
 
 import base64
-import glob
 import json
-import os
 from dataclasses import asdict
 from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from ...sources.capture import CaptureProblem, looks_like_capture, read_records
+from ...sources.capture import CaptureProblem, read_records
 from ...sources.ranges import RANGE_SIZE, Range, candidate_ranges, plan_ranges, range_records, walk_range
 from ...transport.packet import Skip, parse_record
 
@@ -38,26 +37,10 @@ ROWS_A_BATCH = 4096
 
 
 def expand(paths: list[str]) -> list[str]:
-    """Files from paths, globs and directories (captures in them, recursively, by name),
-    in the order given; a path that names nothing is kept, for the reader to report."""
-    out: list[str] = []
-    for path in paths:
-        if os.path.isdir(path):
-            for root, dirs, names in os.walk(path):
-                dirs.sort()
-                for name in sorted(names):
-                    full = os.path.join(root, name)
-                    try:
-                        with open(full, "rb") as f:
-                            if looks_like_capture(f.read(4)):
-                                out.append(full)
-                    except OSError:
-                        continue
-        elif glob.has_magic(path):
-            out.extend(sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p)))
-        else:
-            out.append(path)
-    return out
+    """The capture files of paths, globs, directories and URIs (see ``plan.expand``)."""
+    from .plan import CAPTURE, expand as expand_all, kind_of
+
+    return [p for p in expand_all(paths) if kind_of(p) in (CAPTURE, None)]
 
 
 def plan_files(files: list[str], range_size: int = RANGE_SIZE, sc=None) -> list[Range]:

@@ -16,6 +16,7 @@ from .filters import FILTERS
 from .conversation import Conversation
 from .lane import Lane
 from .sniff import Sniffer
+from .tables import TABLES, line_message
 
 #: Couchbase's data ports (plain), and memcached's
 PORTS = frozenset({11210, 11209, 11211})
@@ -37,4 +38,4 @@ def _fast_path(base) -> Lane | None:
 
 
 FAMILY = Family("mcbp", PORTS, TLS_PORTS, Sniffer, _framer, _session, _fast_path, dumps=dumps, filters=FILTERS,
-                aliases=("dcp", "tap", "memcached"))
+                aliases=("dcp", "tap", "memcached"), tables=TABLES, line_message=line_message)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from .. import Family
 from .filters import FILTERS
 from .sniff import Sniffer
+from .tables import TABLES
 
 #: Redis's default port, and the one a second instance on a host (often a replica) takes
 PORTS = frozenset({6379, 6380})
@@ -60,6 +61,12 @@ def _snapshots(*args, **kw) -> int:
     return show(*args, **kw)
 
 
+def _snapshot_rows(fh, name: str):
+    from .tables import snapshot_rows
+
+    return snapshot_rows(fh, name)
+
+
 FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=_snapshots,
                 is_snapshot=_is_snapshot, filters=FILTERS, aliases=("resp", "rdb", "valkey", "dragonfly"),
-                correlator=_correlator)
+                correlator=_correlator, tables=TABLES, snapshot_rows=_snapshot_rows)

@@ -1,0 +1,62 @@
+"""The Redis family's part in bulk engines (``analyze``): its tables (the commands of
+replication connections, RESP and Dragonfly's journal, and the keys of RDB payloads and
+files) and its snapshot files as JSON Lines objects, from a file already open."""
+
+from __future__ import annotations
+
+from typing import BinaryIO, Iterator
+
+from .. import Table
+
+#: commands and replies of replication connections (RESP frames, Dragonfly journal records)
+COMMANDS = Table("commands", "frame", ("resp", "journal"), (
+    ("type", "string", "type"), ("command_name", "string", "command[0]"), ("command", "array<string>", "command"),
+    ("repl_offset", "bigint", "repl_offset"), ("op", "string", "op"), ("lsn", "uint64", "lsn"),
+    ("db", "bigint", "db"),
+))
+#: keys of RDB snapshots: files given as inputs, and payloads of full syncs
+KEYS = Table("keys", "key", ("rdb",), (
+    ("db", "bigint", "db"), ("key_name", "string", "key"), ("type", "string", "type"),
+    ("encoding", "string", "encoding"), ("elements", "bigint", "elements"), ("size", "bigint", "size"),
+    ("expire_ms", "bigint", "expire_ms"), ("offset", "bigint", "offset"),
+))
+TABLES = (COMMANDS, KEYS)
+#: bytes read from a snapshot file at a time
+CHUNK = 1 << 20
+
+
+def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
+    """What ``rdb -f jsonl`` writes of the RDB file open as ``fh``: its keys, aux fields and
+    findings as they complete, then its summary. A file that is no RDB raises
+    ``InputError`` (from ``sources.inputs``)."""
+    from ...findings import Finding
+    from ...sources.inputs import InputError
+    from . import report
+    from .rdb import RdbParser
+    from .records import AuxRecord, KeyRecord
+    from .snapshots import _unusable
+
+    parser = RdbParser(keep=False)
+    summary = report.Summary(name)
+
+    def rows(recs) -> Iterator[dict]:
+        for rec in recs:
+            _unusable(name, rec)
+            summary.add(rec)
+            if isinstance(rec, KeyRecord):
+                yield report.key_json(rec)
+            elif isinstance(rec, AuxRecord):
+                yield report.aux_json(rec)
+            elif isinstance(rec, Finding):
+                yield report.finding_json(rec, name)
+
+    while True:
+        try:
+            chunk = fh.read(CHUNK)
+        except (OSError, EOFError) as exc:
+            raise InputError(f"{name}: cannot read ({exc})") from None
+        if not chunk:
+            break
+        yield from rows(parser.feed(chunk))
+    yield from rows(parser.close())
+    yield summary.to_json()
