@@ -211,29 +211,40 @@ def rdb_command(
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 on findings of this severity or worse."),
     full: bool = typer.Option(False, "--full", help="Show keys, values and bytes whole (the table caps them)."),
     max_value: Optional[int] = MAX_VALUE_OPTION,
+    max_diagram: Optional[int] = typer.Option(None, "--max-diagram", min=1, metavar="BYTES",
+                                              help=f"Bytes of a key's record the diagram draws (default {DIAGRAM_SHOWN.default})."),
 ) -> None:
     """Decode RDB snapshots: keys with type, encoding, size and expiry; checksum and damage as findings."""
     from .engines.snapshots import snapshot_files
 
-    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value), fail_on.value))
+    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value))
 
 
 @app.command("analyze")
 def analyze_command(
-    paths: list[str] = typer.Argument(..., help="Captures (pcap, pcapng, gzip), globs or directories."),
-    out: Path = typer.Option(..., "--out", help="Directory for the Parquet tables."),
+    paths: list[str] = typer.Argument(..., help="Captures (pcap, pcapng, gzip) and RDB files: paths, globs, "
+                                                "directories or URIs (file://, s3a://, hdfs://...)."),
+    out: str = typer.Option(..., "--out", help="Directory (or URI) for the Parquet tables."),
     master: Optional[str] = typer.Option(None, "--master", show_default="local[*]",
                                          help="Spark master: local[N], spark://HOST:PORT, yarn..."),
+    remote: Optional[str] = typer.Option(None, "--remote", metavar="sc://HOST:PORT",
+                                         help="Run on a Spark Connect server instead of a master."),
+    split: str = typer.Option("auto", "--split", metavar="auto|connections|ranges",
+                              help="Cut large captures by connections (each task reads the file) or by byte "
+                                   "ranges (shuffled); auto: ranges past 8 tasks a file."),
     spark_conf: list[str] = typer.Option([], "--spark-conf", metavar="KEY=VALUE", help="A Spark setting."),
     range_size: int = typer.Option(128 << 20, "--range-size", min=4096, metavar="BYTES",
-                                   help="Split uncompressed files larger than this into ranges of about this size."),
+                                   help="Input bytes a task takes: a larger capture is read by several tasks."),
     port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
     collections: Collections = typer.Option(Collections.auto),
 ) -> None:
-    """Decode and validate captures on Spark (the spark extra) into Parquet tables: exit 0 clean, 1 errors, 2 unusable."""
+    """Decode and validate captures and RDB files on Spark (the spark extra) into Parquet tables: exit 0 clean, 1 errors, 2 unusable."""
     from .engines.spark.job import analyze_paths
 
-    _run(lambda: analyze_paths(paths, str(out), master, spark_conf, range_size, set(port), _collections(collections)))
+    if split not in ("auto", "connections", "ranges"):
+        fail(f"--split {split!r}: one of auto, connections, ranges")
+    _run(lambda: analyze_paths(paths, out, master, spark_conf, range_size, set(port), _collections(collections),
+                               split, remote))
 
 
 @app.command("rules")
