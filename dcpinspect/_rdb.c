@@ -272,6 +272,43 @@ static int put_int(PyObject *list, int64_t n) {
     return r;
 }
 
+/* Whether a score string is a plain decimal number (sign, digits, a point, an exponent):
+ * float() takes every such string (and more, which the caller reads its own way). */
+static int plain_float(const uint8_t *s, size_t n) {
+    size_t i = 0, digits = 0;
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+        i++;
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++, digits++;
+    if (i < n && s[i] == '.') {
+        i++;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++, digits++;
+    }
+    if (!digits)
+        return 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        size_t e = 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++, e++;
+        if (!e)
+            return 0;
+    }
+    return i == n;
+}
+
+/* a string entry: appended, or (scores) checked when it is a score (every second entry) */
+#define STRING_ENTRY(ptr, size)                                                                 \
+    do {                                                                                       \
+        if (list)                                                                              \
+            r = put_bytes(list, (ptr), (size));                                                \
+        else if (scores && (got & 1) && !plain_float((ptr), (size)))                           \
+            return 0;                                                                          \
+    } while (0)
+
 /* -- listpack (§6.2) -------------------------------------------------------------------- */
 
 static int backlen_size(uint64_t size) {
@@ -287,8 +324,9 @@ static int backlen_size(uint64_t size) {
 }
 
 /* 1: valid (entries appended to list, or only counted in *count when list is NULL);
- * 0: layouts.listpack would raise; -1: a Python error. */
-static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count) {
+ * 0: layouts.listpack would raise (or, with scores, a score is not plainly a number);
+ * -1: a Python error. */
+static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
     if (n < 7 || le32(b) != n)
         return 0;
     unsigned declared = (unsigned)b[4] | (unsigned)b[5] << 8;
@@ -306,8 +344,7 @@ static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *
             size_t size = c & 0x3F;
             if (p + 1 + size > n)
                 return 0;
-            if (list)
-                r = put_bytes(list, b + p + 1, size);
+            STRING_ENTRY(b + p + 1, size);
             p += 1 + size;
         } else if (c < 0xE0) {
             if (p + 2 > n)
@@ -322,8 +359,7 @@ static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *
             size_t size = (size_t)(c & 0x0F) << 8 | b[p + 1];
             if (p + 2 + size > n)
                 return 0;
-            if (list)
-                r = put_bytes(list, b + p + 2, size);
+            STRING_ENTRY(b + p + 2, size);
             p += 2 + size;
         } else if (c == 0xF0) {
             if (p + 5 > n)
@@ -331,8 +367,7 @@ static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *
             size_t size = le32(b + p + 1);
             if (p + 5 + size > n)
                 return 0;
-            if (list)
-                r = put_bytes(list, b + p + 5, size);
+            STRING_ENTRY(b + p + 5, size);
             p += 5 + size;
         } else if (c == 0xF1) {
             if (p + 3 > n)
@@ -388,7 +423,7 @@ static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *
 
 /* -- ziplist (§6.1) --------------------------------------------------------------------- */
 
-static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count) {
+static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
     if (n < 11 || le32(b) != n)
         return 0;
     uint32_t zltail = le32(b + 4);
@@ -436,8 +471,7 @@ static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *c
             }
             if (p + size > n)
                 return 0;
-            if (list)
-                r = put_bytes(list, b + p, size);
+            STRING_ENTRY(b + p, size);
             p += size;
         } else {
             p += 1;
@@ -495,9 +529,376 @@ static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *c
     return 1;
 }
 
+/* -- the record lane: whole key records straight from the buffer ------------------------ */
+
+/* rdb.py's RdbParser calls scan() at a record boundary when values are not kept. scan()
+ * goes record by record while each one is a key (with EXPIRETIME_MS, EXPIRETIME, IDLE and
+ * FREQ before it) whose type the caller's table names, is whole in the buffer, and would
+ * be read by the Python readers without a finding of their own: every string within the
+ * cap, LZF that inflates to what it says, packed layouts undamaged, counts that divide.
+ * It stops before the first other record (an opcode, a type it does not read, damage, the
+ * end of the buffer), which the Python path reads; declining is always safe. For each key
+ * it gives what the readers set: see the tuple below. The parser judges the keys
+ * (expired, serialised twice) itself. */
+
+/* what the table gives a type byte: how its value is laid out (0: not read here) */
+enum {
+    L_STRING = 1, L_STRINGS, L_HASH, L_ZSET2, L_ZIPLIST, L_INTSET, L_ZIPLIST_ZSET, L_ZIPLIST_HASH,
+    L_QUICKLIST, L_LISTPACK_HASH, L_LISTPACK_ZSET, L_QUICKLIST2, L_LISTPACK
+};
+
+typedef struct {
+    const uint8_t *b;
+    size_t n;
+    uint64_t cap;
+    uint8_t *scratch;
+    size_t room;
+} Lane;
+
+static int lane_len(const Lane *L, size_t *q, uint64_t *out) {
+    size_t i = *q;
+    if (i >= L->n)
+        return 0;
+    unsigned c = L->b[i];
+    if (c >> 6 == 0) {
+        *out = c;
+        *q = i + 1;
+    } else if (c >> 6 == 1) {
+        if (i + 2 > L->n)
+            return 0;
+        *out = (uint64_t)(c & 0x3F) << 8 | L->b[i + 1];
+        *q = i + 2;
+    } else if (c == 0x80) {
+        if (i + 5 > L->n)
+            return 0;
+        *out = be32(L->b + i + 1);
+        *q = i + 5;
+    } else if (c == 0x81) {
+        if (i + 9 > L->n)
+            return 0;
+        *out = (uint64_t)be32(L->b + i + 1) << 32 | be32(L->b + i + 5);
+        *q = i + 9;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* kinds of string */
+enum { S_RAW, S_INT, S_LZF };
+
+/* The string at *q (primitives.read_string's reading): 1 and *q past it, or 0 to decline.
+ * want 0: only its length as Redis gives it back (*len), LZF checked; want 1: its bytes
+ * too (*data: in the buffer, or in L->scratch for LZF; integers as decimal text in num). */
+static int lane_string(Lane *L, size_t *q, int want, const uint8_t **data, size_t *len, int *kind, char num[24]) {
+    size_t i = *q;
+    if (i >= L->n)
+        return 0;
+    unsigned c = L->b[i];
+    if (c >> 6 == 3) {
+        unsigned enc = c & 0x3F;
+        if (enc <= 2) {
+            size_t w = enc == 0 ? 1 : enc == 1 ? 2 : 4;
+            if (i + 1 + w > L->n)
+                return 0;
+            const uint8_t *v = L->b + i + 1;
+            long long x = enc == 0 ? (long long)(int8_t)v[0]
+                        : enc == 1 ? (long long)(int16_t)((unsigned)v[0] | (unsigned)v[1] << 8)
+                                   : (long long)(int32_t)le32(v);
+            int k = snprintf(num, 24, "%lld", x);
+            *len = (size_t)k;
+            *data = (const uint8_t *)num;
+            *kind = S_INT;
+            *q = i + 1 + w;
+            return 1;
+        }
+        if (enc != 3)
+            return 0;
+        size_t r = i + 1;
+        uint64_t clen, ulen;
+        if (!lane_len(L, &r, &clen) || !lane_len(L, &r, &ulen))
+            return 0;
+        if (clen > L->cap || ulen > L->cap || clen > L->n - r)
+            return 0;
+        if (want) {
+            if (ulen > clen * 88)
+                return 0;
+            if (ulen > L->room) {
+                uint8_t *p = PyMem_Realloc(L->scratch, (size_t)ulen);
+                if (p == NULL)
+                    return 0;
+                L->scratch = p;
+                L->room = (size_t)ulen;
+            }
+        }
+        if (!lzf_run(L->b + r, (size_t)clen, want ? L->scratch : NULL, (size_t)ulen))
+            return 0;
+        *data = L->scratch;
+        *len = (size_t)ulen;
+        *kind = S_LZF;
+        *q = r + (size_t)clen;
+        return 1;
+    }
+    size_t r = i;
+    uint64_t size;
+    if (!lane_len(L, &r, &size) || size > L->cap || size > L->n - r)
+        return 0;
+    *data = L->b + r;
+    *len = (size_t)size;
+    *kind = S_RAW;
+    *q = r + (size_t)size;
+    return 1;
+}
+
+static int lane_skip(Lane *L, size_t *q) {
+    const uint8_t *data;
+    size_t len;
+    int kind;
+    char num[24];
+    return lane_string(L, q, 0, &data, &len, &kind, num);
+}
+
+/* a packed layout's entries counted (scores: every second string plainly a number) */
+static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *count) {
+    const uint8_t *data;
+    size_t len;
+    int kind;
+    char num[24];
+    if (!lane_string(L, q, 1, &data, &len, &kind, num) || kind == S_INT)
+        return 0;
+    return (ziplist ? ziplist_run : listpack_run)(data, len, NULL, count, scores) == 1;
+}
+
+/* an intset's integers counted: layouts.intset's checks */
+static int lane_intset(Lane *L, size_t *q, Py_ssize_t *count) {
+    const uint8_t *d;
+    size_t len;
+    int kind;
+    char num[24];
+    if (!lane_string(L, q, 1, &d, &len, &kind, num) || kind == S_INT || len < 8)
+        return 0;
+    uint32_t width = le32(d), n = le32(d + 4);
+    if ((width != 2 && width != 4 && width != 8) || 8 + (uint64_t)width * n != len)
+        return 0;
+    int64_t prev = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *v = d + 8 + (size_t)i * width;
+        int64_t x = width == 2 ? (int64_t)(int16_t)((unsigned)v[0] | (unsigned)v[1] << 8)
+                  : width == 4 ? (int64_t)(int32_t)le32(v)
+                               : le64s(v);
+        if (i && x <= prev)
+            return 0;
+        prev = x;
+    }
+    *count = n;
+    return 1;
+}
+
+/* The value of layout `code` at *q: 1 with its elements (and *extra: value_length for a
+ * string, nodes for a quicklist; -1 for none, *kind the string's kind), or 0. */
+static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t *extra, int *kind) {
+    uint64_t n, i;
+    Py_ssize_t count;
+    *extra = -1;
+    *kind = -1;
+    switch (code) {
+    case L_STRING: {
+        const uint8_t *data;
+        size_t len;
+        char num[24];
+        if (!lane_string(L, q, 0, &data, &len, kind, num))
+            return 0;
+        *elements = 1;
+        *extra = (int64_t)len;
+        return 1;
+    }
+    case L_STRINGS:
+    case L_HASH:
+    case L_ZSET2:
+        if (!lane_len(L, q, &n))
+            return 0;
+        for (i = 0; i < n; i++) {
+            if (!lane_skip(L, q))
+                return 0;
+            if (code == L_HASH && !lane_skip(L, q))
+                return 0;
+            if (code == L_ZSET2) {
+                if (L->n - *q < 8)
+                    return 0;
+                *q += 8;
+            }
+        }
+        *elements = n;
+        return 1;
+    case L_ZIPLIST:
+    case L_LISTPACK:
+        if (!lane_packed(L, q, code == L_ZIPLIST, 0, &count))
+            return 0;
+        *elements = (uint64_t)count;
+        return 1;
+    case L_INTSET:
+        if (!lane_intset(L, q, &count))
+            return 0;
+        *elements = (uint64_t)count;
+        return 1;
+    case L_ZIPLIST_ZSET:
+    case L_ZIPLIST_HASH:
+    case L_LISTPACK_ZSET:
+    case L_LISTPACK_HASH:
+        if (!lane_packed(L, q, code == L_ZIPLIST_ZSET || code == L_ZIPLIST_HASH,
+                         code == L_ZIPLIST_ZSET || code == L_LISTPACK_ZSET, &count) || count % 2)
+            return 0;
+        *elements = (uint64_t)count / 2;
+        return 1;
+    case L_QUICKLIST:
+    case L_QUICKLIST2: {
+        uint64_t total = 0;
+        if (!lane_len(L, q, &n))
+            return 0;
+        for (i = 0; i < n; i++) {
+            if (code == L_QUICKLIST) {
+                if (!lane_packed(L, q, 1, 0, &count))
+                    return 0;
+                total += (uint64_t)count;
+                continue;
+            }
+            uint64_t container;
+            if (!lane_len(L, q, &container))
+                return 0;
+            if (container == 1) {
+                if (!lane_skip(L, q))
+                    return 0;
+                total += 1;
+            } else if (container == 2) {
+                if (!lane_packed(L, q, 0, 0, &count))
+                    return 0;
+                total += (uint64_t)count;
+            } else {
+                return 0;
+            }
+        }
+        if (n > INT64_MAX)
+            return 0;
+        *elements = total;
+        *extra = (int64_t)n;
+        return 1;
+    }
+    }
+    return 0;
+}
+
+/* scan(buf, p, table, cap) -> (index, records): the index of the first record not read
+ * here, and a tuple for each key before it:
+ * (start, key, type byte, value start, end, elements, string kind or -1, expire_ms or None,
+ *  idle or None, freq or None, value_length / nodes or -1), indexes into buf. */
+static PyObject *scan(PyObject *self, PyObject *args) {
+    Py_buffer view, table;
+    Py_ssize_t p;
+    unsigned long long cap;
+    if (!PyArg_ParseTuple(args, "y*ny*K", &view, &p, &table, &cap))
+        return NULL;
+    PyObject *records = PyList_New(0);
+    if (records == NULL || table.len != 256 || p < 0) {
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&table);
+        if (records != NULL) {
+            Py_DECREF(records);
+            PyErr_SetString(PyExc_ValueError, "scan: a table of 256 layouts and an index in the buffer");
+        }
+        return NULL;
+    }
+    const uint8_t *codes = table.buf;
+    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0};
+    size_t at = (size_t)p;
+    while (at < L.n) {
+        size_t q = at;
+        int has_expire = 0, has_idle = 0, has_freq = 0;
+        int64_t expire = 0;
+        uint64_t idle = 0;
+        unsigned freq = 0, op;
+        for (;;) {
+            if (q >= L.n)
+                goto done;
+            op = L.b[q];
+            if (op == 252) { /* EXPIRETIME_MS */
+                if (L.n - q < 9)
+                    goto done;
+                expire = le64s(L.b + q + 1);
+                has_expire = 1;
+                q += 9;
+            } else if (op == 253) { /* EXPIRETIME, in seconds */
+                if (L.n - q < 5)
+                    goto done;
+                expire = (int64_t)(int32_t)le32(L.b + q + 1) * 1000;
+                has_expire = 1;
+                q += 5;
+            } else if (op == 248) { /* IDLE */
+                q += 1;
+                if (!lane_len(&L, &q, &idle))
+                    goto done;
+                has_idle = 1;
+            } else if (op == 249) { /* FREQ */
+                if (L.n - q < 2)
+                    goto done;
+                freq = L.b[q + 1];
+                has_freq = 1;
+                q += 2;
+            } else {
+                break;
+            }
+        }
+        int code = codes[op];
+        if (!code)
+            break;
+        q += 1;
+        const uint8_t *kd;
+        size_t klen;
+        int kkind;
+        char num[24];
+        if (!lane_string(&L, &q, 1, &kd, &klen, &kkind, num))
+            break;
+        size_t vstart = q;
+        uint64_t elements;
+        int64_t extra;
+        int kind;
+        PyObject *key = PyBytes_FromStringAndSize((const char *)kd, (Py_ssize_t)klen);
+        if (key == NULL)
+            goto error;
+        if (!lane_value(&L, code, &q, &elements, &extra, &kind)) {
+            Py_DECREF(key);
+            break;
+        }
+        PyObject *none = Py_None;
+        PyObject *rec = Py_BuildValue("(nNIKnKiNNNL)", (Py_ssize_t)at, key, op, (unsigned long long)vstart,
+                                      (Py_ssize_t)q, (unsigned long long)elements, kind,
+                                      has_expire ? PyLong_FromLongLong(expire) : (Py_INCREF(none), none),
+                                      has_idle ? PyLong_FromUnsignedLongLong(idle) : (Py_INCREF(none), none),
+                                      has_freq ? PyLong_FromLong(freq) : (Py_INCREF(none), none),
+                                      (long long)extra);
+        if (rec == NULL)
+            goto error;
+        int r = PyList_Append(records, rec);
+        Py_DECREF(rec);
+        if (r < 0)
+            goto error;
+        at = q;
+    }
+done:
+    PyMem_Free(L.scratch);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&table);
+    return Py_BuildValue("(nN)", (Py_ssize_t)at, records);
+error:
+    PyMem_Free(L.scratch);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&table);
+    Py_DECREF(records);
+    return NULL;
+}
+
 /* -- the module ----------------------------------------------------------------------- */
 
-typedef int (*layout_fn)(const uint8_t *, size_t, PyObject *, Py_ssize_t *);
+typedef int (*layout_fn)(const uint8_t *, size_t, PyObject *, Py_ssize_t *, int);
 
 static PyObject *entries(PyObject *arg, layout_fn run) {
     Py_buffer view;
@@ -508,7 +909,7 @@ static PyObject *entries(PyObject *arg, layout_fn run) {
         PyBuffer_Release(&view);
         return NULL;
     }
-    int r = run(view.buf, (size_t)view.len, list, NULL);
+    int r = run(view.buf, (size_t)view.len, list, NULL, 0);
     PyBuffer_Release(&view);
     if (r <= 0) {
         Py_DECREF(list);
@@ -524,7 +925,7 @@ static PyObject *counted(PyObject *arg, layout_fn run) {
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     Py_ssize_t count = 0;
-    int r = run(view.buf, (size_t)view.len, NULL, &count);
+    int r = run(view.buf, (size_t)view.len, NULL, &count, 0);
     PyBuffer_Release(&view);
     if (r < 0)
         return NULL;
@@ -542,6 +943,7 @@ static PyMethodDef methods[] = {
     {"crc64", crc64, METH_VARARGS, "crc64(data, crc=0): Redis' CRC-64 of data, continuing from crc."},
     {"lzf", lzf, METH_VARARGS, "lzf(data, ulen): exactly ulen bytes decompressed, or None."},
     {"lzf_ok", lzf_ok, METH_VARARGS, "lzf_ok(data, ulen): whether data decompresses to exactly ulen bytes."},
+    {"scan", scan, METH_VARARGS, "scan(buf, p, table, cap): (index, key records) read straight from the buffer."},
     {"skip_strings", skip_strings, METH_VARARGS,
      "skip_strings(buf, p, n, cap, tail): (index, count) after the strings in a row it could pass over."},
     {"listpack", listpack, METH_O, "A listpack's entries (bytes and int), or None when it is damaged."},

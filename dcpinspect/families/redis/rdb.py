@@ -26,6 +26,7 @@ from ...messages.keys import key_text
 from ...rules.registry import RDB_RULES
 from . import journal, types
 from .crc64 import crc64
+from .native import C
 from .primitives import (
     LEN_ENC, Corrupt, NeedMore, TooLong, read_len, read_ms, read_seconds, read_string, read_u32, read_u64,
     skip_string, string_header,
@@ -70,6 +71,11 @@ class RdbParser:
         #: what is being decoded, for messages: text, or the parts of it (see ``what``)
         self._what: str | tuple = "the header"
         self._keys_cap = RDB_KEYS.value()
+        #: the C record lane (see _lane), when values are not kept: its table of layouts and
+        #: the value types it names, for the (vendor, version) they were made for
+        self._lane_on = C is not None and self._keep is False
+        self._lane_for: tuple | None = None
+        self._lane_table: tuple | None = None
         self.nested = nested
         if nested is None:
             self.vendor: str | None = None
@@ -302,6 +308,10 @@ class RdbParser:
                     if self.nested is not None and not pending:
                         return  # a compressed blob's content ends between records
                     raise
+            if self._lane_on and pending_start is None:
+                p = self._lane(p)
+                if p >= len(buf):
+                    continue
             op = buf[p]
             start = self.base + p
             if state.version == 9 and state.vendor == types.REDIS and types.looks_dragonfly(state.vendor, 9, op):
@@ -341,6 +351,31 @@ class RdbParser:
             if pending:
                 pending = {}
             pending_start = None
+
+    def _lane(self, p: int) -> int:
+        """The keys from ``p`` that the C lane reads straight from the buffer (dcpinspect/_rdb.c,
+        ``scan``): records the same as the readers make, judged here; the index of the first
+        record it leaves to them."""
+        state = self._state
+        if self._lane_for != (state.vendor, state.version):
+            self._lane_for = (state.vendor, state.version)
+            self._lane_table = lane_table(state.vendor, state.version)
+        if self._lane_table is None:
+            return p
+        codes, vtypes = self._lane_table
+        q, found = C.scan(self.buf, p, codes, self.cap)
+        base, db, out = self.base, state.db, self._out
+        for start, key, op, vstart, end, elements, kind, expire, idle, freq, extra in found:
+            vtype = vtypes[op]
+            rec = KeyRecord(db, key, op, vtype, base + start, end - start, end - vstart, elements,
+                            vtype.encoding if kind < 0 else _STRING_KINDS[kind], expire, idle, freq)
+            if extra >= 0:
+                rec.extra["value_length" if kind >= 0 else "nodes"] = extra
+            self._current = rec
+            self._judge(rec)
+            self._current = None
+            out.append(rec)
+        return q
 
     def _key(self, p: int, op: int, start: int, pending: dict):
         state = self._state
@@ -417,6 +452,33 @@ class RdbParser:
             self._after_end(bytes(rest))
         del self.buf[p:]
         return p
+
+
+# ---------------------------------------------------------------------- the C record lane
+
+#: the layouts the lane reads (``scan``'s codes in dcpinspect/_rdb.c) and the string kinds it names
+_LANE_CODES = {"string": 1, "list": 2, "set": 2, "hash": 3, "zset2": 4, "ziplist_list": 5, "intset": 6,
+               "ziplist_zset": 7, "ziplist_hash": 8, "quicklist": 9, "listpack_hash": 10, "listpack_zset": 11,
+               "quicklist2": 12, "listpack_set": 13}
+_STRING_KINDS = ("raw", "int", "lzf")
+
+
+def lane_table(vendor: str, version: int) -> tuple[bytes, list] | None:
+    """The lane's layout of each type byte for a file of ``vendor`` and ``version`` (0: left
+    to the readers), and the value types; None when the lane reads none of its keys
+    (Dragonfly's). A type byte that would tell a version-9 file is Dragonfly's (§11) is left
+    to the readers, which tell."""
+    if vendor == types.DRAGONFLY:
+        return None
+    codes, vtypes = bytearray(256), [None] * 256
+    for op in range(200):
+        if op in (types.ENT_RAM_LRU, types.ENT_SLOT_NUM) or types.looks_dragonfly(vendor, version, op):
+            continue
+        vtype = types.value_type(vendor, version, op)
+        code = _LANE_CODES.get(vtype.layout) if vtype is not None else None
+        if code and (vtype.layout != "string" or vtype.type == "string"):
+            codes[op], vtypes[op] = code, vtype
+    return bytes(codes), vtypes
 
 
 # ---------------------------------------------------------------------- prefix opcodes (apply to the next key)
