@@ -617,6 +617,7 @@ enum { P_END = 0, P_FACT, P_CONST, P_LT, P_LE, P_GT, P_GE, P_EQ, P_NE, P_AND, P_
 #define MAX_CONNECTION_FACTS 32
 #define MAX_SLOTS (N_FACTS + MAX_CONNECTION_FACTS)
 #define PROGRAM_DEPTH 32
+#define MAX_CHECKS 64 /* of one opcode */
 #define RULES_CAPSULE "dcpinspect._lane.rules"
 #define LANE_OPS 3 /* snapshot marker, mutation, deletion: 0x56 + i */
 
@@ -667,7 +668,7 @@ static PyObject *compile_rules(PyObject *self, PyObject *args) {
             goto bad;
         }
         r->len[i] = n;
-        int depth = 0;
+        int depth = 0, programs = 0;
         for (Py_ssize_t k = 0; k < n; k++) {
             uint64_t v = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, k));
             if (v == (uint64_t)-1 && PyErr_Occurred())
@@ -689,7 +690,7 @@ static PyObject *compile_rules(PyObject *self, PyObject *args) {
             else if (v >= P_LT && v <= P_OR)
                 ok = depth-- >= 2;
             else if (v == P_END)
-                ok = depth-- == 1;
+                ok = depth-- == 1 && ++programs <= 2 * MAX_CHECKS;
             else
                 ok = 0;
             if (!ok) {
@@ -697,8 +698,8 @@ static PyObject *compile_rules(PyObject *self, PyObject *args) {
                 goto bad;
             }
         }
-        if (depth != 0) {
-            PyErr_SetString(PyExc_ValueError, "rules: a program not closed by END");
+        if (depth != 0 || programs % 2) {
+            PyErr_SetString(PyExc_ValueError, "rules: a program not closed by END, or a check without both parts");
             goto bad;
         }
     }
@@ -713,21 +714,18 @@ bad:
     return NULL;
 }
 
-/* Whether any check of the program list says true over the fact values F. */
-static int any_check(const uint64_t *code, Py_ssize_t n, const uint64_t *F) {
-    uint64_t st[PROGRAM_DEPTH];
+/* The value of the program at code[*k] over the fact values F; *k is left after its END. */
+static uint64_t run_program(const uint64_t *code, Py_ssize_t *k, const uint64_t *F) {
+    uint64_t st[PROGRAM_DEPTH], b;
     int sp = 0;
-    for (Py_ssize_t k = 0; k < n; k += 2) {
-        uint64_t op = code[k], arg = code[k + 1], b;
+    for (;; *k += 2) {
+        uint64_t op = code[*k], arg = code[*k + 1];
         switch (op) {
+        case P_END: *k += 2; return st[0];
         case P_FACT: st[sp++] = F[arg]; break;
         case P_CONST: st[sp++] = arg; break;
         case P_NOT: st[sp - 1] = !st[sp - 1]; break;
         case P_BITS: st[sp - 1] = (st[sp - 1] & arg) != 0; break;
-        case P_END:
-            if (st[--sp])
-                return 1;
-            break;
         default:
             b = st[--sp];
             switch (op) {
@@ -741,6 +739,36 @@ static int any_check(const uint64_t *code, Py_ssize_t n, const uint64_t *F) {
             default: st[sp - 1] = st[sp - 1] || b; break; /* P_OR */
             }
         }
+    }
+}
+
+/* Each check is two programs: the part over connection facts, judged once a scan, and
+ * the rest, judged each frame (both must say true). */
+typedef struct {
+    int ready, n;
+    Py_ssize_t start[MAX_CHECKS]; /* the frame parts of the checks whose connection part said true */
+} Active;
+
+static void activate(const Rules *r, int i, const uint64_t *F, Active *a) {
+    Py_ssize_t k = 0;
+    a->n = 0;
+    a->ready = 1;
+    while (k < r->len[i]) {
+        uint64_t on = run_program(r->code[i], &k, F);
+        if (on) /* compile_rules keeps the count within MAX_CHECKS */
+            a->start[a->n++] = k;
+        while (r->code[i][k] != P_END) /* the frame part, passed over */
+            k += 2;
+        k += 2;
+    }
+}
+
+/* Whether a check whose connection part said true says true of this frame. */
+static int any_check(const Rules *r, int i, const Active *a, const uint64_t *F) {
+    for (int j = 0; j < a->n; j++) {
+        Py_ssize_t k = a->start[j];
+        if (run_program(r->code[i], &k, F))
+            return 1;
     }
     return 0;
 }
@@ -768,7 +796,9 @@ static PyObject *check_facts(PyObject *self, PyObject *args) {
     Py_ssize_t n = rules->len[op - 0x56];
     if (n < 0)
         Py_RETURN_NONE;
-    return PyBool_FromLong(any_check(rules->code[op - 0x56], n, F));
+    Active a;
+    activate(rules, op - 0x56, F, &a);
+    return PyBool_FromLong(any_check(rules, op - 0x56, &a, F));
 }
 
 static PyObject *snap_info(const Snap *s) {
@@ -854,14 +884,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     Py_ssize_t counts[2] = {0, 0}, last_key_at = -1, last_key_len = 0;
     long long total = 0;
+    Active active[LANE_OPS] = {{0}}; /* each opcode's, made at its first frame */
     int last_op = -1, last_sid = -1;
     while (pos >= 0 && pos + 24 <= stop) {
         const uint8_t *h = d + pos;
         int magic = h[0], op = h[1], flex = magic == 0x08;
         if ((magic != 0x80 && !flex) || op < 0x56 || op >= 0x56 + LANE_OPS || rules->len[op - 0x56] < 0)
             break;
-        const uint64_t *code = rules->code[op - 0x56];
-        Py_ssize_t code_len = rules->len[op - 0x56];
+        Active *checks = &active[op - 0x56];
         uint32_t bodylen = be32(h + 8);
         Py_ssize_t size = 24 + (Py_ssize_t)bodylen;
         if (pos + size > stop)
@@ -930,7 +960,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             F[F_HCS] = s.hcs;
             F[F_HAS_HPS] = (uint64_t)s.has_hps;
             F[F_HPS] = s.hps;
-            if ((s.flags & SNAP_DECLINED) || any_check(code, code_len, F)) {
+            if (!checks->ready)
+                activate(rules, op - 0x56, F, checks);
+            if ((s.flags & SNAP_DECLINED) || any_check(rules, op - 0x56, checks, F)) {
                 o.len = mark;
                 break;
             }
@@ -1028,7 +1060,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             }
             F[F_KEY_SEEN] = (uint64_t)seen;
         }
-        if (any_check(code, code_len, F)) {
+        if (!checks->ready)
+            activate(rules, op - 0x56, F, checks);
+        if (any_check(rules, op - 0x56, checks, F)) {
             Py_XDECREF(hk);
             break;
         }

@@ -40,7 +40,7 @@ from ...messages.opcodes import OP
 from ...outputs.jsonl import _stdlib, protocol_of_family
 from ...messages.catalog import REQUIRED
 from ...rules import checks
-from ...rules.conditions import NotOnFastPath, program
+from ...rules.conditions import All, Const, NotOnFastPath, program
 from ...rules.stream import Judging
 from ...sessions import streams
 from ...sessions.streams import FLOW_CONTROLLED, Snapshot
@@ -115,11 +115,21 @@ def compile_rules() -> tuple[tuple, object]:
                     if fact.scope == "connection" and fact.name not in slots:
                         slots[fact.name] = len(slots)
                         connection.append(fact)
-                code += (*program(check.when, slots), 0, 0)  # 0, 0: the check's end
+                for part in _parts(check.when):
+                    code += (*program(part, slots), 0, 0)  # 0, 0: the part's end
         except NotOnFastPath:
             code = None
         programs.append(None if code is None else tuple(code))
     return tuple(connection), _lane.compile_rules(tuple(programs), len(slots))
+
+
+def _parts(cond) -> tuple:
+    """A check's condition as the scan judges it: the conjuncts over connection facts alone
+    (once a run), then the rest (each frame); both true is the whole condition true."""
+    parts = cond.parts if isinstance(cond, All) else (cond,)
+    once = tuple(p for p in parts if all(f.scope == "connection" for f in p.facts()))
+    each = tuple(p for p in parts if p not in once)
+    return tuple(All(ps) if len(ps) > 1 else ps[0] if ps else Const(1) for ps in (once, each))
 
 
 class Run(NamedTuple):
@@ -306,7 +316,8 @@ class Lane:
         self.base = base
         self._prefix_key: tuple | None = None
         self._prefix = ""
-        self._connection, self._rules = compile_rules()
+        connection, self._rules = compile_rules()
+        self._connection = tuple(f.get for f in connection)
 
     @staticmethod
     def usable(base: DecodeContext) -> bool:
@@ -380,9 +391,9 @@ class Lane:
                   stream.last_seqno, snap.start, snap.end, snap.flags, snap.complete,
                   None if snap.may_duplicate else snap.keys, streams.MAX_SNAPSHOT_KEYS, st.unacked, limit,
                   stream.end_seqno, self.prefix(number, ts, fd.label, direction),
-                  tuple(int(f.get(c)) for f in self._connection), _MARKER_SHAPES, _MARKER_FIELDS)
+                  tuple([get(c) for get in self._connection]), _MARKER_SHAPES, _MARKER_FIELDS)
         (after, mutations, deletions, last, size, unacked, text, last_op, last_sid, last_key, markers, first_complete,
-         before, newest) = Scanned(*_lane.scan(data, pos, stop, offset, run, _PLANS, self._rules, _MAGIC_NAMES))
+         before, newest) = _lane.scan(data, pos, stop, offset, run, _PLANS, self._rules, _MAGIC_NAMES)  # a Scanned
         count = mutations + deletions + markers
         if not count:
             return pos, None
