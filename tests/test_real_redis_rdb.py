@@ -507,3 +507,23 @@ def test_a_cut_file_reports_every_key_before_the_cut(snapshot, tmp_path, where):
     (summary,) = [r for r in rows if r["kind"] == "summary"]
     assert not summary["complete"] and summary["checksum"] == "unchecked"
     assert check_rdb(path).returncode != 0
+
+
+# -- one record laid out -----------------------------------------------------------------------
+
+
+def test_the_key_view_lays_out_a_real_record(snapshot):
+    from test_rdb_detail import table
+
+    _, rows = decode_jsonl(snapshot.path)
+    for key, flat in (("hash:small", lambda v: [x.decode() for x in v]),
+                      ("set:intset", lambda v: sorted(v, key=int))):
+        (row,) = [r for r in rows if r["kind"] == "key" and r["key"] == key and r["db"] == 0]
+        res = servers.dcpinspect("rdb", snapshot.path, "--key", key)
+        assert res.returncode == 0, res.stderr
+        fields = table(res.stdout)
+        assert fields[0][2] == row["offset"] and max(f[3] for f in fields) == row["offset"] + row["length"] - 1
+        entries = [f[4] for f in fields if f[1].startswith(("Entry ", "Value "))]
+        theirs = snapshot.facts[0][key]["value"]
+        assert entries == (flat(theirs) if key == "hash:small" else [m.decode() for m in flat(theirs)])
+        assert f"Total {row['length']} bytes" in res.stdout

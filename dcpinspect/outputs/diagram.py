@@ -37,11 +37,19 @@ def diagram(msg: Message, max_bytes: int | None = MAX_DIAGRAM_SHOWN) -> str:
 
 
 def diagram_lines(msg: Message, max_bytes: int | None = MAX_DIAGRAM_SHOWN) -> list[str]:
-    data = msg.data
+    return bytes_diagram_lines(msg.data, msg.offset, describe(msg), max_bytes)
+
+
+def bytes_diagram_lines(data: bytes, base: int, fields: Iterable[Field], max_bytes: int | None = MAX_DIAGRAM_SHOWN,
+                        total: int | None = None) -> list[str]:
+    """Any bytes drawn so: ``data`` starting at stream offset ``base``, ``fields`` located
+    in that stream (each row names those that start in it), ``total`` the bytes of the
+    whole when ``data`` is only their beginning."""
+    total = len(data) if total is None else max(total, len(data))
     drawn = len(data) if max_bytes is None else min(len(data), -(-max(0, max_bytes) // 4) * 4)
     starts: dict[int, list[str]] = {}
-    for f in _leaves(describe(msg), msg.offset, msg.offset + drawn):
-        starts.setdefault(f.offset - msg.offset, []).append(f.name)
+    for f in _leaves(fields, base, base + drawn):
+        starts.setdefault(f.offset - base, []).append(f.name)
     lines = list(_HEAD)
     for row in range(0, drawn, 4):
         chunk = data[row : row + 4]
@@ -50,9 +58,9 @@ def diagram_lines(msg: Message, max_bytes: int | None = MAX_DIAGRAM_SHOWN) -> li
         note = f"   {', '.join(names)}" if names else ""
         lines.append(f"{row:>8}|{cells}|{safe(note)}")
         lines.append(_RULE[: 8 + 16 * len(chunk) + 1])
-    if drawn < len(data):
-        lines.append(f"        … {len(data) - drawn:,} more bytes not drawn ({SHOW_ALL} draws all)")
-    lines.append(f"    Total {len(data)} bytes")
+    if drawn < total:
+        lines.append(f"        … {total - drawn:,} more bytes not drawn ({SHOW_ALL} draws all)")
+    lines.append(f"    Total {total} bytes")
     return lines
 
 

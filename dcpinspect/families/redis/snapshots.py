@@ -14,9 +14,12 @@ from ...outputs.console import make_console
 from ...outputs.escape import safe
 from ...outputs.jsonl import dumps_line
 from ...outputs.rows import print_rows
-from ...outputs.shown import Shown
+from ...outputs.diagram import bytes_diagram_lines
+from ...outputs.shown import Lines, Shown
+from ...outputs.table import FieldTable
 from ...sources.inputs import InputError, _problem, gzipped
 from . import report
+from .anatomy import anatomy
 from .rdb import RdbParser
 from .records import AuxRecord, Ending, KeyRecord
 from .types import header
@@ -25,6 +28,8 @@ from .types import header
 CHUNK = 1 << 20
 #: table rows printed at a time (one table each, so the rows are not all held)
 TABLE_BATCH = 50_000
+#: bytes of a key record read for its offset table and byte diagram (all of it with --full)
+RECORD_READ = 1 << 20
 
 
 def is_snapshot(head: bytes) -> bool:
@@ -171,8 +176,9 @@ def _print_summary(s: report.Summary) -> None:
 
 
 def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summary: report.Summary) -> int:
-    """The keys named ``key`` or whose bytes cover ``offset``: each field, and the record's
-    bytes in hex (at most the diagram cap)."""
+    """The keys named ``key`` or whose bytes cover ``offset``: what the decoder made of
+    each, then its bytes as the spec-style offset table and the byte diagram (each capped
+    as MCBP frames' are)."""
     console = make_console()
     want = key.encode("utf-8", "surrogateescape") if key is not None else None
     keep = (lambda k: k == want) if want is not None else True
@@ -190,24 +196,32 @@ def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summa
         print_rows(console, ("field", "value"),
                    [(safe(a), safe(b)) for a, b in report.detail_rows(rec, shown.value)],
                    title=safe(f"{path}: key at offset {rec.offset}"))
-        if rec.blob_offset is None and not gzipped(path):
-            _print_bytes(console, path, rec, shown.diagram)
+        if rec.blob_offset is None:
+            _print_anatomy(console, path, rec, shown)
+        else:
+            console.print(f"(at offset {rec.blob_offset} of the blob inflated from offset {rec.offset}: "
+                          "its bytes are not the file's)")
     if not found:
         what = f"key {key!r}" if key is not None else f"offset {offset}"
         console.print(safe(f"{path}: no key at {what}"))
     return max((LEVELS[s] for s, n in summary.severities.items() if n), default=-1)
 
 
-def _print_bytes(console, path: Path, rec: KeyRecord, limit: int | None) -> None:
-    n = rec.length if limit is None else min(rec.length, limit)
+def _print_anatomy(console, path: Path, rec: KeyRecord, shown: Shown) -> None:
+    """The record's fields with their file offsets, and its bytes four a row, from the file
+    (at most :data:`RECORD_READ` bytes of it unless everything is shown)."""
+    n = rec.length if shown.rows is None else min(rec.length, max(RECORD_READ, shown.diagram or 0))
     try:
-        with open(path, "rb") as fh:
+        with gzip.open(path, "rb") if gzipped(path) else open(path, "rb") as fh:
             fh.seek(rec.offset)
             data = fh.read(n)
-    except OSError:
+    except (OSError, EOFError):
         return
-    lines = [(f"{rec.offset + i:08x}", data[i:i + 16].hex(" ")) for i in range(0, len(data), 16)]
-    print_rows(console, ("offset", "bytes"), lines, title="Record bytes")
-    if n < rec.length:
-        console.print(f"… {rec.length - n:,} more bytes not shown (--full shows all)")
+    record = anatomy(data, rec.offset, rec.length, rec.vtype, shown.rows, shown.value)
+    console.print()
+    console.print("Offsets (in the file)")
+    console.print(FieldTable(list(record.table_rows())))
+    console.print()
+    console.print(f"Record bytes (byte 0 at offset {rec.offset} of the file)")
+    console.print(Lines(bytes_diagram_lines(data, rec.offset, record.fields, shown.diagram, rec.length)), crop=False)
 
