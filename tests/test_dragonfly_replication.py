@@ -471,3 +471,62 @@ def test_a_sync_on_another_port_is_found_by_its_first_bytes(tmp_path):
     rows = jsonl(sync(tmp_path, port=7001))
     assert {r["flow"][-4:] for r in rows} == {"7001"}
     assert sum(r.get("protocol") == "journal" for r in rows) == 8 and sum(r["kind"] == "key" for r in rows) == 7
+
+
+# -- properties ---------------------------------------------------------------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from dcpinspect.families.redis.session import Replication  # noqa: E402
+from dcpinspect.framing.framer import Skipped  # noqa: E402
+
+WORDS = st.lists(st.binary(min_size=0, max_size=40), min_size=1, max_size=5)
+
+
+@given(st.lists(st.tuples(st.sampled_from([b"SET", b"DEL", b"HSET", b"JSON.SET"]), WORDS,
+                          st.integers(0, 2 ** 40), st.one_of(st.none(), st.integers(0, 20000))), max_size=8),
+       st.lists(st.integers(1, 400), max_size=6))
+def test_journal_commands_come_back_as_written_at_any_cut(records, cuts):
+    data = dflygen.flow_answer("PARTIAL", b"t" * 40)
+    for name, args, txid, db in records:
+        data += command(name, *args, txid=txid, db=db)
+    points, at = [], 0
+    for c in cuts:
+        at += c
+        points.append(min(at, len(data)))
+    got = [v for kind_, _, kind, _, v in _frames(data, points) if kind == "journal"]
+    assert [(e.args, e.txid, e.dbid) for e in got] == [([n, *a], t, d) for n, a, t, d in records]
+
+
+PIECES = st.one_of(st.binary(max_size=40), st.builds(lambda w: command("SET", *w), WORDS), st.just(lsn(5)),
+                   st.just(dflygen.PING), st.just(dflygen.token_of(0)), st.just(dflygen.DF_EOF))
+
+
+@given(st.lists(PIECES, max_size=12).map(b"".join), st.sampled_from(["FULL", "PARTIAL"]),
+       st.lists(st.integers(1, 200), max_size=5), st.integers(0, 2))
+def test_any_bytes_after_a_flow_answer_are_accounted_for_once_and_never_raise(tail, kind, cuts, gaps):
+    head = dflygen.flow_answer(kind, dflygen.token_of(0))
+    data = head + (dflygen.snapshot(0, 1, [], 3)[:40] if kind == "FULL" else b"") + tail
+    f = RespFramer(True)
+    session = Replication(None, True, Syncs(), ("10.0.0.1", 1, "10.0.0.2", 6379))
+    out, prev = [], 0
+    for i, c in enumerate(cuts + [len(data)]):
+        end = min(prev + c, len(data)) if i < len(cuts) else len(data)
+        out += f.feed(data[prev:end])
+        if i < gaps:
+            out += f.gap(7)
+            session.gap()
+        prev = end
+    out += f.close()
+    covered = 0
+    for item in out:
+        if isinstance(item, Skipped):
+            covered += item.size
+            continue
+        rec = session.decode(item, "s2c", 0.0, 1)
+        rec.json_rows(), rec.table_rows(), rec.title()
+        passed = item.kind == "journal" and not item.data and item.value is not None
+        covered += item.value.length if passed else len(item.data)
+    assert covered == len(data)  # the lost bytes are in no frame and no skipped range
+    session.finish()
+    session.correlator.finish()
