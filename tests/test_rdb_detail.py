@@ -162,3 +162,34 @@ def test_a_record_in_a_gzip_file(tmp_path):
     packed = tmp_path / "detail.rdb.gz"
     packed.write_bytes(gzip.compress(path.read_bytes()))
     assert table(detail(packed, "--key", "h")) == table(detail(path, "--key", "h"))
+
+
+def test_damaged_and_cut_records_never_raise():
+    """Any bytes under any type: the fields stay inside the record, in order, and the
+    table and the diagram are made."""
+    from hypothesis import given, settings, strategies as st
+
+    from dcpinspect.families.redis.anatomy import anatomy
+    from dcpinspect.families.redis.types import TYPES
+    from dcpinspect.outputs.diagram import bytes_diagram_lines
+
+    samples = [HASH, rdbgen.key(11, "i", rdbgen.string(rdbgen.intset([1, 2, 3]))),
+               rdbgen.key(18, "q", rdbgen.length(1) + rdbgen.length(2) + rdbgen.string(rdbgen.listpack(["x", 5]))),
+               rdbgen.key(10, "z", rdbgen.string(rdbgen.ziplist(["a", 7, "b" * 70])))]
+    vtypes = list(TYPES["redis"].values())
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.sampled_from(samples), st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=4),
+           st.integers(0, 200), st.sampled_from(vtypes), st.sampled_from([None, 2, 256]))
+    def check(record, flips, cut, vtype, rows):
+        data = bytearray(record)
+        for at, byte in flips:
+            data[at % len(data)] = byte
+        data = bytes(data[:cut % (len(data) + 1)])
+        a = anatomy(data, 1000, len(record), vtype, rows, 16)
+        table = list(a.table_rows())
+        assert table and all(r.offset == -1 or 1000 <= r.offset <= r.offset + r.size <= 1000 + len(record)
+                             for r in table)
+        assert bytes_diagram_lines(data, 1000, a.fields, 64, len(record))[-1] == f"    Total {len(record)} bytes"
+
+    check()

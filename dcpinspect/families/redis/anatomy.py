@@ -38,6 +38,8 @@ _PACKED = {"ziplist_list": "ziplist", "ziplist_zset": "ziplist", "ziplist_hash":
            "listpack_set": "listpack", "listpack_zset": "listpack", "listpack_hash": "listpack",
            "zipmap": "zipmap", "listpack_ex_pre_ga": "listpack", "hash_tmpl_lp_ref": "listpack"}
 _INT_NAMES = {0: "int8", 1: "int16", 2: "int32"}
+#: the fewest bytes of each packed layout (its header and end mark)
+_SMALLEST = {"listpack": 7, "ziplist": 11, "intset": 8, "zipmap": 2}
 #: bytes of a string the row of the field holding it shows (its bytes' row shows more)
 BRIEF = 64
 #: how many times the text cap an LZF string may inflate to for its text to be shown
@@ -133,6 +135,8 @@ class Anatomy:
         except Corrupt as exc:
             raise _Stop(exc.args[0]) from None
         end = q + size
+        if end > self.length:
+            raise _Stop(f"a string of {size:,} bytes at offset {self.base + q} passes the record's end")
         if compressed:
             _, after_clen = read_len(data, p + 1)
             ulen, _ = read_len(data, after_clen)
@@ -148,7 +152,7 @@ class Anatomy:
                 self.field(f"{name}_encoding", "Encoding", p, p + 1, b, f"0x{b:02x} (LZF)"),
                 self.field(f"{name}_clen", "Compressed length", p + 1, after_clen, size, f"{size:,}"),
                 self.field(f"{name}_length", "Length", after_clen, q, ulen, f"{ulen:,}"),
-                self.field(f"{name}_lzf", "LZF data", q, min(end, max(q, self.length)), None, inflated))), end
+                self.field(f"{name}_lzf", "LZF data", q, end, None, inflated))), end
         header = self.field(f"{name}_length", "Length", p, q, size, f"{size:,}")
         if packed is not None and end <= len(data):
             inner = self.packed(packed, q, end)
@@ -156,7 +160,7 @@ class Anatomy:
         raw = bytes(data[q:min(end, len(data))])
         unread = "" if end <= len(data) else f" … ({end - len(data):,} bytes not read)"
         return self.field(name, label, p, end, None, self.brief(raw) + unread, (
-            header, self.field(f"{name}_bytes", "Bytes", q, min(end, max(q, self.length)), None,
+            header, self.field(f"{name}_bytes", "Bytes", q, end, None,
                                self.shown(raw, q, f"{name}_bytes") + unread))), end
 
     # -- packed layouts (§6.1–§6.3) -----------------------------------------------------------
@@ -166,10 +170,12 @@ class Anatomy:
         bytes from there as one field saying what is wrong."""
         out: list[Field] = []
         try:
+            if e - s < _SMALLEST[kind]:
+                raise _Stop(f"{e - s} bytes are too few for a {kind}")
             getattr(self, "_" + kind)(s, e, out)
         except (_Stop, IndexError, struct.error) as exc:
             why = exc.args[0] if isinstance(exc, _Stop) else "its entries pass its end"
-            at = self.after(out, s)
+            at = min(self.after(out, s), e)
             out.append(self.field("rest", "(rest)", at, e, None, f"{e - at:,} bytes: {why}"))
         return out
 
