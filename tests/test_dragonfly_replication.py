@@ -530,3 +530,19 @@ def test_any_bytes_after_a_flow_answer_are_accounted_for_once_and_never_raise(ta
     assert covered == len(data)  # the lost bytes are in no frame and no skipped range
     session.finish()
     session.correlator.finish()
+
+
+def test_a_record_too_big_to_hold_whose_strings_lie_loses_the_place_not_the_journal():
+    """A command past the frame cap is passed over a string at a time; a string longer
+    than the command's total is no record: the journal is found again after it."""
+    head = dflygen.flow_answer("PARTIAL", b"t" * 40)
+    lying = b"\x06\x00\x0a\x01\x01\x02" + dflygen.length(5000) + b"\x03SET" + dflygen.length(1 << 40)
+    data = head + lying + b"x" * 30 + command("SET", "after", "1") + lsn(9)
+    f = RespFramer(True)
+    f.frame_cap = 1024
+    out = f.feed(data) + f.close()
+    skipped = [o for o in out if isinstance(o, Skipped)]
+    journal = [o.value for o in out if isinstance(o, RespFrame) and o.kind == "journal"]
+    assert [e.args for e in journal] == [[b"SET", b"after", b"1"], []] and journal[1].lsn == 9
+    assert skipped and skipped[0].offset == len(head) and "passed over" in skipped[0].reason
+    assert sum(s.size for s in skipped) == len(lying) + 30

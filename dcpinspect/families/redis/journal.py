@@ -83,11 +83,11 @@ def read_entries(blob: bytes, cap: int) -> list[JournalEntry]:
 class Oversized(Exception):
     """A command record holds more than the caller takes (bytes past the cap, or more
     strings than the element cap): ``entry`` says what it is, its strings (``strings`` of
-    them) begin at index ``start``, to be passed over as they come."""
+    them, ``total`` bytes) begin at index ``start``, to be passed over as they come."""
 
-    def __init__(self, entry: JournalEntry, start: int, strings: int, why: str) -> None:
+    def __init__(self, entry: JournalEntry, start: int, strings: int, total: int, why: str) -> None:
         super().__init__(why)
-        self.entry, self.start, self.strings = entry, start, strings
+        self.entry, self.start, self.strings, self.total = entry, start, strings, total
 
 
 def read_record(buf, p: int, cap: int, max_strings: int) -> tuple[JournalEntry, int]:
@@ -109,7 +109,7 @@ def read_record(buf, p: int, cap: int, max_strings: int) -> tuple[JournalEntry, 
         total, r = read_len(buf, r)
         if total > cap or count > max_strings:
             entry = JournalEntry(op, p, 0, dbid, txid)
-            raise Oversized(entry, r, count, f"a command of {count:,} strings and {total:,} bytes")
+            raise Oversized(entry, r, count, total, f"a command of {count:,} strings and {total:,} bytes")
         if r + total + count > len(buf):  # each string has a length byte at least
             raise NeedMore(r + total + count)
         args, seen = [], 0

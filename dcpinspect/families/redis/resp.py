@@ -621,7 +621,7 @@ class RespFramer(Framer):
             return False
         except journal.Oversized as big:
             del buf[:big.start]
-            self.passing = [big.entry, big.strings, 0, big.start, str(big)]
+            self.passing = [big.entry, big.strings, 0, big.start, str(big), big.total]
             self.base += big.start
             self.state = JOURNAL_SKIP
             self.need = 0
@@ -651,7 +651,7 @@ class RespFramer(Framer):
                 if passing[2]:
                     return False
             if not passing[1]:
-                entry, _, _, size, why = passing
+                entry, _, _, size, why, _ = passing
                 entry.length = size
                 out.append(RespFrame(self.base - size, b"", kind="journal", value=entry,
                                      reason=f"{why}: passed over"))
@@ -659,13 +659,14 @@ class RespFramer(Framer):
                 return True
             try:
                 n, q = read_len(buf, 0)
+                if n > passing[5]:
+                    raise Corrupt(f"a string of {n:,} bytes passes the command's total size", 0)
             except NeedMore:
                 return False
             except Corrupt as exc:
                 self._journal_lost(out, f"journal: {exc.args[0]}")
-                self.skip_from, self.skip_size = self.base, 0
-                self.state = JOURNAL_LOST
                 return True
+            passing[5] -= n
             del buf[:q]
             self.base += q
             passing[3] += q
