@@ -238,7 +238,8 @@ def exercise(msg, width: int = 120, rich: bool = True) -> int:
     own: a frame shown three ways is not three times too much). Nothing may raise."""
     from dcpinspect.messages.describe import describe, walk
     from dcpinspect.outputs.diagram import diagram
-    from dcpinspect.outputs.jsonl import dumps, frame_record
+    from dcpinspect.messages.record import frame_record
+from dcpinspect.outputs.jsonl import dumps
     from dcpinspect.outputs.table import frame_table
     from dcpinspect.rules.frame import check_frame
 
@@ -263,7 +264,8 @@ def plain_views(items) -> int:
     from dcpinspect.framing.mcbp import Skipped
     from dcpinspect.outputs.diagram import diagram
     from dcpinspect.outputs.escape import safe
-    from dcpinspect.outputs.jsonl import dumps, frame_record
+    from dcpinspect.messages.record import frame_record
+from dcpinspect.outputs.jsonl import dumps
 
     records = drawn = 0
     for item in items:
@@ -315,7 +317,8 @@ def check_frame(data: bytes) -> None:
     from dcpinspect.families.mcbp.conversation import Conversation
     from dcpinspect.framing.mcbp import RawFrame, split_frames
     from dcpinspect.messages.frame import DecodeContext, Message, decode_frame
-    from dcpinspect.outputs.jsonl import dumps, frame_record
+    from dcpinspect.messages.record import frame_record
+from dcpinspect.outputs.jsonl import dumps
 
     ch = Choices(data)
     mode = ch.byte()

@@ -36,7 +36,8 @@ from dcpinspect.messages.layout import FieldSpec, Layout
 from dcpinspect.messages.names import MAGICS
 from dcpinspect.messages.registry import CLIENT_SPECS, SERVER_SPECS
 from dcpinspect.outputs.diagram import diagram
-from dcpinspect.outputs.jsonl import dumps, frame_record
+from dcpinspect.messages.record import frame_record
+from dcpinspect.outputs.jsonl import dumps
 from dcpinspect.outputs.render import Renderer
 from dcpinspect.outputs.table import frame_table
 from dcpinspect.rules.frame import check_frame

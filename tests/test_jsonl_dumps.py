@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dcpinspect.messages import record
 from dcpinspect.outputs import jsonl
 
 
@@ -66,7 +67,7 @@ def test_real_frame_records_are_written_alike():
     for name in ("dcp-session.pcap", "dcp-lossy.pcapng", "memcached-binary.pcap"):
         for item in decode_capture_file(samples / name):
             if isinstance(item, Captured):
-                rec = jsonl.frame_record(item.msg, kind="frame", frame=item.number, ts=item.ts, flow="f",
+                rec = record.frame_record(item.msg, kind="frame", frame=item.number, ts=item.ts, flow="f",
                                          direction=item.direction)
                 assert jsonl.dumps(rec) == reference(rec)
                 n += 1

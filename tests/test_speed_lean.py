@@ -26,7 +26,8 @@ from dcpinspect.messages.frame import DecodeContext, Message, decode_frame
 from dcpinspect.messages.layout import Layout
 from dcpinspect.messages.names import MAGICS
 from dcpinspect.messages.registry import CLIENT_SPECS, SERVER_SPECS
-from dcpinspect.outputs.jsonl import dumps, frame_record, protocol_of
+from dcpinspect.messages.record import frame_record, protocol_of
+from dcpinspect.outputs.jsonl import dumps
 from dcpinspect.rules.frame import check_frame
 from dcpinspect.sessions.streams import DcpState, RequestRef
 from frames import TAP_VECTORS, VECTORS, frame

@@ -18,7 +18,7 @@ from dcpinspect.messages.codecs.frameinfo import encode_frame_info, parse_frame_
 from dcpinspect.messages.codecs.leb128 import encode_uleb128
 from dcpinspect.messages.codecs.snappy import deflate
 from dcpinspect.messages.codecs.xattr import encode_xattrs
-from dcpinspect.outputs.jsonl import frame_record
+from dcpinspect.messages.record import frame_record
 from frames import TAP_VECTORS, VECTORS, decode, errors, frame, judge, request, response, rules, vector
 
 U64_MAX = 0xFFFFFFFFFFFFFFFF

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..sessions.captured import Captured, Lines, Note, flow_label
 from ..sessions.decoded import Decoded
 from ..findings import LEVELS, Finding
-from ..outputs.jsonl import dumps_line, frame_record
+from ..messages.record import frame_record
+from ..outputs.jsonl import dumps_line
 from ..outputs.stamp import stamp as _stamp
 from ..outputs.tally import Tally
 

@@ -14,7 +14,8 @@ from .console import make_console  # noqa: F401 (re-exported)
 from ..messages.frame import Message
 from .diagram import diagram_lines
 from .escape import safe
-from .jsonl import dumps, frame_record
+from ..messages.record import frame_record
+from .jsonl import dumps
 from .shown import DEFAULT, Lines, Shown
 from .table import findings_text, frame_table, title
 

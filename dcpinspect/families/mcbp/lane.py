@@ -37,7 +37,8 @@ from ...messages.layout import FieldSpec
 from ...messages.names import FEATURES, MAGICS, status_name
 from ...messages.registry import CLIENT_SPECS
 from ...messages.opcodes import OP
-from ...outputs.jsonl import _stdlib, protocol_of_family
+from ...messages.record import protocol_of_family
+from ...outputs.jsonl import _stdlib
 from ...messages.catalog import REQUIRED
 from ...rules import checks
 from ...rules.conditions import All, Const, NotOnFastPath, program
