@@ -60,6 +60,7 @@ class Syncs:
         #: the keys of two flows or more
         self.twice: dict[tuple[str, str], dict[int, tuple[int, dict[int, int]]]] = {}
         self.remembered = 0
+        self.cap = RDB_KEYS.value()  # digests remembered at most
         self.capped: tuple | None = None  # (sync, flow index, offset) of the first key not remembered
 
     # -- what the sessions report -----------------------------------------------------------
@@ -94,7 +95,7 @@ class Syncs:
         keys = self.keys.setdefault(sync, {})
         first = keys.get(digest)
         if first is None:
-            if self.remembered >= RDB_KEYS.value():
+            if self.remembered >= self.cap:
                 if self.capped is None or (sync, where) < self.capped:
                     self.capped = (sync, where)
                 return
