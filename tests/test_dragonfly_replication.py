@@ -546,3 +546,12 @@ def test_a_record_too_big_to_hold_whose_strings_lie_loses_the_place_not_the_jour
     assert [e.args for e in journal] == [[b"SET", b"after", b"1"], []] and journal[1].lsn == 9
     assert skipped and skipped[0].offset == len(head) and "passed over" in skipped[0].reason
     assert sum(s.size for s in skipped) == len(lying) + 30
+
+
+def test_stats_counts_a_capture_level_finding_on_its_connection(tmp_path):
+    path = sync(tmp_path, shards=[[[("k", "1")]], [[("k", "2")]], [[("c", "3")]]])
+    res = cli("stats", "-f", "json", path)
+    assert res.returncode == 0, res.stderr
+    conns = json.loads(res.stdout)["connections"]
+    assert conns["10.0.0.1:40002-10.0.0.2:6379"]["findings"] == 1
+    assert sum(c["findings"] for c in conns.values()) == 1
