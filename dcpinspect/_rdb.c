@@ -529,6 +529,112 @@ static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *c
     return 1;
 }
 
+/* -- the keys seen: which key hashes a snapshot has serialised already --------------------- */
+
+/* A set of 64-bit hashes (Python's hash() of each key's bytes), open addressing with linear
+ * probing: 8 bytes a key where a Python set of ints takes some 80. add(h) is True when h
+ * was not in it. The parser's rdb-duplicate-key rule uses it, from Python and from scan(). */
+typedef struct {
+    PyObject_HEAD
+    uint64_t *slots; /* 0: empty (a hash of 0 is kept in has_zero) */
+    size_t mask, count;
+    int has_zero;
+} Seen;
+
+static int seen_grow(Seen *s) {
+    size_t size = s->slots ? (s->mask + 1) * 2 : 1024;
+    uint64_t *slots = PyMem_Calloc(size, sizeof(uint64_t));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (s->slots) {
+        for (size_t i = 0; i <= s->mask; i++) {
+            uint64_t h = s->slots[i];
+            if (h) {
+                size_t j = (size_t)(h ^ h >> 29) & (size - 1);
+                while (slots[j])
+                    j = (j + 1) & (size - 1);
+                slots[j] = h;
+            }
+        }
+        PyMem_Free(s->slots);
+    }
+    s->slots = slots;
+    s->mask = size - 1;
+    return 0;
+}
+
+/* 1: added, 0: there already, -1: no memory */
+static int seen_add(Seen *s, uint64_t h) {
+    if (h == 0) {
+        int was = s->has_zero;
+        s->has_zero = 1;
+        s->count += !was;
+        return !was;
+    }
+    if ((s->slots == NULL || (s->count + 1) * 4 > (s->mask + 1) * 3) && seen_grow(s) < 0)
+        return -1;
+    size_t j = (size_t)(h ^ h >> 29) & s->mask;
+    while (s->slots[j]) {
+        if (s->slots[j] == h)
+            return 0;
+        j = (j + 1) & s->mask;
+    }
+    s->slots[j] = h;
+    s->count++;
+    return 1;
+}
+
+static int seen_has(Seen *s, uint64_t h) {
+    if (h == 0)
+        return s->has_zero;
+    if (s->slots == NULL)
+        return 0;
+    size_t j = (size_t)(h ^ h >> 29) & s->mask;
+    while (s->slots[j]) {
+        if (s->slots[j] == h)
+            return 1;
+        j = (j + 1) & s->mask;
+    }
+    return 0;
+}
+
+static void seen_dealloc(Seen *s) {
+    PyMem_Free(s->slots);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyObject *seen_add_py(Seen *s, PyObject *arg) {
+    Py_hash_t h = PyLong_AsSsize_t(arg);
+    if (h == -1 && PyErr_Occurred())
+        return NULL;
+    int r = seen_add(s, (uint64_t)h);
+    if (r < 0)
+        return NULL;
+    return PyBool_FromLong(r);
+}
+
+static Py_ssize_t seen_len(Seen *s) { return (Py_ssize_t)s->count; }
+
+static PyMethodDef seen_methods[] = {
+    {"add", (PyCFunction)seen_add_py, METH_O, "add(h): True when the hash h was not in the set (it is now)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods seen_sequence = {.sq_length = (lenfunc)seen_len};
+
+static PyTypeObject SeenType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dcpinspect._rdb.Seen",
+    .tp_basicsize = sizeof(Seen),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The hashes of the keys a snapshot has serialised (8 bytes a key).",
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)seen_dealloc,
+    .tp_methods = seen_methods,
+    .tp_as_sequence = &seen_sequence,
+};
+
 /* -- the record lane: whole key records straight from the buffer ------------------------ */
 
 /* rdb.py's RdbParser calls scan() at a record boundary when values are not kept. scan()
@@ -538,8 +644,10 @@ static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *c
  * cap, LZF that inflates to what it says, packed layouts undamaged, counts that divide.
  * It stops before the first other record (an opcode, a type it does not read, damage, the
  * end of the buffer), which the Python path reads; declining is always safe. For each key
- * it gives what the readers set: see the tuple below. The parser judges the keys
- * (expired, serialised twice) itself. */
+ * it gives what the readers set: see the tuple below. It judges the keys as the parser's
+ * _judge does, and leaves to it those it has something to say of: a key that expired
+ * before the snapshot's ctime, a key whose hash is in `seen` already, and the key that
+ * would fill the remembered keys (after `room` more). */
 
 /* what the table gives a type byte: how its value is laid out (0: not read here) */
 enum {
@@ -787,16 +895,28 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
     return 0;
 }
 
-/* scan(buf, p, table, cap) -> (index, records): the index of the first record not read
- * here, and a tuple for each key before it:
+/* scan(buf, p, table, cap, seen, room, ctime_ms) -> (index, records): the index of the
+ * first record not read here, and a tuple for each key before it (seen: the db's Seen, or
+ * None when keys are no longer remembered; ctime_ms: None when the snapshot has none):
  * (start, key, type byte, value start, end, elements, string kind or -1, expire_ms or None,
  *  idle or None, freq or None, value_length / nodes or -1), indexes into buf. */
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view, table;
-    Py_ssize_t p;
+    Py_ssize_t p, room;
     unsigned long long cap;
-    if (!PyArg_ParseTuple(args, "y*ny*K", &view, &p, &table, &cap))
+    PyObject *seen_arg, *ctime_arg;
+    if (!PyArg_ParseTuple(args, "y*ny*KOnO", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg))
         return NULL;
+    Seen *seen = seen_arg == Py_None ? NULL : (Seen *)seen_arg;
+    int has_ctime = ctime_arg != Py_None;
+    long long ctime = has_ctime ? PyLong_AsLongLong(ctime_arg) : 0;
+    if ((seen && !PyObject_TypeCheck(seen_arg, &SeenType)) || (has_ctime && ctime == -1 && PyErr_Occurred())) {
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&table);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "scan: seen is a Seen or None");
+        return NULL;
+    }
     PyObject *records = PyList_New(0);
     if (records == NULL || table.len != 256 || p < 0) {
         PyBuffer_Release(&view);
@@ -867,6 +987,24 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (!lane_value(&L, code, &q, &elements, &extra, &kind)) {
             Py_DECREF(key);
             break;
+        }
+        if (has_expire && has_ctime && expire < ctime) {
+            Py_DECREF(key);
+            break;
+        }
+        if (seen) {
+            Py_hash_t h = PyObject_Hash(key);
+            if (h == -1 || room <= 0 || seen_has(seen, (uint64_t)h)) {
+                Py_DECREF(key);
+                if (h == -1)
+                    goto error;
+                break;
+            }
+            if (seen_add(seen, (uint64_t)h) < 0) {
+                Py_DECREF(key);
+                goto error;
+            }
+            room--;
         }
         PyObject *none = Py_None;
         PyObject *rec = Py_BuildValue("(nNIKnKiNNNL)", (Py_ssize_t)at, key, op, (unsigned long long)vstart,
@@ -943,7 +1081,8 @@ static PyMethodDef methods[] = {
     {"crc64", crc64, METH_VARARGS, "crc64(data, crc=0): Redis' CRC-64 of data, continuing from crc."},
     {"lzf", lzf, METH_VARARGS, "lzf(data, ulen): exactly ulen bytes decompressed, or None."},
     {"lzf_ok", lzf_ok, METH_VARARGS, "lzf_ok(data, ulen): whether data decompresses to exactly ulen bytes."},
-    {"scan", scan, METH_VARARGS, "scan(buf, p, table, cap): (index, key records) read straight from the buffer."},
+    {"scan", scan, METH_VARARGS,
+     "scan(buf, p, table, cap, seen, room, ctime_ms): (index, key records) read straight from the buffer."},
     {"skip_strings", skip_strings, METH_VARARGS,
      "skip_strings(buf, p, n, cap, tail): (index, count) after the strings in a row it could pass over."},
     {"listpack", listpack, METH_O, "A listpack's entries (bytes and int), or None when it is damaged."},
@@ -957,5 +1096,16 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rdb", NULL, -1, met
 
 PyMODINIT_FUNC PyInit__rdb(void) {
     crc_init();
-    return PyModule_Create(&module);
+    if (PyType_Ready(&SeenType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&SeenType);
+    if (PyModule_AddObject(m, "Seen", (PyObject *)&SeenType) < 0) {
+        Py_DECREF(&SeenType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

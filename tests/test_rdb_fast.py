@@ -317,6 +317,11 @@ def _damaged_copies() -> list[tuple[str, bytes]]:
     for type_, name, blob in odd:
         body = b"\xfe\x00" + rdbgen.key(type_, name, rdbgen.string(blob)) + rdbgen.key(0, "after", rdbgen.string("x"))
         out.append((f"odd {name}", rdbgen.rdb(body), f"of key '{name}': 3 entries do not make"))
+    again = rdbgen.key(0, "plain", rdbgen.string(b"w"))  # the first key, once more, at the end
+    body = EVERY[9:-9] + again + b"\xfe\x01" + again  # and in db 1: not again there
+    out.append(("duplicate", rdbgen.rdb(body), "key 'plain' of db 0 is serialised again"))
+    past = rdbgen.key(0, "past", rdbgen.string(b"v"), expire_ms=1_600_000_000_000)  # before the ctime
+    out.append(("expired", rdbgen.rdb(EVERY[9:-9] + past), "key 'past' expired at 1600000000000 ms"))
     out.append(("cut", EVERY[:len(EVERY) // 2], "the input ends in the value of key 'lzf'"))
     out.append(("long string", EVERY, "a string of 2,354 bytes in the value of key 'long' at offset 64 is more "
                                       "than the 256 held"))
@@ -442,3 +447,19 @@ def test_a_real_servers_file_decodes_the_same_with_values_kept_or_not(tmp_path, 
     keys = [s for s in kept if s[0] == "key"]
     assert len(keys) == json.loads(out.with_suffix(".json").read_text())["keys"]
     assert kept[-1][1] == "ok" and not [s for s in kept if s[0] == "finding"]
+
+
+@pytest.mark.parametrize("remembered", [1, 2, 5, 20, 21, 22])
+def test_the_keys_remembered_stop_at_the_cap_with_values_kept_or_not(remembered, helpers, monkeypatch):
+    """DCPINSPECT_MAX_RDB_KEYS: the key that fills the remembered keys gets the note,
+    wherever the cap falls among the lane's keys, and keys after it are not checked (the
+    first key again at the end is no finding when the cap comes before it)."""
+    monkeypatch.setenv("DCPINSPECT_MAX_RDB_KEYS", str(remembered))
+    body = EVERY[9:-9] + rdbgen.key(0, "plain", rdbgen.string(b"w"))
+    kept = assert_same(rdbgen.rdb(body), chunks=(None, 11))
+    notes = [s for s in kept if s[0] == "finding" and s[1] == "rdb-keys-cap"]
+    again = [f for s in kept if s[0] == "key" for f in s[9] if f[0] == "rdb-duplicate-key"]
+    if remembered <= 21:  # the file's 21 keys fill it at the latest: the 22nd is not checked
+        assert len(notes) == 1 and notes[0][3].startswith(f"{remembered:,} keys remembered") and not again
+    else:
+        assert not notes and len(again) == 1

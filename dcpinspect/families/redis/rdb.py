@@ -82,7 +82,7 @@ class RdbParser:
             self.version: int | None = None
             self.db = 0
             self.ctime_ms: int | None = None
-            self._seen: dict[int, set[int]] = {}
+            self._seen: dict[int, Seen | _SeenSet] = {}
             self._seen_count = 0
             self.keys = 0
             self.templates = HashTemplates()
@@ -363,19 +363,30 @@ class RdbParser:
         if self._lane_table is None:
             return p
         codes, vtypes = self._lane_table
-        q, found = C.scan(self.buf, p, codes, self.cap)
-        base, db, out = self.base, state.db, self._out
+        if state.ctime_ms is not None and not -1 << 63 <= state.ctime_ms < 1 << 63:
+            return p  # a ctime no expiry can be compared with in C
+        db, remembered = state.db, state._seen_count
+        seen = state._seen_of(db) if remembered < self._keys_cap else None
+        q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms)
+        base, out = self.base, self._out
         for start, key, op, vstart, end, elements, kind, expire, idle, freq, extra in found:
             vtype = vtypes[op]
             rec = KeyRecord(db, key, op, vtype, base + start, end - start, end - vstart, elements,
                             vtype.encoding if kind < 0 else _STRING_KINDS[kind], expire, idle, freq)
             if extra >= 0:
                 rec.extra["value_length" if kind >= 0 else "nodes"] = extra
-            self._current = rec
-            self._judge(rec)
-            self._current = None
             out.append(rec)
+        state.keys += len(found)
+        if seen is not None:
+            state._seen_count += len(found)
         return q
+
+    def _seen_of(self, db: int):
+        """The hashes of the keys of ``db`` serialised so far."""
+        seen = self._seen.get(db)
+        if seen is None:
+            seen = self._seen[db] = Seen() if C is not None else _SeenSet()
+        return seen
 
     def _key(self, p: int, op: int, start: int, pending: dict):
         state = self._state
@@ -418,15 +429,10 @@ class RdbParser:
                                          f"snapshot's ctime {state.ctime_ms // 1000} s", rec.offset)
         state.keys += 1
         if state._seen_count < self._keys_cap:
-            seen = state._seen.get(rec.db)
-            if seen is None:
-                seen = state._seen[rec.db] = set()
-            h = hash(rec.key)
-            if h in seen:
+            if not state._seen_of(rec.db).add(hash(rec.key)):
                 self.note("rdb-duplicate-key", f"key {self.key_text(rec)} of db {rec.db} is serialised again",
                           rec.offset)
             else:
-                seen.add(h)
                 state._seen_count += 1
                 if state._seen_count == self._keys_cap:
                     self._finding("rdb-keys-cap", f"{state._seen_count:,} keys remembered (DCPINSPECT_MAX_RDB_KEYS): "
@@ -452,6 +458,29 @@ class RdbParser:
             self._after_end(bytes(rest))
         del self.buf[p:]
         return p
+
+
+class _SeenSet:
+    """The hashes of the keys of a db serialised so far, in a Python set (when
+    dcpinspect._rdb, whose :class:`Seen` takes a tenth of the memory, is not built)."""
+
+    __slots__ = ("hashes",)
+
+    def __init__(self) -> None:
+        self.hashes: set[int] = set()
+
+    def add(self, h: int) -> bool:
+        """True when ``h`` was not in the set (it is now)."""
+        if h in self.hashes:
+            return False
+        self.hashes.add(h)
+        return True
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+
+Seen = C.Seen if C is not None else _SeenSet
 
 
 # ---------------------------------------------------------------------- the C record lane

@@ -72,11 +72,10 @@ class Summary:
     def __init__(self, file: str) -> None:
         self.file = file
         self.keys = 0
-        self.per_db: dict[int, Counter] = defaultdict(Counter)
-        self.encodings: Counter = Counter()
+        #: [keys, bytes] of each (db, type, encoding)
+        self.groups: dict[tuple[int, str, str], list[int]] = {}
         self.expiring = 0
         self.expired = 0
-        self.bytes_per_type: Counter = Counter()
         self.biggest: list[tuple[int, int, str, str, int]] = []  # (size, -offset, key, type, db)
         self.aux: dict[str, str] = {}
         self.opcodes: Counter = Counter()
@@ -107,10 +106,13 @@ class Summary:
             self.severities[f.severity] += 1
         t = rec.vtype.type
         self.keys += 1
-        self.per_db[rec.db][t] += 1
-        self.encodings[f"{t}/{rec.encoding}"] += 1
         size = rec.size
-        self.bytes_per_type[t] += size
+        group = self.groups.get((rec.db, t, rec.encoding))
+        if group is None:
+            self.groups[(rec.db, t, rec.encoding)] = [1, size]
+        else:
+            group[0] += 1
+            group[1] += size
         if rec.expire_ms is not None:
             self.expiring += 1
         if rec.findings and any(f.rule == "rdb-expired-key" for f in rec.findings):
@@ -122,6 +124,30 @@ class Summary:
             item = (size, -rec.offset, key_text(rec.key[:256]), t, rec.db)
             if item > biggest[0]:
                 heapq.heapreplace(biggest, item)
+
+    @property
+    def per_db(self) -> dict[int, Counter]:
+        """Keys per type, per db."""
+        out: dict[int, Counter] = defaultdict(Counter)
+        for (db, t, _), (n, _) in self.groups.items():
+            out[db][t] += n
+        return out
+
+    @property
+    def encodings(self) -> Counter:
+        """Keys per "type/encoding"."""
+        out: Counter = Counter()
+        for (_, t, enc), (n, _) in self.groups.items():
+            out[f"{t}/{enc}"] += n
+        return out
+
+    @property
+    def bytes_per_type(self) -> Counter:
+        """Serialised bytes per type."""
+        out: Counter = Counter()
+        for (_, t, _), (_, size) in self.groups.items():
+            out[t] += size
+        return out
 
     def biggest_keys(self) -> list[dict]:
         return [{"db": db, "key": key, "type": t, "size": size}

@@ -80,7 +80,8 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
     if fmt == "jsonl":
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
         for rec in records(path, keep):
-            _unusable(path, rec)
+            if type(rec) is not KeyRecord:
+                _unusable(path, rec)
             summary.add(rec)
             obj = _json(rec, str(path))
             if obj is not None:
@@ -91,7 +92,8 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
         sys.stdout.flush()
     elif fmt == "summary":
         for rec in records(path, keep):
-            _unusable(path, rec)
+            if type(rec) is not KeyRecord:
+                _unusable(path, rec)
             summary.add(rec)
         _print_summary(summary)
     else:
