@@ -14,7 +14,7 @@ from .header import HEADER_SIZE
 from .keys import decode_key
 from .layout import Field, Layout
 from .names import FLEX_MAGICS, MAGICS, REQUEST_MAGICS, SERVER_MAGICS, SUCCESS_LIKE_STATUS, status_name
-from .registry import CLIENT_SPECS, SERVER_SPECS
+from .registry import CLIENT_SPECS, SERVER_SPECS, opcode_name
 from .tap import ENGINE_LAYOUTS
 from .values import decode_value, decode_value_fields
 from ..limits import INFLATE, VALUE_TEXT
@@ -91,6 +91,23 @@ class Message:
     @property
     def size(self) -> int:
         return len(self.data)
+
+    #: judged whatever the decoding context (no: a summary of headers only counts none
+    #: of an MCBP message's findings)
+    judged = False
+
+    @property
+    def counted(self) -> tuple:
+        """What summaries count it under: (its kind, its key there), named by
+        :meth:`count_name` when shown."""
+        return (Message, (self.magic, self.opcode))
+
+    @staticmethod
+    def count_name(key: tuple[int, int]) -> tuple[str, str, str]:
+        """(column, table title, name) of a :attr:`counted` key."""
+        magic, opcode = key
+        name = opcode_name(magic, opcode)
+        return "opcode", "Opcodes", name if magic in REQUEST_MAGICS else name + " (response)"
 
     @property
     def body(self) -> Body | None:

@@ -10,8 +10,6 @@ from rich.table import Table
 
 from ..sessions.captured import Captured, Note, flow_label
 from ..sessions.decoded import Decoded
-from ..messages.names import REQUEST_MAGICS
-from ..messages.registry import opcode_name
 from .escape import safe
 from .rows import print_rows
 
@@ -48,14 +46,9 @@ class CaptureSummary:
         if isinstance(item, Captured):
             msg = item.msg
             fs.frames[item.direction] += 1
-            if isinstance(msg, Decoded):  # another family's record: counted by its own name
-                fs.bytes[item.direction] += msg.size
-                fs.opcodes[msg.name] += 1
-                fs.judged += self.judged or msg.judged
-            else:
-                fs.bytes[item.direction] += len(msg.data)
-                fs.opcodes[(msg.magic, msg.opcode)] += 1  # named when rendered
-                fs.judged += self.judged
+            fs.bytes[item.direction] += msg.size
+            fs.opcodes[msg.counted] += 1  # (table, name): named when rendered
+            fs.judged += self.judged or msg.judged
             for f in msg.findings:
                 fs.findings[(f.severity, f.rule)] += 1
             ts = item.ts
@@ -81,17 +74,12 @@ class CaptureSummary:
         if counted:
             head += ("errors", "warnings")
         rows = []
-        opcodes: Counter = Counter()
-        named: Counter = Counter()  # other families' records, by the names they give
+        by_kind: dict[tuple[str, str], Counter] = {}  # (column, title) → name → frames
         findings: Counter = Counter()
         for flow, fs in self.flows.items():
-            for key, n in fs.opcodes.items():
-                if type(key) is str:  # named by its record
-                    named[key] += n
-                    continue
-                magic, opcode = key
-                name = opcode_name(magic, opcode)
-                opcodes[name if magic in REQUEST_MAGICS else name + " (response)"] += n
+            for (table, key), n in fs.opcodes.items():
+                column, title, name = table.count_name(key)
+                by_kind.setdefault((column, title), Counter())[name] += n
             findings.update(fs.findings)
             errors = sum(n for (sev, _), n in fs.findings.items() if sev == "error")
             warnings = sum(n for (sev, _), n in fs.findings.items() if sev == "warning")
@@ -104,9 +92,8 @@ class CaptureSummary:
             rows.append(cells)
         print_rows(console, head, rows, title="Connections")
         console.print()
-        tables = [("opcode", "Opcodes", opcodes)] if opcodes or not named else []
-        tables += [("name", "Frames by name", named)] if named else []
-        for i, (column, title, counts) in enumerate(tables):
+        tables = [(column, title, counts) for (column, title), counts in sorted(by_kind.items(), key=_table_order)]
+        for i, (column, title, counts) in enumerate(tables or [("opcode", "Opcodes", Counter())]):
             if i:
                 console.print()
             ops = Table(column, "frames", title=title, title_justify="left", box=None)
@@ -127,3 +114,8 @@ class CaptureSummary:
                 f"the frames of {unjudged} of the {len(self.flows)} connections ('-')"
             console.print(f"{which} counted by their headers, not judged: `dcpinspect validate` "
                           "(or `--strict`) checks them against the rules")
+
+
+def _table_order(entry) -> tuple:
+    (column, _), _ = entry
+    return (column != "opcode", column)  # frames counted by opcode first

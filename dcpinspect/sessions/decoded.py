@@ -44,6 +44,15 @@ class Decoded:
     stream_id = None
     note = ""
 
+    @property
+    def counted(self) -> tuple:
+        """What summaries count it under: its own name."""
+        return (Decoded, self.name)
+
+    @staticmethod
+    def count_name(name: str) -> tuple[str, str, str]:
+        return "name", "Frames by name", name
+
     def json_rows(self) -> list[dict[str, Any]]:
         """Its JSON Lines objects, each beginning with ``kind`` (the sink adds where and
         when: frame, ts, flow, direction); none when it shows nothing on its own."""
