@@ -179,57 +179,55 @@ class Bits(Expr):
         out += (BITS, self.mask & U64)
 
 
-class All(Expr):
+class _Junction(Expr):
+    """Parts joined by one logical operator (nested joins of the same operator flattened)."""
+
     __slots__ = ("parts",)
+    _symbol = ""
+    _code = 0
 
     def __init__(self, parts: tuple[Expr, ...]) -> None:
-        # (a & b) & c is one conjunction of three
-        self.parts = tuple(q for p in parts for q in (p.parts if isinstance(p, All) else (p,)))
+        kind = type(self)
+        self.parts = tuple(q for p in parts for q in (p.parts if isinstance(p, kind) else (p,)))
 
     def __repr__(self) -> str:
-        return "(" + " & ".join(map(repr, self.parts)) + ")"
+        return "(" + f" {self._symbol} ".join(map(repr, self.parts)) + ")"
 
     def facts(self):
         return tuple(f for p in self.parts for f in p.facts())
 
     def python(self, on_message):
-        parts = tuple(p.python(on_message) for p in self.parts)
+        return self._join(tuple(p.python(on_message) for p in self.parts))
+
+    def program(self, slots, out):
+        self.parts[0].program(slots, out)
+        for p in self.parts[1:]:
+            p.program(slots, out)
+            out += (self._code, 0)
+
+
+class All(_Junction):
+    __slots__ = ()
+    _symbol, _code = "&", AND
+
+    @staticmethod
+    def _join(parts):
         if len(parts) == 2:
             a, b = parts
             return lambda c: a(c) and b(c)
         return lambda c: all(p(c) for p in parts)
 
-    def program(self, slots, out):
-        self.parts[0].program(slots, out)
-        for p in self.parts[1:]:
-            p.program(slots, out)
-            out += (AND, 0)
 
+class Any_(_Junction):
+    __slots__ = ()
+    _symbol, _code = "|", OR
 
-class Any_(Expr):
-    __slots__ = ("parts",)
-
-    def __init__(self, parts: tuple[Expr, ...]) -> None:
-        self.parts = tuple(q for p in parts for q in (p.parts if isinstance(p, Any_) else (p,)))
-
-    def __repr__(self) -> str:
-        return "(" + " | ".join(map(repr, self.parts)) + ")"
-
-    def facts(self):
-        return tuple(f for p in self.parts for f in p.facts())
-
-    def python(self, on_message):
-        parts = tuple(p.python(on_message) for p in self.parts)
+    @staticmethod
+    def _join(parts):
         if len(parts) == 2:
             a, b = parts
             return lambda c: a(c) or b(c)
         return lambda c: any(p(c) for p in parts)
-
-    def program(self, slots, out):
-        self.parts[0].program(slots, out)
-        for p in self.parts[1:]:
-            p.program(slots, out)
-            out += (OR, 0)
 
 
 class Not(Expr):
