@@ -10,6 +10,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -635,6 +636,153 @@ static PyTypeObject SeenType = {
     .tp_as_sequence = &seen_sequence,
 };
 
+/* -- records made in C ------------------------------------------------------------------ */
+
+/* A Maker fills the slots of a slots dataclass (KeyRecord) straight, as its __init__
+ * would: the fields scan() gives, in MADE order, and the others with their defaults (a
+ * value, or a factory called for each record). Made from the class and its fields by
+ * Python (rdb.py), which says which are which; it refuses a class whose slots those do
+ * not cover exactly, so that no record is ever made half-filled. */
+enum { M_DB, M_KEY, M_TYPE_ID, M_VTYPE, M_OFFSET, M_LENGTH, M_SIZE, M_ELEMENTS, M_ENCODING, M_EXPIRE, M_IDLE,
+       M_FREQ, M_EXTRA, M_MADE };
+
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *cls;
+    Py_ssize_t made[M_MADE];
+    Py_ssize_t nrest;
+    Py_ssize_t *rest;       /* offsets */
+    PyObject **rest_value;  /* the default, or the factory */
+    char *rest_factory;
+} Maker;
+
+static Py_ssize_t slot_offset(PyTypeObject *cls, PyObject *name) {
+    PyObject *d = PyDict_GetItemWithError(cls->tp_dict, name);
+    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "Maker: %R is no slot of %s", name, cls->tp_name);
+        return -1;
+    }
+    PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+    if (m->type != T_OBJECT_EX || (m->flags & READONLY)) {
+        PyErr_Format(PyExc_TypeError, "Maker: %R is not a plain object slot", name);
+        return -1;
+    }
+    return m->offset;
+}
+
+static void maker_dealloc(Maker *m) {
+    for (Py_ssize_t i = 0; i < m->nrest; i++)
+        Py_XDECREF(m->rest_value ? m->rest_value[i] : NULL);
+    PyMem_Free(m->rest);
+    PyMem_Free(m->rest_value);
+    PyMem_Free(m->rest_factory);
+    Py_XDECREF(m->cls);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+/* Maker(cls, made_names, rest): made_names the MADE fields' names in order, rest a sequence
+ * of (name, default, is_factory) */
+static PyObject *maker_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *cls, *names, *rest;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyType_Type, &cls, &names, &rest))
+        return NULL;
+    PyObject *slots = PyObject_GetAttrString(cls, "__slots__");
+    if (slots == NULL)
+        return NULL;
+    PyObject *nseq = PySequence_Fast(names, "Maker: names");
+    PyObject *rseq = nseq ? PySequence_Fast(rest, "Maker: rest") : NULL;
+    Maker *m = rseq ? (Maker *)type->tp_alloc(type, 0) : NULL;
+    if (m == NULL)
+        goto fail;
+    Py_INCREF(cls);
+    m->cls = (PyTypeObject *)cls;
+    Py_ssize_t nslots = PySequence_Size(slots);
+    if (PySequence_Fast_GET_SIZE(nseq) != M_MADE || nslots != M_MADE + PySequence_Fast_GET_SIZE(rseq)) {
+        PyErr_SetString(PyExc_TypeError, "Maker: the fields given are not the class's slots");
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < M_MADE; i++)
+        if ((m->made[i] = slot_offset(m->cls, PySequence_Fast_GET_ITEM(nseq, i))) < 0)
+            goto fail;
+    m->nrest = PySequence_Fast_GET_SIZE(rseq);
+    m->rest = PyMem_Calloc(m->nrest + 1, sizeof(Py_ssize_t));
+    m->rest_value = PyMem_Calloc(m->nrest + 1, sizeof(PyObject *));
+    m->rest_factory = PyMem_Calloc(m->nrest + 1, 1);
+    if (!m->rest || !m->rest_value || !m->rest_factory) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < m->nrest; i++) {
+        PyObject *name, *value;
+        int factory;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(rseq, i), "OOp", &name, &value, &factory))
+            goto fail;
+        if ((m->rest[i] = slot_offset(m->cls, name)) < 0)
+            goto fail;
+        Py_INCREF(value);
+        m->rest_value[i] = value;
+        m->rest_factory[i] = (char)factory;
+    }
+    /* every slot once: no two fields at one offset */
+    for (Py_ssize_t i = 0; i < M_MADE + m->nrest; i++)
+        for (Py_ssize_t j = 0; j < i; j++) {
+            Py_ssize_t a = i < M_MADE ? m->made[i] : m->rest[i - M_MADE];
+            Py_ssize_t b = j < M_MADE ? m->made[j] : m->rest[j - M_MADE];
+            if (a == b) {
+                PyErr_SetString(PyExc_TypeError, "Maker: a field given twice");
+                goto fail;
+            }
+        }
+    Py_DECREF(slots);
+    Py_DECREF(nseq);
+    Py_DECREF(rseq);
+    return (PyObject *)m;
+fail:
+    Py_XDECREF(slots);
+    Py_XDECREF(nseq);
+    Py_XDECREF(rseq);
+    Py_XDECREF(m);
+    return NULL;
+}
+
+static PyTypeObject MakerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dcpinspect._rdb.Maker",
+    .tp_basicsize = sizeof(Maker),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Fills a slots dataclass's slots as its __init__ would (see _rdb.c).",
+    .tp_new = maker_new,
+    .tp_dealloc = (destructor)maker_dealloc,
+};
+
+/* a record of m->cls with the MADE values given (references stolen, NULL: an error) */
+static PyObject *maker_make(Maker *m, PyObject *made[M_MADE]) {
+    PyObject *obj = NULL;
+    for (int i = 0; i < M_MADE; i++)
+        if (made[i] == NULL)
+            goto fail;
+    obj = m->cls->tp_alloc(m->cls, 0);
+    if (obj == NULL)
+        goto fail;
+    for (int i = 0; i < M_MADE; i++) {
+        *(PyObject **)((char *)obj + m->made[i]) = made[i];
+        made[i] = NULL;
+    }
+    for (Py_ssize_t i = 0; i < m->nrest; i++) {
+        PyObject *v = m->rest_factory[i] ? PyObject_CallNoArgs(m->rest_value[i]) : Py_NewRef(m->rest_value[i]);
+        if (v == NULL) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+        *(PyObject **)((char *)obj + m->rest[i]) = v;
+    }
+    return obj;
+fail:
+    for (int i = 0; i < M_MADE; i++)
+        Py_XDECREF(made[i]);
+    return NULL;
+}
+
 /* -- the record lane: whole key records straight from the buffer ------------------------ */
 
 /* rdb.py's RdbParser calls scan() at a record boundary when values are not kept. scan()
@@ -895,18 +1043,29 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
     return 0;
 }
 
-/* scan(buf, p, table, cap, seen, room, ctime_ms) -> (index, records): the index of the
- * first record not read here, and a tuple for each key before it (seen: the db's Seen, or
- * None when keys are no longer remembered; ctime_ms: None when the snapshot has none):
- * (start, key, type byte, value start, end, elements, string kind or -1, expire_ms or None,
- *  idle or None, freq or None, value_length / nodes or -1), indexes into buf. */
+/* the names scan() gives the records' extra values, and a string value's kinds */
+static PyObject *s_value_length, *s_nodes, *s_kinds[3];
+
+/* scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes) -> (index,
+ * records): the index of the first record not read here, and the KeyRecord of each key
+ * before it (seen: the db's Seen, or None when keys are no longer remembered; ctime_ms:
+ * None when the snapshot has none; base: the input offset of buf[0]; vtypes: the value
+ * type of each type byte the table names). */
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view, table;
-    Py_ssize_t p, room;
+    Py_ssize_t p, room, base;
     unsigned long long cap;
-    PyObject *seen_arg, *ctime_arg;
-    if (!PyArg_ParseTuple(args, "y*ny*KOnO", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg))
+    PyObject *seen_arg, *ctime_arg, *db, *vtypes;
+    Maker *maker;
+    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
+                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes))
         return NULL;
+    if (PyList_GET_SIZE(vtypes) != 256) {
+        PyBuffer_Release(&view);
+        PyBuffer_Release(&table);
+        PyErr_SetString(PyExc_ValueError, "scan: a value type for each of the 256 type bytes");
+        return NULL;
+    }
     Seen *seen = seen_arg == Py_None ? NULL : (Seen *)seen_arg;
     int has_ctime = ctime_arg != Py_None;
     long long ctime = has_ctime ? PyLong_AsLongLong(ctime_arg) : 0;
@@ -1006,13 +1165,28 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             }
             room--;
         }
-        PyObject *none = Py_None;
-        PyObject *rec = Py_BuildValue("(nNIKnKiNNNL)", (Py_ssize_t)at, key, op, (unsigned long long)vstart,
-                                      (Py_ssize_t)q, (unsigned long long)elements, kind,
-                                      has_expire ? PyLong_FromLongLong(expire) : (Py_INCREF(none), none),
-                                      has_idle ? PyLong_FromUnsignedLongLong(idle) : (Py_INCREF(none), none),
-                                      has_freq ? PyLong_FromLong(freq) : (Py_INCREF(none), none),
-                                      (long long)extra);
+        PyObject *vtype = PyList_GET_ITEM(vtypes, op);
+        PyObject *made[M_MADE];
+        made[M_DB] = Py_NewRef(db);
+        made[M_KEY] = key;
+        made[M_TYPE_ID] = PyLong_FromLong((long)op);
+        made[M_VTYPE] = Py_NewRef(vtype);
+        made[M_OFFSET] = PyLong_FromSsize_t(base + (Py_ssize_t)at);
+        made[M_LENGTH] = PyLong_FromSsize_t((Py_ssize_t)(q - at));
+        made[M_SIZE] = PyLong_FromSsize_t((Py_ssize_t)(q - vstart));
+        made[M_ELEMENTS] = PyLong_FromUnsignedLongLong(elements);
+        made[M_ENCODING] = kind >= 0 ? Py_NewRef(s_kinds[kind]) : PyObject_GetAttrString(vtype, "encoding");
+        made[M_EXPIRE] = has_expire ? PyLong_FromLongLong(expire) : Py_NewRef(Py_None);
+        made[M_IDLE] = has_idle ? PyLong_FromUnsignedLongLong(idle) : Py_NewRef(Py_None);
+        made[M_FREQ] = has_freq ? PyLong_FromLong((long)freq) : Py_NewRef(Py_None);
+        made[M_EXTRA] = PyDict_New();
+        if (made[M_EXTRA] != NULL && extra >= 0) {
+            PyObject *v = PyLong_FromLongLong(extra);
+            if (v == NULL || PyDict_SetItem(made[M_EXTRA], kind >= 0 ? s_value_length : s_nodes, v) < 0)
+                Py_CLEAR(made[M_EXTRA]);
+            Py_XDECREF(v);
+        }
+        PyObject *rec = maker_make(maker, made);
         if (rec == NULL)
             goto error;
         int r = PyList_Append(records, rec);
@@ -1082,7 +1256,8 @@ static PyMethodDef methods[] = {
     {"lzf", lzf, METH_VARARGS, "lzf(data, ulen): exactly ulen bytes decompressed, or None."},
     {"lzf_ok", lzf_ok, METH_VARARGS, "lzf_ok(data, ulen): whether data decompresses to exactly ulen bytes."},
     {"scan", scan, METH_VARARGS,
-     "scan(buf, p, table, cap, seen, room, ctime_ms): (index, key records) read straight from the buffer."},
+     "scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes): (index, KeyRecords) read "
+     "straight from the buffer."},
     {"skip_strings", skip_strings, METH_VARARGS,
      "skip_strings(buf, p, n, cap, tail): (index, count) after the strings in a row it could pass over."},
     {"listpack", listpack, METH_O, "A listpack's entries (bytes and int), or None when it is damaged."},
@@ -1096,14 +1271,20 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rdb", NULL, -1, met
 
 PyMODINIT_FUNC PyInit__rdb(void) {
     crc_init();
-    if (PyType_Ready(&SeenType) < 0)
+    if (PyType_Ready(&SeenType) < 0 || PyType_Ready(&MakerType) < 0)
+        return NULL;
+    s_value_length = PyUnicode_InternFromString("value_length");
+    s_nodes = PyUnicode_InternFromString("nodes");
+    s_kinds[0] = PyUnicode_InternFromString("raw");
+    s_kinds[1] = PyUnicode_InternFromString("int");
+    s_kinds[2] = PyUnicode_InternFromString("lzf");
+    if (!s_value_length || !s_nodes || !s_kinds[0] || !s_kinds[1] || !s_kinds[2])
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    Py_INCREF(&SeenType);
-    if (PyModule_AddObject(m, "Seen", (PyObject *)&SeenType) < 0) {
-        Py_DECREF(&SeenType);
+    if (PyModule_AddObjectRef(m, "Seen", (PyObject *)&SeenType) < 0 ||
+        PyModule_AddObjectRef(m, "Maker", (PyObject *)&MakerType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -203,7 +203,8 @@ def _signature(records: list) -> list:
             extra = {k: v for k, v in getattr(r, "extra", {}).items() if k != "stream"}
             out.append((r.kind, r.offset, r.length, getattr(r, "size", None), getattr(r, "elements", None),
                         getattr(r, "encoding", None), getattr(r, "expire_ms", None), getattr(r, "key", None),
-                        repr(extra), [(f.rule, f.offset, f.message) for f in r.findings]))
+                        repr(extra), [(f.rule, f.offset, f.message) for f in r.findings],
+                        [getattr(r, name, None) for name in ("db", "type_id", "vtype", "idle", "freq", "blob_offset")]))
     return out
 
 
@@ -419,7 +420,7 @@ def test_the_lane_reads_the_keys_it_knows(monkeypatch):
 
     def scan(*args):
         q, found = C.scan(*args)
-        seen.extend(f[1] for f in found)
+        seen.extend(r.key for r in found)
         return q, found
 
     monkeypatch.setattr(rdb, "C", type("Lane", (), {"scan": staticmethod(scan)}))
@@ -463,3 +464,24 @@ def test_the_keys_remembered_stop_at_the_cap_with_values_kept_or_not(remembered,
         assert len(notes) == 1 and notes[0][3].startswith(f"{remembered:,} keys remembered") and not again
     else:
         assert not notes and len(again) == 1
+
+
+def test_the_lanes_records_are_whole_keyrecords():
+    """Every field of a record the lane makes in C is set, as KeyRecord's __init__ sets it
+    (a dict and a list of their own for extra and findings); a class whose slots the fields
+    given do not cover is refused, and then the lane stays off."""
+    if rdb._MAKER is None:
+        pytest.skip("dcpinspect._rdb is not built")
+    from dataclasses import fields
+
+    from dcpinspect.families.redis.records import KeyRecord
+
+    recs = [r for r in decode(EVERY, False) if isinstance(r, KeyRecord)]
+    for r in recs:
+        assert r == KeyRecord(**{f.name: getattr(r, f.name) for f in fields(KeyRecord)})
+        assert type(r.extra) is dict and type(r.findings) is list and r.value is None
+    assert len({id(r.extra) for r in recs} | {id(r.findings) for r in recs}) == 2 * len(recs)
+    with pytest.raises(TypeError):
+        C.Maker(KeyRecord, rdb._LANE_FIELDS, [("value", None, False), ("findings", list, True)])
+    with pytest.raises(TypeError):
+        C.Maker(KeyRecord, rdb._LANE_FIELDS, [("value", None, False), ("findings", list, True), ("key", None, False)])

@@ -19,6 +19,7 @@ leaves no way to go on (an unknown type has no length).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Iterator
 
 from ...limits import RDB_KEYS, RDB_STRING
@@ -354,28 +355,22 @@ class RdbParser:
 
     def _lane(self, p: int) -> int:
         """The keys from ``p`` that the C lane reads straight from the buffer (dcpinspect/_rdb.c,
-        ``scan``): records the same as the readers make, judged here; the index of the first
-        record it leaves to them."""
+        ``scan``), as the readers and ``_judge`` would make and judge them; the index of the
+        first record it leaves to them."""
         state = self._state
         if self._lane_for != (state.vendor, state.version):
             self._lane_for = (state.vendor, state.version)
             self._lane_table = lane_table(state.vendor, state.version)
-        if self._lane_table is None:
+        if self._lane_table is None or _MAKER is None:
             return p
         codes, vtypes = self._lane_table
         if state.ctime_ms is not None and not -1 << 63 <= state.ctime_ms < 1 << 63:
             return p  # a ctime no expiry can be compared with in C
         db, remembered = state.db, state._seen_count
         seen = state._seen_of(db) if remembered < self._keys_cap else None
-        q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms)
-        base, out = self.base, self._out
-        for start, key, op, vstart, end, elements, kind, expire, idle, freq, extra in found:
-            vtype = vtypes[op]
-            rec = KeyRecord(db, key, op, vtype, base + start, end - start, end - vstart, elements,
-                            vtype.encoding if kind < 0 else _STRING_KINDS[kind], expire, idle, freq)
-            if extra >= 0:
-                rec.extra["value_length" if kind >= 0 else "nodes"] = extra
-            out.append(rec)
+        q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms,
+                          _MAKER, self.base, db, vtypes)
+        self._out += found
         state.keys += len(found)
         if seen is not None:
             state._seen_count += len(found)
@@ -485,11 +480,37 @@ Seen = C.Seen if C is not None else _SeenSet
 
 # ---------------------------------------------------------------------- the C record lane
 
-#: the layouts the lane reads (``scan``'s codes in dcpinspect/_rdb.c) and the string kinds it names
+#: the layouts the lane reads (``scan``'s codes in dcpinspect/_rdb.c)
 _LANE_CODES = {"string": 1, "list": 2, "set": 2, "hash": 3, "zset2": 4, "ziplist_list": 5, "intset": 6,
                "ziplist_zset": 7, "ziplist_hash": 8, "quicklist": 9, "listpack_hash": 10, "listpack_zset": 11,
                "quicklist2": 12, "listpack_set": 13}
-_STRING_KINDS = ("raw", "int", "lzf")
+#: the KeyRecord fields ``scan`` gives, in its order
+_LANE_FIELDS = ("db", "key", "type_id", "vtype", "offset", "length", "size", "elements", "encoding", "expire_ms",
+                "idle", "freq", "extra")
+
+
+def _maker():
+    """What makes the lane's KeyRecords in C (their other fields get their defaults), or
+    None, and the lane stays off, when the record's fields no longer allow it."""
+    if C is None:
+        return None
+    rest = []
+    for f in dataclasses.fields(KeyRecord):
+        if f.name in _LANE_FIELDS:
+            continue
+        if f.default_factory is not dataclasses.MISSING:
+            rest.append((f.name, f.default_factory, True))
+        elif f.default is not dataclasses.MISSING:
+            rest.append((f.name, f.default, False))
+        else:
+            return None
+    try:
+        return C.Maker(KeyRecord, _LANE_FIELDS, rest)
+    except TypeError:
+        return None
+
+
+_MAKER = _maker()
 
 
 def lane_table(vendor: str, version: int) -> tuple[bytes, list] | None:
