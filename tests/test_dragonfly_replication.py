@@ -555,3 +555,9 @@ def test_stats_counts_a_capture_level_finding_on_its_connection(tmp_path):
     conns = json.loads(res.stdout)["connections"]
     assert conns["10.0.0.1:40002-10.0.0.2:6379"]["findings"] == 1
     assert sum(c["findings"] for c in conns.values()) == 1
+
+
+def test_the_command_filter_keeps_journal_records_by_their_name(tmp_path):
+    rows = jsonl(sync(tmp_path), "--command", "journal SET", "--command", "journal lsn")
+    assert [(r["op"], r.get("command", [""])[0]) for r in rows if r["kind"] == "frame"] == [
+        ("COMMAND", "SET"), ("LSN", ""), ("LSN", ""), ("COMMAND", "SET"), ("LSN", "")]

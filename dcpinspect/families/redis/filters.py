@@ -1,7 +1,9 @@
 """How the record filters of ``decode`` and ``live`` match Redis records: ``--command
 NAME`` keeps the RESP frames of that name, whatever its case (a command by its first word,
 ``SET``, ``REPLCONF``; a reply by its first word, ``+FULLRESYNC``, ``-ERR``) and, by the
-name ``RDB payload``, the pieces of a replication's RDB payload with their keys."""
+name ``RDB payload``, the pieces of a replication's RDB payload with their keys; a
+Dragonfly journal record by ``journal`` and its command (``journal SET``) or op
+(``journal LSN``)."""
 
 from __future__ import annotations
 
@@ -18,9 +20,9 @@ class Filters:
 
     @staticmethod
     def owns(record: Any) -> bool:
-        from .frames import PayloadRecord, RespRecord
+        from .frames import JournalRecord, PayloadRecord, RespRecord
 
-        return isinstance(record, (RespRecord, PayloadRecord))
+        return isinstance(record, (RespRecord, PayloadRecord, JournalRecord))
 
     @staticmethod
     def matcher(given: dict[str, tuple]) -> Callable[[Any], bool]:
