@@ -239,7 +239,7 @@ def exercise(msg, width: int = 120, rich: bool = True) -> int:
     from dcpinspect.messages.describe import describe, walk
     from dcpinspect.outputs.diagram import diagram
     from dcpinspect.messages.record import frame_record
-from dcpinspect.outputs.jsonl import dumps
+    from dcpinspect.outputs.jsonl import dumps
     from dcpinspect.outputs.table import frame_table
     from dcpinspect.rules.frame import check_frame
 
@@ -265,7 +265,7 @@ def plain_views(items) -> int:
     from dcpinspect.outputs.diagram import diagram
     from dcpinspect.outputs.escape import safe
     from dcpinspect.messages.record import frame_record
-from dcpinspect.outputs.jsonl import dumps
+    from dcpinspect.outputs.jsonl import dumps
 
     records = drawn = 0
     for item in items:
@@ -318,7 +318,7 @@ def check_frame(data: bytes) -> None:
     from dcpinspect.framing.mcbp import RawFrame, split_frames
     from dcpinspect.messages.frame import DecodeContext, Message, decode_frame
     from dcpinspect.messages.record import frame_record
-from dcpinspect.outputs.jsonl import dumps
+    from dcpinspect.outputs.jsonl import dumps
 
     ch = Choices(data)
     mode = ch.byte()
