@@ -476,7 +476,8 @@ def engine_reports(path: Path, rich: bool = True) -> int:
     from dcpinspect.engines.files import keyed_items
     from dcpinspect.engines.sinks import FindingsSink, SummarySink
     from dcpinspect.outputs.jsonl import dumps
-    from dcpinspect.outputs.stats import StatsCollector, report_json
+    from dcpinspect.outputs.stats import report_json
+    from dcpinspect.sessions.stats import StatsCollector
     from dcpinspect.sources.capture import read_records
 
     summary, findings, stats = SummarySink(), FindingsSink(str(path), True, _stamp), StatsCollector()
@@ -750,7 +751,9 @@ def conversation_sinks(path: Path, inputs: int, stats, rich: bool = True) -> byt
     from dcpinspect.messages.frame import DecodeContext
     from dcpinspect.outputs.jsonl import dumps
     from dcpinspect.outputs.stamp import stamp
-    from dcpinspect.outputs.stats import StatsCollector, render, report_json
+    from dcpinspect.engines.stats import render
+    from dcpinspect.outputs.stats import report_json
+    from dcpinspect.sessions.stats import StatsCollector
     from dcpinspect.sources.capture import read_records
 
     jsonl, summary, collector = JsonlSink(), SummarySink(), StatsCollector()
@@ -808,7 +811,9 @@ def check_render(data: bytes) -> None:
     from dcpinspect.framing.mcbp import Skipped
     from dcpinspect.messages.frame import Message
     from dcpinspect.outputs.render import Renderer
-    from dcpinspect.outputs.stats import StatsCollector, render, report_json
+    from dcpinspect.engines.stats import render
+    from dcpinspect.outputs.stats import report_json
+    from dcpinspect.sessions.stats import StatsCollector
     from dcpinspect.outputs.summary import CaptureSummary
 
     ch = Choices(data)

@@ -15,7 +15,8 @@ from dcpinspect.messages import dcp
 from dcpinspect.messages.build import build_frame, request, response
 from dcpinspect.messages.codecs.frameinfo import encode_frame_info
 from dcpinspect.messages.frame import decode_frame
-from dcpinspect.outputs.stats import render, report_json, sparkline
+from dcpinspect.engines.stats import render
+from dcpinspect.outputs.stats import report_json, sparkline
 from dcpinspect.sessions.bounded import DecimatedSeries, Timeline
 from dcpinspect.sessions.stats import StatsCollector, snapshot_type_label
 from dcpinspect.transport import synth
@@ -440,7 +441,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 def test_plot_png(tmp_path, collector, report):
     pytest.importorskip("matplotlib")
-    from dcpinspect.outputs.plot import plot
+    from dcpinspect.engines.stats import plot
 
     out = plot(report, tmp_path / "stats.png")
     data = out.read_bytes()
@@ -452,7 +453,7 @@ def test_plot_png(tmp_path, collector, report):
 
 def test_plot_odd_labels(tmp_path, report):
     pytest.importorskip("matplotlib")
-    from dcpinspect.outputs.plot import plot
+    from dcpinspect.engines.stats import plot
 
     odd = json.loads(report_json(report))
     odd["series"]["$\x1b[2J$"] = odd["series"].pop("0")  # would be mathtext, and an escape
@@ -462,7 +463,7 @@ def test_plot_odd_labels(tmp_path, report):
 
 def test_plot_empty_report(tmp_path):
     pytest.importorskip("matplotlib")
-    from dcpinspect.outputs.plot import plot
+    from dcpinspect.engines.stats import plot
 
     data = plot(StatsCollector().report(), tmp_path / "empty.png").read_bytes()
     assert _png_size(data) == (1200, 800)

@@ -13,7 +13,8 @@ from rich.console import Console
 import dcpgen
 import tapgen
 from dcpinspect.engines.files import keyed_items
-from dcpinspect.outputs.stats import render, report_json
+from dcpinspect.engines.stats import render
+from dcpinspect.outputs.stats import report_json
 from dcpinspect.sessions.bounded import DecimatedSeries, Timeline
 from dcpinspect.sessions.captured import Note
 from dcpinspect.sessions.stats import StatsCollector

@@ -1,16 +1,42 @@
-"""The ``stats`` command: one report over capture files and hex dumps given as files (per
-connection, vbucket and stream), as tables or JSON, and optionally a plot."""
+"""The ``stats`` command: one report over capture files and hex dumps given as files, as
+tables or JSON, and optionally a plot; and the report printed or drawn with every family's
+part of it (:func:`render`, :func:`plot`: ``outputs.stats`` and ``outputs.plot`` with the
+families' views)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
+from ..families import families
 from ..outputs.console import make_console
 from ..outputs.escape import safe
-from ..outputs.stats import render, report_json
+from ..outputs.stats import StatsView, report_json
+from ..outputs.stats import render as render_report
 from ..sessions.stats import StatsCollector
 from .inputs import Unusable, items_of
+
+
+def stats_views() -> tuple[StatsView, ...]:
+    """Each family's view of a stats report, in the families' order (those that have one)."""
+    return tuple(f.stats_view() for f in families() if f.stats_view is not None)
+
+
+def render(report: dict[str, Any], console: Any, **options: Any) -> None:
+    """The report on ``console`` (a rich console): the common tables, then each family's part
+    (``options`` as :func:`~dcpinspect.outputs.stats.render` takes them)."""
+    render_report(report, console, views=stats_views(), **options)
+
+
+def plot(report_or_collector: Any, path: str | os.PathLike, **options: Any) -> Path:
+    """The report drawn to a PNG at ``path``, each family's panel above the throughput
+    (``options`` as :func:`~dcpinspect.outputs.plot.plot` takes them; matplotlib is
+    imported only now)."""
+    from ..outputs.plot import plot as draw
+
+    return draw(report_or_collector, path, views=stats_views(), **options)
 
 
 def stats_files(files: list[Path], json: bool, plot_path: Path | None, chart: bool | None, ports: set[int],
@@ -34,7 +60,7 @@ def stats_files(files: list[Path], json: bool, plot_path: Path | None, chart: bo
 
 
 def _plot(report: dict, path: Path) -> None:
-    from ..outputs.plot import PlotUnavailable, plot  # matplotlib: only when a plot is asked for
+    from ..outputs.plot import PlotUnavailable  # matplotlib: only when a plot is asked for
 
     try:
         plot(report, path)

@@ -21,16 +21,23 @@ exchange) has a *correlator* (:class:`Correlator`): one capture-level object its
 report to, made by the engine for each capture (for each worker process or Spark task
 that decodes part of one), merged across those parts and concluded once the capture ends:
 its findings come last, each on the connection it names.
+
+What ``stats`` prints of a family's connections beyond the common table (frames, bytes,
+rates, gaps, findings) is its *stats view* (:class:`~dcpinspect.outputs.stats.StatsView`),
+which ``engines/stats.py`` hands to ``outputs.stats`` and ``outputs.plot``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ..findings import Finding
 from ..framing.framer import Framer, RawFrame
+
+if TYPE_CHECKING:
+    from ..outputs.stats import StatsView
 
 
 class Sniffer(Protocol):
@@ -158,6 +165,11 @@ class Family:
     snapshot_rows: Callable[..., Any] | None = None
     #: makes the family's capture-level object (:class:`Correlator`), if it has one
     correlator: Callable[[], Correlator] | None = None
+    #: gives its part of the ``stats`` report on a console, if it has one: a
+    #: :class:`~dcpinspect.outputs.stats.StatsView` (which report entries and connections
+    #: are its own, its columns of the connections table, its tables, its lines of the
+    #: chart and its panel of the plot)
+    stats_view: Callable[[], StatsView] | None = None
 
 
 #: the family packages, in order of preference (the first decodes ports added by the

@@ -1,4 +1,5 @@
-"""``dcpinspect stats --plot out.png``: seqno over time per vbucket, and throughput.
+"""``dcpinspect stats --plot out.png``: each family's panel (its :class:`~.stats.Panel`: a
+value over time per key), and the throughput below them.
 
 matplotlib is an optional extra (``pip install 'dcpinspect[plot]'``); it is imported
 here, lazily, and drawn with the Agg canvas directly (no pyplot, no global backend
@@ -9,14 +10,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .escape import safe
-from .stats import chart_columns, regroup, totals_line
+from .stats import Panel, StatsView, chart_columns, regroup, totals_line
 
-LEGEND_VBUCKETS = 10
+#: lines of a panel named in its legend (the busiest); the others are drawn grey
+LEGEND_LINES = 10
 MAX_COLUMNS = 200
-#: Ten colours for the named vbuckets; grey is kept for the others.
+#: Ten colours for the named lines; grey is kept for the others.
 PALETTE = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
            "tab:cyan", "navy")  # throughput steps across the panel
 _MB = 1e6
@@ -36,27 +38,30 @@ def _matplotlib():
     return Figure, FigureCanvasAgg, FuncFormatter, MaxNLocator
 
 
-def plot(report_or_collector: Any, path: str | os.PathLike, *, width: int = 1200, height: int = 800,
-         dpi: int = 100, title: str | None = None) -> Path:
+def plot(report_or_collector: Any, path: str | os.PathLike, *, views: Sequence[StatsView] = (), width: int = 1200,
+         height: int = 800, dpi: int = 100, title: str | None = None) -> Path:
     """Write a ``width`` × ``height`` pixel PNG of a stats report (or a ``StatsCollector``) to ``path``.
 
-    Top panel: seqno over capture time, one line per vbucket (the ``LEGEND_VBUCKETS``
-    busiest named in the legend, the rest thin and grey).  Bottom panel: items/s
-    and MB/s over time.  Raises :class:`PlotUnavailable` without matplotlib.
+    A panel for each view that has one (a value over capture time, one line per key: the
+    ``LEGEND_LINES`` busiest named in the legend, the rest thin and grey), above the
+    throughput: items/s and MB/s over time.  Raises :class:`PlotUnavailable` without matplotlib.
     """
     report = report_or_collector.report() if hasattr(report_or_collector, "report") else report_or_collector
     Figure, FigureCanvasAgg, FuncFormatter, MaxNLocator = _matplotlib()
+    panels = [v.panel for v in views if v.panel is not None]
 
     fig = Figure(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
-    ax_seq, ax_tp = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
-    cap = report.get("capture", {})
-    fig.suptitle(_label(title) if title else _title(cap), fontsize="medium")
+    axes = list(fig.subplots(len(panels) + 1, 1, sharex=True, squeeze=False,
+                             height_ratios=(3,) * len(panels) + (2,))[:, 0])
+    ax_tp = axes[-1]
+    fig.suptitle(_label(title) if title else _title(report, views), fontsize="medium")
 
-    _seqno_panel(ax_seq, report, FuncFormatter, MaxNLocator)
+    for ax, panel in zip(axes, panels):
+        _lines_panel(ax, report, panel, FuncFormatter, MaxNLocator)
     _throughput_panel(ax_tp, report, FuncFormatter)
     ax_tp.set_xlabel("time since first frame (s)")
-    for ax in (ax_seq, ax_tp):
+    for ax in axes:
         ax.grid(True, alpha=0.3, linewidth=0.6)
         ax.margins(x=0.01)
 
@@ -65,32 +70,33 @@ def plot(report_or_collector: Any, path: str | os.PathLike, *, width: int = 1200
     return out
 
 
-def _title(cap: dict) -> str:
-    duration = cap.get("duration")
+def _title(report: dict, views: Sequence[StatsView]) -> str:
+    duration = report.get("capture", {}).get("duration")
     span = f" over {duration:.3f} s" if isinstance(duration, (int, float)) else ""
-    return f"DCP stats: {totals_line(cap)}{span}"
+    name, line = totals_line(report, views)
+    return f"{name + ' ' if name else ''}stats: {line}{span}"
 
 
-def _seqno_panel(ax, report: dict, FuncFormatter, MaxNLocator) -> None:
-    series = report.get("series") or {}
-    vbs = report.get("vbuckets") or {}
-    ax.set_title("seqno over time per vbucket", fontsize="small", loc="left")
-    ax.set_ylabel("seqno")
+def _lines_panel(ax, report: dict, panel: Panel, FuncFormatter, MaxNLocator) -> None:
+    series = report.get(panel.entry) or {}
+    ranks = (report.get(panel.rank) or {}) if panel.rank else {}
+    ax.set_title(panel.title, fontsize="small", loc="left")
+    ax.set_ylabel(panel.ylabel)
     if not any(series.values()):
-        ax.text(0.5, 0.5, "no DCP items", transform=ax.transAxes, ha="center", va="center", color="grey")
+        ax.text(0.5, 0.5, panel.empty, transform=ax.transAxes, ha="center", va="center", color="grey")
         return
-    busy = sorted(series, key=lambda vb: (-(vbs.get(vb, {}).get("items") or len(series[vb])), _num(vb)))
-    named = busy[:LEGEND_VBUCKETS]
-    quiet = busy[LEGEND_VBUCKETS:]
-    for vb in quiet:  # underneath, unlabelled
-        xs, ys = _xy(series[vb])
+    busy = sorted(series, key=lambda k: (-(ranks.get(k, {}).get("items") or len(series[k])), _num(k)))
+    named = busy[:LEGEND_LINES]
+    quiet = busy[LEGEND_LINES:]
+    for key in quiet:  # underneath, unlabelled
+        xs, ys = _xy(series[key])
         ax.plot(xs, ys, color="0.6", linewidth=0.6, alpha=0.6, drawstyle="steps-post")
-    for color, vb in zip(PALETTE, sorted(named, key=_num)):
-        xs, ys = _xy(series[vb])
+    for color, key in zip(PALETTE, sorted(named, key=_num)):
+        xs, ys = _xy(series[key])
         ax.plot(xs, ys, color=color, linewidth=1.4, drawstyle="steps-post", marker="." if len(xs) <= 50 else None,
-                markersize=4, label=f"vb {_label(vb)}")
+                markersize=4, label=_label(panel.label.format(key)))
     if quiet:
-        ax.plot([], [], color="0.6", linewidth=0.6, label=f"{len(quiet)} other vbuckets")
+        ax.plot([], [], color="0.6", linewidth=0.6, label=f"{len(quiet)} other {panel.plural}")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(v):,}"))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False,
@@ -138,8 +144,8 @@ def _xy(points) -> tuple[list[float], list[int]]:
     return [p[0] for p in points], [p[1] for p in points]
 
 
-def _num(vb: str) -> tuple:
-    return (0, int(vb)) if str(vb).isdigit() else (1, 0)
+def _num(key: str) -> tuple:
+    return (0, int(key)) if str(key).isdigit() else (1, 0)
 
 
 def _short(v: float) -> str:

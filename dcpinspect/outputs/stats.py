@@ -1,6 +1,11 @@
 """``dcpinspect stats`` printed: the report a :class:`~dcpinspect.sessions.stats.StatsCollector`
-computes, as rich tables of connections, vbuckets, streams and TAP connections, a sparkline
+computes, as a rich table of connections, each protocol family's own sections, a sparkline
 chart of items per second, and JSON (``outputs.plot`` draws it as a PNG).
+
+What a family shows of the report is its :class:`StatsView`: its columns of the
+connections table, its tables, the chart's lines under the total, the closing line and
+the plot's panel. This module prints what is common to every report and asks the views
+given to it for the rest; it names no family (``engines.stats`` hands it theirs).
 
 Only the report's dict is read here, never the capture: a report read back from JSON, or
 merged from parts computed elsewhere, prints the same as one computed in this process.
@@ -17,8 +22,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..sessions.stats import MCBP, StatsCollector  # noqa: F401 (the collector re-exported: callers feed it)
-from ..sessions.streams import MAX_SEQNO
 from .escape import safe
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -28,14 +31,102 @@ SPARK = "▁▂▃▄▅▆▇█"
 
 
 def report_json(report: dict[str, Any], *, series: bool = True, indent: int | None = 2) -> str:
-    """The report as JSON (``--format json``); ``series=False`` leaves out the per-vbucket
-    ``series`` and the per-vbucket timeline bins (the bulk of a big capture)."""
+    """The report as JSON (``--format json``); ``series=False`` leaves out the ``series``
+    and the timeline's bins per key (its entries that are tables, not one line): the bulk
+    of a big capture."""
     if not series:
         report = dict(report)
         report.pop("series", None)
         if isinstance(report.get("timeline"), dict):
-            report["timeline"] = {k: v for k, v in report["timeline"].items() if k != "vbuckets"}
+            report["timeline"] = {k: v for k, v in report["timeline"].items() if not isinstance(v, dict)}
     return json.dumps(report, indent=indent, ensure_ascii=True, default=str)
+
+
+# -- what a family shows -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Col:
+    """A column of a terminal table; ``rank`` 0 is always shown, higher ranks go first when narrow."""
+
+    name: str
+    rank: int = 1
+    right: bool = False
+    wrap: bool = False
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """The chart's lines under the total: one for each key of the timeline's ``entry``
+    (key → bins, as the total's), the ``lines`` busiest, each called ``label`` with the
+    key in its braces; the others are counted as quieter ``plural``."""
+
+    entry: str
+    label: str
+    plural: str
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A panel of the plot above the throughput: a value over time, one step line per key
+    of the report's ``entry`` (key → ``[[seconds, value], ...]``), titled ``title`` with
+    ``ylabel`` on its axis. The busiest lines (by the ``items`` of the key in the report's
+    ``rank`` entry, else by their points) are named ``label`` with the key in its braces,
+    the rest drawn grey and counted as other ``plural``; ``empty`` when no line has a point."""
+
+    entry: str
+    title: str
+    ylabel: str
+    label: str
+    plural: str
+    empty: str
+    rank: str | None = None
+
+
+class StatsView:
+    """A protocol family's part of the ``stats`` report on a console (``Family.stats_view``).
+
+    :func:`render` asks each view given to it for the family's columns of the connections
+    table (filled for the family's own connections, ``-`` for others), for its sections
+    after that table, for the chart's lines under the total and for the closing line;
+    :func:`~dcpinspect.outputs.plot.plot` asks for its panel. This base shows nothing of
+    its own: a family overrides what it has."""
+
+    #: the report's entries that are the family's own: its part of the report is shown
+    #: when one of them holds something (or one of its connections is in the report)
+    keys: tuple[str, ...] = ()
+    #: its columns of the connections table, after the rates
+    columns: tuple[Col, ...] = ()
+    #: what the report is called when the family's line closes it (the plot's title)
+    name: str = ""
+    #: the chart's lines under the total
+    breakdown: Breakdown | None = None
+    #: what the chart says when the timeline holds no items
+    no_items: str | None = None
+    #: the plot's panel
+    panel: Panel | None = None
+
+    def owns(self, connection: dict[str, Any]) -> bool:
+        """Whether a connection of the report (its entry under ``connections``) is the family's."""
+        return False
+
+    def cells(self, connection: dict[str, Any]) -> dict[str, Text]:
+        """The family's cells (column name → :func:`cell`) of one of its connections."""
+        return {}
+
+    def shown(self, report: dict[str, Any]) -> bool:
+        """Whether the family's part of ``report`` is shown: a report without connections
+        shows it (empty), any other one when a connection is the family's or one of its
+        entries holds something."""
+        conns = report.get("connections", {})
+        return not conns or any(self.owns(c) for c in conns.values()) or any(bool(report.get(k)) for k in self.keys)
+
+    def sections(self, report: dict[str, Any], console: Console, max_rows: int) -> None:
+        """Print the family's tables of ``report`` (each at most ``max_rows`` rows)."""
+
+    def totals(self, capture: dict[str, Any]) -> str | None:
+        """The closing line's count of the report's ``capture`` part, when the family's part is shown."""
+        return None
 
 
 # -- terminal ------------------------------------------------------------------------------
@@ -70,7 +161,8 @@ def chart_columns(items: int, limit: int) -> int:
     return max(1, min(limit, max(10, items // 2)))
 
 
-def _fmt_num(v: float | None, digits: int = 1) -> str:
+def fmt_num(v: float | None, digits: int = 1) -> str:
+    """A count or a rate, short: ``1.5k``, ``2.0M``; ``-`` for none."""
     if v is None:
         return "-"
     if abs(v) >= 1e6:
@@ -82,7 +174,8 @@ def _fmt_num(v: float | None, digits: int = 1) -> str:
     return f"{v:.{digits}f}"
 
 
-def _fmt_s(v: float | None) -> str:
+def fmt_seconds(v: float | None) -> str:
+    """A duration: milliseconds below a second, else seconds; ``-`` for none."""
     if v is None:
         return "-"
     if abs(v) < 1:
@@ -90,7 +183,8 @@ def _fmt_s(v: float | None) -> str:
     return f"{v:.3f} s"
 
 
-def _fmt_bytes(n: float | None) -> str:
+def fmt_bytes(n: float | None) -> str:
+    """A size in B, kB, MB or GB; ``-`` for none."""
     if n is None:
         return "-"
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -99,35 +193,31 @@ def _fmt_bytes(n: float | None) -> str:
     return f"{int(n)} B"
 
 
-def _t(value: Any, style: str = "") -> Text:
+def plural(n: Any, word: str) -> str:
+    """``1 frame``, ``2 frames``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def key_order(key: Any) -> tuple:
+    """Sorts a report's keys: numbers in their order, then the other names in theirs."""
+    return (0, int(key), "") if str(key).isdigit() else (1, 0, str(key))
+
+
+def cell(value: Any, style: str = "") -> Text:
+    """A table cell (or a line) of a value from the report, made safe for the terminal."""
     return Text(safe(value), style=style)
 
 
-def _counter_text(d: dict | None, limit: int = 4) -> Text:
+def counter_text(d: dict | None, limit: int = 4, lead: Any = None) -> Text:
+    """``name n, name n, +2 more``: the first ``limit`` of a count by name, after ``lead: ``
+    when given; ``-`` for none."""
     if not d:
         return Text("-")
     items = list(d.items())
     parts = [f"{safe(k)} {v}" for k, v in items[:limit]]
     if len(items) > limit:
         parts.append(f"+{len(items) - limit} more")
-    return Text(", ".join(parts))
-
-
-_SHORT_TYPES = {"memory": "mem", "checkpoint": "ckpt", "history": "hist", "may-duplicate": "dup"}
-
-
-def _short_type(label: str) -> str:
-    return "+".join(_SHORT_TYPES.get(p, p) for p in str(label).split("+"))
-
-
-@dataclass(frozen=True)
-class Col:
-    """A column of a terminal table; ``rank`` 0 is always shown, higher ranks go first when narrow."""
-
-    name: str
-    rank: int = 1
-    right: bool = False
-    wrap: bool = False
+    return Text(("" if lead is None else f"{safe(lead)}: ") + ", ".join(parts))
 
 
 def fit_table(title: str, columns: Sequence[Col], rows: Sequence[dict[str, Text]], console: Console) -> Table:
@@ -156,18 +246,10 @@ def _needed_width(cols: Sequence[Col], rows: Sequence[dict[str, Text]]) -> int:
 
 
 WRAP_WIDTH = 24
-_CONN_COLS = (Col("connection", 0, wrap=True), Col("frames c2s/s2c", 1, True), Col("bytes c2s/s2c", 1, True),
-              Col("duration", 1, True), Col("frames/s", 3, True), Col("bytes/s", 2, True), Col("streams", 2, True),
-              Col("items", 1, True), Col("items/s", 2, True), Col("gaps", 3, True), Col("findings", 4, True))
-_VB_COLS = (Col("vb", 0, True), Col("streams", 2), Col("snapshots", 1, wrap=True), Col("snap seqnos", 2, True),
-            Col("snap items", 2, True), Col("mut/del/exp", 0, True), Col("prep/com/abt", 3, True),
-            Col("sys", 4, True), Col("seqnos", 1, True), Col("gaps (max)", 1, True), Col("bytes", 3, True),
-            Col("items/s", 2, True), Col("to 1st item", 3, True), Col("to end", 3, True),
-            Col("end reasons", 2, wrap=True))
-_STREAM_COLS = (Col("connection", 2, wrap=True), Col("vb", 0, True), Col("sid", 3, True), Col("opaque", 4),
-                Col("requested", 4), Col("state", 1), Col("items", 0, True), Col("seqnos", 1, True),
-                Col("gaps", 2, True), Col("to 1st item", 2, True), Col("to end", 2, True),
-                Col("end reason", 1, wrap=True))
+#: the connections table's columns before the families' and after them
+_CONN_HEAD = (Col("connection", 0, wrap=True), Col("frames c2s/s2c", 1, True), Col("bytes c2s/s2c", 1, True),
+              Col("duration", 1, True), Col("frames/s", 3, True), Col("bytes/s", 2, True))
+_CONN_TAIL = (Col("gaps", 3, True), Col("findings", 4, True))
 
 
 def _by_direction(counts: dict, fmt) -> str:
@@ -178,10 +260,21 @@ def _by_direction(counts: dict, fmt) -> str:
     return f"{fmt(c2s)}/{fmt(s2c)}"
 
 
-def render(report: dict[str, Any], console: Console, *, chart: bool | None = None, max_rows: int = 200,
-           chart_lines: int = 10) -> None:
-    """Tables of connections, vbuckets and streams; then, when ``chart`` (default: the console
-    is a terminal), a sparkline of items per second, total and for the busiest vbuckets.
+def connection_columns(views: Sequence[StatsView]) -> tuple[Col, ...]:
+    """The connections table's columns: the common ones around the families' (a column
+    two families have is one)."""
+    theirs: dict[str, Col] = {}
+    for view in views:
+        for col in view.columns:
+            theirs.setdefault(col.name, col)
+    return _CONN_HEAD + tuple(theirs.values()) + _CONN_TAIL
+
+
+def render(report: dict[str, Any], console: Console, *, views: Sequence[StatsView] = (), chart: bool | None = None,
+           max_rows: int = 200, chart_lines: int = 10) -> None:
+    """The connections table, then each view's sections; then, when ``chart`` (default:
+    the console is a terminal), a sparkline of items per second, total and for the busiest
+    keys the views name; and the closing line.
 
     Every string of the report goes out through :func:`safe` inside a ``Text``: a report
     read back from JSON is as untrusted as the capture it came from.  On a narrow console
@@ -190,227 +283,86 @@ def render(report: dict[str, Any], console: Console, *, chart: bool | None = Non
     cap = report.get("capture", {})
     rows = []
     conns = report.get("connections", {})
-    # streams, items and vbuckets are DCP's: shown for MCBP connections (a report without
-    # ``protocols`` is one of MCBP), "-" for other families' connections
-    has_streams = {name: MCBP in c.get("protocols", {MCBP: 1}) for name, c in conns.items()}
-    streams_apply = any(has_streams.values()) or not conns or bool(report.get("vbuckets") or report.get("streams"))
     for name, c in conns.items():
         rates = c.get("rates", {})
         frames, nbytes = c.get("frames", {}), c.get("bytes", {})
         bps = rates.get("bytes_per_s", {}).get("total")
-        dcp = has_streams[name]
-        rows.append({
-            "connection": _t(name),
-            "frames c2s/s2c": _t(_by_direction(frames, str)),
-            "bytes c2s/s2c": _t(_by_direction(nbytes, _fmt_bytes)),
-            "duration": _t(_fmt_s(c.get("duration"))),
-            "frames/s": _t(_fmt_num(rates.get("frames_per_s"))),
-            "bytes/s": _t("-" if bps is None else _fmt_bytes(bps) + "/s"),
-            "streams": _t(c.get("streams", 0) if dcp else "-"),
-            "items": _t(c.get("items", 0) if dcp else "-"),
-            "items/s": _t(_fmt_num(rates.get("items_per_s")) if dcp else "-"),
-            "gaps": _t(c.get("capture_gaps", 0), "yellow" if c.get("capture_gaps") else ""),
-            "findings": _t(c.get("findings", 0)),
-        })
-    console.print(fit_table("Connections", _CONN_COLS, rows, console))
+        row = {
+            "connection": cell(name),
+            "frames c2s/s2c": cell(_by_direction(frames, str)),
+            "bytes c2s/s2c": cell(_by_direction(nbytes, fmt_bytes)),
+            "duration": cell(fmt_seconds(c.get("duration"))),
+            "frames/s": cell(fmt_num(rates.get("frames_per_s"))),
+            "bytes/s": cell("-" if bps is None else fmt_bytes(bps) + "/s"),
+        }
+        for view in views:
+            if view.owns(c):
+                row.update(view.cells(c))
+        for view in views:
+            for col in view.columns:
+                row.setdefault(col.name, cell("-"))
+        row["gaps"] = cell(c.get("capture_gaps", 0), "yellow" if c.get("capture_gaps") else "")
+        row["findings"] = cell(c.get("findings", 0))
+        rows.append(row)
+    console.print(fit_table("Connections", connection_columns(views), rows, console))
     console.print()
-    if streams_apply:
-        _render_streams(report, console, max_rows)
-    if report.get("tap"):
-        render_tap(report["tap"], console, max_rows)
+    for view in views:
+        view.sections(report, console, max_rows)
     if chart is None:
         chart = console.is_terminal
     if chart:
         console.print()
-        render_chart(report, console, lines=chart_lines)
+        render_chart(report, console, lines=chart_lines, views=views)
     console.print()
-    total = totals_line(cap) if streams_apply else \
-        f"{_plural(cap.get('frames', 0), 'frame')} in {_plural(cap.get('connections', 0), 'connection')}"
-    console.print(Text(f"{total} over {_fmt_s(cap.get('duration'))}", style="bold"))
+    _, total = totals_line(report, views)
+    console.print(Text(f"{total} over {fmt_seconds(cap.get('duration'))}", style="bold"))
 
 
-def _render_streams(report: dict[str, Any], console: Console, max_rows: int) -> None:
-    """The vbuckets and streams tables."""
-    vbs = report.get("vbuckets", {})
-    ordered = sorted(vbs.items(), key=lambda kv: _vb_sort(kv[0]))
-    rows = []
-    for vb, v in ordered[:max_rows]:
-        snaps = v.get("snapshots", {})
-        seq = v.get("seqno", {})
-        gaps = v.get("gaps", {})
-        types = snaps.get("by_type") or {}
-        snap_text = Text(str(snaps.get("count", 0)))
-        if types:
-            snap_text.append(": ")
-            snap_text.append_text(_counter_text({_short_type(k): n for k, n in types.items()}))
-        rows.append({
-            "vb": _t(vb),
-            "streams": _t(str(v.get("streams", 0))
-                          + (f" ({v['rejected_streams']} rej.)" if v.get("rejected_streams") else "")),
-            "snapshots": snap_text,
-            "snap seqnos": _t(f"{_fmt_num((snaps.get('seqnos') or {}).get('mean'))}/"
-                              f"{_fmt_num((snaps.get('seqnos') or {}).get('max'))}"),
-            "snap items": _t(f"{_fmt_num((snaps.get('items') or {}).get('mean'))}/"
-                             f"{_fmt_num((snaps.get('items') or {}).get('max'))}"),
-            "mut/del/exp": _t(f"{v.get('mutations', 0)}/{v.get('deletions', 0)}/{v.get('expirations', 0)}"),
-            "prep/com/abt": _t(f"{v.get('prepares', 0)}/{v.get('commits', 0)}/{v.get('aborts', 0)}"),
-            "sys": _t(v.get("system_events", 0)),
-            "seqnos": _t(f"{_fmt_seqno(seq.get('first'))}→{_fmt_seqno(seq.get('last'))}"),
-            "gaps (max)": _t(f"{gaps.get('count', 0)} ({gaps.get('largest', 0)})",
-                             "yellow" if gaps.get("count") else ""),
-            "bytes": _t(_fmt_bytes(v.get("bytes"))),
-            "items/s": _t(_fmt_num(v.get("items_per_s"))),
-            "to 1st item": _t(_fmt_s((v.get("time_to_first_item") or {}).get("mean"))),
-            "to end": _t(_fmt_s((v.get("time_to_end") or {}).get("mean"))),
-            "end reasons": _counter_text(v.get("end_reasons")),
-        })
-    console.print(fit_table("Vbuckets", _VB_COLS, rows, console))
-    if len(ordered) > max_rows:
-        console.print(Text(f"… {len(ordered) - max_rows} more vbuckets (--format json for all)", style="dim"))
-    if rows:
-        console.print(Text("snap seqnos / snap items: mean/max snapshot size; mem=memory, ckpt=checkpoint, "
-                           "hist=history, dup=may-duplicate; times: mean from the stream request", style="dim"))
-    console.print()
-
-    streams = report.get("streams", [])
-    rows = []
-    for s in streams[:max_rows]:
-        req = s.get("request") or {}
-        state = str(s.get("state"))
-        if s.get("state") == "rejected":
-            state += f" ({s.get('status')})"
-        seq = s.get("seqno") or {}
-        opaque = s.get("opaque")
-        rows.append({
-            "connection": _t(s.get("connection")),
-            "vb": _t(s.get("vbucket")),
-            "sid": _t("-" if s.get("stream_id") is None else s["stream_id"]),
-            "opaque": _t(f"0x{opaque:08x}" if isinstance(opaque, int) else opaque),
-            "requested": _t("?" if s.get("adopted") else
-                            f"{_fmt_seqno(req.get('start_seqno'))}→{_fmt_seqno(req.get('end_seqno'))}"),
-            "state": _t(state, "red" if s.get("state") == "rejected" else ""),
-            "items": _t(s.get("items", 0)),
-            "seqnos": _t(f"{_fmt_seqno(seq.get('first'))}→{_fmt_seqno(seq.get('last'))}"),
-            "gaps": _t((s.get("gaps") or {}).get("count", 0)),
-            "to 1st item": _t(_fmt_s(s.get("time_to_first_item"))),
-            "to end": _t(_fmt_s(s.get("time_to_end"))),
-            "end reason": _t(s.get("end_reason") or "-"),
-        })
-    console.print(fit_table("Streams", _STREAM_COLS, rows, console))
-    hidden = len(streams) - min(len(streams), max_rows) + int(report.get("streams_omitted", 0) or 0)
-    if hidden:
-        console.print(Text(f"… {hidden} more streams (--format json for all)", style="dim"))
+def totals_line(report: dict[str, Any], views: Sequence[StatsView] = ()) -> tuple[str, str]:
+    """What closes the report: the count of the first view whose part is shown and that
+    has one, with the view's name; else frames and connections, with no name."""
+    cap = report.get("capture", {})
+    for view in views:
+        if view.shown(report) and (line := view.totals(cap)):
+            return view.name, line
+    return "", f"{plural(cap.get('frames', 0), 'frame')} in {plural(cap.get('connections', 0), 'connection')}"
 
 
-_TAP_CONN_COLS = (Col("connection", 0, wrap=True), Col("name", 2), Col("connect flags", 3, wrap=True),
-                  Col("events", 1, wrap=True), Col("acks asked/answered", 1, True), Col("unanswered", 0, True),
-                  Col("ack rtt mean/max", 2, True), Col("longest wait at", 4, True), Col("nacks", 1, True),
-                  Col("errors", 3, True), Col("checkpoints", 2, True), Col("bytes", 2, True))
-_TAP_VB_COLS = (Col("connection", 3, wrap=True), Col("vb", 0, True), Col("phase", 1), Col("states", 2, wrap=True),
-                Col("mut/del", 0, True), Col("other events", 3, wrap=True), Col("backfill", 1, True),
-                Col("checkpoints", 2, True), Col("acks", 2, True), Col("nacks", 1, True), Col("bytes", 2, True))
-
-
-def render_tap(tap: dict[str, Any], console: Console, max_rows: int = 200) -> None:
-    """The TAP tables: per connection (events, ACK round trips and the longest wait, NACKs,
-    checkpoints, bytes) and per vbucket (phase, takeover states, backfill duration)."""
-    rows, vb_rows = [], []
-    for name, t in list(tap.items())[:max_rows]:
-        acks = t.get("acks") or {}
-        rtt = acks.get("round_trip") or {}
-        wait = acks.get("longest_wait") or {}
-        events = t.get("events") or {}
-        rows.append({
-            "connection": _t(name),
-            "name": _t(t.get("name") or "-"),
-            "connect flags": _t("+".join(map(str, t.get("connect_flags") or [])) or
-                                ("-" if t.get("connect_flags") is None else "none")),
-            "events": _counter_text(events),
-            "acks asked/answered": _t(f"{acks.get('requested', 0)}/{acks.get('answered', 0)}"),
-            "unanswered": _t(acks.get("unanswered", 0), "red" if acks.get("unanswered") else ""),
-            "ack rtt mean/max": _t(f"{_fmt_s(rtt.get('mean'))}/{_fmt_s(rtt.get('max'))}"),
-            "longest wait at": _t("-" if not wait else f"frame {wait.get('frame')}, vb {wait.get('vbucket')}"),
-            "nacks": _t(t.get("nacks", 0), "yellow" if t.get("nacks") else ""),
-            "errors": _t(t.get("errors", 0), "red" if t.get("errors") else ""),
-            "checkpoints": _t(t.get("checkpoints", 0)),
-            "bytes": _t(_fmt_bytes(t.get("bytes"))),
-        })
-        for vb, v in sorted((t.get("vbuckets") or {}).items(), key=lambda kv: _vb_sort(kv[0])):
-            ev = dict(v.get("events") or {})
-            backfill = v.get("backfill") or {}
-            cps = v.get("checkpoints") or {}
-            vb_rows.append({
-                "connection": _t(name),
-                "vb": _t(vb),
-                "phase": _t(v.get("phase") or "-"),
-                "states": _t("→".join(map(str, v.get("states") or [])) or "-"),
-                "mut/del": _t(f"{ev.pop('mutation', 0)}/{ev.pop('delete', 0)}"),
-                "other events": _counter_text(ev),
-                "backfill": _t("-" if not backfill.get("count") else
-                               _fmt_s(backfill.get("seconds")) + (" (open)" if backfill.get("open") else "")),
-                "checkpoints": _t(f"{cps.get('count', 0)}" + (f" (last {cps['last']})" if cps.get("last") is not None else "")),
-                "acks": _t(v.get("acks", 0)),
-                "nacks": _t(v.get("nacks", 0)),
-                "bytes": _t(_fmt_bytes(v.get("bytes"))),
-            })
-    console.print()
-    console.print(fit_table("TAP connections", _TAP_CONN_COLS, rows, console))
-    console.print()
-    console.print(fit_table("TAP vbuckets", _TAP_VB_COLS, vb_rows[:max_rows], console))
-    if len(vb_rows) > max_rows:
-        console.print(Text(f"… {len(vb_rows) - max_rows} more TAP vbuckets (--format json for all)", style="dim"))
-    console.print(Text("acks: ACK requests (TAP_FLAG_ACK) and the answers that matched one; an answer covers the "
-                       "requests before it; rtt: from the request to the answer that covered it", style="dim"))
-
-
-def _plural(n: Any, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def totals_line(cap: dict[str, Any]) -> str:
-    """``18 items in 4 streams, 3 vbuckets, 2 connections`` for a report's ``capture`` part."""
-    return (f"{_plural(cap.get('frames', 0), 'frame')}, {_plural(cap.get('items', 0), 'item')} in "
-            f"{_plural(cap.get('streams', 0), 'stream')}, {_plural(cap.get('vbuckets', 0), 'vbucket')}, "
-            f"{_plural(cap.get('connections', 0), 'connection')}")
-
-
-def _vb_sort(vb: str) -> tuple:
-    return (0, int(vb), "") if str(vb).isdigit() else (1, 0, str(vb))
-
-
-def _fmt_seqno(v: Any) -> str:
-    if v is None:
-        return "-"
-    if v == MAX_SEQNO:
-        return "max"
-    return str(v)
-
-
-def render_chart(report: dict[str, Any], console: Console, *, lines: int = 10, columns: int | None = None) -> None:
-    """Items per second over time: one sparkline for the total and one per busy vbucket."""
+def render_chart(report: dict[str, Any], console: Console, *, lines: int = 10, columns: int | None = None,
+                 views: Sequence[StatsView] = ()) -> None:
+    """Items per second over time: one sparkline for the total and one for each of the
+    ``lines`` busiest keys of each view's :class:`Breakdown`."""
     tl = report.get("timeline") or {}
     width = tl.get("bin_width") or 0
     total = tl.get("items") or []
     if not total or not any(total) or width <= 0:
-        console.print(Text("items/s: no DCP items", style="dim"))
+        empty = next((v.no_items for v in views if v.no_items), "items/s: no items")
+        console.print(Text(empty, style="dim"))
         return
-    vb_bins = tl.get("vbuckets") or {}
-    busy = sorted(vb_bins.items(), key=lambda kv: (-sum(kv[1]), _vb_sort(kv[0])))[:lines]
-    label_w = max([5] + [len(f"vb {safe(vb)}") for vb, _ in busy])
+    parts = []
+    for view in views:
+        if view.breakdown is not None:
+            bins = tl.get(view.breakdown.entry) or {}
+            busy = sorted(bins.items(), key=lambda kv: (-sum(kv[1]), key_order(kv[0])))[:lines]
+            parts.append((view.breakdown, bins, busy))
+    label_w = max([5] + [len(b.label.format(safe(k))) for b, _, busy in parts for k, _ in busy])
     if columns is None:
         columns = chart_columns(sum(total), max(10, min(60, console.width - label_w - 22)))
     rates, col_w = regroup(total, width, columns)
-    console.print(Text(f"Items per second (1 column = {_fmt_s(col_w)}, {len(rates)} columns; "
+    console.print(Text(f"Items per second (1 column = {fmt_seconds(col_w)}, {len(rates)} columns; "
                        "each line scaled to its peak)", style="bold"))
     chart = Table(box=None, show_header=False, pad_edge=False)
     chart.add_column(no_wrap=True)
     chart.add_column(no_wrap=True)
     chart.add_column(no_wrap=True, justify="right")
     chart.add_row(Text("total", style="bold"), Text(sparkline(rates), style="green"),
-                  Text(f"peak {_fmt_num(max(rates))}/s"))
-    for vb, bins in busy:
-        r, _ = regroup(list(bins) + [0] * (len(total) - len(bins)), width, columns)
-        chart.add_row(_t(f"vb {vb}"), Text(sparkline(r), style="cyan"), Text(f"peak {_fmt_num(max(r))}/s"))
+                  Text(f"peak {fmt_num(max(rates))}/s"))
+    for b, _, busy in parts:
+        for key, bins in busy:
+            r, _ = regroup(list(bins) + [0] * (len(total) - len(bins)), width, columns)
+            chart.add_row(cell(b.label.format(key)), Text(sparkline(r), style="cyan"),
+                          Text(f"peak {fmt_num(max(r))}/s"))
     console.print(chart)
-    if len(vb_bins) > len(busy):
-        console.print(Text(f"… {len(vb_bins) - len(busy)} quieter vbuckets not charted", style="dim"))
+    for b, bins, busy in parts:
+        if len(bins) > len(busy):
+            console.print(Text(f"… {len(bins) - len(busy)} quieter {b.plural} not charted", style="dim"))

@@ -4,7 +4,7 @@ Its layouts are in ``messages``, its framer in ``framing/mcbp.py``, its sessions
 (negotiation, DCP streams, TAP) in ``sessions``, its rules in ``rules``; the connection's
 session that drives them is :class:`~dcpinspect.families.mcbp.conversation.Conversation`,
 the jsonl fast path over ``dcpinspect/_lane.c`` is :mod:`.lane`, and hex dumps of its
-bytes are read by :mod:`.dumps`.
+bytes are read by :mod:`.dumps`; what ``stats`` shows of DCP and TAP is :mod:`.stats_view`.
 """
 
 from __future__ import annotations
@@ -37,5 +37,12 @@ def _fast_path(base) -> Lane | None:
     return Lane(base) if Lane.usable(base) else None
 
 
+def _stats_view():
+    from .stats_view import VIEW  # rich: only for a command that prints statistics
+
+    return VIEW
+
+
 FAMILY = Family("mcbp", PORTS, TLS_PORTS, Sniffer, _framer, _session, _fast_path, dumps=dumps, filters=FILTERS,
-                aliases=("dcp", "tap", "memcached"), tables=TABLES, line_message=line_message)
+                aliases=("dcp", "tap", "memcached"), tables=TABLES, line_message=line_message,
+                stats_view=_stats_view)
