@@ -301,14 +301,45 @@ static int plain_float(const uint8_t *s, size_t n) {
     return i == n;
 }
 
-/* a string entry: appended, or (scores) checked when it is a score (every second entry) */
+/* the entries of a listpack as C values, for the stream lane */
+typedef struct {
+    int64_t v;
+    const uint8_t *s; /* NULL: an integer */
+    size_t len;
+} LpItem;
+
+typedef struct {
+    LpItem *items;
+    size_t n, room;
+} LpSink;
+
+static int sink_put(LpSink *k, int64_t v, const uint8_t *s, size_t len) {
+    if (k->n == k->room) {
+        size_t room = k->room ? k->room * 2 : 256;
+        LpItem *items = PyMem_Realloc(k->items, room * sizeof(LpItem));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        k->items = items;
+        k->room = room;
+    }
+    k->items[k->n++] = (LpItem){v, s, len};
+    return 0;
+}
+
+/* a string entry: appended to the list or the sink, or (scores) checked when it is a
+ * score (every second entry); an integer entry: appended */
 #define STRING_ENTRY(ptr, size)                                                                 \
     do {                                                                                       \
         if (list)                                                                              \
             r = put_bytes(list, (ptr), (size));                                                \
+        else if (sink)                                                                         \
+            r = sink_put(sink, 0, (ptr), (size));                                              \
         else if (scores && (got & 1) && !plain_float((ptr), (size)))                           \
             return 0;                                                                          \
     } while (0)
+#define INT_ENTRY(x) (list ? put_int(list, (x)) : sink ? sink_put(sink, (x), NULL, 0) : 0)
 
 /* -- listpack (§6.2) -------------------------------------------------------------------- */
 
@@ -327,7 +358,8 @@ static int backlen_size(uint64_t size) {
 /* 1: valid (entries appended to list, or only counted in *count when list is NULL);
  * 0: layouts.listpack would raise (or, with scores, a score is not plainly a number);
  * -1: a Python error. */
-static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
+static int listpack_walk(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores,
+                         LpSink *sink) {
     if (n < 7 || le32(b) != n)
         return 0;
     unsigned declared = (unsigned)b[4] | (unsigned)b[5] << 8;
@@ -338,8 +370,7 @@ static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *
         unsigned c = b[p];
         int r = 0;
         if (c < 0x80) {
-            if (list)
-                r = put_int(list, c);
+            r = INT_ENTRY(c);
             p += 1;
         } else if (c < 0xC0) {
             size_t size = c & 0x3F;
@@ -351,8 +382,7 @@ static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *
             if (p + 2 > n)
                 return 0;
             int v = (int)((c & 0x1F) << 8 | b[p + 1]);
-            if (list)
-                r = put_int(list, (v & 0x1000) ? v - 8192 : v);
+            r = INT_ENTRY((v & 0x1000) ? v - 8192 : v);
             p += 2;
         } else if (c < 0xF0) {
             if (p + 2 > n)
@@ -373,26 +403,22 @@ static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *
         } else if (c == 0xF1) {
             if (p + 3 > n)
                 return 0;
-            if (list)
-                r = put_int(list, (int16_t)((unsigned)b[p + 1] | (unsigned)b[p + 2] << 8));
+            r = INT_ENTRY((int16_t)((unsigned)b[p + 1] | (unsigned)b[p + 2] << 8));
             p += 3;
         } else if (c == 0xF2) {
             if (p + 4 > n)
                 return 0;
-            if (list)
-                r = put_int(list, int24(b + p + 1));
+            r = INT_ENTRY(int24(b + p + 1));
             p += 4;
         } else if (c == 0xF3) {
             if (p + 5 > n)
                 return 0;
-            if (list)
-                r = put_int(list, (int32_t)le32(b + p + 1));
+            r = INT_ENTRY((int32_t)le32(b + p + 1));
             p += 5;
         } else if (c == 0xF4) {
             if (p + 9 > n)
                 return 0;
-            if (list)
-                r = put_int(list, le64s(b + p + 1));
+            r = INT_ENTRY(le64s(b + p + 1));
             p += 9;
         } else if (c == 0xFF) {
             break;
@@ -422,9 +448,14 @@ static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *
     return 1;
 }
 
+static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
+    return listpack_walk(b, n, list, count, scores, NULL);
+}
+
 /* -- ziplist (§6.1) --------------------------------------------------------------------- */
 
 static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
+    LpSink *sink = NULL;
     if (n < 11 || le32(b) != n)
         return 0;
     uint32_t zltail = le32(b + 4);
@@ -800,7 +831,8 @@ fail:
 /* what the table gives a type byte: how its value is laid out (0: not read here) */
 enum {
     L_STRING = 1, L_STRINGS, L_HASH, L_ZSET2, L_ZIPLIST, L_INTSET, L_ZIPLIST_ZSET, L_ZIPLIST_HASH,
-    L_QUICKLIST, L_LISTPACK_HASH, L_LISTPACK_ZSET, L_QUICKLIST2, L_LISTPACK
+    L_QUICKLIST, L_LISTPACK_HASH, L_LISTPACK_ZSET, L_QUICKLIST2, L_LISTPACK, L_STREAM1, L_STREAM2, L_STREAM3,
+    L_STREAM4
 };
 
 typedef struct {
@@ -1043,8 +1075,139 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
     return 0;
 }
 
+/* One stream node's listpack (§6.4) as values._stream_node reads it: 1 with its live
+ * entries in *live, 0 where it would complain (or could index backwards: a negative
+ * count, which the Python reading is left to say of). */
+static int lane_stream_node(const LpItem *it, size_t len, uint64_t *live_out) {
+#define NUM(i) ((i) < len && it[(i)].s == NULL)
+    if (!NUM(0) || !NUM(1) || !NUM(2))
+        return 0;
+    int64_t count = it[0].v, deleted = it[1].v, nfields = it[2].v;
+    if (nfields < 0 || (uint64_t)nfields + 3 >= len)
+        return 0;
+    size_t i = 3 + (size_t)nfields;
+    if (!NUM(i) || it[i].v != 0)
+        return 0;
+    i += 1;
+    int64_t live = 0, dead = 0;
+    while (i < len) {
+        if (!NUM(i) || !NUM(i + 1) || !NUM(i + 2))
+            return 0;
+        int64_t flags = it[i].v;
+        i += 3;
+        if (flags & 2) {
+            i += (size_t)nfields;
+        } else {
+            if (!NUM(i) || it[i].v < 0)
+                return 0;
+            uint64_t n = (uint64_t)it[i].v;
+            if (n && (n > len || i + 2 * n >= len))
+                return 0;
+            i += 1 + 2 * (size_t)n;
+        }
+        if (!NUM(i))
+            return 0;
+        i += 1;
+        if (flags & 1)
+            dead++;
+        else
+            live++;
+    }
+    if (live != count || dead != deleted)
+        return 0;
+    *live_out = (uint64_t)live;
+    return 1;
+#undef NUM
+}
+
+static int lane_ms(Lane *L, size_t *q, size_t n) {
+    if (L->n - *q < n)
+        return 0;
+    *q += n;
+    return 1;
+}
+
+/* A stream of layout version 1–4 (values.stream, values not kept): 1 with its length,
+ * nodes and consumer groups; 0 where the readers would make a finding (a damaged node, a
+ * length its nodes do not hold) or stop. -1: a Python error. */
+static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *length, uint64_t *nodes_out,
+                       uint64_t *groups_out) {
+    uint64_t nodes, live = 0, x;
+    if (!lane_len(L, q, &nodes))
+        return 0;
+    for (uint64_t k = 0; k < nodes; k++) {
+        const uint8_t *d;
+        size_t len;
+        int kind;
+        char num[24];
+        if (!lane_string(L, q, 1, &d, &len, &kind, num) || len != 16)
+            return 0; /* the node's key: a 16-byte stream ID */
+        if (!lane_string(L, q, 1, &d, &len, &kind, num) || kind == S_INT)
+            return 0;
+        sink->n = 0;
+        int r = listpack_walk(d, len, NULL, NULL, 0, sink);
+        if (r <= 0)
+            return r;
+        uint64_t n;
+        if (!lane_stream_node(sink->items, sink->n, &n))
+            return 0;
+        live += n;
+    }
+    if (!lane_len(L, q, length) || !lane_len(L, q, &x) || !lane_len(L, q, &x)) /* length, last_id */
+        return 0;
+    if (version >= 2)
+        for (int i = 0; i < 5; i++) /* first_id, max_deleted_id, entries_added */
+            if (!lane_len(L, q, &x))
+                return 0;
+    uint64_t groups;
+    if (!lane_len(L, q, &groups))
+        return 0;
+    for (uint64_t g = 0; g < groups; g++) {
+        uint64_t npel, nconsumers;
+        if (!lane_skip(L, q) || !lane_len(L, q, &x) || !lane_len(L, q, &x)) /* name, last_id */
+            return 0;
+        if (version >= 2 && !lane_len(L, q, &x)) /* entries_read */
+            return 0;
+        if (!lane_len(L, q, &npel))
+            return 0;
+        for (uint64_t e = 0; e < npel; e++) /* id, delivery time, delivery count */
+            if (!lane_ms(L, q, 16 + 8) || !lane_len(L, q, &x))
+                return 0;
+        if (!lane_len(L, q, &nconsumers))
+            return 0;
+        for (uint64_t c = 0; c < nconsumers; c++) {
+            uint64_t ncpel;
+            if (!lane_skip(L, q) || !lane_ms(L, q, version >= 3 ? 16 : 8) || !lane_len(L, q, &ncpel))
+                return 0;
+            for (uint64_t e = 0; e < ncpel; e++)
+                if (!lane_ms(L, q, 16))
+                    return 0;
+        }
+    }
+    if (version >= 4) {
+        uint64_t producers;
+        if (!lane_len(L, q, &x) || !lane_len(L, q, &x) || !lane_len(L, q, &producers)) /* duration, max */
+            return 0;
+        for (uint64_t k = 0; k < producers; k++) {
+            uint64_t iids;
+            if (!lane_skip(L, q) || !lane_len(L, q, &iids))
+                return 0;
+            for (uint64_t e = 0; e < iids; e++)
+                if (!lane_skip(L, q) || !lane_len(L, q, &x) || !lane_len(L, q, &x))
+                    return 0;
+        }
+        if (!lane_len(L, q, &x) || !lane_len(L, q, &x)) /* iids_added, iids_duplicates */
+            return 0;
+    }
+    if (live != *length)
+        return 0;
+    *nodes_out = nodes;
+    *groups_out = groups;
+    return 1;
+}
+
 /* the names scan() gives the records' extra values, and a string value's kinds */
-static PyObject *s_value_length, *s_nodes, *s_kinds[3];
+static PyObject *s_value_length, *s_nodes, *s_kinds[3], *s_stream, *s_length, *s_groups;
 
 /* scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes) -> (index,
  * records): the index of the first record not read here, and the KeyRecord of each key
@@ -1088,6 +1251,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     const uint8_t *codes = table.buf;
     Lane L = {view.buf, (size_t)view.len, cap, NULL, 0};
+    LpSink sink = {NULL, 0, 0};
     size_t at = (size_t)p;
     while (at < L.n) {
         size_t q = at;
@@ -1143,7 +1307,18 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyObject *key = PyBytes_FromStringAndSize((const char *)kd, (Py_ssize_t)klen);
         if (key == NULL)
             goto error;
-        if (!lane_value(&L, code, &q, &elements, &extra, &kind)) {
+        uint64_t nodes = 0, groups = 0;
+        if (code >= L_STREAM1) {
+            int r = lane_stream(&L, &q, code - L_STREAM1 + 1, &sink, &elements, &nodes, &groups);
+            extra = -1;
+            kind = -1;
+            if (r <= 0) {
+                Py_DECREF(key);
+                if (r < 0)
+                    goto error;
+                break;
+            }
+        } else if (!lane_value(&L, code, &q, &elements, &extra, &kind)) {
             Py_DECREF(key);
             break;
         }
@@ -1180,7 +1355,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         made[M_IDLE] = has_idle ? PyLong_FromUnsignedLongLong(idle) : Py_NewRef(Py_None);
         made[M_FREQ] = has_freq ? PyLong_FromLong((long)freq) : Py_NewRef(Py_None);
         made[M_EXTRA] = PyDict_New();
-        if (made[M_EXTRA] != NULL && extra >= 0) {
+        if (made[M_EXTRA] != NULL && code >= L_STREAM1) { /* the stream's metadata, as values.stream sums it up */
+            PyObject *meta = Py_BuildValue("{OKOKOK}", s_nodes, (unsigned long long)nodes, s_length,
+                                           (unsigned long long)elements, s_groups, (unsigned long long)groups);
+            if (meta == NULL || PyDict_SetItem(made[M_EXTRA], s_stream, meta) < 0)
+                Py_CLEAR(made[M_EXTRA]);
+            Py_XDECREF(meta);
+        } else if (made[M_EXTRA] != NULL && extra >= 0) {
             PyObject *v = PyLong_FromLongLong(extra);
             if (v == NULL || PyDict_SetItem(made[M_EXTRA], kind >= 0 ? s_value_length : s_nodes, v) < 0)
                 Py_CLEAR(made[M_EXTRA]);
@@ -1197,11 +1378,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
 done:
     PyMem_Free(L.scratch);
+    PyMem_Free(sink.items);
     PyBuffer_Release(&view);
     PyBuffer_Release(&table);
     return Py_BuildValue("(nN)", (Py_ssize_t)at, records);
 error:
     PyMem_Free(L.scratch);
+    PyMem_Free(sink.items);
     PyBuffer_Release(&view);
     PyBuffer_Release(&table);
     Py_DECREF(records);
@@ -1278,7 +1461,11 @@ PyMODINIT_FUNC PyInit__rdb(void) {
     s_kinds[0] = PyUnicode_InternFromString("raw");
     s_kinds[1] = PyUnicode_InternFromString("int");
     s_kinds[2] = PyUnicode_InternFromString("lzf");
-    if (!s_value_length || !s_nodes || !s_kinds[0] || !s_kinds[1] || !s_kinds[2])
+    s_stream = PyUnicode_InternFromString("stream");
+    s_length = PyUnicode_InternFromString("length");
+    s_groups = PyUnicode_InternFromString("groups");
+    if (!s_value_length || !s_nodes || !s_kinds[0] || !s_kinds[1] || !s_kinds[2] || !s_stream || !s_length ||
+        !s_groups)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)

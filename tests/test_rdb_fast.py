@@ -241,6 +241,35 @@ def test_librdb_files_decode_the_same_with_values_kept_or_not(path, helpers):
     assert_same(path.read_bytes(), chunks=(None, 13))
 
 
+def stream_value(version: int) -> bytes:
+    """A stream of layout ``version`` (§6.4): one node of three entries (one with the master
+    entry's fields, one with its own, one deleted), a consumer group with a pending entry
+    and a consumer, and from version 4 an IDMP producer."""
+    ms = 1_700_000_000_000
+    items = [2, 1, 2, b"type", b"user", 0,
+             2, 0, 0, b"click", 17, 5,
+             0, 5, 0, 2, b"a", b"1", b"b", b"2", 7,
+             3, 9, 0, b"view", 18, 5]
+    node_key = struct.pack(">QQ", ms, 0)
+    two = rdbgen.length(ms + 9) + rdbgen.length(0)
+    out = rdbgen.length(1) + rdbgen.string(node_key) + rdbgen.string(rdbgen.listpack(items))
+    out += rdbgen.length(2) + two
+    if version >= 2:
+        out += rdbgen.length(ms) + rdbgen.length(0) + two + rdbgen.length(3)
+    out += rdbgen.length(1) + rdbgen.string("group") + two
+    if version >= 2:
+        out += rdbgen.length(2)
+    out += rdbgen.length(1) + node_key + struct.pack("<q", ms + 100) + rdbgen.length(1)
+    out += rdbgen.length(1) + rdbgen.string("consumer") + struct.pack("<q", ms + 200)
+    if version >= 3:
+        out += struct.pack("<q", ms + 300)
+    out += rdbgen.length(1) + node_key
+    if version >= 4:
+        out += rdbgen.length(60) + rdbgen.length(100) + rdbgen.length(1) + rdbgen.string("producer")
+        out += rdbgen.length(1) + rdbgen.string("iid") + two + rdbgen.length(1) + rdbgen.length(0)
+    return out
+
+
 def _every_layout() -> bytes:
     """A version-11 file with a key of every layout Redis 7 and earlier write, plain and
     LZF-compressed, with an expiry on some."""
@@ -278,6 +307,10 @@ def _every_layout() -> bytes:
         rdbgen.key(25, "hashlpex", struct.pack("<q", 1000) + rdbgen.string(rdbgen.listpack([b"f", b"v", 0]))),
         rdbgen.key(24, "hashmeta", struct.pack("<q", 1000) + rdbgen.length(1) + rdbgen.length(0)
                    + rdbgen.string("f") + rdbgen.string("v")),
+        rdbgen.key(15, "stream1", stream_value(1)),
+        rdbgen.key(19, "stream2", stream_value(2)),
+        rdbgen.key(21, "stream3", stream_value(3)),
+        rdbgen.key(26, "stream4", stream_value(4)),
     ]
     body = rdbgen.aux("redis-ver", "7.4.0") + rdbgen.aux("ctime", "1700000000") + b"\xfe\x00" + b"".join(keys)
     return rdbgen.rdb(body, version=11)
@@ -289,7 +322,7 @@ EVERY = _every_layout()
 def test_a_file_of_every_layout_decodes_the_same_with_values_kept_or_not(helpers):
     kept = assert_same(EVERY, chunks=(None, 1, 5, 64))
     keys = [s for s in kept if s[0] == "key"]
-    assert len(keys) == 21 and all(s[9] == [] for s in keys)  # undamaged: no finding
+    assert len(keys) == 25 and all(s[9] == [] for s in keys)  # undamaged: no finding
     assert kept[-1][1] == "ok"
 
 
@@ -318,12 +351,25 @@ def _damaged_copies() -> list[tuple[str, bytes]]:
     for type_, name, blob in odd:
         body = b"\xfe\x00" + rdbgen.key(type_, name, rdbgen.string(blob)) + rdbgen.key(0, "after", rdbgen.string("x"))
         out.append((f"odd {name}", rdbgen.rdb(body), f"of key '{name}': 3 entries do not make"))
+    for name, change, said in [
+        ("stream count", lambda v: v.replace(rdbgen.length(2) + rdbgen.length(1_700_000_000_009), rdbgen.length(3)
+                                             + rdbgen.length(1_700_000_000_009), 1), "says 3 entries, its nodes hold 2"),
+        ("stream node", lambda v: v.replace(b"\x02\x01\x01\x01\x02\x01", b"\x02\x01\x02\x01\x02\x01", 1),
+         "the node's master entry counts 2 live and 2 deleted entries"),
+        ("stream node key", lambda v: v.replace(rdbgen.string(struct.pack(">QQ", 1_700_000_000_000, 0)),
+                                                rdbgen.string(b"x" * 15), 1), "a stream node key is 16 bytes"),
+    ]:
+        good = stream_value(2)
+        bad = change(good)
+        assert bad != good, name
+        out.append((name, rdbgen.rdb(b"\xfe\x00" + rdbgen.key(19, "s", bad) + rdbgen.key(0, "after", rdbgen.string("x"))),
+                    said))
     again = rdbgen.key(0, "plain", rdbgen.string(b"w"))  # the first key, once more, at the end
     body = EVERY[9:-9] + again + b"\xfe\x01" + again  # and in db 1: not again there
     out.append(("duplicate", rdbgen.rdb(body), "key 'plain' of db 0 is serialised again"))
     past = rdbgen.key(0, "past", rdbgen.string(b"v"), expire_ms=1_600_000_000_000)  # before the ctime
     out.append(("expired", rdbgen.rdb(EVERY[9:-9] + past), "key 'past' expired at 1600000000000 ms"))
-    out.append(("cut", EVERY[:len(EVERY) // 2], "the input ends in the value of key 'lzf'"))
+    out.append(("cut", EVERY[:len(EVERY) // 2], "the input ends in the value of key "))
     out.append(("long string", EVERY, "a string of 2,354 bytes in the value of key 'long' at offset 64 is more "
                                       "than the 256 held"))
     return out
@@ -450,7 +496,7 @@ def test_a_real_servers_file_decodes_the_same_with_values_kept_or_not(tmp_path, 
     assert kept[-1][1] == "ok" and not [s for s in kept if s[0] == "finding"]
 
 
-@pytest.mark.parametrize("remembered", [1, 2, 5, 20, 21, 22])
+@pytest.mark.parametrize("remembered", [1, 2, 5, 24, 25, 26])
 def test_the_keys_remembered_stop_at_the_cap_with_values_kept_or_not(remembered, helpers, monkeypatch):
     """DCPINSPECT_MAX_RDB_KEYS: the key that fills the remembered keys gets the note,
     wherever the cap falls among the lane's keys, and keys after it are not checked (the
@@ -460,7 +506,7 @@ def test_the_keys_remembered_stop_at_the_cap_with_values_kept_or_not(remembered,
     kept = assert_same(rdbgen.rdb(body), chunks=(None, 11))
     notes = [s for s in kept if s[0] == "finding" and s[1] == "rdb-keys-cap"]
     again = [f for s in kept if s[0] == "key" for f in s[9] if f[0] == "rdb-duplicate-key"]
-    if remembered <= 21:  # the file's 21 keys fill it at the latest: the 22nd is not checked
+    if remembered <= 25:  # the file's 25 keys fill it at the latest: the 26th is not checked
         assert len(notes) == 1 and notes[0][3].startswith(f"{remembered:,} keys remembered") and not again
     else:
         assert not notes and len(again) == 1
@@ -485,3 +531,25 @@ def test_the_lanes_records_are_whole_keyrecords():
         C.Maker(KeyRecord, rdb._LANE_FIELDS, [("value", None, False), ("findings", list, True)])
     with pytest.raises(TypeError):
         C.Maker(KeyRecord, rdb._LANE_FIELDS, [("value", None, False), ("findings", list, True), ("key", None, False)])
+
+
+def _full(records: list) -> list:
+    """The signature and the records' extra values whole (a stream's metadata included)."""
+    return list(zip(_signature(records), [repr(getattr(r, "extra", None)) for r in records]))
+
+
+@pytest.mark.skipif(C is None, reason="dcpinspect._rdb is not built")
+@pytest.mark.parametrize("name", ["every", "corpus", "damaged"])
+def test_values_not_kept_give_the_same_records_with_the_c_helpers_or_without(name, monkeypatch):
+    """The lane and the C layouts against the Python readers alone, values not kept: every
+    field, the extra values included (a stream's nodes, length and groups)."""
+    if name == "every":
+        files = [EVERY]
+    elif name == "corpus":
+        files = [p.read_bytes() for p in CORPUS_FILES]
+    else:
+        files = [data for _, data, _ in _damaged_copies()]
+    with_c = [_full(decode(data, False)) for data in files]
+    for module in (layouts, lzf, primitives, rdb):
+        monkeypatch.setattr(module, "C", None)
+    assert [_full(decode(data, False)) for data in files] == with_c

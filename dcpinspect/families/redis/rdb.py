@@ -483,7 +483,7 @@ Seen = C.Seen if C is not None else _SeenSet
 #: the layouts the lane reads (``scan``'s codes in dcpinspect/_rdb.c)
 _LANE_CODES = {"string": 1, "list": 2, "set": 2, "hash": 3, "zset2": 4, "ziplist_list": 5, "intset": 6,
                "ziplist_zset": 7, "ziplist_hash": 8, "quicklist": 9, "listpack_hash": 10, "listpack_zset": 11,
-               "quicklist2": 12, "listpack_set": 13}
+               "quicklist2": 12, "listpack_set": 13, "stream1": 14, "stream2": 15, "stream3": 16, "stream4": 17}
 #: the KeyRecord fields ``scan`` gives, in its order
 _LANE_FIELDS = ("db", "key", "type_id", "vtype", "offset", "length", "size", "elements", "encoding", "expire_ms",
                 "idle", "freq", "extra")
