@@ -8,6 +8,7 @@ and the Scapy layers on top and ``limits`` and ``findings`` beneath them all.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,41 @@ def test_outputs_import_no_engine_and_no_family():
             if _layer(target) in ("engines", "families"):
                 reaching.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}")
     assert reaching == []
+
+
+#: the protocols' names and the words of their own vocabularies (``vb``: a vbucket), as a
+#: word or a part of a name (``DCP_MUTATION``, ``vb_rows``), in any case
+PROTOCOL_WORDS = re.compile(r"(?<![A-Za-z])(mcbp|dcp|tap|vbuckets?|vb|resp|rdb|redis|valkey|dragonfly|memcached|"
+                            r"couchbase)(?![A-Za-z])", re.I)
+
+
+def _protocols_named(package: Path) -> list[str]:
+    """``path:line: word`` of every protocol word in the modules under ``outputs``: in
+    their names, strings, docstrings and comments."""
+    named = []
+    for path in sorted((package / "outputs").rglob("*.py")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            named += [f"{path.relative_to(package.parent)}:{n}: {m.group(0)}" for m in PROTOCOL_WORDS.finditer(line)]
+    return named
+
+
+def test_outputs_name_no_protocol():
+    """Outputs print what any family gives them: no module under ``outputs`` names a
+    protocol (what a family shows of its own is its ``stats_view``, its records'
+    ``counted``, its messages' layouts)."""
+    assert _protocols_named(PACKAGE) == []
+
+
+def test_the_check_sees_a_protocol_named_in_an_output(tmp_path, monkeypatch):
+    fake = tmp_path / "dcpinspect"
+    (fake / "outputs").mkdir(parents=True)
+    (fake / "outputs" / "x.py").write_text('"""Responses, taps and tapes: no protocol."""\n\n'
+                                           'def vb_sort(k):\n    return "no DCP items"  # per vbucket\n')
+    assert _protocols_named(fake) == ["dcpinspect/outputs/x.py:3: vb", "dcpinspect/outputs/x.py:4: DCP",
+                                      "dcpinspect/outputs/x.py:4: vbucket"]
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    with pytest.raises(AssertionError):
+        test_outputs_name_no_protocol()
 
 
 #: the libraries that print or draw, and the layers allowed to import them
