@@ -300,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    old = args.out.read_text() if args.out.exists() else ""
+    rdb = old.find("# RDB: ")  # bench/rdb_run.py's section stays
+    args.out.write_text(text + ("\n" + old[rdb:] if rdb >= 0 else ""))
     args.out.with_suffix(".json").write_text(json.dumps(
         {"environment": env_line, "results": [[{**asdict(r), "runs": [asdict(x) for x in r.runs]} for r in rs]
                                               for rs in all_results]}, indent=1) + "\n")
