@@ -18,19 +18,29 @@ HEAD = 16
 
 def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
                    shown: Shown | None = None, fail_on: str = "error") -> bool:
-    """Print each file as its family prints its snapshots (``fmt``: "table", "jsonl" or
-    "summary"; or the keys named by ``key`` / covering ``offset``); returns whether a
-    finding of ``fail_on``'s severity or worse was made. A file no family can read is
-    :class:`Unusable`."""
+    """Print each file (or set of files read as one snapshot) as its family prints its
+    snapshots (``fmt``: "table", "jsonl" or "summary"; or the keys named by ``key`` /
+    covering ``offset``); returns whether a finding of ``fail_on``'s severity or worse was
+    made. A file no family can read is :class:`Unusable`."""
     shown = shown or Shown()
     worst = -1
-    for path in files:
-        family = _family_of(path)
+    for item in _gathered(files):
+        family = _family_of(item[0] if isinstance(item, tuple) else item)
         try:
-            worst = max(worst, family.snapshots(path, fmt, key, offset, shown))
+            worst = max(worst, family.snapshots(item, fmt, key, offset, shown))
         except InputError as exc:
             raise Unusable(str(exc)) from None
     return worst >= LEVELS[fail_on]
+
+
+def _gathered(files: list[Path]) -> list:
+    """The files given, with those a family reads together as one snapshot (a set of files
+    written at once) made one tuple."""
+    items: list = list(files)
+    for family in families():
+        if family.snapshot_sets is not None:
+            items = family.snapshot_sets(items)
+    return items
 
 
 def _family_of(path: Path) -> Family:

@@ -144,6 +144,12 @@ class Family:
     #: severity found (its rank in ``findings.LEVELS``, -1 for none)
     is_snapshot: Callable[[bytes], bool] | None = None
     snapshots: Callable[..., int] | None = None
+    #: which of the snapshot files given it reads together, as one snapshot written in
+    #: several files: ``snapshot_sets(items)`` takes the paths given (and tuples another
+    #: family made, which it passes on) and returns them with each such set made one tuple
+    #: of paths, in reading order, with every member found beside them; ``snapshots`` is
+    #: then given the tuple in place of a path
+    snapshot_sets: Callable[[list], list] | None = None
     #: how the first family decodes hex dumps of its bytes: ``frame_at(data, pos, end)``
     #: (a frame starts there), ``stream(data, blocks, options)`` (blocks pasted together
     #: as one connection) and ``diagram(block, start, options, captions)`` (one frame of a

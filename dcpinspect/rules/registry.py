@@ -151,7 +151,16 @@ DFLY_RULES = _rules(
     ("dfly-keys-cap", "LIMIT", "info", "rdb.md §13.2", "More keys than are remembered for dfly-duplicate-key (DCPINSPECT_MAX_RDB_KEYS, 2,000,000, as 64-bit digests): the rest are not checked.", "dragonfly"),
 )
 
-ALL_RULES = {**FRAME_RULES, **STREAM_RULES, **TAP_RULES, **RDB_RULES, **REDIS_RULES, **DFLY_RULES}
+DFS_RULES = _rules(
+    ("dfs-snapshot-id", "SNAPSHOT", "error", "rdb.md §8.1", "The files of one Dragonfly .dfs set do not all carry the same snapshot-id aux field (the summary's, or one of them has none): they come from different snapshots.", "rdb"),
+    ("dfs-shard-missing", "SNAPSHOT", "error", "rdb.md §8.1", "A .dfs set's shard files are not <name>-0000.dfs up to the summary's shard-count: fewer are found, the numbers have a gap, or one is past the count.", "rdb"),
+    ("dfs-summary-missing", "SNAPSHOT", "error", "rdb.md §8.1", "A .dfs set's shard files have no <name>-summary.dfs beside them: the snapshot's global data (scripts, search indices, shard-count) is missing.", "rdb"),
+    ("dfs-shard-id", "EINVAL", "error", "rdb.md §8.1", "A .dfs shard file's shard-id aux field is not the number in its name, or it has none.", "rdb"),
+    ("dfs-duplicate-key", "SNAPSHOT", "error", "rdb.md §8.1, §8.4", "A key is serialised in two shard files of one .dfs set: every entry is in exactly one shard, once (twice in one file is rdb-duplicate-key).", "rdb"),
+    ("dfs-keys-cap", "LIMIT", "info", "rdb.md §8.1", "A .dfs set has more keys than are remembered for dfs-duplicate-key (DCPINSPECT_MAX_RDB_KEYS, 2,000,000, as 64-bit digests): the rest are not checked.", "rdb"),
+)
+
+ALL_RULES = {**FRAME_RULES, **STREAM_RULES, **TAP_RULES, **RDB_RULES, **REDIS_RULES, **DFLY_RULES, **DFS_RULES}
 
 #: Error classes for peer answers (status → class).
 STATUS_CLASSES = {0x01: "KEY_ENOENT", 0x0A: "KEY_ENOENT", 0x04: "EINVAL", 0x22: "ERANGE", 0x23: "ROLLBACK",

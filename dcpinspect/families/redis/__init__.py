@@ -7,7 +7,7 @@ completes. Its parts: the primitive encodings (:mod:`.primitives`, with :mod:`.l
 :mod:`.crc64`), the packed layouts inside strings (:mod:`.layouts`), the value types and
 opcodes of each vendor (:mod:`.types`), the values (:mod:`.values`) and Dragonfly's
 journal records (:mod:`.journal`). Its snapshot files are read and printed by
-:mod:`.snapshots`.
+:mod:`.snapshots`, Dragonfly's ``.dfs`` file sets as one snapshot by :mod:`.dfs`.
 
 Replication from captures (§12): connections to port 6379 (and 6380), or any port whose
 first bytes :mod:`.sniff` recognises, are cut into RESP frames and RDB payload pieces by
@@ -61,6 +61,14 @@ def _snapshots(*args, **kw) -> int:
     return show(*args, **kw)
 
 
+def _snapshot_sets(items: list) -> list:
+    if not any(".dfs" in getattr(item, "name", "") for item in items):
+        return items
+    from .dfs import gather
+
+    return gather(items)
+
+
 def _snapshot_rows(fh, name: str):
     from .tables import snapshot_rows
 
@@ -69,4 +77,5 @@ def _snapshot_rows(fh, name: str):
 
 FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=_snapshots,
                 is_snapshot=_is_snapshot, filters=FILTERS, aliases=("resp", "rdb", "valkey", "dragonfly"),
-                correlator=_correlator, tables=TABLES, snapshot_rows=_snapshot_rows)
+                correlator=_correlator, tables=TABLES, snapshot_rows=_snapshot_rows,
+                snapshot_sets=_snapshot_sets)

@@ -41,7 +41,19 @@ def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None
          shown: Shown | None = None) -> int:
     """Decode one file and print it as ``fmt`` ("table", "jsonl" or "summary"), or the
     keys named by ``key`` / covering ``offset``; returns the worst severity found (its
-    rank in findings.LEVELS, -1 for none). A file that is no RDB at all is an InputError."""
+    rank in findings.LEVELS, -1 for none). A file that is no RDB at all is an InputError.
+    A tuple of paths is a Dragonfly ``.dfs`` set, read as one snapshot (see :mod:`.dfs`); a
+    shard file of one given alone is read as itself, with a note naming its set."""
+    from . import dfs
+
+    if isinstance(path, tuple):
+        return dfs.show_set(path, fmt, key, offset, shown)
+    note = dfs.set_note(path)
+    if note is not None:
+        if fmt == "jsonl" and key is None and offset is None:
+            sys.stderr.write(note + "\n")
+        else:
+            make_console().print(safe(note))
     return _one(path, fmt, key, offset, shown or Shown())
 
 
