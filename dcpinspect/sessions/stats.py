@@ -1,5 +1,5 @@
 """Per-connection, per-vbucket and per-stream statistics of a capture: every number
-``dcpinspect stats`` shows, computed here and printed by ``outputs.stats``.
+``dcpinspect stats`` shows, computed here and printed by ``outputs.stats`` and the families' views.
 
 :class:`StatsCollector` reads the :class:`Captured` frames (and :class:`Note`s) of a
 capture one at a time and keeps, in memory bounded per vbucket, counters, minima and

@@ -8,7 +8,7 @@ values, the producer's sequence numbers (the opaque of each event), the events n
 covered by a cumulative ACK, each vbucket's phase (backfill, takeover), its checkpoints,
 and the counters ``stats`` prints. The TAP rules (``rules.tap``) read this state
 *before* each message and then call :meth:`TapSession.apply`; ``sessions.stats`` feeds a
-session of its own and reports :meth:`TapSession.stats`, which ``outputs.stats`` prints.
+session of its own and reports :meth:`TapSession.stats`, which ``families/mcbp/stats_view.py`` prints.
 """
 
 from __future__ import annotations
