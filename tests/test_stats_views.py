@@ -140,3 +140,14 @@ def test_the_plot_draws_a_panel_for_each_view_that_has_one(mixed, tmp_path):
     assert png_size(plot(mixed, tmp_path / "all.png", width=400, height=300)) == (400, 300)
     assert png_size(draw(mixed, tmp_path / "none.png", width=400, height=300)) == (400, 300)
     assert (tmp_path / "all.png").read_bytes() != (tmp_path / "none.png").read_bytes()
+
+
+def test_every_string_of_a_report_from_elsewhere_is_escaped_in_the_mcbp_tables(mixed):
+    report = json.loads(report_json(mixed))
+    vb = report["vbuckets"]["5"]
+    vb["snapshots"]["count"] = "\x1b[2J"
+    vb["snapshots"]["by_type"] = {"\x1b]0;x\x07": 1}
+    report["tap"] = {"\x1b[6n": {"name": "\x1b[2J", "connect_flags": ["\x1b[2J"], "vbuckets": {"\x1b[2J": {}}}}
+    text = _render(report, chart=False)
+    assert "\x1b" not in text and "\x07" not in text
+    assert "\\x1b[2J: \\x1b]0;x\\x07 1" in text  # the vbucket's snapshots: count and types, escaped
