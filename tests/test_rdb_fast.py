@@ -101,6 +101,12 @@ def test_crc64_in_c_is_the_bitwise_crc():
         assert C.crc64(data[cut:], C.crc64(data[:cut])) == rdbgen.crc64_bitwise(data)
     assert C.crc64(memoryview(bytearray(b"123456789"))) == 0xE9C6D914C4B8D9CA
     assert crc_module.crc64(b"123456789") == 0xE9C6D914C4B8D9CA
+    # every length around the 16- and 64-byte folds, from every alignment, continuing from a CRC
+    for n in [*range(0, 200), 1000, 4096 + 13]:
+        for at in (0, 1, 3, 8):
+            piece = data[at:at + n]
+            assert C.crc64(piece, 0x0123456789ABCDEF) == C.crc64_table(piece, 0x0123456789ABCDEF), (n, at)
+    assert C.crc64_table(data) == rdbgen.crc64_bitwise(data)
 
 
 @needs_c
