@@ -6,11 +6,13 @@ with the CLI's decoder and validator.
    ``--jobs`` workers do: no shuffle); or, when a file is too large to be read once per
    task (``--split ranges``, or ``auto`` past :data:`~.plan.MAX_REREADS` parts), by byte
    ranges whose packets are shuffled to their connections. A snapshot file is one task.
-2. The tasks' rows (:mod:`.partition`): every line ``decode -f jsonl`` and every finding
-   ``validate -f jsonl --info`` would print, and each task's statistics. Kept on disk once.
-3. The driver merges the statistics (and the correlators of files read in several parts,
-   whose conclusions are rows of their own), and Spark writes each table (:mod:`.tables`)
-   with its columns taken from the rows' JSON.
+2. The tasks (:mod:`.partition`) decode their share as the CLI does, and write their rows
+   of every table (:mod:`.tables`: the lines ``decode -f jsonl`` and the findings
+   ``validate -f jsonl --info`` print, with columns taken from them as the families
+   declare) as Parquet files of their own; each hands back its statistics.
+3. The driver merges the statistics (and the correlators of files read in several tasks,
+   whose conclusions are rows of its own) and writes the per-connection and per-vbucket
+   tables and ``report.json``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from ..inputs import Unusable
 from .partition import OUT_DDL, Output, decode_batches, part_batches
 from .plan import Plan, make_plan
 from .progress import Progress
-from .tables import specs
+from .tables import clear, join, specs
 
 
 @dataclass
@@ -65,8 +67,6 @@ def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE
     """Analyse ``paths`` on ``spark`` into Parquet tables under ``out``. Raises
     :class:`Unusable` for no files, or a file that cannot be read or is neither a capture
     nor a snapshot file. ``limits``: the caps a decoder takes (``max_held``, ``max_flows``)."""
-    from pyspark import StorageLevel
-
     began = time.monotonic()
     sc = _context(spark)
     parallelism = sc.defaultParallelism if sc is not None else int(
@@ -81,23 +81,15 @@ def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE
     if progress is not None:
         progress.total = sum(plan.sizes)
     result.phases["plan"] = time.monotonic() - began
+    out = out if is_uri(out) else os.path.abspath(out)
+    clear(out, [s.name for s in specs()] + ["connections", "vbuckets"])
     kw = dict(ports=set(ports), collections=collections, base=DecodeContext(detail=False), **(limits or {}))
-    rows = _rows(spark, plan, kw, progress)
-    rows = rows.persist(StorageLevel.DISK_ONLY)
-    try:
-        states = [pickle.loads(r["blob"]) for r in rows.where("table = 'state'").select("blob").collect()]
-        driver = Output(plan.files)
-        _conclude(states, driver)
-        merged = _merge(states, driver, result)
-        extra = None
-        if len(driver.rows):
-            extra = _dataframe(spark, driver.rows.batch())
-        table_rows = rows.where("table <> 'state'")
-        if extra is not None:
-            table_rows = table_rows.unionByName(extra)
-        _write(spark, table_rows, plan.files, out, merged, result)
-    finally:
-        rows.unpersist()
+    states = [pickle.loads(r["blob"]) for r in _rows(spark, plan, out, kw, progress).collect()]
+    driver = Output(plan.files, out, "driver")
+    _conclude(states, driver)
+    driver.close()
+    merged = _merge([*states, driver.summary()], result)
+    _write_stats(out, merged["stats"], result)
     result.stats = merged["stats"]
     result.seconds = time.monotonic() - began
     result.phases["job"] = result.seconds - result.phases["plan"]
@@ -112,8 +104,8 @@ def _context(spark):
         return None
 
 
-def _rows(spark, plan: Plan, kw: dict, progress: Progress | None):
-    """The tasks' output rows: a DataFrame of :data:`~.partition.OUT_DDL`."""
+def _rows(spark, plan: Plan, out: str, kw: dict, progress: Progress | None):
+    """The tasks (each writing its tables under ``out``): a DataFrame of their states."""
     files, tasks = plan.files, plan.tasks
     add = progress.accumulator() if progress is not None else None
     frames = []
@@ -123,7 +115,7 @@ def _rows(spark, plan: Plan, kw: dict, progress: Progress | None):
         def run(batches):
             for batch in batches:
                 for i in batch.column(0).to_pylist():
-                    yield from part_batches(tasks[i], files, kw)
+                    yield from part_batches(tasks[i], i, files, out, kw)
                     if add is not None:
                         add.add(shares[i])
 
@@ -137,19 +129,13 @@ def _rows(spark, plan: Plan, kw: dict, progress: Progress | None):
         ordered = packets.repartition(n, "file_index", "conn").sortWithinPartitions("file_index", "conn", "record")
 
         def decode(batches):
-            yield from decode_batches(batches, files, kw)
+            yield from decode_batches(batches, files, out, kw)
 
         frames.append(ordered.mapInArrow(decode, OUT_DDL))
     rows = frames[0]
     for more in frames[1:]:
         rows = rows.unionByName(more)
     return rows
-
-
-def _dataframe(spark, batch):
-    import pyarrow as pa
-
-    return spark.createDataFrame(pa.Table.from_batches([batch]), OUT_DDL)
 
 
 def _conclude(states: list[dict], driver: Output) -> None:
@@ -163,90 +149,85 @@ def _conclude(states: list[dict], driver: Output) -> None:
             driver.take(fi, CONCLUDED_KEY, note)
 
 
-def _merge(states: list[dict], driver: Output, result: Analysis) -> dict:
+def _merge(states: list[dict], result: Analysis) -> dict:
     stats = StatsCollector()
-    present: set = set()
     found: Counter = Counter()
     notes: list = []
-    for state in [*states, driver.summary()]:
+    tables: set = set()
+    for state in states:
         stats.merge(state["stats"])
-        present |= state["present"]
+        tables.update(state["tables"])
         found.update(state["found"])
         notes.extend(state["notes"])
         result.frames += state["frames"]
         result.records += state["records"]
     result.findings = dict(found)
     result.notes = [(result.files[fi], text) for fi, _, text in sorted(notes)[:1000]]
-    return {"stats": stats, "present": present}
+    result.tables = [s.name for s in specs() if s.name in tables or not s.optional]
+    return {"stats": stats}
 
 
-def _write(spark, rows, files: list[str], out: str, merged: dict, result: Analysis) -> None:
-    """The tables under ``out`` (each a directory of Parquet files, replaced), and the
-    statistics report as report.json."""
+def _write_stats(out: str, stats: StatsCollector, result: Analysis) -> None:
+    """The per-connection and per-vbucket tables, and the statistics report as report.json;
+    a table no task wrote a row of (but a family's) is written empty."""
     import pyarrow as pa
 
-    files_df = spark.createDataFrame(pa.table({"file_index": pa.array(range(len(files)), pa.int32()),
-                                               "file": pa.array(files, pa.string())}))
-    from .tables import project
+    from .tables import TableFiles, schema
 
-    present = merged["present"]
-    family_tables = {t.name: t for t in _family_tables()}
+    files = TableFiles(out, "00000", f"{os.getpid()}")
     for spec in specs():
-        target = _join(out, spec.name)
-        t = family_tables.get(spec.name)
-        if t is not None and not any((t.kind, p) in present for p in t.protocols):
-            _remove(target)  # not in this input: none from an earlier run stays either
-            continue
-        project(rows, spec, files_df).write.mode("overwrite").parquet(target)
-        result.tables.append(spec.name)
-    stats = merged["stats"]
+        if spec.name in result.tables and not _exists(join(out, spec.name)):
+            files.write(spec, pa.RecordBatch.from_pylist([], schema=schema(spec)))
+    files.close()
     report = stats.report()
     conns = [_connection_row(label, c) for label, c in report["connections"].items()]
     vbs = [_vbucket_row(int(vb), v) for vb, v in report["vbuckets"].items()]
-    spark.createDataFrame(conns, CONNECTION_DDL).write.mode("overwrite").parquet(_join(out, "connections"))
-    spark.createDataFrame(vbs, VBUCKET_DDL).write.mode("overwrite").parquet(_join(out, "vbuckets"))
+    _write_rows(join(out, "connections"), CONNECTION_SCHEMA, conns)
+    _write_rows(join(out, "vbuckets"), VBUCKET_SCHEMA, vbs)
     result.tables += ["connections", "vbuckets"]
-    _write_text(_join(out, "report.json"), json.dumps(report, indent=2, default=str) + "\n")
+    _write_text(join(out, "report.json"), json.dumps(report, indent=2, default=str) + "\n")
 
 
-def _family_tables():
-    from ...families import families
-
-    return [t for f in families() for t in f.tables if t.name != "frames"]
-
-
-def _join(out: str, name: str) -> str:
-    return out.rstrip("/") + "/" + name if is_uri(out) else os.path.join(out, name)
-
-
-def _remove(target: str) -> None:
-    import shutil
-
-    if not is_uri(target) and os.path.isdir(target):
-        shutil.rmtree(target, ignore_errors=True)
-
-
-def _write_text(target: str, text: str) -> None:
+def _exists(target: str) -> bool:
     if is_uri(target):
+        from pyarrow import fs as pafs
+
         from ...sources.uris import locate
 
         fs, path = locate(target)
-        with fs.open_output_stream(path) as f:
-            f.write(text.encode())
-        return
-    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-    with open(target, "w") as f:
-        f.write(text)
+        return fs.get_file_info(path).type != pafs.FileType.NotFound
+    return os.path.isdir(target)
 
 
-CONNECTION_DDL = ("connection string, frames bigint, frames_c2s bigint, frames_s2c bigint, bytes bigint, "
-                  "bytes_c2s bigint, bytes_s2c bigint, first_ts double, last_ts double, duration double, "
-                  "items bigint, streams bigint, capture_gaps bigint, lost_bytes bigint, skipped_bytes bigint, "
-                  "findings bigint, json string")
-VBUCKET_DDL = ("vbucket int, connections bigint, streams bigint, items bigint, mutations bigint, "
-               "deletions bigint, expirations bigint, snapshots bigint, seqno_first decimal(20,0), "
-               "seqno_last decimal(20,0), seqno_min decimal(20,0), seqno_max decimal(20,0), gaps bigint, "
-               "gap_missing decimal(20,0), backwards bigint, frames bigint, bytes bigint, json string")
+def _write_rows(target: str, columns: tuple, rows: list[tuple]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .tables import _open_output, arrow_type, column
+
+    arrays = [column([r[i] for r in rows], kind) for i, (_, kind) in enumerate(columns)]
+    table = pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(n, arrow_type(k)) for n, k in columns]))
+    with _open_output(join(target, "part-00000.parquet")) as f:
+        pq.write_table(table, f, compression="snappy")
+
+
+def _write_text(target: str, text: str) -> None:
+    from .tables import _open_output
+
+    with _open_output(target) as f:
+        f.write(text.encode())
+
+
+CONNECTION_SCHEMA = (("connection", "string"), ("frames", "bigint"), ("frames_c2s", "bigint"),
+                     ("frames_s2c", "bigint"), ("bytes", "bigint"), ("bytes_c2s", "bigint"), ("bytes_s2c", "bigint"),
+                     ("first_ts", "double"), ("last_ts", "double"), ("duration", "double"), ("items", "bigint"),
+                     ("streams", "bigint"), ("capture_gaps", "bigint"), ("lost_bytes", "bigint"),
+                     ("skipped_bytes", "bigint"), ("findings", "bigint"), ("json", "string"))
+VBUCKET_SCHEMA = (("vbucket", "int"), ("connections", "bigint"), ("streams", "bigint"), ("items", "bigint"),
+                  ("mutations", "bigint"), ("deletions", "bigint"), ("expirations", "bigint"),
+                  ("snapshots", "bigint"), ("seqno_first", "uint64"), ("seqno_last", "uint64"),
+                  ("seqno_min", "uint64"), ("seqno_max", "uint64"), ("gaps", "bigint"), ("gap_missing", "uint64"),
+                  ("backwards", "bigint"), ("frames", "bigint"), ("bytes", "bigint"), ("json", "string"))
 
 
 def _connection_row(label: str, c: dict) -> tuple:
@@ -257,13 +238,10 @@ def _connection_row(label: str, c: dict) -> tuple:
 
 
 def _vbucket_row(vb: int, v: dict) -> tuple:
-    from decimal import Decimal
-
     seq, gaps = v["seqno"], v["gaps"]
-    big = (lambda x: None if x is None else Decimal(x))
     return (vb, v["connections"], v["streams"], v["items"], v["mutations"], v["deletions"], v["expirations"],
-            v["snapshots"]["count"], big(seq["first"]), big(seq["last"]), big(seq["min"]), big(seq["max"]),
-            gaps["count"], big(gaps["missing"]), gaps["backwards"], v["frames"], v["bytes"], json.dumps(v, default=str))
+            v["snapshots"]["count"], seq["first"], seq["last"], seq["min"], seq["max"], gaps["count"],
+            gaps["missing"], gaps["backwards"], v["frames"], v["bytes"], json.dumps(v, default=str))
 
 
 def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: list[str] = (),

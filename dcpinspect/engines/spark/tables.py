@@ -1,25 +1,35 @@
-"""The Parquet tables of ``analyze``: which rows of the tasks' output each table takes and
-its columns, taken by Spark from the rows' JSON objects (the lines ``decode -f jsonl`` and
-``validate -f jsonl --info`` print), on the executors, in the JVM.
+"""The Parquet tables of ``analyze``: which JSON Lines objects each table takes, its columns
+taken from them, and the writer of a task's share of each table.
 
-What is common to every table is here (where and when a row was found); the columns of a
-family's records are the family's (:class:`~dcpinspect.families.Table`): the ``frames``
-table has every family's frames, with the columns each family declares for them, and a
-family's other tables (RESP commands, RDB keys) are written when some row of theirs is
-found.
+Every row of a table is an object the CLI prints (a line of ``decode -f jsonl``, a finding
+of ``validate -f jsonl --info``, an object of ``rdb -f jsonl``) with its place (``file``,
+``file_index``, ``key``, ``seq``) and, but for notes, the line itself as ``json``. What is
+common to every table is here; the columns of a family's records are the family's
+(:class:`~dcpinspect.families.Table`): the ``frames`` table has every family's frames,
+with the columns each family declares for its own, and a family's other tables (RESP
+commands, RDB keys) are written when some row of theirs is found.
+
+A task writes its rows of each table as one Parquet file (:class:`TableFiles`): under a
+hidden name first, renamed to ``part-<task>.parquet`` once whole, so that a task run twice
+(a retry, a speculative copy) leaves one file, and Spark's readers skip what a failed
+attempt left.
 """
 
 from __future__ import annotations
 
-import re
+import os
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from ...families import Table, families
+from ...sources.uris import is_uri
 
-#: the JSON types of the columns (``uint64``: an unsigned 64-bit number, kept whole)
-TYPES = {"uint64": "decimal(20,0)"}
+#: Arrow types by the families' SQL names
+_ARROW = {"int": "int32", "bigint": "int64", "string": "string", "double": "float64", "boolean": "bool",
+          "uint64": "uint64", "array<string>": "list<string>"}
+_RANGES = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1), "uint64": (0, (1 << 64) - 1)}
 
-#: where and when, for every table of the rows of captures
+#: where and when, for the rows of captures
 WHERE = (("frame", "bigint", "frame"), ("ts", "double", "ts"), ("flow", "string", "flow"),
          ("direction", "string", "direction"))
 #: what every frame has, whatever its family
@@ -36,43 +46,36 @@ FINDING = (("frame", "bigint", "frame"), ("ts", "double", "ts"), ("flow", "strin
 
 @dataclass(frozen=True)
 class Spec:
-    """One output table: the rows it takes (an SQL condition on the output's ``table`` and
-    ``kind``, then on the parsed object ``r``) and its columns from the object."""
+    """One output table: the objects it takes (``takes(kind, protocol)``; findings rows are
+    the ``findings`` table's alone), its columns ``(name, type, path)``, whether it counts
+    the object's findings and keeps the line as ``json``."""
 
     name: str
-    where: str
+    takes: Callable[[str, Any], bool]
     columns: tuple[tuple[str, str, str], ...]
-    #: a further condition on the parsed object (``r``), if any
-    having: str = ""
-    #: a ``findings`` count column from the object's list of findings
-    counted: bool = False
-    #: the JSON line itself as column ``json``
+    counted: bool = True
     json: bool = True
+    #: a family's table: written only when some row of it is found
+    optional: bool = False
 
 
 def specs() -> list[Spec]:
-    """Every table, frames first; a family table's columns come after the common ones."""
+    """Every table, frames first."""
     tables = [t for f in families() for t in f.tables]
     frame_columns = _merge(c for t in tables if t.name == "frames" for c in t.columns)
-    out = [Spec("frames", "table = 'line' AND kind = 'frame'", (*WHERE, *FRAME, *frame_columns), counted=True)]
+    out = [Spec("frames", lambda kind, protocol: kind == "frame", (*WHERE, *FRAME, *frame_columns))]
     named: dict[str, list[Table]] = {}
     for t in tables:
         if t.name != "frames":
             named.setdefault(t.name, []).append(t)
     for name, group in named.items():
-        kinds = sorted({t.kind for t in group})
-        protocols = sorted({p for t in group for p in t.protocols})
-        out.append(Spec(name, f"table = 'line' AND kind IN ({_list(kinds)})",
-                        (*WHERE, *FRAME, *_merge(c for t in group for c in t.columns)),
-                        having=f"r.protocol IN ({_list(protocols)})", counted=True))
-    out.append(Spec("findings", "table = 'finding'", FINDING))
-    out.append(Spec("notes", "table = 'line' AND kind NOT IN ('frame', 'finding')", NOTE,
-                    having="r.protocol IS NULL", json=False))
+        pairs = frozenset((t.kind, p) for t in group for p in t.protocols)
+        out.append(Spec(name, lambda kind, protocol, pairs=pairs: (kind, protocol) in pairs,
+                        (*WHERE, *FRAME, *_merge(c for t in group for c in t.columns)), optional=True))
+    out.append(Spec("findings", lambda kind, protocol: False, FINDING, counted=False))
+    out.append(Spec("notes", lambda kind, protocol: protocol is None and kind not in ("frame", "finding"), NOTE,
+                    counted=False, json=False))
     return out
-
-
-def _list(names) -> str:
-    return ", ".join("'" + n.replace("'", "''") + "'" for n in names)
 
 
 def _merge(columns) -> tuple:
@@ -83,75 +86,257 @@ def _merge(columns) -> tuple:
     return tuple(seen.values())
 
 
-_STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
+def getter(path: str) -> Callable[[dict], Any]:
+    """A function of an object giving the value at a column's path (None when absent):
+    ``a.b`` a member of a member, ``a[0]`` an element of a list."""
+    steps = _steps(path)
+    if len(steps) == 1:
+        name = steps[0]
+        return lambda obj: obj.get(name)
+
+    def get(obj):
+        for step in steps:
+            if isinstance(step, int):
+                obj = obj[step] if isinstance(obj, list) and -len(obj) <= step < len(obj) else None
+            else:
+                obj = obj.get(step) if isinstance(obj, dict) else None
+            if obj is None:
+                return None
+        return obj
+
+    return get
 
 
-def _steps(path: str) -> list[tuple[str, int]]:
-    """``fields.by_seqno`` → [("fields", 0), ("by_seqno", 0)]; ``command[0]``: ("command", 1)."""
-    out = []
+def arrow_type(kind: str):
+    import pyarrow as pa
+
+    name = _ARROW.get(kind, kind)
+    if name == "list<string>":
+        return pa.list_(pa.string())
+    return {"int32": pa.int32(), "int64": pa.int64(), "uint64": pa.uint64(), "string": pa.string(),
+            "float64": pa.float64(), "bool": pa.bool_()}[name]
+
+
+def column(values: list, kind: str):
+    """An Arrow array of a column's values; a value not of the column's type (or out of its
+    range) is null there."""
+    import pyarrow as pa
+
+    typ = arrow_type(kind)
+    try:
+        return pa.array(values, typ)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        return pa.array([_fit(v, kind) for v in values], typ)
+
+
+def _fit(value, kind: str):
+    name = _ARROW.get(kind, kind)
+    if value is None:
+        return None
+    if name in _RANGES:
+        lo, hi = _RANGES[name]
+        return value if type(value) is int and lo <= value <= hi else None
+    if name == "string":
+        return value if isinstance(value, str) else None
+    if name == "float64":
+        return float(value) if type(value) in (int, float) else None
+    if name == "bool":
+        return value if isinstance(value, bool) else None
+    if name == "list<string>":
+        return [v if isinstance(v, str) else None for v in value] if isinstance(value, list) else None
+    return None
+
+
+def _steps(path: str) -> list:
+    """``fields.by_seqno`` → ["fields", "by_seqno"]; ``command[0]`` → ["command", 0]."""
+    steps: list = []
     for part in path.split("."):
-        m = _STEP.fullmatch(part)
-        if not m:
-            raise ValueError(f"not a column path: {path!r}")
-        out.append((m.group(1), m.group(2).count("[")))
-    return out
+        name, _, rest = part.partition("[")
+        steps.append(name)
+        while rest:
+            index, _, rest = rest.partition("]")
+            steps.append(int(index))
+            rest = rest.lstrip("[")
+    return steps
 
 
-def schema(columns, counted: bool) -> str:
-    """The DDL of the struct that ``from_json`` parses a row's object into: the members the
-    columns' paths reach, nested as the paths are."""
+def source_schema(columns) -> "object":
+    """The Arrow schema of what the columns read of an object: the members their paths
+    reach, nested as the paths are (an index reads a list of the column's type)."""
+    import pyarrow as pa
+
     tree: dict = {}
     for _, kind, path in columns:
         steps = _steps(path)
         node = tree
-        for name, _ in steps[:-1]:
+        names = [s for s in steps if isinstance(s, str)]
+        for name in names[:-1]:
             node = node.setdefault(name, {})
-            if not isinstance(node, dict):
-                raise ValueError(f"column path {path!r} goes into a value")
-        name, depth = steps[-1]
-        sql = TYPES.get(kind, kind)
-        if depth and not sql.startswith("array<"):
-            sql = f"array<{sql}>"
-        node.setdefault(name, sql)
-    if counted:
-        tree.setdefault("findings", "array<struct<rule:string>>")
-    tree.setdefault("protocol", "string")
-    return _ddl(tree)
+        typ = arrow_type(kind)
+        if isinstance(steps[-1], int) and not pa.types.is_list(typ):
+            typ = pa.list_(typ)
+        node.setdefault(names[-1], typ)
+    tree.setdefault("findings", pa.list_(pa.struct([("rule", pa.string())])))
+
+    def build(node: dict):
+        return [pa.field(k, pa.struct(build(v)) if isinstance(v, dict) else v) for k, v in node.items()]
+
+    return pa.schema(build(tree))
 
 
-def _ddl(tree: dict) -> str:
-    return ", ".join(f"`{k}` {_ddl_type(v)}" for k, v in tree.items())
+class TableRows:
+    """One table's rows of one task, not yet written: place columns, objects, lines."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.getters = [getter(path) for _, _, path in spec.columns]
+        self.source = source_schema(spec.columns)
+        self.clear()
+
+    def clear(self) -> None:
+        self.file_index: list[int] = []
+        self.key: list[int] = []
+        self.seq: list[int] = []
+        self.objects: list[dict] = []
+        self.lines: list[bytes] = []
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+    def add(self, fi: int, key: int, seq: int, obj: dict, line: bytes) -> None:
+        self.file_index.append(fi)
+        self.key.append(key)
+        self.seq.append(seq)
+        self.objects.append(obj)
+        self.lines.append(line)
+
+    def _columns(self) -> list:
+        """The columns from the objects: converted in one go by Arrow, or (an object whose
+        value is not of its column's type) value by value."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:
+            got = pa.RecordBatch.from_pylist(self.objects, schema=self.source)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            return [column([get(o) for o in self.objects], kind)
+                    for (_, kind, _), get in zip(self.spec.columns, self.getters)]
+        out = []
+        for name, kind, path in self.spec.columns:
+            steps = _steps(path)
+            arr = got.column(steps[0])
+            for step in steps[1:]:
+                arr = pc.list_element(arr, step) if isinstance(step, int) else pc.struct_field(arr, step)
+            out.append(arr)
+        if self.spec.counted:
+            self._counts = pc.fill_null(pc.list_value_length(got.column("findings")), 0).cast(pa.int32())
+        return out
+
+    def batch(self, files: list[str]):
+        """The rows as a record batch of the table's schema (and empty again)."""
+        import itertools
+
+        import pyarrow as pa
+
+        spec, objects = self.spec, self.objects
+        names = pa.array(files, pa.string())
+        arrays = [names.take(pa.array(self.file_index, pa.int32())), pa.array(self.file_index, pa.int32()),
+                  pa.array(self.key, pa.int64()), pa.array(self.seq, pa.int64())]
+        self._counts = None
+        arrays += self._columns()
+        if spec.counted:
+            counts = self._counts
+            if counts is None:
+                counts = pa.array([len(o.get("findings") or ()) for o in objects], pa.int32())
+            arrays.append(counts)
+        if spec.json:  # lines are ASCII (dumps escapes the rest): their bytes are the strings
+            lines = self.lines
+            offsets = pa.array([0, *itertools.accumulate(map(len, lines))], pa.int32())
+            arrays.append(pa.StringArray.from_buffers(len(lines), offsets.buffers()[1], pa.py_buffer(b"".join(lines))))
+        self.clear()
+        return pa.RecordBatch.from_arrays(arrays, schema=schema(spec))
 
 
-def _ddl_type(v) -> str:
-    return f"struct<{_ddl(v)}>" if isinstance(v, dict) else v
+def schema(spec: Spec):
+    import pyarrow as pa
 
-
-def expression(path: str) -> str:
-    """The SQL expression of a column's path into the parsed object ``r``."""
-    text = "r"
-    for name, depth in _steps(path):
-        text += f".`{name}`"
-    index = re.findall(r"\[(\d+)\]", path)
-    return text + "".join(f"[{i}]" for i in index)
-
-
-def project(rows, spec: Spec, files_df):
-    """The table ``spec`` of the output rows ``rows`` (a DataFrame), with its ``file`` name
-    from ``files_df`` (file_index, file)."""
-    from pyspark.sql import functions as F
-
-    picked = rows.where(spec.where).select("file_index", "key", "seq", F.col("json").cast("string").alias("json"))
-    parsed = picked.withColumn("r", F.from_json("json", schema(spec.columns, spec.counted)))
-    if spec.having:
-        parsed = parsed.where(spec.having)
-    cols = [F.expr(expression(path)).cast(TYPES.get(kind, kind)).alias(name) for name, kind, path in spec.columns]
+    fields = [pa.field("file", pa.string()), pa.field("file_index", pa.int32()), pa.field("key", pa.int64()),
+              pa.field("seq", pa.int64())]
+    fields += [pa.field(name, arrow_type(kind)) for name, kind, _ in spec.columns]
     if spec.counted:
-        cols.append(F.coalesce(F.size("r.findings"), F.lit(0)).cast("int").alias("findings"))
+        fields.append(pa.field("findings", pa.int32()))
     if spec.json:
-        cols.append(F.col("json"))
-    out = parsed.select("file_index", "key", "seq", *cols)
-    return out.join(F.broadcast(files_df), "file_index").select("file", "file_index", "key", "seq",
-                                                               *[c[0] for c in spec.columns],
-                                                               *(["findings"] if spec.counted else []),
-                                                               *(["json"] if spec.json else []))
+        fields.append(pa.field("json", pa.string()))
+    return pa.schema(fields)
+
+
+def join(out: str, *names: str) -> str:
+    return "/".join([out.rstrip("/"), *names]) if is_uri(out) else os.path.join(out, *names)
+
+
+class TableFiles:
+    """The Parquet files one task writes, one per table it has rows for, under ``out``:
+    ``<table>/part-<task>.parquet``, written under a hidden name and renamed when whole."""
+
+    def __init__(self, out: str, task: str, attempt: str) -> None:
+        self.out, self.task, self.attempt = out, task, attempt
+        self.writers: dict[str, tuple] = {}  # table → (writer, stream, hidden name, final name)
+
+    def write(self, spec: Spec, batch) -> None:
+        import pyarrow.parquet as pq
+
+        got = self.writers.get(spec.name)
+        if got is None:
+            final = join(self.out, spec.name, f"part-{self.task}.parquet")
+            hidden = join(self.out, spec.name, f".part-{self.task}.parquet.{self.attempt}")
+            stream = _open_output(hidden)
+            writer = pq.ParquetWriter(stream, batch.schema, compression="snappy")
+            got = self.writers[spec.name] = (writer, stream, hidden, final)
+        got[0].write_batch(batch)
+
+    def close(self) -> list[str]:
+        """Every file made whole and in place; their tables' names."""
+        for writer, stream, hidden, final in self.writers.values():
+            writer.close()
+            stream.close()
+            _rename(hidden, final)
+        return list(self.writers)
+
+
+def _open_output(name: str):
+    if is_uri(name):
+        from ...sources.uris import locate
+
+        fs, path = locate(name)
+        return fs.open_output_stream(path)
+    os.makedirs(os.path.dirname(name), exist_ok=True)
+    return open(name, "wb")
+
+
+def _rename(src: str, dst: str) -> None:
+    if is_uri(src):
+        from ...sources.uris import locate
+
+        fs, a = locate(src)
+        _, b = locate(dst)
+        fs.move(a, b)
+        return
+    os.replace(src, dst)
+
+
+def clear(out: str, names: list[str]) -> None:
+    """Remove the tables ``names`` under ``out`` (a run replaces them whole)."""
+    for name in names:
+        target = join(out, name)
+        if is_uri(target):
+            from ...sources.uris import locate
+
+            fs, path = locate(target)
+            try:
+                fs.delete_dir(path)
+            except (FileNotFoundError, OSError):
+                pass
+        elif os.path.isdir(target):
+            import shutil
+
+            shutil.rmtree(target, ignore_errors=True)

@@ -60,39 +60,37 @@ def line_message(rec: dict) -> LineMessage:
     return LineMessage(rec)
 
 
-_SPECS: dict[tuple, dict] = {}
+#: by (opcode, request): the fields of its layouts shown by name (flags, enumerations)
+_NAMED: dict[tuple, dict] = {}
 
 
 def _values(spec, request: bool, status, fields: dict) -> dict:
-    """The raw integers of a frame's fixed fields from their JSON forms."""
+    """The raw integers of a frame's fixed fields from their JSON forms: the fields
+    themselves where none is shown by name (then the non-integers among them are never read)."""
     if spec is None:
         return {}
-    body = spec.request if request else spec.response
-    specs = _SPECS.get((spec.opcode, request, id(body)))
-    if specs is None:
-        specs = _SPECS[(spec.opcode, request, id(body))] = _field_specs(body)
-    out = {}
-    for name, shown in fields.items():
-        fs = specs.get(name)
-        if fs is None:
-            continue
+    named = _NAMED.get((spec.opcode, request))
+    if named is None:
+        named = _NAMED[(spec.opcode, request)] = _named_fields(spec.request if request else spec.response)
+    if not named or named.keys().isdisjoint(fields):
+        return fields
+    out = dict(fields)
+    for name in named.keys() & fields.keys():
+        fs, shown = named[name], fields[name]
         if fs.flags is not None and isinstance(shown, list):
             by_name = {v: k for k, v in fs.flags.items()}
             out[name] = sum(by_name[n] if n in by_name else int(n, 16) for n in shown)
         elif fs.enum is not None and isinstance(shown, str):
             out[name] = next((k for k, v in fs.enum.items() if v == shown), shown)
-        elif type(shown) is int:
-            out[name] = shown
     return out
 
 
-def _field_specs(body: Body | None) -> dict:
-    """Every fixed field of a body's layouts (extras of any size, and a value layout), by name."""
+def _named_fields(body: Body | None) -> dict:
+    """The fields of a body's extras layouts (any size) shown by name in JSON, by name."""
     out: dict = {}
-    if body is None:
-        return out
-    for layout in (body.extras or {}).values():
+    for layout in ((body.extras or {}).values() if body is not None else ()):
         if layout is not None:
             for fs in layout.fields:
-                out.setdefault(fs.name, fs)
+                if fs.flags is not None or fs.enum is not None:
+                    out.setdefault(fs.name, fs)
     return out
