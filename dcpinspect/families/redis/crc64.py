@@ -31,9 +31,10 @@ def crc64_python(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
 
 
 def _fast():
-    """The CRC in C: dcpinspect's own (``_rdb.crc64``, eight bytes at a time: some 1–2 GB/s)
-    when it is built, else crcmod's (a byte at a time: some 200–450 MB/s) when installed
-    with its extension (the ``redis`` extra); against some 4 MB/s in Python."""
+    """The CRC in C: dcpinspect's own (``_rdb.crc64``: with carry-less multiplication where
+    the CPU has it, some 13 GB/s, else eight bytes at a time, some 2 GB/s) when it is built,
+    else crcmod's (a byte at a time: some 200–450 MB/s) when installed with its extension
+    (the ``redis`` extra); against some 4 MB/s in Python."""
     if C is not None:
         return C.crc64
     try:
