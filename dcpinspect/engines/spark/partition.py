@@ -166,10 +166,11 @@ class Output:
         for n, obj in enumerate(objects):
             self._add(fi, n, obj, dumps_line(obj)[:-1])
             self.records += 1
-            kind = obj.get("kind")
-            for f in [obj] if kind == "finding" else obj.get("findings") or ():
-                self._finding(fi, n, {"file": name, **{k: v for k, v in f.items()
-                                                         if k not in ("kind", "protocol", "file")}})
+            listed = [obj] if obj.get("kind") == "finding" else obj.get("findings")
+            for f in listed if isinstance(listed, list) else ():  # (a summary counts them by rule)
+                if isinstance(f, dict):
+                    self._finding(fi, n, {"file": name, **{k: v for k, v in f.items()
+                                                             if k not in ("kind", "protocol", "file")}})
 
     def close(self) -> None:
         """Every table's rows written, and the files in place."""
