@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..sessions.captured import Captured, Lines, Note, flow_label
-from ..sessions.decoded import Decoded
 from ..findings import LEVELS, Finding
-from ..messages.record import frame_record
 from ..outputs.jsonl import dumps_line
 from ..outputs.stamp import stamp as _stamp
 from ..outputs.tally import Tally
@@ -55,11 +53,9 @@ class JsonlSink:
                     self.limit is not None and self.shown >= self.limit):
                 return None
             self.shown += 1
-            if isinstance(msg, Decoded):  # another family's record: its own objects, placed the same way
-                where = dict(frame=item.number, ts=item.ts, flow=self.labels[item.flow], direction=item.direction)
-                return True, b"".join(dumps_line({"kind": row["kind"], **where, **row}) for row in msg.json_rows())
-            return True, dumps_line(frame_record(msg, kind="frame", frame=item.number, ts=item.ts,
-                                                 flow=self.labels[item.flow], direction=item.direction))
+            rows = msg.placed_rows(dict(frame=item.number, ts=item.ts, flow=self.labels[item.flow],
+                                        direction=item.direction))
+            return True, dumps_line(rows[0]) if len(rows) == 1 else b"".join(map(dumps_line, rows))
         rec = {"kind": item.kind, "message": item.message, "ts": item.ts,
                "flow": self.labels[item.flow] if item.flow else None, "direction": item.direction,
                "offset": item.offset, "length": item.size}

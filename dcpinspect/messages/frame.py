@@ -14,6 +14,7 @@ from .header import HEADER_SIZE
 from .keys import decode_key
 from .layout import Field, Layout
 from .names import FLEX_MAGICS, MAGICS, REQUEST_MAGICS, SERVER_MAGICS, SUCCESS_LIKE_STATUS, status_name
+from .record import frame_record
 from .registry import CLIENT_SPECS, SERVER_SPECS, opcode_name
 from .tap import ENGINE_LAYOUTS
 from .values import decode_value, decode_value_fields
@@ -101,6 +102,10 @@ class Message:
         """What summaries count it under: (its kind, its key there), named by
         :meth:`count_name` when shown."""
         return (Message, (self.magic, self.opcode))
+
+    def placed_rows(self, where: dict[str, Any]) -> list[dict[str, Any]]:
+        """Its JSON Lines object, placed (``where``: frame, ts, flow, direction)."""
+        return [frame_record(self, kind="frame", **where)]
 
     @staticmethod
     def count_name(key: tuple[int, int]) -> tuple[str, str, str]:

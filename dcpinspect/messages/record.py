@@ -3,15 +3,17 @@ MCBP, DCP and TAP frames (README, "JSON Lines schema"), its field names the layo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .frame import Message
 from .names import MAGICS, REQUEST_MAGICS
+
+if TYPE_CHECKING:
+    from .frame import Message
 
 _PROTOCOLS = {"dcp": "dcp", "tap": "tap"}  # spec family → protocol; the rest is "mcbp"
 
 
-def protocol_of(msg: Message) -> str:
+def protocol_of(msg: "Message") -> str:
     return "mcbp" if msg.spec is None else protocol_of_family(msg.spec.family)
 
 
@@ -19,7 +21,7 @@ def protocol_of_family(family: str) -> str:
     return _PROTOCOLS.get(family, "mcbp")
 
 
-def frame_record(msg: Message, **extra: Any) -> dict[str, Any]:
+def frame_record(msg: "Message", **extra: Any) -> dict[str, Any]:
     # One frame of jsonl output per frame of the capture: built as few dict literals in
     # the schema's key order (a key of ``extra`` the record also sets keeps its place).
     spec = msg.spec

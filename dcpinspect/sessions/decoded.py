@@ -58,6 +58,11 @@ class Decoded:
         when: frame, ts, flow, direction); none when it shows nothing on its own."""
         raise NotImplementedError
 
+    def placed_rows(self, where: dict[str, Any]) -> list[dict[str, Any]]:
+        """Its JSON Lines objects, each placed (``where``: frame, ts, flow, direction) after
+        its ``kind``."""
+        return [{"kind": row["kind"], **where, **row} for row in self.json_rows()]
+
     def table_rows(self) -> list[tuple[str, str]]:
         """``(field, value)`` rows for the table view (the outputs escape and cut them)."""
         raise NotImplementedError
