@@ -225,16 +225,19 @@ def test_each_rule_fires_on_its_fault_and_not_on_the_clean_set(tmp_path, rule):
     assert objs[-1]["findings"] == {rule: len(found[rule])}
 
 
-def test_duplicate_key_names_the_first_shard_and_not_a_repeat_within_a_file(tmp_path):
+@pytest.mark.parametrize("compress", ["lz4", None])
+def test_duplicate_key_in_two_shards_and_not_a_repeat_within_a_file(tmp_path, compress):
     shards = {0: [(0, [("k", "a"), ("only0", "1")])], 1: [(0, [("k", "b"), ("twice", "1"), ("twice", "2")])],
               2: [(0, [("k", "c")]), (1, [("k", "other db")])]}
-    files = write_set(tmp_path, shards=shards)
+    files = write_set(tmp_path, shards=shards, s1={"compress": compress})
     objs, code, _ = jsonl(files["summary"])
     found = rules_in(objs)
     assert code == 1 and set(found) == {"dfs-duplicate-key", "rdb-duplicate-key"}
     dups = sorted((f["file"], f["key"]) for f in found["dfs-duplicate-key"])
     assert dups == [(str(files[1]), "k"), (str(files[2]), "k")]  # db 1's "k" is another key
-    assert all(f"also in shard file {files[0]}" in f["message"] for f in found["dfs-duplicate-key"])
+    first, second = sorted(found["dfs-duplicate-key"], key=lambda f: f["file"])
+    assert f"also in shard file {files[0]}:" in first["message"]
+    assert "also in one of the shard files before it (2)" in second["message"]
     assert [(f["file"], f["key"]) for f in found["rdb-duplicate-key"]] == [(str(files[1]), "twice")]
 
 

@@ -13,9 +13,10 @@ streaming decoder, and judged together by :class:`SetChecks`:
 - ``dfs-summary-missing``: shard files without their summary;
 - ``dfs-shard-id``: a shard file whose ``shard-id`` is not the number in its name;
 - ``dfs-duplicate-key``: a key in two shard files (every entry in exactly one shard); keys
-  are remembered as the 64-bit BLAKE2b digests of their db and name that the replication
-  correlator uses, ``DCPINSPECT_MAX_RDB_KEYS`` of them (``dfs-keys-cap`` says when the
-  rest went unchecked).
+  are remembered as the BLAKE2b digests of their db and name that the replication
+  correlator uses (8 bytes a key, one table for the set: a key twice in one file is that
+  file's ``rdb-duplicate-key``), ``DCPINSPECT_MAX_RDB_KEYS`` of them (``dfs-keys-cap``
+  says when the rest went unchecked).
 
 :func:`show_set` prints a set as one snapshot (the key table with each key's shard, JSON
 Lines with each key's ``shard`` and ``file``, a summary with the keys of each shard)."""
@@ -45,8 +46,6 @@ from .syncs import key_digest
 
 #: a member of a set: ``<name>-summary.dfs`` or ``<name>-<shard, 4 digits or more>.dfs``, gzip'd or not
 MEMBER_NAME = re.compile(r"(?P<name>.+)-(?P<part>summary|[0-9]{4,9})\.dfs(?:\.gz)?\Z", re.S)
-#: keys found in two shards whose first shard is remembered, to name it; past them it is "an earlier one"
-MAX_NAMED = 100_000
 #: shard numbers listed in one finding's message at most
 MAX_LISTED = 20
 #: how bad a checksum state is, the worst first (the set's is its worst member's)
@@ -157,11 +156,6 @@ def set_note(path: Path) -> str | None:
             "as one snapshot")
 
 
-def _signed(digest: int) -> int:
-    """A 64-bit digest as the signed number :class:`~.rdb.Seen` takes."""
-    return digest - (1 << 64) if digest >> 63 else digest
-
-
 def _numbers(shards: list[int]) -> str:
     text = ", ".join(f"{s:04d}" for s in shards[:MAX_LISTED])
     return text + (f" and {len(shards) - MAX_LISTED} more" if len(shards) > MAX_LISTED else "")
@@ -178,14 +172,10 @@ class SetChecks:
     def __init__(self, members: list[Member]) -> None:
         self.members = members
         self.cap = RDB_KEYS.value()
-        self.remembered = 0
         self.capped = False
-        #: digests of the keys of the whole set, and of each member's (to tell twice in one
-        #: file, the file's own rule, from once in two, and to name the earlier shard)
+        #: digests of the keys of the whole set (63 bits of each: :class:`~.rdb.Seen` takes
+        #: signed 64-bit numbers)
         self.every = Seen()
-        self.own: dict[int, Seen] = {}
-        #: digest → the member that had it first, for keys found in two
-        self.first: dict[int, int] = {}
         #: member index → {aux name: (value, offset)} of the aux fields the rules read
         self.aux_of: dict[int, dict[bytes, tuple[bytes, int]]] = {}
 
@@ -193,32 +183,26 @@ class SetChecks:
         if rec.key in (b"snapshot-id", b"shard-id", b"shard-count"):
             self.aux_of.setdefault(i, {}).setdefault(rec.key, (rec.value, rec.offset))
 
+    @property
+    def remembered(self) -> int:
+        return len(self.every)
+
     def key(self, i: int, rec: KeyRecord) -> Finding | None:
         """A key record of member ``i``: the finding it makes, if any."""
-        if self.remembered >= self.cap:
+        if rec.findings and any(f.rule == "rdb-duplicate-key" for f in rec.findings):
+            return None  # twice in this file: the file's own rule says so
+        every = self.every
+        if len(every) >= self.cap:
             if self.capped:
                 return None
             self.capped = True
             return DFS_RULES["dfs-keys-cap"].finding(
-                f"{self.remembered:,} keys remembered (DCPINSPECT_MAX_RDB_KEYS): from this key of "
+                f"{len(every):,} keys remembered (DCPINSPECT_MAX_RDB_KEYS): from this key of "
                 f"{self.members[i].path} on, keys are not checked for being in two shards", rec.offset)
-        digest = _signed(key_digest(rec.db, rec.key))
-        own = self.own.get(i)
-        if own is None:
-            own = self.own[i] = Seen()
-        if not own.add(digest):
-            return None  # twice in this file: rdb-duplicate-key says so
-        self.remembered += 1
-        if self.every.add(digest):
+        if every.add(key_digest(rec.db, rec.key) >> 1):
             return None
-        first = self.first.get(digest)
-        if first is None and len(self.first) < MAX_NAMED:
-            # probing an earlier member's digests adds the key to those it lacks: the answer
-            # is kept, so that no later key asks them again
-            first = next((j for j in range(i) if j in self.own and not self.own[j].add(digest)), -1)
-            self.first[digest] = first
-        where = (f"shard file {self.members[first].path}" if first is not None and first >= 0
-                 else "an earlier shard file")
+        before = [str(m.path) for m in self.members[:i] if m.shard is not None]
+        where = f"shard file {before[0]}" if len(before) == 1 else f"one of the shard files before it ({len(before)})"
         return DFS_RULES["dfs-duplicate-key"].finding(
             f"key {_text(rec.key)} of db {rec.db} is also in {where}: a key is in exactly one shard of a snapshot",
             rec.offset)
@@ -313,11 +297,12 @@ def read_set(members: list[Member], checks: SetChecks, keep=False):
     """The records of each member in turn, as ``(index, record)``, the set's findings on the
     key records and after each member, and the whole set's last (a file that is no RDB at all
     is an InputError)."""
+    judge = checks.key
     for i, member in enumerate(members):
         for rec in records(member.path, keep):
             kind = type(rec)
             if kind is KeyRecord:
-                finding = checks.key(i, rec)
+                finding = judge(i, rec)
                 if finding is not None:
                     rec.findings.append(finding)
             else:
@@ -354,15 +339,15 @@ class SetFigures:
         self.checks = checks
         self.total = report.Summary(set_label(members))
         self.each = [MemberFigures() for _ in members]
+        self._keys_before = 0
 
     def add(self, i: int, rec) -> None:
-        each = self.each[i]
-        if type(rec) is KeyRecord:
+        if type(rec) is KeyRecord:  # the common case, first: the member's keys are counted at its end
             self.total.add(rec)
-            each.keys += 1
             if rec.findings:
-                each.count(rec.findings)
+                self.each[i].count(rec.findings)
             return
+        each = self.each[i]
         found = report.findings_of(rec)
         each.count(found)
         if isinstance(rec, AuxRecord) and i:
@@ -371,6 +356,8 @@ class SetFigures:
             return
         if isinstance(rec, Ending):
             each.ending = rec
+            each.keys = self.total.keys - self._keys_before
+            self._keys_before = self.total.keys
         self.total.add(rec)
 
     def close(self) -> None:
