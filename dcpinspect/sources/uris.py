@@ -4,7 +4,7 @@ through pyarrow's file systems: what a cluster's file system serves, for ``analy
 A name without a scheme is a local path and never reaches here. ``s3a://`` and ``s3n://``
 (Hadoop's names) are read as ``s3://``; S3's endpoint, region and credentials come from the
 usual AWS settings (``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``, ...) or
-from the URI's query (``?endpoint_override=host:port&scheme=http``). ``hdfs://`` needs
+from the URI (``s3://KEY:SECRET@bucket/path?endpoint_override=host:port&scheme=http``). ``hdfs://`` needs
 Hadoop's ``libhdfs`` and ``CLASSPATH`` as pyarrow describes. pyarrow is imported when a URI
 is first met.
 """
@@ -23,7 +23,8 @@ _CHUNK = 1 << 20
 
 
 class UriError(OSError):
-    """A URI that cannot be listed or read: its message names it."""
+    """A URI that cannot be listed or read: its message says why (the caller names the URI,
+    as :func:`shown` shows it: never with the credentials it may carry)."""
 
 
 def is_uri(name: str) -> bool:
@@ -53,8 +54,8 @@ def locate(uri: str):
     try:
         fs, _ = _filesystem(root)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several kinds for a URI it cannot serve
-        raise UriError(f"cannot read {uri}: {exc}") from None
-    path = parts.path if scheme == "file" else parts.netloc + parts.path
+        raise UriError(str(exc)) from None
+    path = parts.path if scheme == "file" else parts.netloc.rpartition("@")[2] + parts.path
     return fs, path
 
 
@@ -64,7 +65,9 @@ def _rebuild(uri: str, path: str) -> str:
     if parts.scheme.lower() == "file":
         return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
     bucket, _, rest = path.partition("/")
-    return urlunsplit((parts.scheme, bucket, "/" + rest if rest else "", parts.query, ""))
+    user = parts.netloc.rpartition("@")[0]
+    return urlunsplit((parts.scheme, f"{user}@{bucket}" if user else bucket, "/" + rest if rest else "", parts.query,
+                       ""))
 
 
 def file_size(uri: str) -> int:
@@ -72,9 +75,9 @@ def file_size(uri: str) -> int:
     try:
         info = fs.get_file_info(path)
     except Exception as exc:  # noqa: BLE001
-        raise UriError(f"cannot read {uri}: {exc}") from None
+        raise UriError(str(exc)) from None
     if info.size is None:
-        raise UriError(f"cannot read {uri}: no such file")
+        raise UriError("no such file")
     return info.size
 
 
@@ -96,7 +99,7 @@ def expand(uri: str) -> list[str]:
             return [uri]
         found = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
     except Exception as exc:  # noqa: BLE001
-        raise UriError(f"cannot list {uri}: {exc}") from None
+        raise UriError(str(exc)) from None
     names = sorted(f.path for f in found if f.type == pafs.FileType.File)
     if pattern is not None:
         names = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
@@ -145,6 +148,16 @@ class UriFile:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def shown(name: str) -> str:
+    """A name as outputs show it: a URI without the credentials it may carry."""
+    if not is_uri(name):
+        return name
+    parts = urlsplit(name)
+    if "@" not in parts.netloc:
+        return name
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, parts.fragment))
 
 
 def open_binary(name: str):

@@ -28,7 +28,7 @@ from ...messages.frame import DecodeContext
 from ...sessions.stats import StatsCollector
 from ...sources.capture import CaptureError
 from ...sources.ranges import RANGE_SIZE
-from ...sources.uris import UriError, is_uri
+from ...sources.uris import UriError, is_uri, shown
 from ..capture import concluded, merge_correlators
 from ..files import CONCLUDED_KEY
 from ..inputs import Unusable
@@ -77,7 +77,8 @@ def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE
         raise Unusable(str(exc)) from None
     if not plan.files:
         raise Unusable("no capture or snapshot file found in " + ", ".join(map(str, paths)))
-    result = Analysis(files=plan.files, tasks=len(plan.tasks) + len(plan.ranges), ranges=len(plan.ranges))
+    result = Analysis(files=[shown(f) for f in plan.files], tasks=len(plan.tasks) + len(plan.ranges),
+                      ranges=len(plan.ranges))
     if progress is not None:
         progress.total = sum(plan.sizes)
     result.phases["plan"] = time.monotonic() - began

@@ -39,7 +39,7 @@ from ...outputs.jsonl import dumps_line
 from ...sessions.captured import Captured, Lines, Note
 from ...sessions.stats import StatsCollector
 from ...sources.capture import Record, read_records
-from ...sources.uris import open_binary
+from ...sources.uris import open_binary, shown
 from ...transport.packet import Skip, parse_record
 from ..capture import CaptureDecoder
 from ..files import END_KEY, ReadStats, keyed_items
@@ -70,6 +70,8 @@ class Output:
         from ...families import families
 
         self.files = files
+        #: the files as the tables and findings name them (URIs without credentials)
+        self.names = [shown(f) for f in files]
         self.loads = orjson.loads
         self.stats = StatsCollector()
         self.sinks: dict[int, tuple[JsonlSink, FindingsSink]] = {}
@@ -94,7 +96,7 @@ class Output:
     def _sinks(self, fi: int) -> tuple[JsonlSink, FindingsSink]:
         got = self.sinks.get(fi)
         if got is None:
-            got = self.sinks[fi] = (JsonlSink(), FindingsSink(self.files[fi], show_info=True))
+            got = self.sinks[fi] = (JsonlSink(), FindingsSink(self.names[fi], show_info=True))
         return got
 
     def _route(self, kind: str, protocol) -> list[TableRows]:
@@ -128,7 +130,7 @@ class Output:
     def _flush(self, rows: TableRows) -> None:
         if len(rows):
             self._bytes[rows.spec.name] = 0
-            self.files_out.write(rows.spec, rows.batch(self.files))
+            self.files_out.write(rows.spec, rows.batch(self.names))
 
     def take(self, fi: int, key: int, item) -> None:
         """One item of file ``fi``'s capture, with its key."""
@@ -162,7 +164,7 @@ class Output:
     def snapshot(self, fi: int, objects) -> None:
         """A snapshot file's JSON Lines objects (its family's ``snapshot_rows``): each to the
         tables that take it, and each of their findings a finding row."""
-        name = self.files[fi]
+        name = self.names[fi]
         for n, obj in enumerate(objects):
             self._add(fi, n, obj, dumps_line(obj)[:-1])
             self.records += 1
@@ -204,7 +206,7 @@ def part_batches(task: tuple, index: int, files: list[str], out: str, kw: dict) 
     if kind == "snapshot":
         family = _snapshot_family(files[fi])
         with _open_unzipped(files[fi]) as fh:
-            output.snapshot(fi, family.snapshot_rows(fh, files[fi]))
+            output.snapshot(fi, family.snapshot_rows(fh, shown(files[fi])))
         yield output.state()
         return
     stats = ReadStats()

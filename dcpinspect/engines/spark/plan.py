@@ -22,11 +22,12 @@ import gzip
 import glob
 import os
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from ...sources.capture import CaptureError, looks_like_capture
 from ...sources.ranges import RANGE_SIZE, Range
 from ...sources.uris import expand as expand_uri
-from ...sources.uris import is_uri, open_binary, size_of
+from ...sources.uris import UriError, is_uri, open_binary, shown, size_of
 
 #: the most tasks that each read a whole file (beyond, ``--split auto`` uses ranges)
 MAX_REREADS = 8
@@ -88,8 +89,11 @@ def expand(paths: list[str]) -> list[str]:
     out: list[str] = []
     for path in paths:
         if is_uri(path):
-            found = expand_uri(path)
-            if found == [path] or any(c in path.split("://", 1)[1] for c in "*?["):
+            try:
+                found = expand_uri(path)
+            except UriError as exc:
+                raise CaptureError(f"cannot list {shown(path)}: {exc}") from None
+            if found == [path] or any(c in urlsplit(path).path for c in "*?["):
                 out.extend(found)
             else:
                 out.extend(n for n in found if kind_of(n) is not None)
@@ -122,11 +126,11 @@ def make_plan(paths: list[str], range_size: int = RANGE_SIZE, parallelism: int =
         try:
             size = size_of(name)
         except OSError as exc:
-            raise CaptureError(f"cannot read {name}: {exc.strerror or exc}") from None
+            raise CaptureError(f"cannot read {shown(name)}: {exc.strerror or exc}") from None
         kind = kind_of(name)
         if kind is None:
-            raise CaptureError(f"{name}: neither a capture (pcap, pcapng, gzip) nor a snapshot file (RDB)"
-                               if size else f"{name}: empty file")
+            raise CaptureError(f"{shown(name)}: neither a capture (pcap, pcapng, gzip) nor a snapshot file (RDB)"
+                               if size else f"{shown(name)}: empty file")
         plan.files.append(name)
         plan.kinds.append(kind)
         plan.sizes.append(size)
@@ -139,7 +143,13 @@ def make_plan(paths: list[str], range_size: int = RANGE_SIZE, parallelism: int =
             parts = min(wanted, plan.parallelism) if split != "ranges" else 1
             plan.tasks.extend((fi, kind, part, parts) for part in range(parts))
     if split_files:
-        ranges = plan_files([plan.files[fi] for fi in split_files], range_size, sc)
+        try:
+            ranges = plan_files([plan.files[fi] for fi in split_files], range_size, sc)
+        except CaptureError as exc:
+            text = str(exc)
+            for name in plan.files:
+                text = text.replace(name, shown(name))
+            raise CaptureError(text) from None
         for fi in split_files:
             mine = [r for r in ranges if r.path == plan.files[fi]]
             if len(mine) > 1:
