@@ -236,8 +236,8 @@ def test_duplicate_key_in_two_shards_and_not_a_repeat_within_a_file(tmp_path, co
     dups = sorted((f["file"], f["key"]) for f in found["dfs-duplicate-key"])
     assert dups == [(str(files[1]), "k"), (str(files[2]), "k")]  # db 1's "k" is another key
     first, second = sorted(found["dfs-duplicate-key"], key=lambda f: f["file"])
-    assert f"also in shard file {files[0]}:" in first["message"]
-    assert "also in one of the shard files before it (2)" in second["message"]
+    assert f"also in {files[0]}:" in first["message"]  # the summary has no keys
+    assert "also in one of the 2 files with keys before it" in second["message"]
     assert [(f["file"], f["key"]) for f in found["rdb-duplicate-key"]] == [(str(files[1]), "twice")]
 
 

@@ -176,6 +176,8 @@ class SetChecks:
         #: digests of the keys of the whole set (63 bits of each: :class:`~.rdb.Seen` takes
         #: signed 64-bit numbers)
         self.every = Seen()
+        #: the members whose keys were remembered, in order
+        self.keyed: list[int] = []
         #: member index → {aux name: (value, offset)} of the aux fields the rules read
         self.aux_of: dict[int, dict[bytes, tuple[bytes, int]]] = {}
 
@@ -199,10 +201,13 @@ class SetChecks:
             return DFS_RULES["dfs-keys-cap"].finding(
                 f"{len(every):,} keys remembered (DCPINSPECT_MAX_RDB_KEYS): from this key of "
                 f"{self.members[i].path} on, keys are not checked for being in two shards", rec.offset)
+        if not self.keyed or self.keyed[-1] != i:
+            self.keyed.append(i)
         if every.add(key_digest(rec.db, rec.key) >> 1):
             return None
-        before = [str(m.path) for m in self.members[:i] if m.shard is not None]
-        where = f"shard file {before[0]}" if len(before) == 1 else f"one of the shard files before it ({len(before)})"
+        earlier = len(self.keyed) - 1
+        where = (f"{self.members[self.keyed[0]].path}" if earlier == 1
+                 else f"one of the {earlier} files with keys before it")
         return DFS_RULES["dfs-duplicate-key"].finding(
             f"key {_text(rec.key)} of db {rec.db} is also in {where}: a key is in exactly one shard of a snapshot",
             rec.offset)
