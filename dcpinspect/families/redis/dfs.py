@@ -185,10 +185,6 @@ class SetChecks:
         if rec.key in (b"snapshot-id", b"shard-id", b"shard-count"):
             self.aux_of.setdefault(i, {}).setdefault(rec.key, (rec.value, rec.offset))
 
-    @property
-    def remembered(self) -> int:
-        return len(self.every)
-
     def key(self, i: int, rec: KeyRecord) -> Finding | None:
         """A key record of member ``i``: the finding it makes, if any."""
         if rec.findings and any(f.rule == "rdb-duplicate-key" for f in rec.findings):
