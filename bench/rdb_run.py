@@ -19,8 +19,10 @@ each in a fresh child process:
   once ("Invalid RDB version number 10"), which the table says; the ``--compat`` file is
   the one it reads.
 
-Wall time, CPU time (user + sys) and peak RSS come from ``os.wait4`` on each child (every
-tool is one process). The best of ``--repeat`` runs counts (one run for files over
+Wall time and CPU time (user + sys) come from ``os.wait4`` on each child (every tool is one
+process), peak RSS from GNU ``time -f %M`` around it (the child's own ``ru_maxrss`` would
+count the runner's pages until the tool starts). Keys are counted from each tool's output
+(rdbtools' justkeys writes a key once per element: its runs are counted). The best of ``--repeat`` runs counts (one run for files over
 256 MiB); MB/s = file bytes / wall seconds (10^6 bytes); "÷ summary" = a tool's time over
 ``dcpinspect rdb --format summary``'s on the same file (above 1: slower). The markdown goes
 to ``--out`` in place of its RDB section (the part from the ``RDB`` heading on; the DCP
@@ -85,42 +87,68 @@ class Result:
 
 
 # --------------------------------------------------------------------------- counting keys
+# each reads the tool's output a line at a time (a jsonl output of a 1 GB file is 250 MB:
+# the runner stays small, and so do the children it forks)
 
-def keys_summary(out: bytes) -> int | None:
-    m = re.search(rb"(\d+) keys in \d+ dbs?", out[:4096])
-    return int(m.group(1)) if m else None
-
-
-def keys_jsonl(out: bytes) -> int:
-    return out.count(b'\n{"kind":"key"') + out.startswith(b'{"kind":"key"')
-
-
-def keys_check_rdb(out: bytes) -> int | None:
-    m = re.search(rb"(\d+) keys read", out)
-    return int(m.group(1)) if m else None
+def keys_summary(lines) -> int | None:
+    for line in lines:
+        m = re.search(rb"(\d+) keys in \d+ dbs?", line)
+        if m:
+            return int(m.group(1))
+    return None
 
 
-def keys_rdbtools_json(out: bytes) -> int:
-    return out.count(b'\n"') + out.startswith(b'"')
+def keys_jsonl(lines) -> int:
+    return sum(line.startswith(b'{"kind":"key"') for line in lines)
 
 
-def keys_lines(out: bytes, header: int = 0) -> int:
-    return max(out.count(b"\n") - header, 0)
+def keys_check_rdb(lines) -> int | None:
+    for line in lines:
+        m = re.search(rb"(\d+) keys read", line)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def keys_rdbtools_json(lines) -> int:
+    return sum(line.startswith(b'"') for line in lines)
+
+
+def keys_rdbtools_memory(lines) -> int:
+    return max(sum(1 for _ in lines) - 1, 0)  # a header line
+
+
+def keys_runs(lines) -> int:
+    """rdbtools justkeys writes a key once for each of its elements: the runs of one key."""
+    n, last = 0, None
+    for line in lines:
+        if line != last:
+            n, last = n + 1, line
+    return n
 
 
 # --------------------------------------------------------------------------- running
 
+#: peak RSS through GNU time: a child's own ru_maxrss counts the pages of the process that
+#: forked it until it executes the tool (a Python runner's tens of MB); time's are a few
+TIME = "/usr/bin/time"
+
+
 def run_child(cmd: list[str], env: dict | None, out_path: str) -> tuple[float, float, int, int, str]:
     """(wall s, user+sys s, peak RSS KiB, exit code, stderr's last line) of ``cmd``, stdout to ``out_path``."""
-    with open(out_path, "wb") as out, tempfile.TemporaryFile() as err:
+    with open(out_path, "wb") as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r") as peak:
+        timed = [TIME, "-f", "%M", "-o", peak.name, *cmd] if os.access(TIME, os.X_OK) else cmd
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        p = subprocess.Popen(timed, stdout=out, stderr=err, env=env)
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t
         p.returncode = code = os.waitstatus_to_exitcode(status)
         err.seek(0)
         lines = err.read().decode("utf-8", "replace").strip().splitlines()
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, code, lines[-1][:160] if lines else ""
+        said = peak.read().split()
+        rss = int(said[-1]) if timed is not cmd and said and said[-1].isdigit() else ru.ru_maxrss
+    return wall, ru.ru_utime + ru.ru_stime, rss, code, lines[-1][:160] if lines else ""
 
 
 def child_env(**extra: str) -> dict:
@@ -143,8 +171,8 @@ def tools(impls: list[tuple[str, str]], venv: Path | None) -> list[tuple[str, li
     out.append(("redis-check-rdb", ["redis-check-rdb"], child_env(), keys_check_rdb))
     if venv is not None:
         rdb = str(venv / "bin" / "rdb")
-        out.append(("rdbtools justkeys", [rdb, "--command", "justkeys"], child_env(), keys_lines))
-        out.append(("rdbtools memory", [rdb, "--command", "memory"], child_env(), lambda o: keys_lines(o, 1)))
+        out.append(("rdbtools justkeys", [rdb, "--command", "justkeys"], child_env(), keys_runs))
+        out.append(("rdbtools memory", [rdb, "--command", "memory"], child_env(), keys_rdbtools_memory))
         out.append(("rdbtools json", [rdb, "--command", "json"], child_env(), keys_rdbtools_json))
     return out
 
@@ -159,7 +187,7 @@ def bench_file(path: Path, specs, repeat: int, scratch: str) -> list[Result]:
             out = os.path.join(scratch, "stdout")
             wall, cpu, rss, code, error = run_child(res.cmd, env, out)
             with open(out, "rb") as fh:
-                keys = counter(fh.read())
+                keys = counter(fh)
             os.unlink(out)
             failed = code not in (0, 1) or not keys
             res.runs.append(Run(round(wall, 3), round(cpu, 3), rss, keys, code, error if failed else ""))
@@ -296,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Best of {args.repeat} runs (1 for files over {BIG_FILE // 2**20} MiB), each tool in a fresh process; "
         "MB/s = file bytes (10^6) per wall second; \"÷ summary\" = the tool's time over `dcpinspect rdb "
-        "--format summary`'s on the same file (above 1: slower); peak RSS from wait4. Made by "
+        "--format summary`'s on the same file (above 1: slower); peak RSS from GNU time. Made by "
         "`python bench/rdb_run.py`, on files of `python bench/make_rdb_corpus.py`.",
         "",
         table(all_results, args.corpus),

@@ -113,7 +113,7 @@ def test_crc64_in_c_is_the_bitwise_crc():
 @pytest.mark.parametrize("data", samples(), ids=lambda d: f"{len(d)}B")
 def test_lzf_in_c_inflates_what_python_inflates(data):
     blob = lzf_compress(data)
-    assert lzf.decompress_python(blob, len(data)) == data
+    assert lzf.decompress_python(blob, len(data)) == data and lzf._fits(blob, len(data))
     assert C.lzf(blob, len(data)) == data and C.lzf_ok(blob, len(data)) and C.lzf_fast(blob, len(data)) == data
     assert C.lzf(bytearray(blob), len(data)) == data and C.lzf_ok(memoryview(blob), len(data))
     for ulen in (len(data) - 1, len(data) + 1, 88 * len(blob) + 1):
@@ -141,6 +141,7 @@ def test_lzf_in_c_declines_exactly_where_python_raises(data, draw):
     blob = bytes(blob[:draw.draw(st.integers(0, len(blob)))])
     ulen = len(data) + draw.draw(st.integers(-2, 2))
     want = _python(lzf.decompress_python, blob, ulen)
+    assert lzf._fits(blob, ulen) == (want is not None)
     assert C.lzf(blob, ulen) == want and C.lzf_fast(blob, ulen) == want
     assert C.lzf_ok(blob, ulen) == (want is not None)
 

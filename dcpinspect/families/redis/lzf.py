@@ -22,9 +22,32 @@ def decompress(data: bytes | bytearray | memoryview, ulen: int) -> bytes:
 
 def check(data: bytes | bytearray | memoryview, ulen: int) -> None:
     """Raise :class:`LzfError` where :func:`decompress` would, without making the bytes."""
-    if C is not None and C.lzf_ok(data, ulen):
+    if C.lzf_ok(data, ulen) if C is not None else _fits(data, ulen):
         return
     decompress_python(bytes(data), ulen)
+
+
+def _fits(data, ulen: int) -> bool:
+    """Whether the tokens of ``data`` make exactly ``ulen`` bytes (:func:`decompress_python`'s
+    checks, counting the bytes instead of making them)."""
+    i, n, o = 0, len(data), 0
+    while i < n:
+        c = data[i]
+        if c < 32:
+            i += c + 2
+            o += c + 1
+            continue
+        length = c >> 5
+        if length == 7:
+            if i + 1 >= n:
+                return False
+            i += 1
+            length += data[i]
+        if i + 1 >= n or ((c & 0x1F) << 8) + data[i + 1] + 1 > o:
+            return False
+        i += 2
+        o += length + 2
+    return i == n and o == ulen
 
 
 def decompress_python(data: bytes, ulen: int) -> bytes:
