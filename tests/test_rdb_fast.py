@@ -124,6 +124,19 @@ def test_lzf_in_c_inflates_what_python_inflates(data):
             lzf.check(blob, ulen)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(samples()[1:]), st.data())
+def test_lzf_counted_in_python_fails_exactly_where_it_inflates_wrong(data, draw):
+    """lzf.check without the C helper counts the bytes the tokens make (lzf._fits) instead
+    of making them: it passes exactly what decompress_python inflates to ulen bytes."""
+    blob = bytearray(lzf_compress(data))
+    for _ in range(draw.draw(st.integers(0, 3))):
+        blob[draw.draw(st.integers(0, len(blob) - 1))] = draw.draw(st.integers(0, 255))
+    blob = bytes(blob[:draw.draw(st.integers(0, len(blob)))])
+    ulen = len(data) + draw.draw(st.integers(-2, 2))
+    assert lzf._fits(blob, ulen) == (_python(lzf.decompress_python, blob, ulen) is not None)
+
+
 def _python(fn, *args):
     try:
         return fn(*args)
