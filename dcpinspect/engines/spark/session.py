@@ -139,12 +139,35 @@ def _tail(path: str, start: int, lines: int = 5) -> str:
     return " / ".join(kept) + f" (all of it in {path})" if kept else path
 
 
+def _unreachable(remote: str, seconds: float = 10.0) -> str | None:
+    """Why nothing answers at a ``sc://host:port`` address (None: something listens there);
+    the client itself would retry for minutes."""
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(remote)
+        host, port = parts.hostname, parts.port or 15002
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme != "sc" or not host:
+        return "expected sc://HOST:PORT"
+    try:
+        with socket.create_connection((host, port), timeout=seconds):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
 def _remote_session(remote: str, conf: dict[str, str] | None):
     """A Spark Connect session on ``remote`` with the data source registered there."""
     from pyspark.sql import SparkSession
 
     from .source import DcpinspectSource
 
+    problem = _unreachable(remote)
+    if problem:
+        raise RuntimeError(f"cannot use the Spark Connect server {remote}: {problem}")
     try:
         builder = SparkSession.builder.remote(remote)
         for key, value in {"spark.sql.execution.arrow.maxRecordsPerBatch": "4096", **(conf or {})}.items():
