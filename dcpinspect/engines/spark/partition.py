@@ -59,6 +59,26 @@ NOTES = 1000
 _GZIP = b"\x1f\x8b"
 
 
+def _kind(line: bytes) -> str:
+    """The ``kind`` of a JSON Lines object as the sinks write it (its first member)."""
+    if line.startswith(b'{"kind":"'):
+        end = line.find(b'"', 9)
+        if end > 0:
+            return line[9:end].decode("ascii")
+    return ""
+
+
+def _protocol(line: bytes) -> str | None:
+    """The ``protocol`` of a JSON Lines object as the sinks write it (None: it has none).
+    Keys and values come before it only as numbers and plain names (kind, frame, ts, flow,
+    direction), so the first ``"protocol":`` in the line is the object's own member."""
+    at = line.find(b',"protocol":"')
+    if at < 0:
+        return None
+    end = line.find(b'"', at + 13)
+    return line[at + 13:end].decode("ascii") if end > 0 else None
+
+
 class Output:
     """One task's items as table rows: the sinks of ``decode -f jsonl`` and ``validate -f
     jsonl --info`` per file, one statistics collector for all of them, and the task's
@@ -80,7 +100,6 @@ class Output:
         self.rows = {s.name: TableRows(s) for s in self.specs}
         self.by_spec = {s.name: s for s in self.specs}
         self._routes: dict[tuple, list[TableRows]] = {}
-        self._bytes: Counter = Counter()
         self.files_out = TableFiles(out, task, f"{os.getpid()}-{uuid.uuid4().hex[:8]}")
         self.seq = part << PART_SHIFT
         #: the family whose fast path wrote the lines (one family has one today)
@@ -105,23 +124,18 @@ class Output:
             got = self._routes[(kind, protocol)] = [self.rows[s.name] for s in self.specs if s.takes(kind, protocol)]
         return got
 
-    def _add(self, fi: int, key: int, obj: dict, line: bytes) -> None:
+    def _add(self, fi: int, key: int, line: bytes) -> None:
+        """One JSON Lines object (as written) to the tables that take it."""
         seq = self.seq
         self.seq = seq + 1
-        if key > _MAX_KEY:
-            key = _MAX_KEY
-        for rows in self._route(obj.get("kind"), obj.get("protocol")):
-            rows.add(fi, key, seq, obj, line)
-            name = rows.spec.name
-            self._bytes[name] += len(line)
-            if len(rows) >= BATCH_ROWS or self._bytes[name] >= BATCH_BYTES:
+        for rows in self._route(_kind(line), _protocol(line)):
+            rows.add(fi, min(key, _MAX_KEY), seq, line)
+            if len(rows) >= BATCH_ROWS or rows.size >= BATCH_BYTES:
                 self._flush(rows)
 
     def _finding(self, fi: int, key: int, rec: dict) -> None:
         rows = self.rows["findings"]
-        if key > _MAX_KEY:
-            key = _MAX_KEY
-        rows.add(fi, key, self.seq, rec, dumps_line(rec)[:-1])
+        rows.add(fi, min(key, _MAX_KEY), self.seq, dumps_line(rec)[:-1])
         self.seq += 1
         self.found[(rec.get("rule"), rec.get("class"), rec.get("severity"))] += 1
         if len(rows) >= BATCH_ROWS:
@@ -129,31 +143,22 @@ class Output:
 
     def _flush(self, rows: TableRows) -> None:
         if len(rows):
-            self._bytes[rows.spec.name] = 0
             self.files_out.write(rows.spec, rows.batch(self.names))
 
     def take(self, fi: int, key: int, item) -> None:
         """One item of file ``fi``'s capture, with its key."""
-        loads = self.loads
         jsonl, found = self._sinks(fi)
         if type(item) is Lines:
-            make, add = self.line_message, self.stats.add
-            flow, direction, where = item.flow, item.direction, (fi, key)
-            for line in item.text.split(b"\n")[:-1]:
-                obj = loads(line)
-                self._add(fi, key, obj, line)
-                add(Captured(obj["ts"], flow, direction, make(obj), obj["frame"]), where)
-            self.frames += item.count
+            self._lines(fi, key, item)
             return
         _, text = jsonl.take(key, item)
         if isinstance(item, Captured):
             for line in text.split(b"\n")[:-1]:
-                obj = loads(line)
-                self._add(fi, key, obj, line)
-                if obj.get("kind") == "frame":
+                self._add(fi, key, line)
+                if line.startswith(b'{"kind":"frame"'):
                     self.frames += 1
         elif item.finding is None:  # a note (a finding of a connection's end is a finding row below)
-            self._add(fi, key, loads(text), text[:-1])
+            self._add(fi, key, text[:-1])
             if item.kind == "capture" and len(self.notes) < NOTES:
                 self.notes.append((fi, key, item.message))
         for row in found.take(key, item) or ():
@@ -161,12 +166,36 @@ class Output:
                 self._finding(fi, key, row.record)
         self.stats.add(item, (fi, key))
 
+    def _lines(self, fi: int, key: int, item: Lines) -> None:
+        """Frames a family's fast path wrote as lines: to the tables a run at a time, and to
+        the statistics a line at a time, each as the message it was written from."""
+        lines = item.text.split(b"\n")
+        lines.pop()
+        first = lines[0]
+        protocol = _protocol(first)
+        if all(_protocol(line) == protocol for line in lines):
+            seq = self.seq
+            self.seq = seq + len(lines)
+            for rows in self._route("frame", protocol):
+                rows.extend(fi, min(key, _MAX_KEY), seq, lines)
+                if len(rows) >= BATCH_ROWS or rows.size >= BATCH_BYTES:
+                    self._flush(rows)
+        else:
+            for line in lines:
+                self._add(fi, key, line)
+        self.frames += item.count
+        loads, make, add = self.loads, self.line_message, self.stats.add
+        flow, direction, where = item.flow, item.direction, (fi, key)
+        for line in lines:
+            obj = loads(line)
+            add(Captured(obj["ts"], flow, direction, make(obj), obj["frame"]), where)
+
     def snapshot(self, fi: int, objects) -> None:
         """A snapshot file's JSON Lines objects (its family's ``snapshot_rows``): each to the
         tables that take it, and each of their findings a finding row."""
         name = self.names[fi]
         for n, obj in enumerate(objects):
-            self._add(fi, n, obj, dumps_line(obj)[:-1])
+            self._add(fi, n, dumps_line(obj)[:-1])
             self.records += 1
             listed = [obj] if obj.get("kind") == "finding" else obj.get("findings")
             for f in listed if isinstance(listed, list) else ():  # (a summary counts them by rule)

@@ -185,52 +185,79 @@ def source_schema(columns) -> "object":
 
 
 class TableRows:
-    """One table's rows of one task, not yet written: place columns, objects, lines."""
+    """One table's rows of one task, not yet written: their places and their lines."""
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         self.getters = [getter(path) for _, _, path in spec.columns]
         self.source = source_schema(spec.columns)
+        self.size = 0  # bytes of the lines
         self.clear()
 
     def clear(self) -> None:
         self.file_index: list[int] = []
         self.key: list[int] = []
         self.seq: list[int] = []
-        self.objects: list[dict] = []
         self.lines: list[bytes] = []
+        self.size = 0
 
     def __len__(self) -> int:
         return len(self.key)
 
-    def add(self, fi: int, key: int, seq: int, obj: dict, line: bytes) -> None:
+    def add(self, fi: int, key: int, seq: int, line: bytes) -> None:
         self.file_index.append(fi)
         self.key.append(key)
         self.seq.append(seq)
-        self.objects.append(obj)
         self.lines.append(line)
+        self.size += len(line)
 
-    def _columns(self) -> list:
-        """The columns from the objects: converted in one go by Arrow, or (an object whose
-        value is not of its column's type) value by value."""
+    def extend(self, fi: int, key: int, seq: int, lines: list[bytes]) -> None:
+        """Rows of ``lines``, all of file ``fi`` and ``key``, numbered from ``seq`` on."""
+        n = len(lines)
+        self.file_index.extend([fi] * n)
+        self.key.extend([key] * n)
+        self.seq.extend(range(seq, seq + n))
+        self.lines.extend(lines)
+        self.size += sum(map(len, lines))
+
+    def _parsed(self):
+        """The lines' objects as Arrow reads them (C++, the members the columns read, of
+        their types); None when one of them does not fit its column's type."""
+        import pyarrow as pa
+        import pyarrow.json as pj
+
+        data = b"\n".join(self.lines)
+        try:
+            return pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(
+                use_threads=False, block_size=max(1 << 20, len(data) + 1)), parse_options=pj.ParseOptions(
+                explicit_schema=self.source, unexpected_field_behavior="ignore"))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, ValueError):
+            return None
+
+    def _columns(self) -> tuple[list, object]:
+        """The columns, and the counts of findings: converted by Arrow in one go, or (a
+        value not of its column's type) value by value."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        try:
-            got = pa.RecordBatch.from_pylist(self.objects, schema=self.source)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
-            return [column([get(o) for o in self.objects], kind)
-                    for (_, kind, _), get in zip(self.spec.columns, self.getters)]
+        got = self._parsed()
+        if got is None:
+            import orjson
+
+            objects = [orjson.loads(line) for line in self.lines]
+            counts = pa.array([len(o.get("findings") or ()) if isinstance(o.get("findings"), list) else 0
+                               for o in objects], pa.int32())
+            return [column([get(o) for o in objects], kind)
+                    for (_, kind, _), get in zip(self.spec.columns, self.getters)], counts
         out = []
         for name, kind, path in self.spec.columns:
             steps = _steps(path)
-            arr = got.column(steps[0])
+            arr = got.column(steps[0]).combine_chunks()
             for step in steps[1:]:
                 arr = pc.list_element(arr, step) if isinstance(step, int) else pc.struct_field(arr, step)
             out.append(arr)
-        if self.spec.counted:
-            self._counts = pc.fill_null(pc.list_value_length(got.column("findings")), 0).cast(pa.int32())
-        return out
+        counts = pc.fill_null(pc.list_value_length(got.column("findings").combine_chunks()), 0).cast(pa.int32())
+        return out, counts
 
     def batch(self, files: list[str]):
         """The rows as a record batch of the table's schema (and empty again)."""
@@ -238,16 +265,13 @@ class TableRows:
 
         import pyarrow as pa
 
-        spec, objects = self.spec, self.objects
+        spec = self.spec
         names = pa.array(files, pa.string())
-        arrays = [names.take(pa.array(self.file_index, pa.int32())), pa.array(self.file_index, pa.int32()),
-                  pa.array(self.key, pa.int64()), pa.array(self.seq, pa.int64())]
-        self._counts = None
-        arrays += self._columns()
+        indexes = pa.array(self.file_index, pa.int32())
+        arrays = [names.take(indexes), indexes, pa.array(self.key, pa.int64()), pa.array(self.seq, pa.int64())]
+        columns, counts = self._columns()
+        arrays += columns
         if spec.counted:
-            counts = self._counts
-            if counts is None:
-                counts = pa.array([len(o.get("findings") or ()) for o in objects], pa.int32())
             arrays.append(counts)
         if spec.json:  # lines are ASCII (dumps escapes the rest): their bytes are the strings
             lines = self.lines
