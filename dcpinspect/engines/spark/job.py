@@ -254,7 +254,7 @@ def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: l
     from ...outputs.console import make_console
     from ...outputs.escape import safe
     from ...outputs.rows import print_rows
-    from .session import make_session
+    from .session import make_session, warm_up
 
     settings = {}
     for item in conf:
@@ -267,6 +267,7 @@ def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: l
         spark = make_session(master, settings, remote=remote)
     except RuntimeError as exc:
         raise Unusable(str(exc)) from None
+    warm_up(spark)
     startup = time.monotonic() - began
     limits = dict(max_held=HELD.value(), max_flows=FLOWS.value())
     with Progress(_context(spark)) as progress:

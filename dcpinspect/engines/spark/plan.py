@@ -4,8 +4,9 @@ Inputs: local paths, globs and directories, and URIs of any file system pyarrow 
 (``sources/uris.py``); a directory (or an object-store prefix) gives every capture and
 snapshot file under it, by content.
 
-Tasks: a capture file of ``size`` bytes wants ``ceil(size / range_size)`` tasks, at most
-as many as the cluster has cores. Each such task reads the whole file and decodes the
+Tasks: a capture file of ``size`` bytes wants ``ceil(size / range_size)`` tasks (when
+there are fewer files than twice the cores, ``ceil(size / MIN_SHARE)``, for every core to
+have work), at most as many as the cluster has cores, the largest shares first. Each such task reads the whole file and decodes the
 connections dealt to its part (:class:`~..files.Owners`), as ``--jobs`` workers do: no
 packet leaves its task. Reading is cheap next to decoding (the C reader passes the other
 parts' records over unmade), but a file read by ``n`` tasks is read ``n`` times: past
@@ -31,6 +32,8 @@ from ...sources.uris import UriError, is_uri, open_binary, shown, size_of
 
 #: the most tasks that each read a whole file (beyond, ``--split auto`` uses ranges)
 MAX_REREADS = 8
+#: the least bytes of a file a task takes when there are fewer files than cores to fill
+MIN_SHARE = 16 << 20
 SPLITS = ("auto", "connections", "ranges")
 CAPTURE, SNAPSHOT = "capture", "snapshot"
 _HEAD = 64
@@ -134,12 +137,18 @@ def make_plan(paths: list[str], range_size: int = RANGE_SIZE, parallelism: int =
         plan.files.append(name)
         plan.kinds.append(kind)
         plan.sizes.append(size)
+    # few files for the cores: cut them finer (a part of at least MIN_SHARE bytes), for
+    # every core to have work; many files: the cores take whole files
+    few = plan.kinds.count(CAPTURE) < 2 * plan.parallelism
+    for fi, (kind, size) in enumerate(zip(plan.kinds, plan.sizes)):
         wanted = max(1, -(-size // max(1, range_size)))
         if kind == SNAPSHOT:
             plan.tasks.append((fi, kind, 0, 1))
         elif wanted > 1 and (split == "ranges" or (split == "auto" and min(wanted, plan.parallelism) > MAX_REREADS)):
             split_files.append(fi)
         else:
+            if few and split != "ranges":
+                wanted = max(wanted, -(-size // MIN_SHARE))
             parts = min(wanted, plan.parallelism) if split != "ranges" else 1
             plan.tasks.extend((fi, kind, part, parts) for part in range(parts))
     if split_files:
@@ -156,6 +165,7 @@ def make_plan(paths: list[str], range_size: int = RANGE_SIZE, parallelism: int =
                 plan.ranges.extend(mine)
             else:  # read whole after all (gzip, damage): one task, no shuffle
                 plan.tasks.append((fi, CAPTURE, 0, 1))
+    plan.tasks.sort(key=lambda t: -plan.share(t))  # the largest shares first: the cores end together
     return plan
 
 

@@ -179,3 +179,30 @@ def _remote_session(remote: str, conf: dict[str, str] | None):
     except Exception as exc:  # noqa: BLE001 - gRPC and Spark errors alike
         raise RuntimeError(f"cannot use the Spark Connect server {remote}: {str(exc).splitlines()[0]}") from None
     return spark
+
+
+def _warm(batches):
+    """A task that only starts its Python worker with what analyze's tasks import."""
+    import pyarrow as pa
+    import pyarrow.json  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+    from . import partition  # noqa: F401
+    from ...families import families
+
+    families()
+    for batch in batches:
+        yield pa.RecordBatch.from_arrays([pa.array([True] * batch.num_rows)], names=["ok"])
+
+
+def warm_up(spark, parallelism: int | None = None) -> None:
+    """Start the executors' Python workers (and what they import) before the job, so that
+    the job's time is the work's and the start-up's is Spark's (a worker is reused by the
+    tasks that follow it)."""
+    if parallelism is None:
+        try:
+            parallelism = spark.sparkContext.defaultParallelism
+        except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext
+            parallelism = 2
+    spark.range(0, parallelism, 1, parallelism).mapInArrow(_warm, "ok boolean").collect()
+
