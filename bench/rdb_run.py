@@ -27,8 +27,9 @@ justkeys writes a key once per element: its runs are counted). The best of ``--r
 runs counts (``--big-repeat`` for files over 256 MiB); MB/s = file bytes / wall seconds
 (10^6 bytes); "÷ summary" = a tool's time over ``dcpinspect rdb --format summary``'s on
 the same file (above 1: slower). The markdown goes to ``--out`` in place of its RDB
-section (the part from the ``RDB`` heading on; the DCP part of ``bench/run.py`` stays as
-it is), and ``rdb_results.json`` next to it keeps every run.
+section (between ``<!-- rdb -->`` and ``<!-- /rdb -->``; the rest stays as it is, and
+``bench/run.py`` keeps the section when it rewrites the file), and ``rdb_results.json`` next
+to it keeps every run.
 
 The virtualenv: ``python3 -m venv bench/out/rdb/venv && bench/out/rdb/venv/bin/pip install
 rdbtools python-lzf``.
@@ -53,7 +54,8 @@ ROOT = HERE.parent
 DEFAULT_CORPUS = HERE / "out" / "rdb"
 DEFAULT_VENV = DEFAULT_CORPUS / "venv"
 BIG_FILE = 256 * 2**20
-#: the heading the RDB section of results.md starts with (everything from it on is replaced)
+#: the RDB section of results.md: between these markers (the other runners keep it)
+BEGIN, END = "<!-- rdb -->", "<!-- /rdb -->"
 SECTION = "# RDB: dcpinspect vs rdbtools and redis-check-rdb"
 SUMMARY = "dcpinspect summary"
 
@@ -281,13 +283,15 @@ def environment(venv: Path | None) -> str:
 
 
 def write_section(out: Path, text: str) -> None:
-    """``text`` in place of the RDB section of ``out`` (appended when it has none)."""
+    """``text`` between the RDB markers of ``out``, in place of what they held (appended when
+    it has none); the rest of the file as it was."""
     old = out.read_text() if out.exists() else ""
-    at = old.find(SECTION)
-    head = old[:at] if at >= 0 else old
-    if head and not head.endswith("\n\n"):
-        head = head.rstrip("\n") + "\n\n"
-    out.write_text(head + text)
+    block = f"{BEGIN}\n{text.rstrip()}\n{END}\n"
+    if BEGIN in old and END in old:
+        new = old[:old.index(BEGIN)] + block + old[old.index(END) + len(END):].lstrip("\n")
+    else:
+        new = (old.rstrip("\n") + "\n\n" if old else "") + block
+    out.write_text(new)
 
 
 def main(argv: list[str] | None = None) -> int:

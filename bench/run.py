@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -301,8 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     ])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     old = args.out.read_text() if args.out.exists() else ""
-    rdb = old.find("# RDB: ")  # bench/rdb_run.py's section stays
-    args.out.write_text(text + ("\n" + old[rdb:] if rdb >= 0 else ""))
+    # the other runners' sections (rdb_run.py, spark_run.py), each between its markers, stay
+    kept = "".join(m.group(0) for m in re.finditer(r"<!-- ([\w-]+) -->\n.*?<!-- /\1 -->\n", old, re.S))
+    args.out.write_text(text + ("\n" + kept if kept else ""))
     args.out.with_suffix(".json").write_text(json.dumps(
         {"environment": env_line, "results": [[{**asdict(r), "runs": [asdict(x) for x in r.runs]} for r in rs]
                                               for rs in all_results]}, indent=1) + "\n")
