@@ -6,6 +6,9 @@ follows the header. For any input the decoder must:
 
 - raise nothing, and end with its Ending record;
 - give the same records fed whole and fed in chunks;
+- give the same records, values aside, and the same findings when values are not kept (the
+  summary's way: strings passed over, packed layouts counted, and where the C module is
+  built, whole records read by its record lane);
 - hold no more than the string cap plus one chunk, whatever the lengths claim;
 - give records that the jsonl and table outputs turn into text.
 
@@ -20,10 +23,10 @@ HEADERS = (b"REDIS0011", b"REDIS0009", b"VALKEY080", b"REDIS0003", b"")
 CAP = 4096
 
 
-def _run(data: bytes, chunk: int | None) -> tuple[list, int]:
+def _run(data: bytes, chunk: int | None, keep: bool = True) -> tuple[list, int]:
     from dcpinspect.families.redis.rdb import RdbParser
 
-    parser = RdbParser(keep=True, cap=CAP)
+    parser = RdbParser(keep=keep, cap=CAP)
     out, held = [], 0
     if chunk is None:
         out += parser.feed(data)
@@ -34,7 +37,7 @@ def _run(data: bytes, chunk: int | None) -> tuple[list, int]:
     return out + parser.close(), held
 
 
-def _signature(out: list) -> list:
+def _signature(out: list, values: bool = True) -> list:
     from dcpinspect.families.redis.records import Ending
     from dcpinspect.findings import Finding
 
@@ -45,7 +48,7 @@ def _signature(out: list) -> list:
         elif isinstance(r, Ending):
             sig.append(("end", r.checksum, r.eof_offset, r.stopped, r.bytes_read))
         else:
-            sig.append((r.kind, r.offset, r.length, repr(getattr(r, "value", None)),
+            sig.append((r.kind, r.offset, r.length, repr(getattr(r, "value", None)) if values else None,
                         [f.rule for f in getattr(r, "findings", ())]))
     return sig
 
@@ -65,6 +68,8 @@ def check_rdb(data: bytes) -> None:
     pieces, held = _run(stream, chunk)
     assert isinstance(whole[-1], Ending) and isinstance(pieces[-1], Ending)
     assert _signature(whole) == _signature(pieces)
+    lean, _ = _run(stream, chunk if data[0] & 4 else None, keep=False)
+    assert _signature(lean, values=False) == _signature(whole, values=False)
     assert held <= CAP + 64 + chunk + 16, held
     summary = report.Summary("fuzz")
     for rec in whole:
