@@ -249,6 +249,7 @@ def test_reader_going_away_ends_the_run_cleanly(large):
 def test_interrupt_stops_workers_and_exits_130(large):
     import os
     import signal
+    import threading
     import time
 
     # stdout is a pipe nobody reads: the run blocks on it, so the signal lands mid-run
@@ -258,8 +259,13 @@ def test_interrupt_stops_workers_and_exits_130(large):
     time.sleep(1.0)
     assert p.poll() is None
     os.killpg(p.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
-    p.stdout.close()
+    # the rest is read, not refused: a closed pipe is a reader going away (exit 0), which
+    # must not race the interrupt
+    drain = threading.Thread(target=p.stdout.read, daemon=True)
+    drain.start()
     assert p.wait(timeout=60) == 130
+    drain.join(10)
+    p.stdout.close()
     assert b"Traceback" not in p.stderr.read()
     time.sleep(0.2)
     assert _running_on(large) == []
