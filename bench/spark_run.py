@@ -18,7 +18,9 @@ gives both, and the ratio to ``validate -j1`` uses the job's seconds (start-up e
 as the target says). Memory is sampled every 50 ms over the whole process tree (PSS, see
 ``run.py``) and split into the JVM, the executors' Python workers (``pyspark.daemon`` and
 the workers it forks) and the rest (the driver's Python): the executors' peak on the large
-file is the figure of interest (flat in the file's size). The markdown goes between the
+file is the figure of interest (flat in the file's size). CPU seconds are summed over the
+same processes (``/proc/PID/stat``, as last seen): on a machine that other work keeps
+busy, the executors' Python CPU against ``validate -j1``'s says what free cores would do. The markdown goes between the
 ``<!-- spark -->`` markers of ``--out`` (added at its end if missing), and to stdout.
 """
 
@@ -65,6 +67,7 @@ class Memory(threading.Thread):
         self.peak = {"jvm": 0, "workers": 0, "driver": 0, "total": 0}
         self._halt = threading.Event()
         self._kinds: dict[int, str] = {}
+        self.cpu: dict[int, tuple[str, int]] = {}  # pid → (kind, its CPU ticks when last seen)
 
     def _kind(self, pid: int, parent_kind: str | None) -> str:
         kind = self._kinds.get(pid)
@@ -75,13 +78,16 @@ class Memory(threading.Thread):
             elif os.path.basename(cmd.split(" ", 1)[0]) == "java":
                 kind = "jvm"
             else:
-                kind = "driver"
+                return "driver"  # not kept: a launcher script execs the JVM under the same pid
             self._kinds[pid] = kind
         return kind
 
     def _walk(self, pid: int, parent_kind: str | None, sums: dict) -> None:
         kind = self._kind(pid, parent_kind)
         sums[kind] += _pss_kb(pid)
+        ticks = _cpu_ticks(pid)
+        if ticks is not None:
+            self.cpu[pid] = (kind, ticks)
         try:  # the children, each with this one's kind to inherit (a worker's forks are workers)
             for task in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{task}/children") as fh:
@@ -104,6 +110,23 @@ class Memory(threading.Thread):
         self.join()
         return self.peak
 
+    def cpu_seconds(self) -> dict:
+        """CPU seconds (user + system) of each part, as last seen (a process's last 50 ms
+        may be missed)."""
+        out = {"jvm": 0.0, "workers": 0.0, "driver": 0.0}
+        for kind, ticks in self.cpu.values():
+            out[kind] += ticks / os.sysconf("SC_CLK_TCK")
+        return {k: round(v, 1) for k, v in out.items()}
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
 
 @dataclass
 class Run:
@@ -113,6 +136,7 @@ class Run:
     startup: float | None = None
     frames: int | None = None
     memory: dict = field(default_factory=dict)
+    cpu: dict = field(default_factory=dict)  # CPU seconds by part (jvm, workers, driver)
     code: int = 0
 
 
@@ -132,7 +156,8 @@ def run(cmd: list[str], env: dict, label: str) -> Run:
         err.seek(0)
         if code not in (0, 1):
             sys.stderr.write(f"warning: {label} exited {code}: {err.read().decode('utf-8', 'replace')[-800:]}\n")
-    got = Run(label, round(wall, 2), memory={k: round(v / 1024) for k, v in peak.items()}, code=code)
+    got = Run(label, round(wall, 2), memory={k: round(v / 1024) for k, v in peak.items()}, code=code,
+              cpu=memory.cpu_seconds())
     m = _SUMMARY.search(text)
     if m:
         got.frames, got.job, got.startup = int(m.group(1)), float(m.group(2)), float(m.group(3))
@@ -153,8 +178,8 @@ def bench(name: str, files: list[Path], masters: list[str], repeat: int, scratch
             got = run(cmd, env, label)
             runs.append(got)
             extra = f" job {got.job:.2f} s + start-up {got.startup:.2f} s" if got.job is not None else ""
-            print(f"  {name} #{i + 1} {label:22s} {got.wall:8.2f} s wall{extra}  memory {got.memory} MB",
-                  flush=True)
+            print(f"  {name} #{i + 1} {label:22s} {got.wall:8.2f} s wall{extra}  memory {got.memory} MB  "
+                  f"cpu {got.cpu} s", flush=True)
             shutil.rmtree(os.path.join(scratch, "t"), ignore_errors=True)
     return runs
 
@@ -166,7 +191,8 @@ def best(runs: list[Run], label: str) -> Run:
 
 def table(results: dict[str, tuple[list[Path], list[Run]]], masters: list[str]) -> str:
     lines = ["| input | run | wall s | job s (start-up apart) | Spark start-up s | × `validate -j1` | "
-             "peak MB: JVM / executors' Python / driver |", "|" + "|".join(["---"] * 7) + "|"]
+             "CPU s: all / executors' Python | peak MB: JVM / executors' Python / driver |",
+             "|" + "|".join(["---"] * 8) + "|"]
     for name, (files, runs) in results.items():
         size = sum(f.stat().st_size for f in files)
         what = f"{name}: {', '.join(f.name for f in files)} ({size / 2**20:,.0f} MiB)"
@@ -177,8 +203,11 @@ def table(results: dict[str, tuple[list[Path], list[Run]]], masters: list[str]) 
             mem = r.memory
             mems = (f"{mem.get('jvm', 0)} / {mem.get('workers', 0)} / {mem.get('driver', 0)}" if r.job is not None
                     else f"— / — / {mem.get('total', 0)}")
+            cpu = r.cpu or {}
+            cpus = (f"{sum(cpu.values()):.1f} / {cpu.get('workers', 0):.1f}" if r.job is not None
+                    else f"{sum(cpu.values()):.1f} / —")
             lines.append(f"| {what} | `{label}` | {r.wall:.1f} | {secs:.1f} | "
-                         f"{'' if r.startup is None else f'{r.startup:.1f}'} | {ref / secs:.2f} | {mems} |")
+                         f"{'' if r.startup is None else f'{r.startup:.1f}'} | {ref / secs:.2f} | {cpus} | {mems} |")
     return "\n".join(lines)
 
 
