@@ -252,6 +252,33 @@ HELD_ENV = {"DCPINSPECT_MAX_HELD": "64K"}
 JAVA_NOISE = re.compile(r"WARN|log4j|SLF4J|Setting default log level|NativeCodeLoader|incubator|setLogLevel|Exception")
 
 
+@pytest.mark.parametrize("split", ["connections", "ranges"])
+def test_the_held_bytes_cap_in_the_tasks(spark, held_capture, tmp_path, split):
+    """A connection whose partial frame outgrows the held-bytes cap: the task gives it up as
+    the CLI does under the same cap (its note, the frame cut short, the frames after it).
+    After a shuffle the task reads record by record, as the CLI does with
+    ``DCPINSPECT_PURE=1`` (the reader that follows connections in C hands their bytes over
+    a step at a time, so the cap is met a record later)."""
+    from dcpinspect.engines.spark.job import run_analysis
+    from dcpinspect.limits import HELD
+
+    out = tmp_path / "t"
+    cap = 64 * 1024
+    run_analysis(spark, [held_capture], str(out), range_size=RANGE, split=split,
+                 limits=dict(max_held=cap, max_flows=100_000))
+    dec = subprocess.run(servers.dcpinspect_argv() + ["decode", held_capture, "-f", "jsonl"], capture_output=True,
+                         text=True, env={**os.environ, HELD.env: str(cap),
+                                         **({"DCPINSPECT_PURE": "1"} if split == "ranges" else {})})
+    lines = [(line, json.loads(line)) for line in dec.stdout.splitlines()]
+    assert [r["json"] for r in table(out, "frames")] == [line for line, rec in lines if rec["kind"] == "frame"]
+    notes = [r["message"] for r in table(out, "notes")]
+    assert notes == [rec["message"] for _, rec in lines if rec["kind"] not in ("frame", "finding")]
+    assert any("held bytes over the cap" in n and HELD.env in n for n in notes)
+    assert any(json.loads(r["json"])["truncated"] for r in table(out, "frames"))
+    uncapped = run_analysis(spark, [held_capture], str(tmp_path / "u"), range_size=RANGE, split=split)
+    assert not uncapped.notes and not [r for r in table(tmp_path / "u", "notes")]
+
+
 def test_same_tables_on_a_standalone_cluster(cluster, inputs, held_capture, tmp_path):
     """The command against a real master and worker (whose processes were started without
     the caps' variables: the job hands them to its executors): the frames and notes
