@@ -313,6 +313,21 @@ def test_same_tables_on_a_standalone_cluster(cluster, inputs, held_capture, tmp_
     assert [r["json"] for r in table(out, "findings")] == val.stdout.splitlines()
 
 
+def test_a_failed_task_is_one_line(spark, inputs, tmp_path):
+    """What a task raises (here: --out is a file, where its tables cannot go) ends the run
+    with one line naming the error, not a JVM stack."""
+    from dcpinspect.engines.inputs import Unusable
+    from dcpinspect.engines.spark.job import run_analysis
+
+    out = tmp_path / "a-file"
+    out.write_text("")
+    with pytest.raises(Unusable) as err:
+        run_analysis(spark, [inputs[5]], str(out))
+    text = str(err.value)
+    assert text.startswith("the Spark job failed: ") and "Error" in text and "\n" not in text
+    assert "dcpinspect-spark" in text and len(text) < 600
+
+
 def test_command_exit_codes(inputs, tmp_path):
     bad = cli("analyze", inputs[0], "--out", tmp_path / "u", "--spark-conf", "nonsense")
     assert bad.returncode == 2

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -85,7 +86,11 @@ def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE
     out = out if is_uri(out) else os.path.abspath(out)
     clear(out, [s.name for s in specs()] + ["connections", "vbuckets"])
     kw = dict(ports=set(ports), collections=collections, base=DecodeContext(detail=False), **(limits or {}))
-    states = [pickle.loads(r["blob"]) for r in _rows(spark, plan, out, kw, progress).collect()]
+    try:
+        rows = _rows(spark, plan, out, kw, progress).collect()
+    except Exception as exc:  # noqa: BLE001 - a task's error reaches here as Spark's, whatever it was
+        raise Unusable(f"the Spark job failed: {failure(exc)}") from None
+    states = [pickle.loads(r["blob"]) for r in rows]
     driver = Output(plan.files, out, "driver")
     _conclude(states, driver)
     driver.close()
@@ -95,6 +100,18 @@ def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE
     result.seconds = time.monotonic() - began
     result.phases["job"] = result.seconds - result.phases["plan"]
     return result
+
+
+def failure(exc: Exception) -> str:
+    """The line that says why a Spark job failed: a task's Python error (its last line), or
+    Spark's own first line; and where the JVM's log is."""
+    from .session import jvm_log
+
+    text = str(exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    python = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b.*:", line)]
+    said = python[-1] if python else (lines[0] if lines else type(exc).__name__)
+    return f"{said[:300]} (Spark's log: {jvm_log()})"
 
 
 def _context(spark):
