@@ -23,7 +23,7 @@ decoded in several parts, and the counts the summary prints, pickled.
 Rows are ordered as the CLI prints them by ``key`` (the capture record that caused the row;
 what the end of input flushes after every record, in the order connections began; what
 the correlators conclude after that), then ``seq``: the task's part, then the row's place
-in its task. Needs pyarrow and orjson, not pyspark.
+in its task. Needs pyarrow, not pyspark.
 """
 
 from __future__ import annotations
@@ -85,14 +85,11 @@ class Output:
     Parquet files under ``out`` (``task``: the name its files take)."""
 
     def __init__(self, files: list[str], out: str, task: str, part: int = 0) -> None:
-        import orjson
-
         from ...families import families
 
         self.files = files
         #: the files as the tables and findings name them (URIs without credentials)
         self.names = [shown(f) for f in files]
-        self.loads = orjson.loads
         self.stats = StatsCollector()
         self.sinks: dict[int, tuple[JsonlSink, FindingsSink]] = {}
         self.correlated: dict[int, dict] = {}
@@ -184,11 +181,11 @@ class Output:
             for line in lines:
                 self._add(fi, key, line)
         self.frames += item.count
-        loads, make, add = self.loads, self.line_message, self.stats.add
+        make, add = self.line_message, self.stats.add
         flow, direction, where = item.flow, item.direction, (fi, key)
         for line in lines:
-            obj = loads(line)
-            add(Captured(obj["ts"], flow, direction, make(obj), obj["frame"]), where)
+            ts, number, msg = make(line)
+            add(Captured(ts, flow, direction, msg, number), where)
 
     def snapshot(self, fi: int, objects) -> None:
         """A snapshot file's JSON Lines objects (its family's ``snapshot_rows``): each to the

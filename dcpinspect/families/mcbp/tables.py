@@ -8,6 +8,11 @@ from ...messages.names import REQUEST_MAGICS, SERVER_MAGICS, status_name
 from ...messages.registry import CLIENT_SPECS, SERVER_SPECS
 from .. import Table
 
+try:
+    from orjson import loads as _loads
+except ImportError:  # orjson is a dependency; the standard library's reader does the same
+    from json import loads as _loads
+
 PROTOCOLS = ("mcbp", "dcp", "tap")
 
 #: the ``frames`` table's columns of an MCBP frame, from its JSON Lines object
@@ -55,9 +60,26 @@ class LineMessage:
         return None if self.status is None else status_name(self.status)
 
 
-def line_message(rec: dict) -> LineMessage:
-    """The message a line of the lane was written from, as far as the statistics read it."""
-    return LineMessage(rec)
+def line_message(line: bytes) -> tuple[float, int, LineMessage]:
+    """The time, capture frame number and message of a line of the lane, the message as far
+    as the statistics read it. The value's text (the last of ``fields``, which the
+    statistics do not read) is left unparsed when the line allows; a line the lane wrote
+    has no findings."""
+    cut = line.find(_VALUE)
+    if cut < 0:
+        cut = line.find(_VALUE_HEX)
+    rec = None
+    if cut > 0:
+        try:
+            rec = _loads(line[:cut] + b'},"findings":[]}')
+        except ValueError:
+            rec = None
+    if rec is None:
+        rec = _loads(line)
+    return rec["ts"], rec["frame"], LineMessage(rec)
+
+
+_VALUE, _VALUE_HEX = b',"value":"', b',"value_hex":"'
 
 
 #: by (opcode, request): the fields of its layouts shown by name (flags, enumerations)
