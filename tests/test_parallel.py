@@ -253,9 +253,15 @@ def test_interrupt_stops_workers_and_exits_130(large):
     import time
 
     # stdout is a pipe nobody reads: the run blocks on it, so the signal lands mid-run
+    def as_from_a_terminal():
+        # Ctrl-C as a shell delivers it, whatever this test process inherited or a library
+        # in it set (a blocked or ignored SIGINT is inherited across exec)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     p = subprocess.Popen(servers.dcpinspect_argv() + ["decode", str(large), "-f", "jsonl", "-j", "2"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=as_from_a_terminal)
     time.sleep(1.0)
     assert p.poll() is None
     os.killpg(p.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
