@@ -165,8 +165,11 @@ static PyObject *crc64_table(PyObject *self, PyObject *args) {
 /* -- LZF ------------------------------------------------------------------------------ */
 
 /* Run the LZF tokens of in[0:n] that should make ulen bytes: 1 when they make exactly
- * ulen, 0 when lzf.decompress would raise. out == NULL: only check. */
-static int lzf_run(const uint8_t *in, size_t n, uint8_t *out, size_t ulen) {
+ * ulen, 0 when lzf.decompress would raise. out == NULL: only check. slack: out has room
+ * for ulen + 32 bytes, which takes whole 32-byte literal copies and 8-byte back-reference
+ * copies (a reference at least 8 back reads only bytes already made): the same result,
+ * faster. */
+static int lzf_walk(const uint8_t *in, size_t n, uint8_t *out, size_t ulen, int slack) {
     size_t i = 0, o = 0;
     while (i < n) {
         unsigned c = in[i++];
@@ -174,8 +177,12 @@ static int lzf_run(const uint8_t *in, size_t n, uint8_t *out, size_t ulen) {
             size_t run = c + 1;
             if (i + run > n || o + run > ulen)
                 return 0;
-            if (out)
+            if (out && slack && i + 32 <= n) {
+                memcpy(out + o, in + i, 16);
+                memcpy(out + o + 16, in + i + 16, 16);
+            } else if (out) {
                 memcpy(out + o, in + i, run);
+            }
             i += run;
             o += run;
             continue;
@@ -195,7 +202,10 @@ static int lzf_run(const uint8_t *in, size_t n, uint8_t *out, size_t ulen) {
         if (out) {
             uint8_t *dst = out + o;
             const uint8_t *src = dst - back;
-            if (back >= len)
+            if (slack && back >= 8)
+                for (size_t k = 0; k < len; k += 8)
+                    memcpy(dst + k, src + k, 8);
+            else if (!slack && back >= len)
                 memcpy(dst, src, len);
             else
                 for (size_t k = 0; k < len; k++)
@@ -206,50 +216,13 @@ static int lzf_run(const uint8_t *in, size_t n, uint8_t *out, size_t ulen) {
     return o == ulen;
 }
 
-/* lzf_run's decoding, faster: into out with room for ulen + 32 bytes, the slack taking
- * whole 32-byte literal copies and 8-byte back-reference copies (a reference at least 8
- * back reads only bytes already made); 1 exactly when lzf_run gives 1. */
+static int lzf_run(const uint8_t *in, size_t n, uint8_t *out, size_t ulen) {
+    return lzf_walk(in, n, out, ulen, 0);
+}
+
+/* lzf_run's decoding into out with room for ulen + 32 bytes (lzf_walk's slack) */
 static int lzf_decode(const uint8_t *in, size_t n, uint8_t *out, size_t ulen) {
-    size_t i = 0, o = 0;
-    while (i < n) {
-        unsigned c = in[i++];
-        if (c < 32) {
-            size_t run = c + 1;
-            if (i + run > n || o + run > ulen)
-                return 0;
-            if (i + 32 <= n) {
-                memcpy(out + o, in + i, 16);
-                memcpy(out + o + 16, in + i + 16, 16);
-            } else {
-                memcpy(out + o, in + i, run);
-            }
-            i += run;
-            o += run;
-            continue;
-        }
-        size_t len = c >> 5;
-        if (len == 7) {
-            if (i >= n)
-                return 0;
-            len += in[i++];
-        }
-        if (i >= n)
-            return 0;
-        size_t back = ((size_t)(c & 0x1f) << 8) + in[i++] + 1;
-        len += 2;
-        if (back > o || o + len > ulen)
-            return 0;
-        uint8_t *dst = out + o;
-        const uint8_t *src = dst - back;
-        if (back >= 8)
-            for (size_t k = 0; k < len; k += 8)
-                memcpy(dst + k, src + k, 8);
-        else
-            for (size_t k = 0; k < len; k++)
-                dst[k] = src[k];
-        o += len;
-    }
-    return o == ulen;
+    return lzf_walk(in, n, out, ulen, 1);
 }
 
 static PyObject *lzf(PyObject *self, PyObject *args) {

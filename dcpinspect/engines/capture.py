@@ -20,7 +20,7 @@ from ..limits import FLOWS, HELD
 from .tails import BUF, DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, reverse_raw, settle
 from ..transport.packet import Segment
 from ..sources.capture import limit_value
-from ..transport.reassembly import MAX_FLOWS, Data, End, Flow, FlowKey, Gap, Reassembler, Start
+from ..transport.reassembly import Data, End, Flow, FlowKey, Gap, Reassembler, Start
 
 #: What the decoder does with a connection: ask the families' sniffers about its first
 #: bytes, decode it (its family known), note it as encrypted, pass it over, or nothing

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..sessions.captured import Captured, Lines, Note, flow_label
-from ..findings import LEVELS, Finding
+from ..findings import Finding
 from ..outputs.jsonl import dumps_line
 from ..outputs.stamp import stamp as _stamp
 from ..outputs.tally import Tally

@@ -9,7 +9,6 @@ from rich.console import Console
 from rich.table import Table
 
 from ..sessions.captured import Captured, Note, flow_label
-from ..sessions.decoded import Decoded
 from .escape import safe
 from .rows import print_rows
 

@@ -197,7 +197,8 @@ class _Junction(Expr):
         return tuple(f for p in self.parts for f in p.facts())
 
     def python(self, on_message):
-        return self._join(tuple(p.python(on_message) for p in self.parts))
+        parts = tuple(p.python(on_message) for p in self.parts)
+        return self._pair(*parts) if len(parts) == 2 else self._many(parts)
 
     def program(self, slots, out):
         self.parts[0].program(slots, out)
@@ -209,25 +210,15 @@ class _Junction(Expr):
 class All(_Junction):
     __slots__ = ()
     _symbol, _code = "&", AND
-
-    @staticmethod
-    def _join(parts):
-        if len(parts) == 2:
-            a, b = parts
-            return lambda c: a(c) and b(c)
-        return lambda c: all(p(c) for p in parts)
+    _pair = staticmethod(lambda a, b: lambda c: a(c) and b(c))
+    _many = staticmethod(lambda parts: lambda c: all(p(c) for p in parts))
 
 
 class Any_(_Junction):
     __slots__ = ()
     _symbol, _code = "|", OR
-
-    @staticmethod
-    def _join(parts):
-        if len(parts) == 2:
-            a, b = parts
-            return lambda c: a(c) or b(c)
-        return lambda c: any(p(c) for p in parts)
+    _pair = staticmethod(lambda a, b: lambda c: a(c) or b(c))
+    _many = staticmethod(lambda parts: lambda c: any(p(c) for p in parts))
 
 
 class Not(Expr):

@@ -30,7 +30,6 @@ _NO_SID = frozenset({OP.DCP_SET_VBUCKET_STATE, OP.DCP_PREPARE, OP.DCP_COMMIT, OP
 _DCP_REQUESTS = frozenset(op for op, spec in CLIENT_SPECS.items() if spec.family == "dcp") - {OP.DCP_OPEN}
 _SYNC_WRITES = (OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT)
 _COLLECTIONS = (OP.DCP_SEQNO_ADVANCED, OP.DCP_OSO_SNAPSHOT, OP.DCP_SYSTEM_EVENT)
-_NEGOTIATED = frozenset({*_SYNC_WRITES, *_COLLECTIONS, OP.DCP_EXPIRATION, OP.DCP_SNAPSHOT_MARKER})
 
 
 def _sid(c) -> str:
@@ -132,11 +131,17 @@ class Judging:
         self.validator, self.st, self.neg = validator, validator.state, validator.negotiation
         self.msg = self.v = self.stream = self.snap = self.seqno = self.digest = None
 
+    def of_stream(self, stream: Stream) -> "Judging":
+        """This context aimed at a stream and its snapshot, no message (what a fast path
+        reads the connection facts from)."""
+        self.stream, self.snap = stream, stream.snapshot
+        return self
+
 
 class ConnectionValidator:
     """Per-connection stream validator; ``feed`` every decoded message in order."""
 
-    __slots__ = ("negotiation", "state", "frames", "seen_from_start", "_emit", "_judging", "tap")
+    __slots__ = ("negotiation", "state", "frames", "seen_from_start", "_emit", "judging", "tap")
 
     def __init__(self, negotiation: Negotiation | None = None, seen_from_start: bool = False) -> None:
         self.negotiation = negotiation or Negotiation()
@@ -145,7 +150,9 @@ class ConnectionValidator:
         # Only a connection seen from its first byte can prove a DCP_OPEN is missing.
         self.seen_from_start = seen_from_start
         self._emit = _Emitter([], None)  # re-aimed at each message by feed
-        self._judging = Judging(self)
+        #: the context the declared checks read (re-aimed at each message; a fast path
+        #: aims it at a stream between messages)
+        self.judging = Judging(self)
         #: the connection's TAP checker (rules.tap), made by the conversation on its first TAP
         #: frame; it ends and loses bytes with the connection (finish, gap)
         self.tap = None
@@ -163,7 +170,7 @@ class ConnectionValidator:
         emit = self._emit
         emit.out, emit.msg = out, msg
         if msg.magic in REQUEST_MAGICS:
-            c = self._judging
+            c = self.judging
             c.msg, c.v, c.stream, c.snap = msg, msg.values, None, None
             self._request(msg, direction, ts, index, emit, c)
             c.msg = c.v = c.stream = c.snap = None  # the message is not kept past its judging
@@ -301,8 +308,7 @@ class ConnectionValidator:
     # -- responses ---------------------------------------------------------------------
 
     def _response(self, msg: Message, direction, index, emit) -> None:
-        st, op = self.state, msg.opcode
-        pending = st.answered(msg, direction)
+        pending = self.state.answered(msg, direction)
         if pending is not None and (msg.status not in SUCCESS_LIKE_STATUS or msg.status == ST.Rollback):
             self._pair_error(msg, pending, emit)
 

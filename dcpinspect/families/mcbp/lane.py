@@ -42,7 +42,6 @@ from ...outputs.jsonl import _stdlib
 from ...messages.catalog import REQUIRED
 from ...rules import checks
 from ...rules.conditions import All, Const, NotOnFastPath, program
-from ...rules.stream import Judging
 from ...sessions import streams
 from ...sessions.streams import FLOW_CONTROLLED, Snapshot
 
@@ -381,8 +380,7 @@ class Lane:
         snap = stream.snapshot
         if snap is None:
             return pos, None
-        c = Judging(validator)
-        c.stream, c.snap = stream, snap
+        c = validator.judging.of_stream(stream)
         collections = negotiation.context(self.base).collections
         limit = negotiation.buffer_size or 0
         # every frame of a run is numbered by the same record: stop where the next one begins
