@@ -120,27 +120,39 @@ def read_string(buf, p: int, cap: int) -> tuple[bytes, int]:
                 raise NeedMore(p + 5)
             return str(_I32(buf, p + 1)[0]).encode(), p + 5
         if enc == ENC_LZF:
-            clen, q = read_len(buf, p + 1)
-            ulen, q = read_len(buf, q)
-            if clen > cap:
-                raise TooLong(clen, q, "compressed string")
-            if ulen > cap:
-                raise TooLong(clen, q, f"string compressed to {clen:,} bytes from")
-            end = q + clen
-            if end > n:
-                raise NeedMore(end)
+            ulen, q, end = _lzf_extent(buf, p, cap)
             try:
                 return decompress(buf[q:end], ulen), end
             except LzfError as exc:
                 raise Corrupt(f"LZF string: {exc}", p, end) from None
         raise Corrupt(f"string encoding 0x{b:02x} is none of int8, int16, int32, LZF", p)
+    size, q, end = _plain_extent(buf, p, cap)
+    return bytes(buf[q:end]), end
+
+
+def _lzf_extent(buf, p: int, cap: int) -> tuple[int, int, int]:
+    """(inflated length, data start, end) of the LZF string whose encoding byte is at ``p``."""
+    clen, q = read_len(buf, p + 1)
+    ulen, q = read_len(buf, q)
+    if clen > cap:
+        raise TooLong(clen, q, "compressed string")
+    if ulen > cap:
+        raise TooLong(clen, q, f"string compressed to {clen:,} bytes from")
+    end = q + clen
+    if end > len(buf):
+        raise NeedMore(end)
+    return ulen, q, end
+
+
+def _plain_extent(buf, p: int, cap: int) -> tuple[int, int, int]:
+    """(length, data start, end) of the length-prefixed string at ``p``."""
     size, q = read_len(buf, p)
     if size > cap:
         raise TooLong(size, q, "string")
     end = q + size
-    if end > n:
+    if end > len(buf):
         raise NeedMore(end)
-    return bytes(buf[q:end]), end
+    return size, q, end
 
 
 def skip_string(buf, p: int, cap: int) -> tuple[int, int]:
@@ -159,27 +171,14 @@ def skip_string(buf, p: int, cap: int) -> tuple[int, int]:
         if b & 0x3F != ENC_LZF:
             raw, end = read_string(buf, p, cap)
             return len(raw), end
-        clen, q = read_len(buf, p + 1)
-        ulen, q = read_len(buf, q)
-        if clen > cap:
-            raise TooLong(clen, q, "compressed string")
-        if ulen > cap:
-            raise TooLong(clen, q, f"string compressed to {clen:,} bytes from")
-        end = q + clen
-        if end > n:
-            raise NeedMore(end)
+        ulen, q, end = _lzf_extent(buf, p, cap)
         with memoryview(buf) as whole, whole[q:end] as data:
             try:
                 check(data, ulen)
             except LzfError as exc:
                 raise Corrupt(f"LZF string: {exc}", p, end) from None
         return ulen, end
-    size, q = read_len(buf, p)
-    if size > cap:
-        raise TooLong(size, q, "string")
-    end = q + size
-    if end > n:
-        raise NeedMore(end)
+    size, _, end = _plain_extent(buf, p, cap)
     return size, end
 
 
