@@ -41,7 +41,7 @@ from ...rules.registry import DFS_RULES
 from . import report
 from .rdb import Seen
 from .records import AuxRecord, Ending, KeyRecord
-from .snapshots import TABLE_BATCH, _cut, _print_anatomy, _print_summary, _unusable, records
+from .snapshots import TABLE_BATCH, _cut, _print_summary, _unusable, records, show_key
 from .syncs import key_digest
 
 #: a member of a set: ``<name>-summary.dfs`` or ``<name>-<shard, 4 digits or more>.dfs``, gzip'd or not
@@ -516,20 +516,7 @@ def _detail(members: list[Member], checks: SetChecks, figures: SetFigures, key: 
     found = 0
     for i, rec in read_set(members, checks, keep):
         figures.add(i, rec)
-        if type(rec) is not KeyRecord or (want is not None and rec.key != want):
-            continue
-        if offset is not None and not rec.offset <= offset < rec.offset + max(rec.length, 1):
-            continue
-        found += 1
-        path = members[i].path
-        print_rows(console, ("field", "value"),
-                   [(safe(a), safe(b)) for a, b in report.detail_rows(rec, shown.value)],
-                   title=safe(f"{path}: key at offset {rec.offset}"))
-        if rec.blob_offset is None:
-            _print_anatomy(console, path, rec, shown)
-        else:
-            console.print(f"(at offset {rec.blob_offset} of the blob inflated from offset {rec.offset}: "
-                          "its bytes are not the file's)")
+        found += show_key(console, members[i].path, rec, want, offset, shown)
     figures.close()
     if not found:
         what = f"key {key!r}" if key is not None else f"offset {offset}"

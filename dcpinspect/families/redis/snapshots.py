@@ -200,25 +200,29 @@ def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summa
     for rec in records(path, keep):
         _unusable(path, rec)
         summary.add(rec)
-        if not isinstance(rec, KeyRecord):
-            continue
-        if want is not None and rec.key != want:
-            continue
-        if offset is not None and not rec.offset <= offset < rec.offset + max(rec.length, 1):
-            continue
-        found += 1
-        print_rows(console, ("field", "value"),
-                   [(safe(a), safe(b)) for a, b in report.detail_rows(rec, shown.value)],
-                   title=safe(f"{path}: key at offset {rec.offset}"))
-        if rec.blob_offset is None:
-            _print_anatomy(console, path, rec, shown)
-        else:
-            console.print(f"(at offset {rec.blob_offset} of the blob inflated from offset {rec.offset}: "
-                          "its bytes are not the file's)")
+        found += show_key(console, path, rec, want, offset, shown)
     if not found:
         what = f"key {key!r}" if key is not None else f"offset {offset}"
         console.print(safe(f"{path}: no key at {what}"))
     return max((LEVELS[s] for s, n in summary.severities.items() if n), default=-1)
+
+
+def show_key(console, path: Path, rec, want: bytes | None, offset: int | None, shown: Shown) -> bool:
+    """If ``rec`` is a key named ``want`` (any, if None) whose bytes cover ``offset`` (any,
+    if None): print what the decoder made of it, then its anatomy; whether it was."""
+    if type(rec) is not KeyRecord or (want is not None and rec.key != want):
+        return False
+    if offset is not None and not rec.offset <= offset < rec.offset + max(rec.length, 1):
+        return False
+    print_rows(console, ("field", "value"),
+               [(safe(a), safe(b)) for a, b in report.detail_rows(rec, shown.value)],
+               title=safe(f"{path}: key at offset {rec.offset}"))
+    if rec.blob_offset is None:
+        _print_anatomy(console, path, rec, shown)
+    else:
+        console.print(f"(at offset {rec.blob_offset} of the blob inflated from offset {rec.offset}: "
+                      "its bytes are not the file's)")
+    return True
 
 
 def _print_anatomy(console, path: Path, rec: KeyRecord, shown: Shown) -> None:
