@@ -251,16 +251,7 @@ class Flow:
                                             f"{ending.eof_offset}) without FULLSYNC_END", ending.eof_offset)
         rec.add(got)
         if last:
-            out = self.summary.to_json()
-            out.pop("file", None)
-            out.update(self.ids)
-            if self.cut:
-                out["complete"] = False
-                out["lost_bytes"] = True
-            ending = next((r for r in got if isinstance(r, Ending)), None)
-            if ending is not None:
-                out["bytes"] = ending.bytes_read
-            rec.summary = out
+            rec.summary = report.payload_json(self.summary, got, self.cut, self.ids)
         return rec
 
     def _record(self, r) -> None:

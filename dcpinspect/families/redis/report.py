@@ -209,3 +209,21 @@ def _short(value, limit: int | None) -> str:
     if limit is not None and len(text) > limit:
         return text[:limit] + f" … {len(text) - limit:,} more characters (--full shows all)"
     return text
+
+
+def payload_json(summary: "Summary", last: list, cut: bool, ids: dict | None = None) -> dict:
+    """The closing summary object of an RDB payload read from a connection: the summary
+    without a file name, then ``ids`` (what names the payload), marked incomplete when bytes
+    were lost (``cut``), with the bytes the decoder read when ``last`` (the final records)
+    holds its Ending."""
+    out = summary.to_json()
+    out.pop("file", None)
+    if ids:
+        out.update(ids)
+    if cut:
+        out["complete"] = False
+        out["lost_bytes"] = True
+    ending = next((r for r in last if isinstance(r, Ending)), None)
+    if ending is not None:
+        out["bytes"] = ending.bytes_read
+    return out

@@ -27,7 +27,6 @@ from ...rules.registry import REDIS_RULES
 from . import dragonfly, report
 from .frames import JournalRecord, PayloadRecord, RespRecord
 from .rdb import RdbParser
-from .records import Ending
 from .resp import RespFrame
 
 #: command boundaries remembered for checking ACKs (an ACK lags the stream by about a second)
@@ -210,12 +209,4 @@ class Replication:
             summary.add(r)
         rec.add(got)
         if last:
-            out = summary.to_json()
-            out.pop("file", None)
-            if self.cut:
-                out["complete"] = False
-                out["lost_bytes"] = True
-            ending = next((r for r in got if isinstance(r, Ending)), None)
-            if ending is not None:
-                out["bytes"] = ending.bytes_read
-            rec.summary = out
+            rec.summary = report.payload_json(summary, got, self.cut)
