@@ -14,6 +14,7 @@ from typing import Any
 from ..limits import SNAPSHOT_KEYS
 from ..messages.dcp import SNAPSHOT_ACK, SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE
 from ..messages.frame import Message
+from ..messages.opcodes import OP, ST
 from ..messages.registry import CLIENT_SPECS
 
 # What the catalog (messages/) says of each opcode, as the sets the stream state looks up.
@@ -31,8 +32,6 @@ MAX_SEQNO = 0xFFFFFFFFFFFFFFFF
 MAX_SNAPSHOT_KEYS = SNAPSHOT_KEYS.default
 #: the stream.counts key of each known message, ``DCP_SEQNO_ADVANCED`` → ``seqno_advanced``
 _COUNT_NAMES = {op: spec.name.removeprefix("DCP_").lower() for op, spec in CLIENT_SPECS.items()}
-_BY_NAME = {spec.name: op for op, spec in CLIENT_SPECS.items()}
-_PREPARE, _NOOP, _MARKER, _STREAM_REQ = (_BY_NAME[n] for n in ("DCP_PREPARE", "DCP_NOOP", "DCP_SNAPSHOT_MARKER", "DCP_STREAM_REQ"))
 
 
 @dataclass
@@ -124,7 +123,7 @@ class RequestRef:
     def refer_to(self, msg: Message) -> None:
         self.opcode, self.opaque, self.name, self.vbucket = msg.opcode, msg.opaque, msg.name, msg.vbucket
         self.stream_id = msg.stream_id
-        self.values = msg.values if msg.opcode == 0x53 else _NO_VALUES
+        self.values = msg.values if msg.opcode == OP.DCP_STREAM_REQ else _NO_VALUES
         fields = msg.fields
         self._key = fields["key"] if "key" in fields else _ABSENT
         self._sid = fields["stream_id"] if "stream_id" in fields else _ABSENT
@@ -246,7 +245,7 @@ class DcpState:
     def sent(self, msg: Message, buffer_size: int | None) -> None:
         """A flow-controlled message counted against the consumer's buffer (if it has one)."""
         if buffer_size:
-            size = msg.body_length + 24 + (2 if msg.opcode == _PREPARE else 0)
+            size = msg.body_length + 24 + (2 if msg.opcode == OP.DCP_PREPARE else 0)
             self.unacked += size
             self.sent_total += size
 
@@ -259,15 +258,15 @@ class DcpState:
         """A response: what it changes, and the request it answers (None if none of its
         opcode waits)."""
         pending, op = self.request_for(msg, direction), msg.opcode
-        if op == _NOOP:
+        if op == OP.DCP_NOOP:
             self.noops.pop(msg.opaque, None)
-        if op == _MARKER and msg.status == 0:
+        if op == OP.DCP_SNAPSHOT_MARKER and msg.status == 0:
             for stream, snap in self.acks_due:
                 if stream.opaque == msg.opaque and snap.complete and not snap.acked:
                     snap.acked = True
                     break
             self.acks_due = [(s, sn) for s, sn in self.acks_due if not sn.acked]
-        if op == _STREAM_REQ:
+        if op == OP.DCP_STREAM_REQ:
             stream = self.streams_by_opaque.get(msg.opaque)
             if stream is not None and stream.state == "requested":
                 (self.accept if msg.status == 0 else self.reject)(stream, msg)
@@ -320,7 +319,7 @@ class DcpState:
 
     def reject(self, stream: Stream, response: Message) -> None:
         stream.state = "rejected"
-        if response.status == 0x23 and "rollback_seqno" in response.fields:
+        if response.status == ST.Rollback and "rollback_seqno" in response.fields:
             self.rollbacks[(stream.vbucket, stream.stream_id)] = response.fields["rollback_seqno"]
 
     def end(self, stream: Stream, msg: Message, index: int, ts: float | None) -> None:
@@ -413,7 +412,7 @@ class DcpState:
 def key_digest(opcode: int, msg: Message) -> int:
     """What a snapshot remembers of a key: prepares apart from the rest, the collection and
     the logical key (``_lane.c`` makes the same number from a frame's bytes)."""
-    return hash((opcode == _PREPARE, msg.collection_id, msg.key))
+    return hash((opcode == OP.DCP_PREPARE, msg.collection_id, msg.key))
 
 
 def _other(direction: str | None) -> str | None:
