@@ -746,17 +746,31 @@ static uint64_t run_program(const uint64_t *code, Py_ssize_t *k, const uint64_t 
  * the rest, judged each frame (both must say true). */
 typedef struct {
     int ready, n;
-    Py_ssize_t start[MAX_CHECKS]; /* the frame parts of the checks whose connection part said true */
+    uint64_t mask;                /* bit j: check j's connection part said true */
+    Py_ssize_t start[MAX_CHECKS]; /* the frame parts of those checks */
 } Active;
 
-static void activate(const Rules *r, int i, const uint64_t *F, Active *a) {
+/* The checks of opcode i whose connection part says true over F; or, with F NULL, those
+ * whose bit is set in mask (what an earlier scan of the same facts found). */
+static void activate(const Rules *r, int i, const uint64_t *F, uint64_t mask, Active *a) {
     Py_ssize_t k = 0;
     a->n = 0;
     a->ready = 1;
-    while (k < r->len[i]) {
-        uint64_t on = run_program(r->code[i], &k, F);
-        if (on) /* compile_rules keeps the count within MAX_CHECKS */
+    a->mask = 0;
+    for (int j = 0; k < r->len[i]; j++) { /* compile_rules keeps j within MAX_CHECKS */
+        int on;
+        if (F != NULL)
+            on = run_program(r->code[i], &k, F) != 0;
+        else {
+            on = (mask >> j) & 1;
+            while (r->code[i][k] != P_END) /* the connection part, passed over */
+                k += 2;
+            k += 2;
+        }
+        if (on) {
+            a->mask |= (uint64_t)1 << j;
             a->start[a->n++] = k;
+        }
         while (r->code[i][k] != P_END) /* the frame part, passed over */
             k += 2;
         k += 2;
@@ -797,7 +811,7 @@ static PyObject *check_facts(PyObject *self, PyObject *args) {
     if (n < 0)
         Py_RETURN_NONE;
     Active a;
-    activate(rules, op - 0x56, F, &a);
+    activate(rules, op - 0x56, F, 0, &a);
     return PyBool_FromLong(any_check(rules, op - 0x56, &a, F));
 }
 
@@ -839,12 +853,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     uint8_t *inflated = NULL;
     unsigned long long last_seqno, snap_start, snap_end, snap_flags, end_seqno;
     long long unacked, limit;
-    PyObject *keys, *prefix, *capsule, *rules_capsule, *magic_names, *marker_shapes, *marker_fields, *connection;
-    if (!PyArg_ParseTuple(args, "y*nnL(IiiinnKKKKpOnLLKUO!O!O!)OOO!", &view, &pos, &stop, &base, &want_opaque,
+    PyObject *keys, *prefix, *capsule, *rules_capsule, *magic_names, *marker_shapes, *marker_fields, *connection,
+        *masks;
+    if (!PyArg_ParseTuple(args, "y*nnL(IiiinnKKKKpOnLLKUO!O!O!O)OOO!", &view, &pos, &stop, &base, &want_opaque,
                           &want_vb, &want_sid, &collections, &max_text, &max_inflate, &last_seqno, &snap_start,
                           &snap_end, &snap_flags, &complete, &keys, &max_keys, &unacked, &limit, &end_seqno, &prefix,
                           &PyTuple_Type, &connection, &PyTuple_Type, &marker_shapes, &PyTuple_Type, &marker_fields,
-                          &capsule, &rules_capsule, &PyTuple_Type, &magic_names))
+                          &masks, &capsule, &rules_capsule, &PyTuple_Type, &magic_names))
         return NULL;
     const uint8_t *d = view.buf;
     PyObject *result = NULL;
@@ -884,7 +899,22 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     Py_ssize_t counts[2] = {0, 0}, last_key_at = -1, last_key_len = 0;
     long long total = 0;
-    Active active[LANE_OPS] = {{0}}; /* each opcode's, made at its first frame */
+    Active active[LANE_OPS] = {{0}}; /* each opcode's: given by masks, or made at its first frame */
+    if (masks != Py_None) {
+        if (!PyTuple_Check(masks) || PyTuple_GET_SIZE(masks) != LANE_OPS) {
+            PyErr_SetString(PyExc_ValueError, "scan: masks, None or one a lane opcode");
+            goto done;
+        }
+        for (int i = 0; i < LANE_OPS; i++) {
+            PyObject *m = PyTuple_GET_ITEM(masks, i);
+            if (m == Py_None || rules->len[i] < 0)
+                continue;
+            uint64_t bits = PyLong_AsUnsignedLongLong(m);
+            if (bits == (uint64_t)-1 && PyErr_Occurred())
+                goto done;
+            activate(rules, i, NULL, bits, &active[i]);
+        }
+    }
     int last_op = -1, last_sid = -1;
     while (pos >= 0 && pos + 24 <= stop) {
         const uint8_t *h = d + pos;
@@ -961,7 +991,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             F[F_HAS_HPS] = (uint64_t)s.has_hps;
             F[F_HPS] = s.hps;
             if (!checks->ready)
-                activate(rules, op - 0x56, F, checks);
+                activate(rules, op - 0x56, F, 0, checks);
             if ((s.flags & SNAP_DECLINED) || any_check(rules, op - 0x56, checks, F)) {
                 o.len = mark;
                 break;
@@ -1061,7 +1091,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             F[F_KEY_SEEN] = (uint64_t)seen;
         }
         if (!checks->ready)
-            activate(rules, op - 0x56, F, checks);
+            activate(rules, op - 0x56, F, 0, checks);
         if (any_check(rules, op - 0x56, checks, F)) {
             Py_XDECREF(hk);
             break;
@@ -1112,10 +1142,19 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                                          : (Py_INCREF(Py_None), Py_None);
     PyObject *newest = markers ? snap_info(&cur) : (Py_INCREF(Py_None), Py_None);
     PyObject *before = markers > 1 ? snap_info(&older) : (Py_INCREF(Py_None), Py_None);
-    if (key_obj != NULL && newest != NULL && before != NULL)
-        result = Py_BuildValue("(nnnKLLNiiNnONN)", pos, counts[0], counts[1], last_seqno, total, unacked, lines, last_op,
-                               last_sid, key_obj, markers, first_complete ? Py_True : Py_False, before, newest);
+    PyObject *found = PyTuple_New(LANE_OPS); /* the masks, for the next scan of the same facts */
+    for (int i = 0; found != NULL && i < LANE_OPS; i++) {
+        PyObject *m = active[i].ready ? PyLong_FromUnsignedLongLong(active[i].mask) : (Py_INCREF(Py_None), Py_None);
+        if (m == NULL)
+            Py_CLEAR(found);
+        else
+            PyTuple_SET_ITEM(found, i, m);
+    }
+    if (key_obj != NULL && newest != NULL && before != NULL && found != NULL)
+        result = Py_BuildValue("(nnnKLLNiiNnONNN)", pos, counts[0], counts[1], last_seqno, total, unacked, lines, last_op,
+                               last_sid, key_obj, markers, first_complete ? Py_True : Py_False, before, newest, found);
     else {
+        Py_XDECREF(found);
         Py_DECREF(lines);
         Py_XDECREF(key_obj);
         Py_XDECREF(newest);

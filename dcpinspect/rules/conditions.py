@@ -197,8 +197,12 @@ class _Junction(Expr):
         return tuple(f for p in self.parts for f in p.facts())
 
     def python(self, on_message):
-        parts = tuple(p.python(on_message) for p in self.parts)
-        return self._pair(*parts) if len(parts) == 2 else self._many(parts)
+        # nested pairs, right to left: each part asked in order, no generator per call
+        parts = [p.python(on_message) for p in self.parts]
+        joined = parts.pop()
+        while parts:
+            joined = self._pair(parts.pop(), joined)
+        return joined
 
     def program(self, slots, out):
         self.parts[0].program(slots, out)
@@ -211,14 +215,12 @@ class All(_Junction):
     __slots__ = ()
     _symbol, _code = "&", AND
     _pair = staticmethod(lambda a, b: lambda c: a(c) and b(c))
-    _many = staticmethod(lambda parts: lambda c: all(p(c) for p in parts))
 
 
 class Any_(_Junction):
     __slots__ = ()
     _symbol, _code = "|", OR
     _pair = staticmethod(lambda a, b: lambda c: a(c) or b(c))
-    _many = staticmethod(lambda parts: lambda c: any(p(c) for p in parts))
 
 
 class Not(Expr):

@@ -18,13 +18,14 @@ from .registry import FRAME_RULES, STATUS_CLASSES
 # -- the declared checks (rules/checks.py), judged where _declared names their point --------
 
 _KEY_MAX, _PREFIXED_KEY_MAX, _LOGICAL_KEY_MAX = 250, 251, 246  # dcp.md §1.1, §12
-declare("key-required", "frame.key", F.key_required & F.key_length.eq(0),
+declare("key-required", "frame.key", F.key_length.eq(0) & F.key_required,
         lambda m: f"{m.name} must have a key", offset=lambda m: m.offset)
-_key_over = (~F.prefixed & (F.key_length > _KEY_MAX)) | (F.prefixed & (F.key_length > _PREFIXED_KEY_MAX))
+# (the cheapest test first: most keys are far below either limit)
+_key_over = (F.key_length > _KEY_MAX) & (~F.prefixed | (F.key_length > _PREFIXED_KEY_MAX))
 declare("key-too-long", "frame.key_length", _key_over,
         lambda m: f"key is {m.key_length} bytes, limit {_PREFIXED_KEY_MAX if m.collection_id is not None else _KEY_MAX}",
         offset=lambda m: m.offset + 2)
-declare("key-too-long", "frame.key_length", ~_key_over & F.collection_id.ne(0) & (F.logical_key_length > _LOGICAL_KEY_MAX),
+declare("key-too-long", "frame.key_length", (F.logical_key_length > _LOGICAL_KEY_MAX) & F.collection_id.ne(0) & ~_key_over,
         lambda m: f"logical key is {len(m.key)} bytes, limit {_LOGICAL_KEY_MAX} in collection {m.collection_id}",
         offset=lambda m: m.offset + 2)
 declare("seqno-zero", "frame.seqno", F.seqno.eq(0), lambda m: f"{m.name} {m.spec.seqno_field} is 0",

@@ -101,20 +101,20 @@ _SEQNO = tuple(SEQNO_OPCODES)
 declare("oso-below-start", "stream.seqno", F.in_oso & (F.seqno <= F.oso_base),
         lambda c: f"{c.msg.name} seqno {c.seqno} <= {c.stream.oso_base} (last before OSO)", on=_SEQNO)
 declare("seqno-regression", "stream.seqno",
-        ~F.in_oso & (F.seqno <= F.last_seqno) & ~(F.adopted & F.last_seqno.eq(0)),
+        (F.seqno <= F.last_seqno) & ~F.in_oso & ~(F.adopted & F.last_seqno.eq(0)),
         lambda c: f"{c.msg.name} seqno {c.seqno} <= previous {c.stream.last_seqno} on {c.stream.label()}", on=_SEQNO)
 _in_snapshot = (F.seqno >= F.snap_start) & (F.seqno <= F.snap_end)
-declare("item-before-marker", "stream.seqno", ~F.in_oso & ~F.has_snapshot & ~F.adopted,
+declare("item-before-marker", "stream.seqno", ~F.has_snapshot & ~F.in_oso & ~F.adopted,
         lambda c: f"{c.msg.name} seqno {c.seqno} before any snapshot marker", on=ITEM_OPCODES)
-declare("seqno-outside-snapshot", "stream.seqno", ~F.in_oso & F.has_snapshot & ~_in_snapshot,
+declare("seqno-outside-snapshot", "stream.seqno", F.has_snapshot & ~_in_snapshot & ~F.in_oso,
         lambda c: f"{c.msg.name} seqno {c.seqno} outside snapshot {c.snap.start}..{c.snap.end} "
         f"(marker frame {c.snap.index})", on=ITEM_OPCODES)
-declare("beyond-end-seqno", "stream.seqno", ~F.in_oso & F.has_snapshot & _in_snapshot & F.end_reached & F.snap_complete,
+declare("beyond-end-seqno", "stream.seqno", F.end_reached & F.has_snapshot & F.snap_complete & _in_snapshot & ~F.in_oso,
         lambda c: f"{c.msg.name} seqno {c.seqno} after the snapshot holding end seqno {c.stream.end_seqno}",
         on=ITEM_OPCODES)
 # prepares are indexed apart; keys are kept as digests, up to sessions.streams.MAX_SNAPSHOT_KEYS a snapshot
 declare("duplicate-key", "stream.seqno",
-        ~F.in_oso & F.has_snapshot & ~F.snap_type.has(SNAPSHOT_MAY_DUPLICATE | SNAPSHOT_HISTORY) & F.key_seen,
+        F.has_snapshot & F.key_seen & ~F.in_oso & ~F.snap_type.has(SNAPSHOT_MAY_DUPLICATE | SNAPSHOT_HISTORY),
         lambda c: f"key {c.msg.fields.get('key', '')!r} repeats in snapshot {c.snap.start}..{c.snap.end}", on=KEYED)
 
 declare("buffer-overrun", "stream.flow", F.buffer_size.ne(0) & (F.unacked >= F.buffer_size),

@@ -154,6 +154,9 @@ class Run(NamedTuple):
     connection: tuple  # the connection facts' values, in compile_rules' order
     marker_shapes: tuple
     marker_fields: tuple
+    #: by lane opcode, which checks' connection parts hold for these connection facts (as
+    #: a scan of the same facts found them; None: the scan judges them)
+    masks: tuple | None = None
 
 
 class Scanned(NamedTuple):
@@ -172,6 +175,7 @@ class Scanned(NamedTuple):
     first_complete: bool
     before: tuple | None
     newest: tuple | None
+    masks: tuple  # what Run.masks may say for the same connection facts
 
 
 def _renderer(spec: FieldSpec) -> dict | None:
@@ -310,7 +314,7 @@ def available() -> bool:
 class Lane:
     """What one capture's lines share: the decode context and a line prefix per record."""
 
-    __slots__ = ("base", "_prefix_key", "_prefix", "_connection", "_rules")
+    __slots__ = ("base", "_prefix_key", "_prefix", "_connection", "_rules", "_facts_key", "_facts", "_masks")
 
     def __init__(self, base: DecodeContext) -> None:
         self.base = base
@@ -318,6 +322,19 @@ class Lane:
         self._prefix = ""
         connection, self._rules = compile_rules()
         self._connection = tuple(f.get for f in connection)
+        #: the connection facts as last read, and of what: (stream, the validator's message
+        #: count); every message the rules judge counts, so a count unchanged is state unchanged
+        self._facts_key: tuple | None = None
+        self._facts: tuple = ()
+        self._masks: tuple | None = None  # what the scans found of the checks under _facts
+
+    def _connection_facts(self, validator, stream) -> tuple:
+        key = (stream, validator.frames)
+        if key != self._facts_key:
+            c = validator.judging.of_stream(stream)
+            self._facts, self._facts_key = tuple([get(c) for get in self._connection]), key
+            self._masks = None
+        return self._facts
 
     @staticmethod
     def usable(base: DecodeContext) -> bool:
@@ -380,7 +397,6 @@ class Lane:
         snap = stream.snapshot
         if snap is None:
             return pos, None
-        c = validator.judging.of_stream(stream)
         collections = negotiation.context(self.base).collections
         limit = negotiation.buffer_size or 0
         # every frame of a run is numbered by the same record: stop where the next one begins
@@ -390,18 +406,23 @@ class Lane:
                   stream.last_seqno, snap.start, snap.end, snap.flags, snap.complete,
                   None if snap.may_duplicate else snap.keys, streams.MAX_SNAPSHOT_KEYS, st.unacked, limit,
                   stream.end_seqno, self.prefix(number, ts, fd.label, direction),
-                  tuple([get(c) for get in self._connection]), _MARKER_SHAPES, _MARKER_FIELDS)
+                  self._connection_facts(validator, stream), _MARKER_SHAPES, _MARKER_FIELDS, self._masks)
         (after, mutations, deletions, last, size, unacked, text, last_op, last_sid, last_key, markers, first_complete,
-         before, newest) = _lane.scan(data, pos, stop, offset, run, _PLANS, self._rules, _MAGIC_NAMES)  # a Scanned
+         before, newest, self._masks) = _lane.scan(data, pos, stop, offset, run, _PLANS, self._rules,
+                                                   _MAGIC_NAMES)  # a Scanned
         count = mutations + deletions + markers
         if not count:
             return pos, None
+        reached = stream.end_reached
         validator.frames += count
         st.took_run(stream, markers, first_complete, None if before is None else _snapshot(before, number),
                     None if newest is None else _snapshot(newest, number),
                     ((_MUTATIONS, mutations), (_DELETIONS, deletions)), last, ts, unacked if limit else None, size)
         st.remember(direction, opaque, number, ts).item(
             last_op, opaque, _NAMES[last_op], vbucket, None if last_sid < 0 else last_sid, last_key)
+        if stream.end_reached == reached and self._facts_key is not None:
+            # of the connection facts a run changes only end_reached: the ones read still hold
+            self._facts_key = (stream, validator.frames)
         return after, Lines(text, count, fd.key, direction)
 
     def _fixed(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
