@@ -85,7 +85,7 @@ def test_a_seqno_order_check_moves_both_paths(tmp_path, swapped, strict):
 def test_a_new_check_over_an_unknown_fact_leaves_its_opcode_to_the_rules(tmp_path, swapped):
     """A check over a fact the lane cannot read (a message fact not in _lane.FACTS) takes
     its opcode off the lane: the output is the rules' alone, and still the same."""
-    cas = conditions.Fact("cas", "the frame's CAS", lambda m: m.cas, "message")
+    cas = conditions.Fact("cas", "the frame's CAS", "m.cas", "message")
     checks.declare("nmeta-nonzero", "frame.nmeta", cas.eq(12345), lambda m: "CAS 12345",
                    on=(OP.DCP_MUTATION,))
     try:
@@ -132,8 +132,8 @@ def test_programs_are_checked_before_they_run():
 def test_conditions_judge_as_python_does():
     """A condition's Python function and its program agree (the same facts, read from an
     object for one and numbered for the other)."""
-    a = conditions.Fact("a", "", lambda c: c["a"])
-    b = conditions.Fact("b", "", lambda c: c["b"])
+    a = conditions.Fact("a", "", "c['a']")
+    b = conditions.Fact("b", "", "c['b']")
     cond = ((a <= b) & ~a.has(4)) | (a.eq(0) & b.ne(3))
     test = cond.python(False)
     code = conditions.program(cond, {"a": 0, "b": 1})

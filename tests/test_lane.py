@@ -29,7 +29,7 @@ from dcpinspect.engines.parallel import run_sink
 from dcpinspect.engines.sinks import JsonlSink
 from dcpinspect.messages import dcp as L
 from dcpinspect.messages.codecs.leb128 import encode_uleb128
-from dcpinspect.messages.frame import DecodeContext
+from dcpinspect.families import VALUES
 from dcpinspect.messages.values import json_text_ok
 from dcpinspect.sources.capture import read_records
 from dcpinspect.transport.packet import parse_record
@@ -37,7 +37,6 @@ from dcpinspect.transport.packet import parse_record
 pytestmark = pytest.mark.skipif(not lane_module.available(), reason="built without the C lane")
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-LEAN = DecodeContext(detail=False)
 
 
 def run(path: Path, lane: bool, **kw) -> tuple[str, tuple, Counter]:
@@ -51,7 +50,7 @@ def run(path: Path, lane: bool, **kw) -> tuple[str, tuple, Counter]:
                 taken.update(json.loads(line)["opcode_name"] for line in item.text.splitlines())
             yield key, item
 
-    keyed = counted(keyed_items(read_records(path), base=kw.pop("base", LEAN), lane=lane, **kw))
+    keyed = counted(keyed_items(read_records(path), detail=VALUES, lane=lane, **kw))
     text = b"".join(line for _, line in run_sink(sink, keyed)).decode("ascii")
     tally = sink.result()
     return text, (tally.frames, sorted(tally.severities.items())), taken
@@ -133,7 +132,7 @@ def test_long_value_cut_like_python(tmp_path):
     p.mutation(value=json.dumps({"k": "v" * 10_000}).encode())
     p.mutation(value=b"t" * 4096, datatype=0)
     assert docs(same(capture(tmp_path, d))) == 2
-    assert docs(same(capture(tmp_path, d, "small.pcap"), base=DecodeContext(detail=False, max_value_text=10))) == 2
+    assert docs(same(capture(tmp_path, d, "small.pcap"), value_text=10)) == 2
 
 
 # -- snapshot markers: read in C, judged by the rules ----------------------------------------
@@ -432,7 +431,7 @@ def final_state(path: Path, lane: bool) -> tuple:
     """Every stream of the capture's one connection as the validator left it, and what
     answers would be judged against (the lane's runs and the frame-by-frame path must leave
     the same)."""
-    dec = CaptureDecoder(base=LEAN, lane=lane)
+    dec = CaptureDecoder(detail=VALUES, lane=lane)
     conversations = []
     for rec in read_records(path):
         seg = parse_record(rec)

@@ -60,10 +60,10 @@ def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 def items(path: Path, **kw) -> list:
     from dcpinspect.engines.files import keyed_items
-    from dcpinspect.messages.frame import DecodeContext
+    from dcpinspect.families import VALUES
     from dcpinspect.sources.capture import read_records
 
-    kw.setdefault("base", DecodeContext(detail=False))
+    kw.setdefault("detail", VALUES)
     return [item for _, item in keyed_items(read_records(path), **kw)]
 
 
@@ -171,12 +171,12 @@ def test_idle_connection_state_is_compact(capture):
     import tracemalloc
 
     from dcpinspect.engines.capture import CaptureDecoder
-    from dcpinspect.messages.frame import DecodeContext
+    from dcpinspect.families import VALUES
     from dcpinspect.sources.capture import read_records
     from dcpinspect.transport.packet import parse_record
 
     def held(n: int) -> int:
-        dec = CaptureDecoder(base=DecodeContext(detail=False))
+        dec = CaptureDecoder(detail=VALUES)
         gc.collect()
         tracemalloc.start()
         try:

@@ -387,11 +387,11 @@ def test_progress_counts_the_frames_a_run_of_lines_stands_for(busy):
 
     from dcpinspect.engines.parallel import Partitioned
     from dcpinspect.engines.sinks import make_sink
-    from dcpinspect.messages.frame import DecodeContext
+    from dcpinspect.families import VALUES
 
     counts: list[int] = []
     parts = Partitioned(busy, 2, partial(make_sink, "jsonl"), progress=lambda n, read: counts.append(n),
-                        base=DecodeContext(detail=False), lane=True)
+                        detail=VALUES, lane=True)
     sizes = [line.count(b"\n") for _, line in parts]
     assert max(sizes) > 1  # runs of lines were made
     assert sum(counts) == sum(sizes)

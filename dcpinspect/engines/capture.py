@@ -11,9 +11,8 @@ import json
 
 from typing import Iterable, Iterator, Mapping
 
-from ..families import Family, Session, Sniffer, family_named, stream_families
+from ..families import FIELDS, Family, Options, Session, Sniffer, family_named, stream_families
 from ..framing.framer import Framer, RawFrame, RawRun
-from ..messages.frame import DecodeContext
 from ..sessions.captured import Captured, Note, flow_label
 from ..sessions.captured import captured as _captured
 from ..limits import FLOWS, HELD
@@ -154,7 +153,8 @@ class CaptureDecoder:
         ports: Iterable[int] = (),
         collections: bool | None = None,
         heuristic: bool = True,
-        base: DecodeContext | None = None,
+        detail: str = FIELDS,
+        value_text: int | None = None,
         max_buffer: int = 4 * 1024 * 1024,
         lane: bool = False,
         max_flows: int | None = None,
@@ -174,13 +174,12 @@ class CaptureDecoder:
         else:
             self.by_port.update(dict.fromkeys(ports, self.families[0]))
         self.ports = frozenset(self.by_port)
-        self.collections = collections
         self.heuristic = heuristic
-        self.base = base or DecodeContext()
         self.max_flows = flow_cap() if max_flows is None else max_flows
         self.reassembler = Reassembler(server_ports=self.ports | frozenset(self.encrypted), max_buffer=max_buffer,
                                        max_flows=self.max_flows, flow_type=FlowDecoder)
-        self._options = (collections, self.base)  # shared by every connection's session
+        #: what every connection's session is asked (families.Options)
+        self.options = Options(detail, collections, value_text)
         #: bytes held for frames not yet whole, all connections together (see _shed)
         self.max_held = held_cap() if max_held is None else max_held
         self.held = 0
@@ -189,7 +188,7 @@ class CaptureDecoder:
         self.fast: dict[Family, object] = {}
         if lane:
             for family in self.families:
-                fast = family.fast_path(self.base) if family.fast_path is not None else None
+                fast = family.fast_path(self.options) if family.fast_path is not None else None
                 if fast is not None:
                     self.fast[family] = fast
         #: the directions a reader follows in C (see tails.py); None: it follows none
@@ -322,7 +321,7 @@ class CaptureDecoder:
     def _event(self, ev, out: list) -> None:
         if isinstance(ev, Start):
             fd = ev.state
-            fd.begin(self._options, ev.midstream, ev.index)
+            fd.begin(self.options, ev.midstream, ev.index)
             sport = ev.flow[3]
             family = self.by_port.get(sport) or self.by_port.get(ev.flow[1])
             if sport in self.encrypted:

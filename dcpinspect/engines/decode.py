@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..families import family_named, stream_families
-from ..messages.frame import DecodeContext
+from ..families import FIELDS, HEADERS, VALUES, family_named, stream_families
 from ..outputs.progress import progress_for
 from ..outputs.shown import Shown
 from ..sources.capture import CaptureError
@@ -66,9 +65,8 @@ def decode_files(files: list[Path], fmt: str, keep, limit: int | None, strict: b
     """Every file in turn, in ``fmt`` (table, jsonl or summary): a capture over ``jobs``
     worker processes when that pays, a hex dump as one connection named by the file."""
     headers_only = fmt == "summary" and not strict  # summary counts headers (judged only for --strict)
-    lean = (DecodeContext(headers_only=True) if headers_only  # jsonl needs no field rows
-            else DecodeContext(detail=False) if fmt != "table" else None)
-    kw = dict(ports=ports, collections=collections, heuristic=heuristic, base=lean,
+    detail = HEADERS if headers_only else VALUES if fmt != "table" else FIELDS  # jsonl needs no field rows
+    kw = dict(ports=ports, collections=collections, heuristic=heuristic, detail=detail,
               lane=fmt == "jsonl" and keep.empty and limit is None and not pure(), follow=not pure())
     failed = False
     for path in files:

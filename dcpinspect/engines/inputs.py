@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ..families import VALUES
 from ..framing.framer import Skipped
-from ..messages.frame import DecodeContext
 from ..sessions.captured import Captured, DumpFile, Note
 from ..sources.capture import CaptureError, read_records
 from ..sources.inputs import CAPTURE, TEXT, InputError, input_kind, read_text, stdin_binary
@@ -83,7 +83,7 @@ def items_of(path: Path, ports: set[int], collections: bool | None) -> Iterator[
         yield from (item for _, item in dump_items(path, collections))
         return
     try:
-        yield from decode_capture_file(path, ports=ports, collections=collections, base=DecodeContext(detail=False))
+        yield from decode_capture_file(path, ports=ports, collections=collections, detail=VALUES)
     except CaptureError as exc:
         raise capture_unusable(path, exc) from None
 

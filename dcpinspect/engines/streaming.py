@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
-from ..families import Family, Session, stream_families
+from ..families import FIELDS, Family, Options, Session, stream_families
 from ..framing.framer import Framer, RawFrame, Skipped
 
 
@@ -18,11 +18,11 @@ class ByteStreamDecoder:
     splitter: Framer
 
     @classmethod
-    def new(cls, collections: bool | None = None, synced: bool = True, base: Any = None,
+    def new(cls, collections: bool | None = None, synced: bool = True, detail: str = FIELDS,
             family: Family | None = None) -> "ByteStreamDecoder":
         """Of ``family`` (the first family by default), with the options the engine takes."""
         family = family or stream_families()[0]
-        return cls(family.session((collections, base), False), family.framer(synced, False))
+        return cls(family.session(Options(detail, collections), False), family.framer(synced, False))
 
     def feed(self, data: bytes) -> list:
         return [self._handle(item) for item in self.splitter.feed(data)]

@@ -7,7 +7,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from ..messages.frame import DecodeContext
+from ..families import VALUES
 from ..outputs.console import make_console
 from ..outputs.escape import safe
 from ..outputs.jsonl import dumps
@@ -48,7 +48,7 @@ def findings_of(path: Path, ports: set[int], collections: bool | None, jobs: int
     given as a file; returns (rows in order, frames checked)."""
     recipe = partial(make_sink, "findings", str(path), show_info)
     if kind_of(path) == CAPTURE:
-        kw = dict(ports=ports, collections=collections, base=DecodeContext(detail=False))  # no field rows
+        kw = dict(ports=ports, collections=collections, detail=VALUES)  # no field rows
         try:
             payloads, results = sink_run(path, worker_count(jobs, path, True), recipe, kw)
             rows = [row for batch in payloads for row in batch]

@@ -99,6 +99,24 @@ class RecordFilters(Protocol):
         ValueError (its message for the user) for a value it cannot take."""
 
 
+#: how much of each frame an engine asks the sessions to decode (:attr:`Options.detail`):
+#: every field with where it lies (tables, diagrams); every field and value without where
+#: (JSON Lines, validation, statistics); the frame's header alone (counting, unjudged)
+FIELDS, VALUES, HEADERS = "fields", "values", "headers"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What an engine asks of every connection's session, in no protocol's words."""
+
+    detail: str = FIELDS
+    #: what the user said of collection-prefixed keys (``--collections``): on, off, or
+    #: None to decide from the connection
+    collections: bool | None = None
+    #: the longest value text a record keeps (None: the cap's default, limits.VALUE_TEXT)
+    value_text: int | None = None
+
+
 @dataclass(frozen=True)
 class Table:
     """A table of a family's records that a bulk engine writes (``analyze``'s Parquet
@@ -130,12 +148,12 @@ class Family:
     #: family's fast path takes whole runs of frames); a family without one is not looked
     #: for in captures
     framer: Callable[[bool, bool], Framer] | None = None
-    #: a connection's session: ``session(options, seen_from_start)``, options as the engine got
-    #: them; for a family with a correlator, ``session(options, seen_from_start, correlator,
+    #: a connection's session: ``session(options, seen_from_start)``, options the engine's
+    #: :class:`Options`; for a family with a correlator, ``session(options, seen_from_start, correlator,
     #: flow)``: the capture's correlator and the connection's flow key, to report to it
     session: Callable[..., Session] | None = None
-    #: the fast path for whole runs of frames, if the family has one: ``fast_path(base)``
-    #: returns it, or None where it cannot serve those options
+    #: the fast path for whole runs of frames, if the family has one: ``fast_path(options)``
+    #: returns it, or None where it cannot serve those :class:`Options`
     fast_path: Callable[[Any], Any] | None = field(default=None)
     #: the most bytes of a direction the sniffer may hold before the answer is "no"
     sniff_bytes: int = 64 * 1024

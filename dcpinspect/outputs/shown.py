@@ -5,7 +5,7 @@ helps nobody and takes minutes, so they show the first ``value`` bytes of each v
 most ``rows`` rows under one field, and draw the first ``diagram`` bytes of a frame; a
 note says how much was left out and which option shows it all. Only what is shown is built:
 a value is cut before it is escaped, wrapped or handed to rich. JSON Lines is not concerned
-(its values follow ``DecodeContext.max_value_text``).
+(its values follow the cap ``limits.VALUE_TEXT``).
 """
 
 from __future__ import annotations

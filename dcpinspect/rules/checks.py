@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from .conditions import Expr
+from .conditions import Expr, judge_function
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,6 +37,7 @@ class Check:
 
 CHECKS: list[Check] = []
 _AT: dict[tuple[str, int], tuple[Check, ...]] = {}
+_JUDGE: dict[tuple[str, int], Callable[[Any], tuple[Check, ...]]] = {}
 
 
 def declare(rule: str, point: str, when: Expr, say: Callable[[Any], str], on: Iterable[int] | None = None,
@@ -44,6 +45,7 @@ def declare(rule: str, point: str, when: Expr, say: Callable[[Any], str], on: It
     check = Check(rule, point, when, say, None if on is None else frozenset(on), **kw)
     CHECKS.append(check)
     _AT.clear()
+    _JUDGE.clear()
     return check
 
 
@@ -53,6 +55,7 @@ def replace_check(old: Check, when: Expr) -> Check:
     new = Check(old.rule, old.point, when, old.say, old.on, old.severity, old.offset)
     CHECKS[CHECKS.index(old)] = new
     _AT.clear()
+    _JUDGE.clear()
     return new
 
 
@@ -63,6 +66,18 @@ def at(point: str, opcode: int) -> tuple[Check, ...]:
     if got is None:
         got = _AT[key] = tuple(c for c in CHECKS if c.point == point and (c.on is None or opcode in c.on))
     return got
+
+
+def judge(point: str, opcode: int) -> Callable[[Any], tuple[Check, ...]]:
+    """One function judging every check of :func:`at`: it returns those whose condition
+    holds for the context (the message, at a ``frame.`` point), in declaration order."""
+    key = (point, opcode)
+    fn = _JUDGE.get(key)
+    if fn is None:
+        checks = at(point, opcode)
+        fn = _JUDGE[key] = judge_function([c.when for c in checks], point.startswith("frame."), checks,
+                                          f"checks at {point} for opcode 0x{opcode:02x}")
+    return fn
 
 
 def for_opcode(opcode: int) -> tuple[Check, ...]:

@@ -1,6 +1,6 @@
 """Rule conditions as data: each written once, judged from that one declaration by the
-rules (as Python functions made from it) and by any fast path (as a small program over
-numbered facts, which ``dcpinspect/_lane.c`` runs).
+rules (as Python functions generated from it: :func:`judge_function`) and by any fast path
+(as a small program over numbered facts, which ``dcpinspect/_lane.c`` runs).
 
 A condition is built from :class:`Fact` objects (named quantities of a message and of the
 state it meets: ``rules/facts.py`` is the vocabulary) with comparisons
@@ -12,14 +12,11 @@ that says whether it is there, so the comparison is never asked without it).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 #: the program's instructions, as ``_lane.c`` numbers them (each an (op, argument) pair)
 FACT, CONST, LT, LE, GT, GE, EQ, NE, AND, OR, NOT, BITS = range(1, 13)
 _COMPARE = {"<": LT, "<=": LE, ">": GT, ">=": GE, "==": EQ, "!=": NE}
-_PY_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
 U64 = (1 << 64) - 1
 
 
@@ -71,9 +68,22 @@ class Expr:
     def facts(self) -> Iterable["Fact"]:
         return ()
 
+    def source(self, on_message: bool) -> str:
+        """This part as a Python expression over the judging context ``c`` and its message
+        ``m`` (``on_message``: over the message alone)."""
+        raise NotImplementedError
+
+    def env(self) -> dict[str, Any]:
+        """The names its source reads besides ``c`` and ``m``."""
+        out: dict[str, Any] = {}
+        for f in self.facts():
+            out.update(f.names)
+        return out
+
     def python(self, on_message: bool) -> Callable[[Any], Any]:
         """A function of the judging context (``on_message``: of the message itself)."""
-        raise NotImplementedError
+        of_message = not on_message and any(f.scope == "message" for f in self.facts())
+        return _function(self.source(on_message), "m" if on_message else "c", self.env(), repr(self), of_message)
 
     def program(self, slots: dict[str, int], out: list[int]) -> None:
         """Append the instructions that leave this part's value on the stack."""
@@ -81,17 +91,19 @@ class Expr:
 
 
 class Fact(Expr):
-    """A named quantity. ``get`` reads it from the judging context of a stream rule (or, for
-    ``scope="message"``, from the decoded message itself); ``scope`` also says how a fast
-    path knows it: ``"message"`` facts are read from each frame, ``"run"`` facts are state a
-    fast path carries from frame to frame, ``"connection"`` facts stay the same over a run
-    and are read once with ``get``."""
+    """A named quantity, read by ``src``: a Python expression over the judging context ``c``
+    of a stream rule (or, for ``scope="message"``, over the decoded message ``m``), with
+    ``names`` the other names it reads. ``get`` is that expression as a function. ``scope``
+    also says how a fast path knows it: ``"message"`` facts are read from each frame,
+    ``"run"`` facts are state a fast path carries from frame to frame, ``"connection"``
+    facts stay the same over a run and are read once as a run starts."""
 
-    __slots__ = ("name", "doc", "get", "scope")
+    __slots__ = ("name", "doc", "src", "scope", "names", "get")
 
-    def __init__(self, name: str, doc: str, get: Callable[[Any], Any], scope: str = "connection") -> None:
+    def __init__(self, name: str, doc: str, src: str, scope: str = "connection", **names: Any) -> None:
         assert scope in ("message", "run", "connection")
-        self.name, self.doc, self.get, self.scope = name, doc, get, scope
+        self.name, self.doc, self.src, self.scope, self.names = name, doc, src, scope, names
+        self.get = _function(src, "m" if scope == "message" else "c", names, name)
 
     def __repr__(self) -> str:
         return self.name
@@ -99,13 +111,10 @@ class Fact(Expr):
     def facts(self):
         return (self,)
 
-    def python(self, on_message):
-        get = self.get
-        if self.scope == "message" and not on_message:
-            return lambda c: get(c.msg)
+    def source(self, on_message):
         if self.scope != "message" and on_message:
             raise TypeError(f"{self.name}: a fact of the stream state, in a rule of the message alone")
-        return get
+        return f"({self.src})"
 
     def program(self, slots, out):
         if self.name not in slots:
@@ -122,9 +131,8 @@ class Const(Expr):
     def __repr__(self) -> str:
         return str(self.value)
 
-    def python(self, on_message):
-        value = self.value
-        return lambda c: value
+    def source(self, on_message):
+        return repr(self.value)
 
     def program(self, slots, out):
         if not 0 <= self.value <= U64:
@@ -144,13 +152,8 @@ class Compare(Expr):
     def facts(self):
         return (*self.a.facts(), *self.b.facts())
 
-    def python(self, on_message):
-        a, compare = self.a.python(on_message), _PY_COMPARE[self.op]
-        if isinstance(self.b, Const):  # the common shape: a fact against a number
-            value = self.b.value
-            return lambda c: compare(a(c), value)
-        b = self.b.python(on_message)
-        return lambda c: compare(a(c), b(c))
+    def source(self, on_message):
+        return f"({self.a.source(on_message)} {self.op} {self.b.source(on_message)})"
 
     def program(self, slots, out):
         self.a.program(slots, out)
@@ -170,9 +173,8 @@ class Bits(Expr):
     def facts(self):
         return self.a.facts()
 
-    def python(self, on_message):
-        a, mask = self.a.python(on_message), self.mask
-        return lambda c: a(c) & mask
+    def source(self, on_message):
+        return f"({self.a.source(on_message)} & {self.mask})"
 
     def program(self, slots, out):
         self.a.program(slots, out)
@@ -196,13 +198,8 @@ class _Junction(Expr):
     def facts(self):
         return tuple(f for p in self.parts for f in p.facts())
 
-    def python(self, on_message):
-        # nested pairs, right to left: each part asked in order, no generator per call
-        parts = [p.python(on_message) for p in self.parts]
-        joined = parts.pop()
-        while parts:
-            joined = self._pair(parts.pop(), joined)
-        return joined
+    def source(self, on_message):
+        return "(" + f" {self._word} ".join(p.source(on_message) for p in self.parts) + ")"
 
     def program(self, slots, out):
         self.parts[0].program(slots, out)
@@ -213,14 +210,12 @@ class _Junction(Expr):
 
 class All(_Junction):
     __slots__ = ()
-    _symbol, _code = "&", AND
-    _pair = staticmethod(lambda a, b: lambda c: a(c) and b(c))
+    _symbol, _code, _word = "&", AND, "and"
 
 
 class Any_(_Junction):
     __slots__ = ()
-    _symbol, _code = "|", OR
-    _pair = staticmethod(lambda a, b: lambda c: a(c) or b(c))
+    _symbol, _code, _word = "|", OR, "or"
 
 
 class Not(Expr):
@@ -235,9 +230,8 @@ class Not(Expr):
     def facts(self):
         return self.a.facts()
 
-    def python(self, on_message):
-        a = self.a.python(on_message)
-        return lambda c: not a(c)
+    def source(self, on_message):
+        return f"(not {self.a.source(on_message)})"
 
     def program(self, slots, out):
         self.a.program(slots, out)
@@ -250,6 +244,46 @@ def _lift(value) -> Expr:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"a condition compares facts and whole numbers, not {value!r}")
     return Const(value)
+
+
+def _function(expr: str, arg: str, names: dict[str, Any], label: str, of_message: bool = False) -> Callable[[Any], Any]:
+    """``lambda arg: expr``, compiled once (``of_message``: the expression reads the
+    message ``m`` of the judging context ``c`` too)."""
+    body = f"lambda c: (lambda m: {expr})(c.msg)" if of_message else f"lambda {arg}: {expr}"
+    return eval(compile(body, f"<condition {label}>", "eval"), dict(names))
+
+
+def judge_function(conditions: Sequence[Expr], on_message: bool, results: Sequence[Any] | None = None,
+                   label: str = "checks") -> Callable[[Any], tuple]:
+    """One function asking every condition in turn, each one's source inline (no call per
+    part): it returns, in order, the ``results`` (by default the indices) of those that
+    hold; ``()`` for none."""
+    if not conditions:
+        return _none
+    names: dict[str, Any] = {}
+    arg = "m" if on_message else "c"
+    lines = [f"def judge({arg}):"] + ([] if on_message else ["    m = c.msg"]) + ["    hit = ()"]
+    for i, cond in enumerate(conditions):
+        lines.append(f"    if {cond.source(on_message)}: hit += (_{i},)")
+        names.update(cond.env())
+        names[f"_{i}"] = i if results is None else results[i]
+    lines.append("    return hit")
+    exec(compile("\n".join(lines), f"<{label}>", "exec"), names)
+    return names["judge"]
+
+
+def reader(facts: Sequence[Fact]) -> Callable[[Any], tuple]:
+    """One function reading ``facts`` (none of them a message's) from a judging context,
+    as a tuple in their order."""
+    names: dict[str, Any] = {}
+    for f in facts:
+        names.update(f.names)
+    return eval(compile("lambda c: (" + "".join(f.source(False) + ", " for f in facts) + ")",
+                        "<facts>", "eval"), names)
+
+
+def _none(c) -> tuple:
+    return ()
 
 
 def program(cond: Expr, slots: dict[str, int]) -> tuple[int, ...]:

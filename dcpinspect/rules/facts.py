@@ -1,6 +1,6 @@
 """The facts DCP rules are written in (``rules/conditions.py``): each named once, with how
 the rules read it. A message fact is read from the decoded message; the others from the
-judging context of ``rules/stream.py`` (``c.stream``: the message's stream, ``c.snap``: its
+judging context ``c`` of ``rules/stream.py`` (``c.stream``: the message's stream, ``c.snap``: its
 current snapshot, before this message; ``c.st``: the connection's stream state; ``c.neg``:
 what the connection negotiated; ``c.validator``). A fast path knows a fact by its name:
 ``_lane.c`` reads the message facts from each frame's bytes and carries the run facts
@@ -15,84 +15,83 @@ from .conditions import Fact
 INCLUDE_DELETE_TIMES = next(bit for bit, name in OPEN_FLAGS.items() if name == "IncludeDeleteTimes")
 
 
-def _message(name: str, doc: str, get) -> Fact:
-    return Fact(name, doc, get, "message")
+def deletion_extras_for(open_flags: int | None) -> int:
+    """The extras size of a DCP_DELETION on a connection whose DCP_OPEN had ``open_flags``."""
+    return DELETION_V2.size if (open_flags or 0) & INCLUDE_DELETE_TIMES else DELETION_V1.size
 
 
-def _value(field: str, default: int | None = 0):
-    return lambda m: m.values.get(field, default)
+def _message(name: str, doc: str, src: str, **names) -> Fact:
+    return Fact(name, doc, src, "message", **names)
+
+
+def _value(field: str, default: int | None = 0) -> str:
+    return f"m.values.get({field!r}, {default!r})"
 
 
 # -- of the message ----------------------------------------------------------------------
 
 seqno = _message("seqno", "the message's seqno (its opcode's seqno field)",
-                 lambda m: m.values.get(m.spec.seqno_field) if m.spec is not None and m.spec.seqno_field else None)
+                 "m.values.get(m.spec.seqno_field) if m.spec is not None and m.spec.seqno_field else None")
 nmeta = _message("nmeta", "a mutation's or deletion's nmeta extras field (0 where absent)", _value("nmeta"))
-extras_length = _message("extras_length", "the extras length of the header", lambda m: m.extras_length)
-datatype = _message("datatype", "the datatype byte of the header", lambda m: m.datatype)
+extras_length = _message("extras_length", "the extras length of the header", "m.extras_length")
+datatype = _message("datatype", "the datatype byte of the header", "m.datatype")
 key_required = _message("key_required", "the catalog requires this message to have a key",
-                        lambda m: m.body is not None and m.body.key == REQUIRED)
-key_length = _message("key_length", "the key length of the header (a collection prefix included)", lambda m: m.key_length)
+                        "m.body is not None and m.body.key == REQUIRED", REQUIRED=REQUIRED)
+key_length = _message("key_length", "the key length of the header (a collection prefix included)", "m.key_length")
 logical_key_length = _message("logical_key_length", "the key's length after its collection prefix",
-                              lambda m: len(m.key) if m.key is not None else 0)
-prefixed = _message("prefixed", "the key carries a collection-id prefix", lambda m: m.collection_id is not None)
-collection_id = _message("collection_id", "the key's collection id (0 without a prefix)", lambda m: m.collection_id or 0)
-has_sid = _message("has_sid", "the frame carries a DCP stream-id frame info", lambda m: m.stream_id is not None)
+                              "len(m.key) if m.key is not None else 0")
+prefixed = _message("prefixed", "the key carries a collection-id prefix", "m.collection_id is not None")
+collection_id = _message("collection_id", "the key's collection id (0 without a prefix)", "m.collection_id or 0")
+has_sid = _message("has_sid", "the frame carries a DCP stream-id frame info", "m.stream_id is not None")
 marker_start = _message("marker_start", "a snapshot marker's start seqno", _value("start_seqno"))
 marker_end = _message("marker_end", "a snapshot marker's end seqno", _value("end_seqno"))
 snapshot_type = _message("snapshot_type", "a snapshot marker's flags", _value("snapshot_type"))
 marker_version = _message("marker_version", "a v2 snapshot marker's version byte (0 for v1 and v2.0)", _value("version"))
-has_mvs = _message("has_mvs", "the marker gives a max visible seqno", lambda m: m.values.get("max_visible_seqno") is not None)
+has_mvs = _message("has_mvs", "the marker gives a max visible seqno", "m.values.get('max_visible_seqno') is not None")
 mvs = _message("mvs", "the marker's max visible seqno", _value("max_visible_seqno"))
-has_hcs = _message("has_hcs", "the marker gives a high completed seqno", lambda m: m.values.get("high_completed_seqno") is not None)
+has_hcs = _message("has_hcs", "the marker gives a high completed seqno", "m.values.get('high_completed_seqno') is not None")
 hcs = _message("hcs", "the marker's high completed seqno", _value("high_completed_seqno"))
-has_hps = _message("has_hps", "the marker gives a high prepared seqno", lambda m: m.values.get("high_prepared_seqno") is not None)
+has_hps = _message("has_hps", "the marker gives a high prepared seqno", "m.values.get('high_prepared_seqno') is not None")
 hps = _message("hps", "the marker's high prepared seqno", _value("high_prepared_seqno"))
 
 # -- of the stream, carried through a run of its frames -----------------------------------
 
-last_seqno = Fact("last_seqno", "the stream's seqno before this message", lambda c: c.stream.last_seqno, "run")
-has_snapshot = Fact("has_snapshot", "the stream has had a snapshot marker", lambda c: c.snap is not None, "run")
-snap_start = Fact("snap_start", "the current snapshot's start seqno", lambda c: c.snap.start, "run")
-snap_end = Fact("snap_end", "the current snapshot's end seqno", lambda c: c.snap.end, "run")
-snap_type = Fact("snap_type", "the current snapshot's flags", lambda c: c.snap.flags, "run")
-snap_complete = Fact("snap_complete", "the current snapshot reached its end seqno", lambda c: c.snap.complete, "run")
+last_seqno = Fact("last_seqno", "the stream's seqno before this message", "c.stream.last_seqno", "run")
+has_snapshot = Fact("has_snapshot", "the stream has had a snapshot marker", "c.snap is not None", "run")
+snap_start = Fact("snap_start", "the current snapshot's start seqno", "c.snap.start", "run")
+snap_end = Fact("snap_end", "the current snapshot's end seqno", "c.snap.end", "run")
+snap_type = Fact("snap_type", "the current snapshot's flags", "c.snap.flags", "run")
+snap_complete = Fact("snap_complete", "the current snapshot reached its end seqno", "c.snap.complete", "run")
 key_seen = Fact("key_seen", "the message's key (and collection, and whether a prepare) was in the current snapshot "
-                "(of the keys remembered: limits.SNAPSHOT_KEYS)", lambda c: c.digest in c.snap.keys, "run")
-unacked = Fact("unacked", "bytes the producer sent that the consumer has not acknowledged", lambda c: c.st.unacked, "run")
+                "(of the keys remembered: limits.SNAPSHOT_KEYS)", "c.digest in c.snap.keys", "run")
+unacked = Fact("unacked", "bytes the producer sent that the consumer has not acknowledged", "c.st.unacked", "run")
 
 # -- of the connection and the stream, the same over a run --------------------------------
 
-seen_from_start = Fact("seen_from_start", "the connection was captured from its first byte",
-                       lambda c: c.validator.seen_from_start)
-dcp_open_seen = Fact("dcp_open_seen", "a DCP_OPEN was seen", lambda c: c.st.dcp_open_seen)
+seen_from_start = Fact("seen_from_start", "the connection was captured from its first byte", "c.validator.seen_from_start")
+dcp_open_seen = Fact("dcp_open_seen", "a DCP_OPEN was seen", "c.st.dcp_open_seen")
 producer_known = Fact("producer_known", "which side produces is known (or already reported unknown)",
-                      lambda c: c.st.producer_direction is not None)
-has_stream = Fact("has_stream", "the message belongs to a stream the connection knows", lambda c: c.stream is not None)
+                      "c.st.producer_direction is not None")
+has_stream = Fact("has_stream", "the message belongs to a stream the connection knows", "c.stream is not None")
 stream_waiting = Fact("stream_waiting", "the stream was requested and not (yet) accepted, or was rejected",
-                      lambda c: c.stream.state in ("requested", "rejected"))
-stream_ended = Fact("stream_ended", "the stream ended (STREAM_END)", lambda c: c.stream.state == "ended")
-adopted = Fact("adopted", "the stream was joined mid-conversation, its request not seen", lambda c: c.stream.adopted)
-in_oso = Fact("in_oso", "the stream is inside an OSO snapshot", lambda c: c.stream.in_oso)
-oso_base = Fact("oso_base", "the stream's seqno when its OSO snapshot started", lambda c: c.stream.oso_base)
-end_reached = Fact("end_reached", "the snapshot holding the requested end seqno is complete", lambda c: c.stream.end_reached)
+                      "c.stream.state in ('requested', 'rejected')")
+stream_ended = Fact("stream_ended", "the stream ended (STREAM_END)", "c.stream.state == 'ended'")
+adopted = Fact("adopted", "the stream was joined mid-conversation, its request not seen", "c.stream.adopted")
+in_oso = Fact("in_oso", "the stream is inside an OSO snapshot", "c.stream.in_oso")
+oso_base = Fact("oso_base", "the stream's seqno when its OSO snapshot started", "c.stream.oso_base")
+end_reached = Fact("end_reached", "the snapshot holding the requested end seqno is complete", "c.stream.end_reached")
 first_floor = Fact("first_floor", "the lowest start the first snapshot may have: the requested start or snapshot start",
-                   lambda c: min(c.stream.start_seqno, c.stream.request.get("snap_start_seqno", c.stream.start_seqno)))
-stream_ids = Fact("stream_ids", "enable_stream_id was negotiated", lambda c: c.neg.stream_ids)
-buffer_size = Fact("buffer_size", "the consumer's flow-control buffer (0: none)", lambda c: c.neg.buffer_size or 0)
-open_flags_known = Fact("open_flags_known", "the DCP_OPEN flags are known", lambda c: c.neg.dcp_open_flags is not None)
+                   "min(c.stream.start_seqno, c.stream.request.get('snap_start_seqno', c.stream.start_seqno))")
+stream_ids = Fact("stream_ids", "enable_stream_id was negotiated", "c.neg.stream_ids")
+buffer_size = Fact("buffer_size", "the consumer's flow-control buffer (0: none)", "c.neg.buffer_size or 0")
+open_flags_known = Fact("open_flags_known", "the DCP_OPEN flags are known", "c.neg.dcp_open_flags is not None")
 deletion_extras = Fact("deletion_extras", "the extras size a deletion has under the DCP_OPEN flags",
-                       lambda c: deletion_extras_for(c.neg.dcp_open_flags))
+                       "deletion_extras_for(c.neg.dcp_open_flags)", deletion_extras_for=deletion_extras_for)
 v22_negotiated = Fact("v22_negotiated", "DCP_CONTROL max_marker_version=2.2 was negotiated",
-                      lambda c: c.neg.controls.get("max_marker_version") == "2.2")
+                      "c.neg.controls.get('max_marker_version') == '2.2'")
 sync_writes = Fact("sync_writes", "DCP_CONTROL enable_sync_writes=true was negotiated",
-                   lambda c: c.neg.controls.get("enable_sync_writes") == "true")
+                   "c.neg.controls.get('enable_sync_writes') == 'true'")
 expiry_opcode = Fact("expiry_opcode", "DCP_CONTROL enable_expiry_opcode=true was negotiated",
-                     lambda c: c.neg.controls.get("enable_expiry_opcode") == "true")
+                     "c.neg.controls.get('enable_expiry_opcode') == 'true'")
 collections_refused = Fact("collections_refused", "HELO settled collections, and not on",
-                           lambda c: c.neg.collections_source == "HELO" and not c.neg.collections)
-
-
-def deletion_extras_for(open_flags: int | None) -> int:
-    """The extras size of a DCP_DELETION on a connection whose DCP_OPEN had ``open_flags``."""
-    return DELETION_V2.size if (open_flags or 0) & INCLUDE_DELETE_TIMES else DELETION_V1.size
+                           "c.neg.collections_source == 'HELO' and not c.neg.collections")

@@ -12,7 +12,7 @@ from ..messages.layout import unknown_bits
 from ..messages.names import DATATYPE_JSON, DATATYPE_XATTR, MAGICS, RETIRED_OPCODES, SUCCESS_LIKE_STATUS, VBUCKET_STATES
 from ..messages.opcodes import OP, ST
 from . import facts as F
-from .checks import at, declare
+from .checks import declare, judge
 from .registry import FRAME_RULES, STATUS_CLASSES
 
 # -- the declared checks (rules/checks.py), judged where _declared names their point --------
@@ -37,10 +37,9 @@ declare("deletion-datatype", "frame.deletion", F.datatype.has(DATATYPE_JSON) & ~
         offset=lambda m: m.offset + 5)
 
 
-def _declared(m: Message, point: str):
-    for c in at(point, m.opcode):
-        if c.test(m):
-            yield c.rule, c.say(m), c.offset(m) if c.offset else None
+def _declared(m: Message, point: str) -> list[tuple[str, str, int | None]]:
+    """What the checks declared at ``point`` find in ``m`` (most often nothing)."""
+    return [(c.rule, c.say(m), c.offset(m) if c.offset else None) for c in judge(point, m.opcode)(m)]
 
 Check = Callable[[Message], Iterator[tuple[str, str, int | None]]]
 _CHECKS: list[Check] = []

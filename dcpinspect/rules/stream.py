@@ -21,7 +21,7 @@ from ..messages.registry import CLIENT_SPECS
 from ..sessions.negotiation import Negotiation
 from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STREAM_OPCODES, DcpState, Stream, key_digest
 from . import facts as F
-from .checks import at, declare
+from .checks import declare, judge
 from .facts import INCLUDE_DELETE_TIMES, deletion_extras_for as deletion_extras
 from .registry import STATUS_CLASSES, STREAM_RULES
 
@@ -253,23 +253,23 @@ class ConnectionValidator:
     def _stream_message(self, msg: Message, index, ts, emit, c: Judging) -> None:
         st, op = self.state, msg.opcode
         stream = c.stream = st.stream_for(msg)
-        if _judge(c, "stream.found", op, emit, vbucket=msg.vbucket, stream_id=msg.stream_id):
+        if _judge(c, "stream.found", op, emit, _OF_MESSAGE):
             return
         ctx = stream.context
         c.snap = stream.snapshot
-        if _judge(c, "stream.ended", op, emit, **ctx):
+        if _judge(c, "stream.ended", op, emit, ctx):
             return
-        _judge(c, "stream.live", op, emit, **ctx)
+        _judge(c, "stream.live", op, emit, ctx)
         if op == OP.DCP_SNAPSHOT_MARKER:
             if "start_seqno" in msg.values:
-                _judge(c, "stream.marker", op, emit, **ctx)
+                _judge(c, "stream.marker", op, emit, ctx)
                 st.snapshot_marker(stream, msg, index)
         elif op == OP.DCP_OSO_SNAPSHOT:
             self._oso(stream, msg, emit, ctx)
         elif op == OP.DCP_STREAM_END:
             st.end(stream, msg, index, ts)
         elif op == OP.DCP_DELETION:
-            _judge(c, "stream.deletion", op, emit, **ctx)
+            _judge(c, "stream.deletion", op, emit, ctx)
         if op == OP.DCP_SYSTEM_EVENT:
             self._system_event(stream, msg, emit, ctx)
         field = SEQNO_OPCODES.get(op)
@@ -277,7 +277,7 @@ class ConnectionValidator:
             seqno = c.seqno = msg.values.get(field)
             if seqno is not None:
                 c.digest = key_digest(op, msg) if op in KEYED else None
-                _judge(c, "stream.seqno", op, emit, **ctx)
+                _judge(c, "stream.seqno", op, emit, ctx)
                 st.item(stream, msg, seqno, ts, c.digest)
 
     def _oso(self, stream: Stream, msg: Message, emit, ctx) -> None:
@@ -344,11 +344,15 @@ class _Emitter:
         self.out.append(f)
 
 
-def _judge(c: Judging, point: str, op: int, emit: "_Emitter", **ctx) -> bool:
-    """Judge the checks declared at ``point`` for ``op``: whether any found something."""
-    found = False
-    for check in at(point, op):
-        if check.test(c):
-            emit(check.rule, check.say(c), severity=check.severity(c) if check.severity else None, **ctx)
-            found = True
-    return found
+_OF_MESSAGE: dict = {}  # a finding's context: the message's vbucket and stream id
+
+
+def _judge(c: Judging, point: str, op: int, emit: "_Emitter", ctx: dict = {}) -> bool:
+    """Judge the checks declared at ``point`` for ``op``, reporting in ``ctx`` (the stream's
+    context, or _OF_MESSAGE): whether any found something."""
+    hit = judge(point, op)(c)
+    if hit and ctx is _OF_MESSAGE:
+        ctx = {"vbucket": c.msg.vbucket, "stream_id": c.msg.stream_id}
+    for check in hit:
+        emit(check.rule, check.say(c), severity=check.severity(c) if check.severity else None, **ctx)
+    return bool(hit)

@@ -11,8 +11,8 @@ with the CLI's decoder and validator.
    ``validate -f jsonl --info`` print, with columns taken from them as the families
    declare) as Parquet files of their own; each hands back its statistics.
 3. The driver merges the statistics (and the correlators of files read in several tasks,
-   whose conclusions are rows of its own) and writes the per-connection and per-vbucket
-   tables and ``report.json``.
+   whose conclusions are rows of its own) and writes the statistics report's tables (as
+   ``sessions/report_tables.py`` declares them) and ``report.json``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ...messages.frame import DecodeContext
+from ...families import VALUES
+from ...sessions.report_tables import REPORT_TABLES
 from ...sessions.stats import StatsCollector
 from ...sources.capture import CaptureError
 from ...sources.ranges import RANGE_SIZE
@@ -84,8 +85,8 @@ def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE
         progress.total = sum(plan.sizes)
     result.phases["plan"] = time.monotonic() - began
     out = out if is_uri(out) else os.path.abspath(out)
-    clear(out, [s.name for s in specs()] + ["connections", "vbuckets"])
-    kw = dict(ports=set(ports), collections=collections, base=DecodeContext(detail=False), **(limits or {}))
+    clear(out, [s.name for s in specs()] + [t.name for t in REPORT_TABLES])
+    kw = dict(ports=set(ports), collections=collections, detail=VALUES, **(limits or {}))
     try:
         rows = _rows(spark, plan, out, kw, progress).collect()
     except Exception as exc:  # noqa: BLE001 - a task's error reaches here as Spark's, whatever it was
@@ -186,7 +187,8 @@ def _merge(states: list[dict], result: Analysis) -> dict:
 
 
 def _write_stats(out: str, stats: StatsCollector, result: Analysis) -> None:
-    """The per-connection and per-vbucket tables, and the statistics report as report.json;
+    """The statistics report's tables (sessions/report_tables.py) and the report itself as
+    report.json;
     a table no task wrote a row of (but a family's) is written empty."""
     import pyarrow as pa
 
@@ -198,11 +200,9 @@ def _write_stats(out: str, stats: StatsCollector, result: Analysis) -> None:
             files.write(spec, pa.RecordBatch.from_pylist([], schema=schema(spec)))
     files.close()
     report = stats.report()
-    conns = [_connection_row(label, c) for label, c in report["connections"].items()]
-    vbs = [_vbucket_row(int(vb), v) for vb, v in report["vbuckets"].items()]
-    _write_rows(join(out, "connections"), CONNECTION_SCHEMA, conns)
-    _write_rows(join(out, "vbuckets"), VBUCKET_SCHEMA, vbs)
-    result.tables += ["connections", "vbuckets"]
+    for table in REPORT_TABLES:
+        _write_rows(join(out, table.name), table.schema, table.rows(report))
+        result.tables.append(table.name)
     _write_text(join(out, "report.json"), json.dumps(report, indent=2, default=str) + "\n")
 
 
@@ -234,32 +234,6 @@ def _write_text(target: str, text: str) -> None:
 
     with _open_output(target) as f:
         f.write(text.encode())
-
-
-CONNECTION_SCHEMA = (("connection", "string"), ("frames", "bigint"), ("frames_c2s", "bigint"),
-                     ("frames_s2c", "bigint"), ("bytes", "bigint"), ("bytes_c2s", "bigint"), ("bytes_s2c", "bigint"),
-                     ("first_ts", "double"), ("last_ts", "double"), ("duration", "double"), ("items", "bigint"),
-                     ("streams", "bigint"), ("capture_gaps", "bigint"), ("lost_bytes", "bigint"),
-                     ("skipped_bytes", "bigint"), ("findings", "bigint"), ("json", "string"))
-VBUCKET_SCHEMA = (("vbucket", "int"), ("connections", "bigint"), ("streams", "bigint"), ("items", "bigint"),
-                  ("mutations", "bigint"), ("deletions", "bigint"), ("expirations", "bigint"),
-                  ("snapshots", "bigint"), ("seqno_first", "uint64"), ("seqno_last", "uint64"),
-                  ("seqno_min", "uint64"), ("seqno_max", "uint64"), ("gaps", "bigint"), ("gap_missing", "uint64"),
-                  ("backwards", "bigint"), ("frames", "bigint"), ("bytes", "bigint"), ("json", "string"))
-
-
-def _connection_row(label: str, c: dict) -> tuple:
-    return (label, c["frames"]["total"], c["frames"]["c2s"], c["frames"]["s2c"], c["bytes"]["total"],
-            c["bytes"]["c2s"], c["bytes"]["s2c"], c["first_ts"], c["last_ts"], c["duration"], c["items"],
-            c["streams"], c["capture_gaps"], c["lost_bytes"], c["skipped_bytes"], c["findings"],
-            json.dumps(c, default=str))
-
-
-def _vbucket_row(vb: int, v: dict) -> tuple:
-    seq, gaps = v["seqno"], v["gaps"]
-    return (vb, v["connections"], v["streams"], v["items"], v["mutations"], v["deletions"], v["expirations"],
-            v["snapshots"]["count"], seq["first"], seq["last"], seq["min"], seq["max"], gaps["count"],
-            gaps["missing"], gaps["backwards"], v["frames"], v["bytes"], json.dumps(v, default=str))
 
 
 def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: list[str] = (),

@@ -9,8 +9,11 @@ bytes are read by :mod:`.dumps`; what ``stats`` shows of DCP and TAP is :mod:`.s
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...framing.mcbp import FrameSplitter
-from .. import Family
+from ...messages.frame import DecodeContext
+from .. import HEADERS, VALUES, Family, Options
 from . import dumps
 from .filters import FILTERS
 from .conversation import Conversation
@@ -28,12 +31,23 @@ def _framer(synced: bool, runs: bool) -> FrameSplitter:
     return FrameSplitter(synced=synced, runs=runs)
 
 
-def _session(options: tuple, seen_from_start: bool) -> Conversation:
-    collections, base = options
-    return Conversation.new(collections, base, seen_from_start)
+@lru_cache(maxsize=None)
+def context(options: Options) -> DecodeContext:
+    """The decode context that gives what the engine's options ask for."""
+    kw: dict = {} if options.value_text is None else {"max_value_text": options.value_text}
+    if options.detail == HEADERS:
+        kw["headers_only"] = True
+    elif options.detail == VALUES:
+        kw["detail"] = False
+    return DecodeContext(**kw)
 
 
-def _fast_path(base) -> Lane | None:
+def _session(options: Options, seen_from_start: bool) -> Conversation:
+    return Conversation.new(options.collections, context(options), seen_from_start)
+
+
+def _fast_path(options: Options) -> Lane | None:
+    base = context(options)
     return Lane(base) if Lane.usable(base) else None
 
 

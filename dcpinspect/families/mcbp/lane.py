@@ -41,7 +41,7 @@ from ...messages.record import protocol_of_family
 from ...outputs.jsonl import _stdlib
 from ...messages.catalog import REQUIRED
 from ...rules import checks
-from ...rules.conditions import All, Const, NotOnFastPath, program
+from ...rules.conditions import All, Const, NotOnFastPath, program, reader
 from ...sessions import streams
 from ...sessions.streams import FLOW_CONTROLLED, Snapshot
 
@@ -321,7 +321,7 @@ class Lane:
         self._prefix_key: tuple | None = None
         self._prefix = ""
         connection, self._rules = compile_rules()
-        self._connection = tuple(f.get for f in connection)
+        self._connection = reader(connection)
         #: the connection facts as last read, and of what: (stream, the validator's message
         #: count); every message the rules judge counts, so a count unchanged is state unchanged
         self._facts_key: tuple | None = None
@@ -332,7 +332,7 @@ class Lane:
         key = (stream, validator.frames)
         if key != self._facts_key:
             c = validator.judging.of_stream(stream)
-            self._facts, self._facts_key = tuple([get(c) for get in self._connection]), key
+            self._facts, self._facts_key = self._connection(c), key
             self._masks = None
         return self._facts
 
