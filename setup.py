@@ -6,5 +6,6 @@ from setuptools import Extension, setup
 
 FLAGS = ["-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 
-setup(ext_modules=[Extension("dcpinspect._lane", ["dcpinspect/_lane.c"], optional=True, extra_compile_args=FLAGS),
+setup(ext_modules=[Extension("dcpinspect._lane", ["dcpinspect/_lane.c"], depends=["dcpinspect/_lane_rules.h"], optional=True,
+                             extra_compile_args=FLAGS),
                    Extension("dcpinspect._rdb", ["dcpinspect/_rdb.c"], optional=True, extra_compile_args=FLAGS)])

@@ -621,8 +621,11 @@ enum { P_END = 0, P_FACT, P_CONST, P_LT, P_LE, P_GT, P_GE, P_EQ, P_NE, P_AND, P_
 #define RULES_CAPSULE "dcpinspect._lane.rules"
 #define LANE_OPS 3 /* snapshot marker, mutation, deletion: 0x56 + i */
 
+#include "_lane_rules.h" /* generated_activate, generated_any: the same checks as C */
+
 typedef struct {
     int slots;                        /* facts numbered, the connection's included */
+    int native;                       /* the programs are those _lane_rules.h was made from */
     Py_ssize_t len[LANE_OPS];         /* -1: a check of this opcode is beyond the lane */
     uint64_t *code[LANE_OPS];
 } Rules;
@@ -638,10 +641,11 @@ static void rules_free(PyObject *capsule) {
 
 static PyObject *compile_rules(PyObject *self, PyObject *args) {
     /* (programs of 0x56, 0x57, 0x58: flat tuples of (instruction, argument) pairs, or None),
-     * number of slots: checked for depth and slot numbers once, kept for every scan */
+     * number of slots, whether they are the programs the generated C was made from (then it
+     * runs them): checked for depth and slot numbers once, kept for every scan */
     PyObject *progs;
-    int slots;
-    if (!PyArg_ParseTuple(args, "O!i", &PyTuple_Type, &progs, &slots))
+    int slots, native = 0;
+    if (!PyArg_ParseTuple(args, "O!i|p", &PyTuple_Type, &progs, &slots, &native))
         return NULL;
     if (PyTuple_GET_SIZE(progs) != LANE_OPS || slots < N_FACTS || slots > MAX_SLOTS) {
         PyErr_SetString(PyExc_ValueError, "rules: three programs, and at most 32 connection facts");
@@ -651,6 +655,7 @@ static PyObject *compile_rules(PyObject *self, PyObject *args) {
     if (r == NULL)
         return PyErr_NoMemory();
     r->slots = slots;
+    r->native = native;
     for (int i = 0; i < LANE_OPS; i++) {
         PyObject *t = PyTuple_GET_ITEM(progs, i);
         if (t == Py_None) {
@@ -756,6 +761,10 @@ static void activate(const Rules *r, int i, const uint64_t *F, uint64_t mask, Ac
     Py_ssize_t k = 0;
     a->n = 0;
     a->ready = 1;
+    if (r->native) { /* the generated C: the mask is all it needs */
+        a->mask = F != NULL ? generated_activate(i, F) : mask;
+        return;
+    }
     a->mask = 0;
     for (int j = 0; k < r->len[i]; j++) { /* compile_rules keeps j within MAX_CHECKS */
         int on;
@@ -779,6 +788,8 @@ static void activate(const Rules *r, int i, const uint64_t *F, uint64_t mask, Ac
 
 /* Whether a check whose connection part said true says true of this frame. */
 static int any_check(const Rules *r, int i, const Active *a, const uint64_t *F) {
+    if (r->native)
+        return generated_any(i, a->mask, F);
     for (int j = 0; j < a->n; j++) {
         Py_ssize_t k = a->start[j];
         if (run_program(r->code[i], &k, F))
@@ -1685,6 +1696,9 @@ PyMODINIT_FUNC PyInit__lane(void) {
         PyTuple_SET_ITEM(names, i, name);
     }
     if (PyModule_AddObject(m, "FACTS", names) < 0)
+        goto bad;
+    names = NULL;
+    if (PyModule_AddStringConstant(m, "GENERATED", GENERATED_FINGERPRINT) < 0)
         goto bad;
     return m;
 bad:

@@ -11,6 +11,7 @@ import pytest
 from dcpgen import MEMORY, Dcp
 from dcpinspect.messages.opcodes import OP
 from dcpinspect.families.mcbp import lane as lane_module
+from dcpinspect.families.mcbp import lane_rules
 from dcpinspect.rules import checks, conditions
 from dcpinspect.rules import facts as F
 from test_lane import capture, docs, run, same
@@ -30,7 +31,7 @@ def swapped():
     saved = list(checks.CHECKS)
     yield checks.replace_check
     checks.CHECKS[:] = saved
-    checks._AT.clear()
+    checks.changed()
 
 
 def _rules_of(text: str, opcode_name: str = "DCP_MUTATION") -> list[str]:
@@ -96,25 +97,44 @@ def test_a_new_check_over_an_unknown_fact_leaves_its_opcode_to_the_rules(tmp_pat
         assert taken["DCP_MUTATION"] == 0 and taken["DCP_SNAPSHOT_MARKER"] >= 1
     finally:
         checks.CHECKS.pop()
-        checks._AT.clear()
+        checks.changed()
 
 
 @needs_lane
-def test_the_c_evaluator_is_the_reference_one():
-    """_lane.c runs the programs as conditions.evaluate does, on every lane opcode's
+@pytest.mark.parametrize("native", [True, False], ids=["generated C", "programs"])
+def test_the_c_evaluators_are_the_reference_one(native):
+    """_lane.c judges the checks as conditions.evaluate runs their programs, both ways: by
+    the C generated from them and by interpreting the programs; on every lane opcode's
     checks, over random fact values (edges of the 64-bit range included)."""
-    connection, rules = lane_module.compile_rules()
-    slots = {name: i for i, name in enumerate(lane_module._lane.FACTS)}
-    for i, fact in enumerate(connection):
-        slots[fact.name] = len(lane_module._lane.FACTS) + i
+    plan = lane_rules.Plan(lane_module._lane.FACTS)
+    rules = lane_module._lane.compile_rules(plan.programs(), len(plan.slots), native)
     rng = random.Random(7)
     edges = [0, 1, 2, 5, 250, 251, 2**63, 2**64 - 1]
     for op in (0x56, 0x57, 0x58):
-        programs = [conditions.program(c.when, slots) for c in checks.for_opcode(op)]
+        programs = [conditions.program(c.when, plan.slots) for c in checks.for_opcode(op)]
         for _ in range(3000):
-            values = tuple(rng.choice(edges) if rng.random() < 0.5 else rng.randrange(4) for _ in range(len(slots)))
+            values = tuple(rng.choice(edges) if rng.random() < 0.5 else rng.randrange(4) for _ in range(len(plan.slots)))
             want = any(conditions.evaluate(code, list(values)) for code in programs)
             assert lane_module._lane.check_facts(rules, op, values) is want
+
+
+def test_the_generated_c_is_made_from_the_declared_checks():
+    """_lane_rules.h is what lane_rules makes of the checks as declared now (regenerate
+    it with scripts/lane_rules.py), and the module was built from it."""
+    text = lane_rules.header(lane_rules.Plan(lane_rules.c_fact_names()))
+    assert lane_rules.HEADER.read_text() == text, "stale _lane_rules.h: run python scripts/lane_rules.py"
+    if lane_module.available():
+        assert lane_module._lane.FACTS == lane_rules.c_fact_names()
+        assert lane_module._lane.GENERATED == lane_rules.Plan(lane_module._lane.FACTS).fingerprint()
+
+
+@needs_lane
+def test_a_changed_check_turns_the_generated_c_off(swapped):
+    """The lane runs the generated C while the checks are those it was made from, and the
+    programs once one changes (which the tests above show follow the change)."""
+    assert lane_module.compile_rules()[2] is True
+    swapped(_only("seqno-zero", "frame.seqno"), F.seqno.eq(1))
+    assert lane_module.compile_rules()[2] is False
 
 
 def test_programs_are_checked_before_they_run():

@@ -472,7 +472,7 @@ def test_json_check_agrees(text):
 
 # -- bytes from anywhere -------------------------------------------------------------------
 
-_CONNECTION, _RULES = lane_module.compile_rules() if lane_module.available() else ((), None)
+_CONNECTION, _RULES, _ = lane_module.compile_rules() if lane_module.available() else ((), None, False)
 
 
 def scan_params(opaque: int, vbucket: int, collections: int, keys: set | None, snap: tuple = (0, 1 << 63),

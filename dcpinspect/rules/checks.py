@@ -37,16 +37,21 @@ class Check:
 
 CHECKS: list[Check] = []
 _AT: dict[tuple[str, int], tuple[Check, ...]] = {}
-_JUDGE: dict[tuple[str, int], Callable[[Any], tuple[Check, ...]]] = {}
+_JUDGES: dict[int, "Judges"] = {}
 
 
 def declare(rule: str, point: str, when: Expr, say: Callable[[Any], str], on: Iterable[int] | None = None,
             **kw) -> Check:
     check = Check(rule, point, when, say, None if on is None else frozenset(on), **kw)
     CHECKS.append(check)
-    _AT.clear()
-    _JUDGE.clear()
+    changed()
     return check
+
+
+def changed() -> None:
+    """Forget what was made of the checks (after :data:`CHECKS` is changed in place)."""
+    _AT.clear()
+    _JUDGES.clear()
 
 
 def replace_check(old: Check, when: Expr) -> Check:
@@ -54,8 +59,7 @@ def replace_check(old: Check, when: Expr) -> Check:
     rules and the fast paths made after it judge by the new one."""
     new = Check(old.rule, old.point, when, old.say, old.on, old.severity, old.offset)
     CHECKS[CHECKS.index(old)] = new
-    _AT.clear()
-    _JUDGE.clear()
+    changed()
     return new
 
 
@@ -68,16 +72,28 @@ def at(point: str, opcode: int) -> tuple[Check, ...]:
     return got
 
 
-def judge(point: str, opcode: int) -> Callable[[Any], tuple[Check, ...]]:
-    """One function judging every check of :func:`at`: it returns those whose condition
-    holds for the context (the message, at a ``frame.`` point), in declaration order."""
-    key = (point, opcode)
-    fn = _JUDGE.get(key)
-    if fn is None:
-        checks = at(point, opcode)
-        fn = _JUDGE[key] = judge_function([c.when for c in checks], point.startswith("frame."), checks,
-                                          f"checks at {point} for opcode 0x{opcode:02x}")
-    return fn
+class Judges(dict):
+    """An opcode's judges by point: ``judges(op)[point]`` is one function judging every
+    check of :func:`at` (the conditions inline): it returns those whose condition holds
+    for the context (the message, at a ``frame.`` point), in declaration order."""
+
+    def __init__(self, opcode: int) -> None:
+        super().__init__()
+        self.opcode = opcode
+
+    def __missing__(self, point: str) -> Callable[[Any], tuple[Check, ...]]:
+        checks = at(point, self.opcode)
+        fn = self[point] = judge_function([c.when for c in checks], point.startswith("frame."), checks,
+                                          f"checks at {point} for opcode 0x{self.opcode:02x}")
+        return fn
+
+
+def judges(opcode: int) -> Judges:
+    """The judges of ``opcode``'s checks, by point (made once, until the checks change)."""
+    got = _JUDGES.get(opcode)
+    if got is None:
+        got = _JUDGES[opcode] = Judges(opcode)
+    return got
 
 
 def for_opcode(opcode: int) -> tuple[Check, ...]:

@@ -89,6 +89,11 @@ class Expr:
         """Append the instructions that leave this part's value on the stack."""
         raise NotImplementedError
 
+    def c(self, slots: dict[str, int]) -> str:
+        """This part as a C expression over ``uint64_t F[]``, the facts numbered by
+        ``slots`` (the program's meaning, for code generated from it)."""
+        raise NotImplementedError
+
 
 class Fact(Expr):
     """A named quantity, read by ``src``: a Python expression over the judging context ``c``
@@ -121,6 +126,11 @@ class Fact(Expr):
             raise NotOnFastPath(self.name)
         out += (FACT, slots[self.name])
 
+    def c(self, slots):
+        if self.name not in slots:
+            raise NotOnFastPath(self.name)
+        return f"F[{slots[self.name]}]"
+
 
 class Const(Expr):
     __slots__ = ("value",)
@@ -138,6 +148,11 @@ class Const(Expr):
         if not 0 <= self.value <= U64:
             raise NotOnFastPath(f"constant {self.value}")
         out += (CONST, self.value)
+
+    def c(self, slots):
+        if not 0 <= self.value <= U64:
+            raise NotOnFastPath(f"constant {self.value}")
+        return f"UINT64_C({self.value})"
 
 
 class Compare(Expr):
@@ -160,6 +175,9 @@ class Compare(Expr):
         self.b.program(slots, out)
         out += (_COMPARE[self.op], 0)
 
+    def c(self, slots):
+        return f"({self.a.c(slots)} {self.op} {self.b.c(slots)})"
+
 
 class Bits(Expr):
     __slots__ = ("a", "mask")
@@ -179,6 +197,9 @@ class Bits(Expr):
     def program(self, slots, out):
         self.a.program(slots, out)
         out += (BITS, self.mask & U64)
+
+    def c(self, slots):
+        return f"(({self.a.c(slots)} & UINT64_C({self.mask & U64})) != 0)"
 
 
 class _Junction(Expr):
@@ -207,15 +228,18 @@ class _Junction(Expr):
             p.program(slots, out)
             out += (self._code, 0)
 
+    def c(self, slots):
+        return "(" + f" {self._c} ".join(p.c(slots) for p in self.parts) + ")"
+
 
 class All(_Junction):
     __slots__ = ()
-    _symbol, _code, _word = "&", AND, "and"
+    _symbol, _code, _word, _c = "&", AND, "and", "&&"
 
 
 class Any_(_Junction):
     __slots__ = ()
-    _symbol, _code, _word = "|", OR, "or"
+    _symbol, _code, _word, _c = "|", OR, "or", "||"
 
 
 class Not(Expr):
@@ -236,6 +260,9 @@ class Not(Expr):
     def program(self, slots, out):
         self.a.program(slots, out)
         out += (NOT, 0)
+
+    def c(self, slots):
+        return f"(!{self.a.c(slots)})"
 
 
 def _lift(value) -> Expr:

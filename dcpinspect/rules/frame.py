@@ -12,7 +12,7 @@ from ..messages.layout import unknown_bits
 from ..messages.names import DATATYPE_JSON, DATATYPE_XATTR, MAGICS, RETIRED_OPCODES, SUCCESS_LIKE_STATUS, VBUCKET_STATES
 from ..messages.opcodes import OP, ST
 from . import facts as F
-from .checks import declare, judge
+from .checks import declare, judges
 from .registry import FRAME_RULES, STATUS_CLASSES
 
 # -- the declared checks (rules/checks.py), judged where _declared names their point --------
@@ -39,7 +39,8 @@ declare("deletion-datatype", "frame.deletion", F.datatype.has(DATATYPE_JSON) & ~
 
 def _declared(m: Message, point: str) -> list[tuple[str, str, int | None]]:
     """What the checks declared at ``point`` find in ``m`` (most often nothing)."""
-    return [(c.rule, c.say(m), c.offset(m) if c.offset else None) for c in judge(point, m.opcode)(m)]
+    hit = judges(m.opcode)[point](m)
+    return [(c.rule, c.say(m), c.offset(m) if c.offset else None) for c in hit] if hit else ()
 
 Check = Callable[[Message], Iterator[tuple[str, str, int | None]]]
 _CHECKS: list[Check] = []

@@ -21,7 +21,7 @@ from ..messages.registry import CLIENT_SPECS
 from ..sessions.negotiation import Negotiation
 from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STREAM_OPCODES, DcpState, Stream, key_digest
 from . import facts as F
-from .checks import declare, judge
+from .checks import declare, judges
 from .facts import INCLUDE_DELETE_TIMES, deletion_extras_for as deletion_extras
 from .registry import STATUS_CLASSES, STREAM_RULES
 
@@ -213,10 +213,11 @@ class ConnectionValidator:
 
     def _request(self, msg: Message, direction, ts, index, emit, c: Judging) -> None:
         st, op = self.state, msg.opcode
-        if _judge(c, "stream.open", op, emit):
+        J = judges(op)
+        if _judge(c, J["stream.open"], emit):
             st.producer_direction = "unknown"  # reported once
         if op in STREAM_OPCODES:  # first: most requests are (none of the opcodes below is)
-            self._stream_message(msg, index, ts, emit, c)
+            self._stream_message(msg, index, ts, emit, c, J)
         elif op == OP.DCP_OPEN:
             if st.dcp_open_seen:
                 emit("dcp-open-missing", "a second DCP_OPEN on the same connection")
@@ -228,7 +229,7 @@ class ConnectionValidator:
         elif op == OP.DCP_NOOP:
             st.noop(msg, index, ts, direction)
         if op in FLOW_CONTROLLED and op != OP.DCP_NOOP:
-            _judge(c, "stream.flow", op, emit)
+            _judge(c, J["stream.flow"], emit)
             st.sent(msg, self.negotiation.buffer_size)
         st.remember_request(msg, index, ts, direction)
 
@@ -250,26 +251,26 @@ class ConnectionValidator:
             emit("rollback-ignored", f"vb {key[0]} was told to roll back to {rollback}, re-requested from {start}", **ctx)
         st.open_request(msg, index, ts)
 
-    def _stream_message(self, msg: Message, index, ts, emit, c: Judging) -> None:
+    def _stream_message(self, msg: Message, index, ts, emit, c: Judging, J) -> None:
         st, op = self.state, msg.opcode
         stream = c.stream = st.stream_for(msg)
-        if _judge(c, "stream.found", op, emit, _OF_MESSAGE):
+        if _judge(c, J["stream.found"], emit, _OF_MESSAGE):
             return
         ctx = stream.context
         c.snap = stream.snapshot
-        if _judge(c, "stream.ended", op, emit, ctx):
+        if _judge(c, J["stream.ended"], emit, ctx):
             return
-        _judge(c, "stream.live", op, emit, ctx)
+        _judge(c, J["stream.live"], emit, ctx)
         if op == OP.DCP_SNAPSHOT_MARKER:
             if "start_seqno" in msg.values:
-                _judge(c, "stream.marker", op, emit, ctx)
+                _judge(c, J["stream.marker"], emit, ctx)
                 st.snapshot_marker(stream, msg, index)
         elif op == OP.DCP_OSO_SNAPSHOT:
             self._oso(stream, msg, emit, ctx)
         elif op == OP.DCP_STREAM_END:
             st.end(stream, msg, index, ts)
         elif op == OP.DCP_DELETION:
-            _judge(c, "stream.deletion", op, emit, ctx)
+            _judge(c, J["stream.deletion"], emit, ctx)
         if op == OP.DCP_SYSTEM_EVENT:
             self._system_event(stream, msg, emit, ctx)
         field = SEQNO_OPCODES.get(op)
@@ -277,7 +278,7 @@ class ConnectionValidator:
             seqno = c.seqno = msg.values.get(field)
             if seqno is not None:
                 c.digest = key_digest(op, msg) if op in KEYED else None
-                _judge(c, "stream.seqno", op, emit, ctx)
+                _judge(c, J["stream.seqno"], emit, ctx)
                 st.item(stream, msg, seqno, ts, c.digest)
 
     def _oso(self, stream: Stream, msg: Message, emit, ctx) -> None:
@@ -347,10 +348,11 @@ class _Emitter:
 _OF_MESSAGE: dict = {}  # a finding's context: the message's vbucket and stream id
 
 
-def _judge(c: Judging, point: str, op: int, emit: "_Emitter", ctx: dict = {}) -> bool:
-    """Judge the checks declared at ``point`` for ``op``, reporting in ``ctx`` (the stream's
-    context, or _OF_MESSAGE): whether any found something."""
-    hit = judge(point, op)(c)
+def _judge(c: Judging, judge, emit: "_Emitter", ctx: dict = {}) -> bool:
+    """Judge the checks of one point (``judge``: the message's opcode's judge of it,
+    checks.judges), reporting in ``ctx`` (the stream's context, or _OF_MESSAGE): whether
+    any found something."""
+    hit = judge(c)
     if hit and ctx is _OF_MESSAGE:
         ctx = {"vbucket": c.msg.vbucket, "stream_id": c.msg.stream_id}
     for check in hit:

@@ -40,8 +40,8 @@ from ...messages.opcodes import OP
 from ...messages.record import protocol_of_family
 from ...outputs.jsonl import _stdlib
 from ...messages.catalog import REQUIRED
-from ...rules import checks
-from ...rules.conditions import All, Const, NotOnFastPath, program, reader
+from .lane_rules import Plan
+from ...rules.conditions import reader
 from ...sessions import streams
 from ...sessions.streams import FLOW_CONTROLLED, Snapshot
 
@@ -95,41 +95,16 @@ def _plans() -> tuple:
 
 
 _PLANS = None if _lane is None else _lane.compile_plans(_plans())
-#: the opcodes _lane.compile_rules takes programs of, in its order
-_RULE_OPCODES = (OP.DCP_SNAPSHOT_MARKER, OP.DCP_MUTATION, OP.DCP_DELETION)
 
 
-def compile_rules() -> tuple[tuple, object]:
-    """The checks of the lane's opcodes as ``_lane.scan`` runs them: the connection facts
-    it is given as a run starts (beyond the facts it reads itself, ``_lane.FACTS``), and
-    the compiled programs. An opcode with a check over a fact the lane cannot know is left
-    to the rules."""
-    slots = {name: i for i, name in enumerate(_lane.FACTS)}
-    connection: list = []
-    programs = []
-    for op in _RULE_OPCODES:
-        code: list[int] = []
-        try:
-            for check in checks.for_opcode(op):
-                for fact in check.when.facts():
-                    if fact.scope == "connection" and fact.name not in slots:
-                        slots[fact.name] = len(slots)
-                        connection.append(fact)
-                for part in _parts(check.when):
-                    code += (*program(part, slots), 0, 0)  # 0, 0: the part's end
-        except NotOnFastPath:
-            code = None
-        programs.append(None if code is None else tuple(code))
-    return tuple(connection), _lane.compile_rules(tuple(programs), len(slots))
-
-
-def _parts(cond) -> tuple:
-    """A check's condition as the scan judges it: the conjuncts over connection facts alone
-    (once a run), then the rest (each frame); both true is the whole condition true."""
-    parts = cond.parts if isinstance(cond, All) else (cond,)
-    once = tuple(p for p in parts if all(f.scope == "connection" for f in p.facts()))
-    each = tuple(p for p in parts if p not in once)
-    return tuple(All(ps) if len(ps) > 1 else ps[0] if ps else Const(1) for ps in (once, each))
+def compile_rules() -> tuple[tuple, object, bool]:
+    """The checks of the lane's opcodes as ``_lane.scan`` runs them (``lane_rules.Plan``):
+    the connection facts it is given as a run starts (beyond the facts it reads itself,
+    ``_lane.FACTS``), the compiled rules, and whether they run as the C generated from the
+    same checks (that C is theirs) or are interpreted."""
+    plan = Plan(_lane.FACTS)
+    native = plan.fingerprint() == _lane.GENERATED
+    return tuple(plan.connection), _lane.compile_rules(plan.programs(), len(plan.slots), native), native
 
 
 class Run(NamedTuple):
@@ -320,7 +295,7 @@ class Lane:
         self.base = base
         self._prefix_key: tuple | None = None
         self._prefix = ""
-        connection, self._rules = compile_rules()
+        connection, self._rules, _ = compile_rules()
         self._connection = reader(connection)
         #: the connection facts as last read, and of what: (stream, the validator's message
         #: count); every message the rules judge counts, so a count unchanged is state unchanged

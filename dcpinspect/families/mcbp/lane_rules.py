@@ -1,0 +1,143 @@
+"""The checks the jsonl fast lane judges, in the two forms ``dcpinspect/_lane.c`` runs them,
+both made from the checks' declarations (``rules/checks.py``), never written by hand:
+
+* **programs** (``rules/conditions.py``'s small stack language) over numbered facts,
+  which C interprets: whatever the checks are when a process starts, the lane follows;
+* **C code**, ``dcpinspect/_lane_rules.h``, generated from the same checks and compiled
+  into the module: the checks' conditions as C expressions, which the compiler turns into
+  a few compares and branches a frame. It is used only while the programs are the ones it
+  was generated from (their fingerprint, ``_lane.GENERATED``); a check changed since
+  (in the source, or at run time) leaves the lane on the programs.
+
+Regenerate the header after changing a check the lane meets, before building::
+
+    python scripts/lane_rules.py
+
+(``tests/test_checks.py`` fails while the header is stale.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import textwrap
+from pathlib import Path
+from typing import Sequence
+
+from ...messages.opcodes import OP
+from ...rules import checks, frame, stream  # noqa: F401 (frame, stream: the checks they declare)
+from ...rules.conditions import All, Const, Expr, Fact, NotOnFastPath, program
+
+#: the opcodes the lane judges checks of, in ``_lane.c``'s order (0x56 + i)
+RULE_OPCODES = (OP.DCP_SNAPSHOT_MARKER, OP.DCP_MUTATION, OP.DCP_DELETION)
+HEADER = Path(__file__).resolve().parents[2] / "_lane_rules.h"
+SOURCE = HEADER.with_name("_lane.c")
+
+
+class Plan:
+    """The lane's checks over its facts: ``slots`` numbers the facts C reads (``fact_names``,
+    C's order) and then the connection facts the checks name (read in Python as a run
+    starts: ``connection``); ``parts[i]`` holds, for ``RULE_OPCODES[i]``, each check's two
+    parts (:func:`split`), or is None when a check names a fact the lane cannot know (the
+    opcode is left to the rules)."""
+
+    def __init__(self, fact_names: Sequence[str]) -> None:
+        self.slots = {name: i for i, name in enumerate(fact_names)}
+        self.connection: list[Fact] = []
+        self.parts: list[tuple[tuple[Expr, Expr], ...] | None] = []
+        self.rules: list[tuple[str, ...]] = []  # each check's rule id, beside its parts
+        for op in RULE_OPCODES:
+            found = []
+            try:
+                for check in checks.for_opcode(op):
+                    for fact in check.when.facts():
+                        if fact.scope == "connection" and fact.name not in self.slots:
+                            self.slots[fact.name] = len(self.slots)
+                            self.connection.append(fact)
+                    once, each = split(check.when)
+                    once.c(self.slots), each.c(self.slots)  # every fact known, or NotOnFastPath
+                    found.append((once, each))
+            except NotOnFastPath:
+                found = None
+            self.parts.append(None if found is None else tuple(found))
+            self.rules.append(tuple(c.rule for c in checks.for_opcode(op)))
+
+    def programs(self) -> tuple:
+        """Per opcode, the flat program ``_lane.compile_rules`` takes: each check's two
+        parts, each closed by END (0, 0); None for an opcode left to the rules."""
+        return tuple(None if parts is None else
+                     tuple(x for pair in parts for part in pair for x in (*program(part, self.slots), 0, 0))
+                     for parts in self.parts)
+
+    def fingerprint(self) -> str:
+        """What the generated C was made from: the facts' numbering and the programs."""
+        text = repr((sorted(self.slots.items(), key=lambda kv: kv[1]), self.programs()))
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def split(cond: Expr) -> tuple[Expr, Expr]:
+    """A check's condition as the scan judges it: the conjuncts over connection facts alone
+    (once a run), then the rest (each frame); both true is the whole condition true."""
+    parts = cond.parts if isinstance(cond, All) else (cond,)
+    once = tuple(p for p in parts if all(f.scope == "connection" for f in p.facts()))
+    each = tuple(p for p in parts if p not in once)
+    return tuple(All(ps) if len(ps) > 1 else ps[0] if ps else Const(1) for ps in (once, each))
+
+
+def c_fact_names(source: str | None = None) -> tuple[str, ...]:
+    """The facts ``_lane.c`` reads, in its order (its ``FACT_NAMES``): the header is
+    generated before the module is built, so from the C source itself."""
+    text = SOURCE.read_text() if source is None else source
+    body = re.search(r"FACT_NAMES\[N_FACTS\]\s*=\s*\{(.*?)\};", text, re.S)
+    if body is None:
+        raise ValueError("_lane.c: no FACT_NAMES")
+    return tuple(re.findall(r'"(\w+)"', body.group(1)))
+
+
+def header(plan: Plan) -> str:
+    """``_lane_rules.h``: the plan's checks as two C functions of the lane opcode's index
+    ``i`` and the facts ``F``: which checks' connection parts hold (a bit a check), and
+    whether any check with its bit set holds of a frame."""
+    names = ", ".join(f"{n}:{name}" for name, n in plan.slots.items())
+    out = [
+        "/* The fast lane's checks as C, generated from their declarations (rules/checks.py)",
+        " * by dcpinspect/families/mcbp/lane_rules.py: do not edit; regenerate with",
+        " * `python scripts/lane_rules.py`. Used only while the programs",
+        " * lane.py compiles have this fingerprint. The facts F[n]:",
+        *textwrap.wrap(names, 88, initial_indent=" * ", subsequent_indent=" * "),
+        " */",
+        "",
+        f'#define GENERATED_FINGERPRINT "{plan.fingerprint()}"',
+        "",
+        "static uint64_t generated_activate(int i, const uint64_t *F) {",
+        "    uint64_t m = 0;",
+        "    switch (i) {",
+    ]
+    for i, parts in enumerate(plan.parts):
+        if parts is None:
+            continue
+        out.append(f"    case {i}: /* 0x{RULE_OPCODES[i]:02x} */")
+        out += [f"        if ({once.c(plan.slots)}) m |= UINT64_C(1) << {j}; /* {rule} */"
+                for j, ((once, _), rule) in enumerate(zip(parts, plan.rules[i]))]
+        out.append("        break;")
+    out += ["    }", "    return m;", "}", "",
+            "static int generated_any(int i, uint64_t m, const uint64_t *F) {",
+            "    switch (i) {"]
+    for i, parts in enumerate(plan.parts):
+        if parts is None:
+            continue
+        out.append(f"    case {i}: /* 0x{RULE_OPCODES[i]:02x} */")
+        out += [f"        if ((m >> {j} & 1) && {each.c(plan.slots)}) return 1; /* {rule} */"
+                for j, ((_, each), rule) in enumerate(zip(parts, plan.rules[i]))]
+        out.append("        break;")
+    out += ["    }", "    return 0;", "}", ""]
+    return "\n".join(out)
+
+
+def write() -> bool:
+    """Write the header from the checks as they are declared: whether it changed."""
+    text = header(Plan(c_fact_names()))
+    if HEADER.exists() and HEADER.read_text() == text:
+        return False
+    HEADER.write_text(text)
+    return True
