@@ -1052,7 +1052,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (keylen) {
             if (collections < 0 && !(key[0] >= 0x20 && key[0] < 0x7f)) { /* keys._looks_prefixed */
                 int used = leb128(key, keylen, &cid);
-                prefixed = used && (cid == 0 || cid >= 8) && (uint32_t)used < keylen;
+                prefixed = used && !(cid >= RESERVED_COLLECTION_FIRST && cid <= RESERVED_COLLECTION_LAST) &&
+                           (uint32_t)used < keylen;
             }
             if (prefixed) {
                 int used = leb128(key, keylen, &cid);
@@ -1060,8 +1061,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                     break;
                 logical = key + used;
                 llen = keylen - (size_t)used;
-                if (llen == 0 || (cid >= 1 && cid <= 7)) /* the key decoder's problems */
-                    break;
             }
             if (text_class(logical, llen) == NOT_ASCII)
                 break;

@@ -13,7 +13,10 @@
  * 42:open_flags_known, 43:deletion_extras
  */
 
-#define GENERATED_FINGERPRINT "3fcae76862083d1fa5eb4e31223983c1"
+#define GENERATED_FINGERPRINT "f28c57814839333b90d0bf02d435a528"
+/* messages/keys.py's RESERVED_COLLECTION_IDS */
+#define RESERVED_COLLECTION_FIRST 1
+#define RESERVED_COLLECTION_LAST 7
 
 static uint64_t generated_activate(int i, const uint64_t *F) {
     uint64_t m = 0;
@@ -22,22 +25,24 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if (UINT64_C(1)) m |= UINT64_C(1) << 0; /* key-required */
         if (UINT64_C(1)) m |= UINT64_C(1) << 1; /* key-too-long */
         if (UINT64_C(1)) m |= UINT64_C(1) << 2; /* key-too-long */
-        if (((!F[28]) && (!F[29]) && F[30])) m |= UINT64_C(1) << 3; /* dcp-open-missing */
-        if (((!F[31]) || F[32])) m |= UINT64_C(1) << 4; /* no-stream */
-        if (F[33]) m |= UINT64_C(1) << 5; /* after-stream-end */
-        if (F[34]) m |= UINT64_C(1) << 6; /* stream-id-missing */
-        if ((F[30] && (!F[35]))) m |= UINT64_C(1) << 7; /* negotiation-missing */
-        if (F[36]) m |= UINT64_C(1) << 8; /* oso-unbalanced */
-        if ((!F[38])) m |= UINT64_C(1) << 9; /* first-marker-start */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 10; /* marker-end-regression */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 11; /* marker-overlap */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 12; /* marker-inside-snapshot */
-        if (F[39]) m |= UINT64_C(1) << 13; /* beyond-end-seqno */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 14; /* marker-end-regression */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 15; /* mvs-above-end */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 16; /* mvs-above-end */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 17; /* hcs-without-disk */
-        if ((F[40] != UINT64_C(0))) m |= UINT64_C(1) << 18; /* buffer-overrun */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 3; /* collection-key-empty */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 4; /* collection-id-reserved */
+        if (((!F[28]) && (!F[29]) && F[30])) m |= UINT64_C(1) << 5; /* dcp-open-missing */
+        if (((!F[31]) || F[32])) m |= UINT64_C(1) << 6; /* no-stream */
+        if (F[33]) m |= UINT64_C(1) << 7; /* after-stream-end */
+        if (F[34]) m |= UINT64_C(1) << 8; /* stream-id-missing */
+        if ((F[30] && (!F[35]))) m |= UINT64_C(1) << 9; /* negotiation-missing */
+        if (F[36]) m |= UINT64_C(1) << 10; /* oso-unbalanced */
+        if ((!F[38])) m |= UINT64_C(1) << 11; /* first-marker-start */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 12; /* marker-end-regression */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 13; /* marker-overlap */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 14; /* marker-inside-snapshot */
+        if (F[39]) m |= UINT64_C(1) << 15; /* beyond-end-seqno */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 16; /* marker-end-regression */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 17; /* mvs-above-end */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 18; /* mvs-above-end */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 19; /* hcs-without-disk */
+        if ((F[40] != UINT64_C(0))) m |= UINT64_C(1) << 20; /* buffer-overrun */
         break;
     case 1: /* 0x57 */
         if (UINT64_C(1)) m |= UINT64_C(1) << 0; /* key-required */
@@ -45,17 +50,19 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if (UINT64_C(1)) m |= UINT64_C(1) << 2; /* key-too-long */
         if (UINT64_C(1)) m |= UINT64_C(1) << 3; /* seqno-zero */
         if (UINT64_C(1)) m |= UINT64_C(1) << 4; /* nmeta-nonzero */
-        if (((!F[28]) && (!F[29]) && F[30])) m |= UINT64_C(1) << 5; /* dcp-open-missing */
-        if (((!F[31]) || F[32])) m |= UINT64_C(1) << 6; /* no-stream */
-        if (F[33]) m |= UINT64_C(1) << 7; /* after-stream-end */
-        if (F[34]) m |= UINT64_C(1) << 8; /* stream-id-missing */
-        if (F[36]) m |= UINT64_C(1) << 9; /* oso-below-start */
-        if ((!F[36])) m |= UINT64_C(1) << 10; /* seqno-regression */
-        if (((!F[36]) && (!F[38]))) m |= UINT64_C(1) << 11; /* item-before-marker */
-        if ((!F[36])) m |= UINT64_C(1) << 12; /* seqno-outside-snapshot */
-        if ((F[39] && (!F[36]))) m |= UINT64_C(1) << 13; /* beyond-end-seqno */
-        if ((!F[36])) m |= UINT64_C(1) << 14; /* duplicate-key */
-        if ((F[40] != UINT64_C(0))) m |= UINT64_C(1) << 15; /* buffer-overrun */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 5; /* collection-key-empty */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 6; /* collection-id-reserved */
+        if (((!F[28]) && (!F[29]) && F[30])) m |= UINT64_C(1) << 7; /* dcp-open-missing */
+        if (((!F[31]) || F[32])) m |= UINT64_C(1) << 8; /* no-stream */
+        if (F[33]) m |= UINT64_C(1) << 9; /* after-stream-end */
+        if (F[34]) m |= UINT64_C(1) << 10; /* stream-id-missing */
+        if (F[36]) m |= UINT64_C(1) << 11; /* oso-below-start */
+        if ((!F[36])) m |= UINT64_C(1) << 12; /* seqno-regression */
+        if (((!F[36]) && (!F[38]))) m |= UINT64_C(1) << 13; /* item-before-marker */
+        if ((!F[36])) m |= UINT64_C(1) << 14; /* seqno-outside-snapshot */
+        if ((F[39] && (!F[36]))) m |= UINT64_C(1) << 15; /* beyond-end-seqno */
+        if ((!F[36])) m |= UINT64_C(1) << 16; /* duplicate-key */
+        if ((F[40] != UINT64_C(0))) m |= UINT64_C(1) << 17; /* buffer-overrun */
         break;
     case 2: /* 0x58 */
         if (UINT64_C(1)) m |= UINT64_C(1) << 0; /* key-required */
@@ -63,18 +70,20 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if (UINT64_C(1)) m |= UINT64_C(1) << 2; /* key-too-long */
         if (UINT64_C(1)) m |= UINT64_C(1) << 3; /* nmeta-nonzero */
         if (UINT64_C(1)) m |= UINT64_C(1) << 4; /* deletion-datatype */
-        if (((!F[28]) && (!F[29]) && F[30])) m |= UINT64_C(1) << 5; /* dcp-open-missing */
-        if (((!F[31]) || F[32])) m |= UINT64_C(1) << 6; /* no-stream */
-        if (F[33]) m |= UINT64_C(1) << 7; /* after-stream-end */
-        if (F[34]) m |= UINT64_C(1) << 8; /* stream-id-missing */
-        if (F[42]) m |= UINT64_C(1) << 9; /* deletion-version */
-        if (F[36]) m |= UINT64_C(1) << 10; /* oso-below-start */
-        if ((!F[36])) m |= UINT64_C(1) << 11; /* seqno-regression */
-        if (((!F[36]) && (!F[38]))) m |= UINT64_C(1) << 12; /* item-before-marker */
-        if ((!F[36])) m |= UINT64_C(1) << 13; /* seqno-outside-snapshot */
-        if ((F[39] && (!F[36]))) m |= UINT64_C(1) << 14; /* beyond-end-seqno */
-        if ((!F[36])) m |= UINT64_C(1) << 15; /* duplicate-key */
-        if ((F[40] != UINT64_C(0))) m |= UINT64_C(1) << 16; /* buffer-overrun */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 5; /* collection-key-empty */
+        if (UINT64_C(1)) m |= UINT64_C(1) << 6; /* collection-id-reserved */
+        if (((!F[28]) && (!F[29]) && F[30])) m |= UINT64_C(1) << 7; /* dcp-open-missing */
+        if (((!F[31]) || F[32])) m |= UINT64_C(1) << 8; /* no-stream */
+        if (F[33]) m |= UINT64_C(1) << 9; /* after-stream-end */
+        if (F[34]) m |= UINT64_C(1) << 10; /* stream-id-missing */
+        if (F[42]) m |= UINT64_C(1) << 11; /* deletion-version */
+        if (F[36]) m |= UINT64_C(1) << 12; /* oso-below-start */
+        if ((!F[36])) m |= UINT64_C(1) << 13; /* seqno-regression */
+        if (((!F[36]) && (!F[38]))) m |= UINT64_C(1) << 14; /* item-before-marker */
+        if ((!F[36])) m |= UINT64_C(1) << 15; /* seqno-outside-snapshot */
+        if ((F[39] && (!F[36]))) m |= UINT64_C(1) << 16; /* beyond-end-seqno */
+        if ((!F[36])) m |= UINT64_C(1) << 17; /* duplicate-key */
+        if ((F[40] != UINT64_C(0))) m |= UINT64_C(1) << 18; /* buffer-overrun */
         break;
     }
     return m;
@@ -86,22 +95,24 @@ static int generated_any(int i, uint64_t m, const uint64_t *F) {
         if ((m >> 0 & 1) && ((F[4] == UINT64_C(0)) && F[9])) return 1; /* key-required */
         if ((m >> 1 & 1) && ((F[4] > UINT64_C(250)) && ((!F[6]) || (F[4] > UINT64_C(251))))) return 1; /* key-too-long */
         if ((m >> 2 & 1) && ((F[5] > UINT64_C(246)) && (F[7] != UINT64_C(0)) && (!((F[4] > UINT64_C(250)) && ((!F[6]) || (F[4] > UINT64_C(251))))))) return 1; /* key-too-long */
-        if ((m >> 3 & 1) && UINT64_C(1)) return 1; /* dcp-open-missing */
-        if ((m >> 4 & 1) && UINT64_C(1)) return 1; /* no-stream */
-        if ((m >> 5 & 1) && UINT64_C(1)) return 1; /* after-stream-end */
-        if ((m >> 6 & 1) && (!F[8])) return 1; /* stream-id-missing */
-        if ((m >> 7 & 1) && (F[13] == UINT64_C(2))) return 1; /* negotiation-missing */
-        if ((m >> 8 & 1) && UINT64_C(1)) return 1; /* oso-unbalanced */
-        if ((m >> 9 & 1) && ((!F[21]) && (F[10] < F[37]))) return 1; /* first-marker-start */
-        if ((m >> 10 & 1) && (F[21] && (F[11] <= F[23]) && (!(((F[12] & UINT64_C(16)) != 0) && ((F[12] & UINT64_C(2)) != 0) && ((F[24] & UINT64_C(2)) != 0) && (!((F[24] & UINT64_C(16)) != 0)) && (F[11] == F[23]))))) return 1; /* marker-end-regression */
-        if ((m >> 11 & 1) && (F[21] && ((F[10] < F[22]) || ((F[10] <= F[23]) && (!(((F[12] & UINT64_C(16)) != 0) && ((F[12] & UINT64_C(2)) != 0) && ((F[24] & UINT64_C(2)) != 0) && (!((F[24] & UINT64_C(16)) != 0)) && (F[11] == F[23]))))))) return 1; /* marker-overlap */
-        if ((m >> 12 & 1) && (F[21] && (!F[25]) && (F[20] < F[23]) && (!(((F[12] & UINT64_C(16)) != 0) && ((F[12] & UINT64_C(2)) != 0) && ((F[24] & UINT64_C(2)) != 0) && (!((F[24] & UINT64_C(16)) != 0)) && (F[11] == F[23]))))) return 1; /* marker-inside-snapshot */
-        if ((m >> 13 & 1) && F[21]) return 1; /* beyond-end-seqno */
-        if ((m >> 14 & 1) && (F[10] > F[11])) return 1; /* marker-end-regression */
-        if ((m >> 15 & 1) && (F[14] && (F[15] > F[11]))) return 1; /* mvs-above-end */
-        if ((m >> 16 & 1) && (F[18] && (F[19] > F[11]) && ((F[12] & UINT64_C(2)) != 0))) return 1; /* mvs-above-end */
-        if ((m >> 17 & 1) && ((!((F[12] & UINT64_C(2)) != 0)) && ((F[16] && (F[17] != UINT64_C(0))) || (F[18] && (F[19] != UINT64_C(0)))))) return 1; /* hcs-without-disk */
-        if ((m >> 18 & 1) && (F[27] >= F[40])) return 1; /* buffer-overrun */
+        if ((m >> 3 & 1) && (F[6] && (F[5] == UINT64_C(0)))) return 1; /* collection-key-empty */
+        if ((m >> 4 & 1) && (F[6] && (F[7] >= UINT64_C(1)) && (F[7] < UINT64_C(8)))) return 1; /* collection-id-reserved */
+        if ((m >> 5 & 1) && UINT64_C(1)) return 1; /* dcp-open-missing */
+        if ((m >> 6 & 1) && UINT64_C(1)) return 1; /* no-stream */
+        if ((m >> 7 & 1) && UINT64_C(1)) return 1; /* after-stream-end */
+        if ((m >> 8 & 1) && (!F[8])) return 1; /* stream-id-missing */
+        if ((m >> 9 & 1) && (F[13] == UINT64_C(2))) return 1; /* negotiation-missing */
+        if ((m >> 10 & 1) && UINT64_C(1)) return 1; /* oso-unbalanced */
+        if ((m >> 11 & 1) && ((!F[21]) && (F[10] < F[37]))) return 1; /* first-marker-start */
+        if ((m >> 12 & 1) && (F[21] && (F[11] <= F[23]) && (!(((F[12] & UINT64_C(16)) != 0) && ((F[12] & UINT64_C(2)) != 0) && ((F[24] & UINT64_C(2)) != 0) && (!((F[24] & UINT64_C(16)) != 0)) && (F[11] == F[23]))))) return 1; /* marker-end-regression */
+        if ((m >> 13 & 1) && (F[21] && ((F[10] < F[22]) || ((F[10] <= F[23]) && (!(((F[12] & UINT64_C(16)) != 0) && ((F[12] & UINT64_C(2)) != 0) && ((F[24] & UINT64_C(2)) != 0) && (!((F[24] & UINT64_C(16)) != 0)) && (F[11] == F[23]))))))) return 1; /* marker-overlap */
+        if ((m >> 14 & 1) && (F[21] && (!F[25]) && (F[20] < F[23]) && (!(((F[12] & UINT64_C(16)) != 0) && ((F[12] & UINT64_C(2)) != 0) && ((F[24] & UINT64_C(2)) != 0) && (!((F[24] & UINT64_C(16)) != 0)) && (F[11] == F[23]))))) return 1; /* marker-inside-snapshot */
+        if ((m >> 15 & 1) && F[21]) return 1; /* beyond-end-seqno */
+        if ((m >> 16 & 1) && (F[10] > F[11])) return 1; /* marker-end-regression */
+        if ((m >> 17 & 1) && (F[14] && (F[15] > F[11]))) return 1; /* mvs-above-end */
+        if ((m >> 18 & 1) && (F[18] && (F[19] > F[11]) && ((F[12] & UINT64_C(2)) != 0))) return 1; /* mvs-above-end */
+        if ((m >> 19 & 1) && ((!((F[12] & UINT64_C(2)) != 0)) && ((F[16] && (F[17] != UINT64_C(0))) || (F[18] && (F[19] != UINT64_C(0)))))) return 1; /* hcs-without-disk */
+        if ((m >> 20 & 1) && (F[27] >= F[40])) return 1; /* buffer-overrun */
         break;
     case 1: /* 0x57 */
         if ((m >> 0 & 1) && ((F[4] == UINT64_C(0)) && F[9])) return 1; /* key-required */
@@ -109,17 +120,19 @@ static int generated_any(int i, uint64_t m, const uint64_t *F) {
         if ((m >> 2 & 1) && ((F[5] > UINT64_C(246)) && (F[7] != UINT64_C(0)) && (!((F[4] > UINT64_C(250)) && ((!F[6]) || (F[4] > UINT64_C(251))))))) return 1; /* key-too-long */
         if ((m >> 3 & 1) && (F[0] == UINT64_C(0))) return 1; /* seqno-zero */
         if ((m >> 4 & 1) && (F[1] != UINT64_C(0))) return 1; /* nmeta-nonzero */
-        if ((m >> 5 & 1) && UINT64_C(1)) return 1; /* dcp-open-missing */
-        if ((m >> 6 & 1) && UINT64_C(1)) return 1; /* no-stream */
-        if ((m >> 7 & 1) && UINT64_C(1)) return 1; /* after-stream-end */
-        if ((m >> 8 & 1) && (!F[8])) return 1; /* stream-id-missing */
-        if ((m >> 9 & 1) && (F[0] <= F[41])) return 1; /* oso-below-start */
-        if ((m >> 10 & 1) && ((F[0] <= F[20]) && (!(F[38] && (F[20] == UINT64_C(0)))))) return 1; /* seqno-regression */
-        if ((m >> 11 & 1) && (!F[21])) return 1; /* item-before-marker */
-        if ((m >> 12 & 1) && (F[21] && (!((F[0] >= F[22]) && (F[0] <= F[23]))))) return 1; /* seqno-outside-snapshot */
-        if ((m >> 13 & 1) && (F[21] && F[25] && (F[0] >= F[22]) && (F[0] <= F[23]))) return 1; /* beyond-end-seqno */
-        if ((m >> 14 & 1) && (F[21] && F[26] && (!((F[24] & UINT64_C(48)) != 0)))) return 1; /* duplicate-key */
-        if ((m >> 15 & 1) && (F[27] >= F[40])) return 1; /* buffer-overrun */
+        if ((m >> 5 & 1) && (F[6] && (F[5] == UINT64_C(0)))) return 1; /* collection-key-empty */
+        if ((m >> 6 & 1) && (F[6] && (F[7] >= UINT64_C(1)) && (F[7] < UINT64_C(8)))) return 1; /* collection-id-reserved */
+        if ((m >> 7 & 1) && UINT64_C(1)) return 1; /* dcp-open-missing */
+        if ((m >> 8 & 1) && UINT64_C(1)) return 1; /* no-stream */
+        if ((m >> 9 & 1) && UINT64_C(1)) return 1; /* after-stream-end */
+        if ((m >> 10 & 1) && (!F[8])) return 1; /* stream-id-missing */
+        if ((m >> 11 & 1) && (F[0] <= F[41])) return 1; /* oso-below-start */
+        if ((m >> 12 & 1) && ((F[0] <= F[20]) && (!(F[38] && (F[20] == UINT64_C(0)))))) return 1; /* seqno-regression */
+        if ((m >> 13 & 1) && (!F[21])) return 1; /* item-before-marker */
+        if ((m >> 14 & 1) && (F[21] && (!((F[0] >= F[22]) && (F[0] <= F[23]))))) return 1; /* seqno-outside-snapshot */
+        if ((m >> 15 & 1) && (F[21] && F[25] && (F[0] >= F[22]) && (F[0] <= F[23]))) return 1; /* beyond-end-seqno */
+        if ((m >> 16 & 1) && (F[21] && F[26] && (!((F[24] & UINT64_C(48)) != 0)))) return 1; /* duplicate-key */
+        if ((m >> 17 & 1) && (F[27] >= F[40])) return 1; /* buffer-overrun */
         break;
     case 2: /* 0x58 */
         if ((m >> 0 & 1) && ((F[4] == UINT64_C(0)) && F[9])) return 1; /* key-required */
@@ -127,18 +140,20 @@ static int generated_any(int i, uint64_t m, const uint64_t *F) {
         if ((m >> 2 & 1) && ((F[5] > UINT64_C(246)) && (F[7] != UINT64_C(0)) && (!((F[4] > UINT64_C(250)) && ((!F[6]) || (F[4] > UINT64_C(251))))))) return 1; /* key-too-long */
         if ((m >> 3 & 1) && (F[1] != UINT64_C(0))) return 1; /* nmeta-nonzero */
         if ((m >> 4 & 1) && (((F[3] & UINT64_C(1)) != 0) && (!((F[3] & UINT64_C(4)) != 0)))) return 1; /* deletion-datatype */
-        if ((m >> 5 & 1) && UINT64_C(1)) return 1; /* dcp-open-missing */
-        if ((m >> 6 & 1) && UINT64_C(1)) return 1; /* no-stream */
-        if ((m >> 7 & 1) && UINT64_C(1)) return 1; /* after-stream-end */
-        if ((m >> 8 & 1) && (!F[8])) return 1; /* stream-id-missing */
-        if ((m >> 9 & 1) && (F[2] != F[43])) return 1; /* deletion-version */
-        if ((m >> 10 & 1) && (F[0] <= F[41])) return 1; /* oso-below-start */
-        if ((m >> 11 & 1) && ((F[0] <= F[20]) && (!(F[38] && (F[20] == UINT64_C(0)))))) return 1; /* seqno-regression */
-        if ((m >> 12 & 1) && (!F[21])) return 1; /* item-before-marker */
-        if ((m >> 13 & 1) && (F[21] && (!((F[0] >= F[22]) && (F[0] <= F[23]))))) return 1; /* seqno-outside-snapshot */
-        if ((m >> 14 & 1) && (F[21] && F[25] && (F[0] >= F[22]) && (F[0] <= F[23]))) return 1; /* beyond-end-seqno */
-        if ((m >> 15 & 1) && (F[21] && F[26] && (!((F[24] & UINT64_C(48)) != 0)))) return 1; /* duplicate-key */
-        if ((m >> 16 & 1) && (F[27] >= F[40])) return 1; /* buffer-overrun */
+        if ((m >> 5 & 1) && (F[6] && (F[5] == UINT64_C(0)))) return 1; /* collection-key-empty */
+        if ((m >> 6 & 1) && (F[6] && (F[7] >= UINT64_C(1)) && (F[7] < UINT64_C(8)))) return 1; /* collection-id-reserved */
+        if ((m >> 7 & 1) && UINT64_C(1)) return 1; /* dcp-open-missing */
+        if ((m >> 8 & 1) && UINT64_C(1)) return 1; /* no-stream */
+        if ((m >> 9 & 1) && UINT64_C(1)) return 1; /* after-stream-end */
+        if ((m >> 10 & 1) && (!F[8])) return 1; /* stream-id-missing */
+        if ((m >> 11 & 1) && (F[2] != F[43])) return 1; /* deletion-version */
+        if ((m >> 12 & 1) && (F[0] <= F[41])) return 1; /* oso-below-start */
+        if ((m >> 13 & 1) && ((F[0] <= F[20]) && (!(F[38] && (F[20] == UINT64_C(0)))))) return 1; /* seqno-regression */
+        if ((m >> 14 & 1) && (!F[21])) return 1; /* item-before-marker */
+        if ((m >> 15 & 1) && (F[21] && (!((F[0] >= F[22]) && (F[0] <= F[23]))))) return 1; /* seqno-outside-snapshot */
+        if ((m >> 16 & 1) && (F[21] && F[25] && (F[0] >= F[22]) && (F[0] <= F[23]))) return 1; /* beyond-end-seqno */
+        if ((m >> 17 & 1) && (F[21] && F[26] && (!((F[24] & UINT64_C(48)) != 0)))) return 1; /* duplicate-key */
+        if ((m >> 18 & 1) && (F[27] >= F[40])) return 1; /* buffer-overrun */
         break;
     }
     return 0;

@@ -11,9 +11,10 @@ LEVELS = {name: level for level, name in enumerate(SEVERITIES)}
 
 
 class Problem(NamedTuple):
-    """A fact noticed while decoding, named by the rule that judges it."""
+    """A fact noticed while decoding, named by its kind (``messages/problems.py``); the
+    rules say which rule reports it."""
 
-    rule: str
+    kind: str
     message: str
     offset: int | None = None
 

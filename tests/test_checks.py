@@ -160,3 +160,14 @@ def test_conditions_judge_as_python_does():
     for x in range(8):
         for y in range(8):
             assert bool(test({"a": x, "b": y})) == conditions.evaluate(code, [x, y])
+
+
+def test_every_problem_the_decoder_notices_has_a_rule():
+    """The decoder names what it notices by kind (messages/problems.py); the rules map each
+    kind to the rule that reports it, and every kind has one."""
+    from dcpinspect.messages import problems
+    from dcpinspect.rules.frame import PROBLEM_RULES
+    from dcpinspect.rules.registry import FRAME_RULES
+
+    assert set(PROBLEM_RULES) == problems.KINDS and len(problems.KINDS) >= 16
+    assert all(rule in FRAME_RULES for rule in PROBLEM_RULES.values())

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..findings import Finding, Problem
+from . import problems as P
 from .catalog import Body, OpSpec
 from .codecs.errors import CodecError
 from .codecs.frameinfo import describe_frame_info, parse_frame_infos
@@ -147,7 +148,7 @@ def decode_frame(
         msg = header_message(padded, offset)
         msg.data = data
         msg.truncated = True
-        msg.problems.append(Problem("truncated", f"frame has {len(data)} of 24 header bytes", offset))
+        msg.problems.append(Problem(P.TRUNCATED, f"frame has {len(data)} of 24 header bytes", offset))
         return msg
     msg = header_message(data, offset)
     if ctx.headers_only:
@@ -157,13 +158,13 @@ def decode_frame(
     if body_have < msg.body_length:
         msg.truncated = True
         msg.problems.append(
-            Problem("truncated", f"body has {body_have} of {msg.body_length} bytes", offset + len(data))
+            Problem(P.TRUNCATED, f"body has {body_have} of {msg.body_length} bytes", offset + len(data))
         )
     need = msg.framing_length + msg.extras_length + msg.key_length
     if need > msg.body_length:
         msg.problems.append(
             Problem(
-                "lengths-exceed-body",
+                P.LENGTHS_EXCEED_BODY,
                 f"framing {msg.framing_length} + extras {msg.extras_length} + key {msg.key_length} = {need} "
                 f"> total body {msg.body_length}",
                 offset + 8,
@@ -252,7 +253,7 @@ def _decode_framing(msg: Message, raw: bytes, base: int) -> None:
     try:
         infos = parse_frame_infos(raw)
     except CodecError as exc:
-        msg.problems.append(Problem("frame-info-encoding", str(exc), base))
+        msg.problems.append(Problem(P.FRAME_INFO_ENCODING, str(exc), base))
         return
     for fi in infos:
         info = describe_frame_info(fi, msg.is_request)
@@ -260,13 +261,13 @@ def _decode_framing(msg: Message, raw: bytes, base: int) -> None:
         info["size"] = fi.header_size + fi.length
         msg.frame_infos.append(info)
         if info.get("problem"):
-            msg.problems.append(Problem("frame-info-invalid", f"{info['name']}: {info['problem']}", base + fi.offset))
+            msg.problems.append(Problem(P.FRAME_INFO_INVALID, f"{info['name']}: {info['problem']}", base + fi.offset))
         if msg.is_request and info["id"] == 2 and isinstance(info.get("value"), int):
             msg.stream_id = info["value"]
     if msg.stream_id is not None:
         msg.fields["stream_id"] = msg.stream_id
     if msg.magic not in FLEX_MAGICS:
-        msg.problems.append(Problem("frame-info-encoding", "framing extras on a non-flexible magic", base))
+        msg.problems.append(Problem(P.FRAME_INFO_ENCODING, "framing extras on a non-flexible magic", base))
 
 
 def _decode_extras(msg: Message, body: Body | None, data: bytes, start: int, stop: int,

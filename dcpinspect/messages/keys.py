@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..findings import Problem
+from . import problems as P
 from .codecs.errors import CodecError
 from .codecs.leb128 import decode_uleb128
 from .layout import Field
@@ -12,6 +13,7 @@ from .layout import Field
 if TYPE_CHECKING:
     from .frame import DecodeContext, Message
 
+#: collection ids no key may carry on the wire (the rules judge a key that does: rules/frame.py)
 RESERVED_COLLECTION_IDS = range(1, 8)
 _NO_FIELDS: list[Field] = []  # what decode_key returns without ctx.detail; never appended to
 
@@ -29,7 +31,7 @@ def _looks_prefixed(raw: bytes) -> bool:
         cid, used = decode_uleb128(raw)
     except CodecError:
         return False
-    return (cid == 0 or cid >= 8) and used < len(raw)
+    return cid not in RESERVED_COLLECTION_IDS and used < len(raw)
 
 
 def decode_key(msg: "Message", raw: bytes, base: int, kind: str, ctx: "DecodeContext") -> list[Field]:
@@ -47,7 +49,7 @@ def decode_key(msg: "Message", raw: bytes, base: int, kind: str, ctx: "DecodeCon
     try:
         cid, used = (raw[0], 1) if raw[0] < 0x80 else decode_uleb128(raw)
     except CodecError as exc:
-        msg.problems.append(Problem("collection-key-leb128", f"key prefix: {exc}", base))
+        msg.problems.append(Problem(P.COLLECTION_KEY_LEB128, f"key prefix: {exc}", base))
         msg.key = raw
         text = key_text(raw)
         msg.fields["key"] = text
@@ -58,10 +60,6 @@ def decode_key(msg: "Message", raw: bytes, base: int, kind: str, ctx: "DecodeCon
     text = logical.decode("utf-8", "backslashreplace")  # key_text, inline: most frames pass here
     msg.fields["collection_id"] = cid
     msg.fields["key"] = text
-    if not logical:
-        msg.problems.append(Problem("collection-key-empty", "logical key is empty after the collection id", base))
-    if cid in RESERVED_COLLECTION_IDS:
-        msg.problems.append(Problem("collection-id-reserved", f"collection id {cid} is reserved on the wire", base))
     if not ctx.detail:
         return _NO_FIELDS
     children = (

@@ -7,6 +7,7 @@ import struct
 from typing import TYPE_CHECKING, Callable
 
 from ..findings import Problem
+from . import problems as P
 from . import dcp, tap
 from .codecs import jsontext
 from .codecs.errors import CodecError
@@ -87,7 +88,7 @@ def _more_entries(name: str, label: str, base: int, start: int, size: int, shown
 def _repeated(layout: Layout, name: str, label: str, raw: bytes, base: int, msg: "Message") -> list[Field]:
     count, rest = divmod(len(raw), layout.size)
     if rest:
-        msg.problems.append(Problem("value-size", f"{label}: {len(raw)} bytes is not a multiple of {layout.size}", base))
+        msg.problems.append(Problem(P.VALUE_SIZE, f"{label}: {len(raw)} bytes is not a multiple of {layout.size}", base))
     rows, values = [], []
     for i in range(count):
         if i < MAX_ENTRY_ROWS:
@@ -121,7 +122,7 @@ def fits(msg: "Message", raw: bytes, layout: Layout) -> bool:
 def _fixed(layout: Layout, raw: bytes, base: int, msg: "Message", what: str) -> list[Field]:
     if not fits(msg, raw, layout):
         size = value_size(msg, raw)
-        msg.problems.append(Problem("value-size", f"{what}: value is {size} bytes, expected {layout.size}", base))
+        msg.problems.append(Problem(P.VALUE_SIZE, f"{what}: value is {size} bytes, expected {layout.size}", base))
         return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
     return layout.describe(raw, 0, base)
 
@@ -157,9 +158,9 @@ def _json_problem(msg, verdict: str, what: str, base: int) -> None:
     """The finding for a value (``what``: "value") or a body flagged JSON ("body") that
     should be JSON and is not, or is too deep to tell."""
     if verdict == jsontext.TOO_DEEP:
-        msg.problems.append(Problem("json-too-deep", jsontext.too_deep_message(what), base))
+        msg.problems.append(Problem(P.JSON_TOO_DEEP, jsontext.too_deep_message(what), base))
     elif verdict == jsontext.INVALID:
-        msg.problems.append(Problem("json-invalid", _NOT_JSON[what], base))
+        msg.problems.append(Problem(P.JSON_INVALID, _NOT_JSON[what], base))
 
 
 def _text_verdict(text: str | None) -> str:
@@ -181,7 +182,7 @@ def _document(msg, raw, base, ctx):
         try:
             data = inflate(raw, ctx.max_inflate)
         except CodecError as exc:
-            msg.problems.append(Problem("snappy-invalid", str(exc), base))
+            msg.problems.append(Problem(P.SNAPPY_INVALID, str(exc), base))
             return [Field("value_hex", "Value (snappy, not inflated)", base, len(raw), raw.hex(), raw.hex(" "))]
         out.append(Field("value_inflated_length", "Inflated length", base, len(raw), len(data), f"{len(data)} bytes"))
     if msg.datatype & DATATYPE_XATTR:
@@ -189,10 +190,10 @@ def _document(msg, raw, base, ctx):
             deep: list[str] = []
             pairs, body_at = parse_xattrs(data, too_deep=deep)
         except CodecError as exc:
-            msg.problems.append(Problem("xattr-invalid", str(exc), base))
+            msg.problems.append(Problem(P.XATTR_INVALID, str(exc), base))
         else:
             for k in deep:
-                msg.problems.append(Problem("json-too-deep", jsontext.too_deep_message(f"xattr {k!r}"), base))
+                msg.problems.append(Problem(P.JSON_TOO_DEEP, jsontext.too_deep_message(f"xattr {k!r}"), base))
             xattrs = {k: v if k in deep else jsontext.loads(v) for k, v in pairs}
             inner = base if msg.datatype & DATATYPE_SNAPPY else None
             rows = tuple(
@@ -222,7 +223,7 @@ _FEATURE_NAMES = _FeatureNameTable()
 
 def _features(msg, raw, base, ctx):
     if len(raw) % 2:
-        msg.problems.append(Problem("value-size", f"feature list has odd length {len(raw)}", base))
+        msg.problems.append(Problem(P.VALUE_SIZE, f"feature list has odd length {len(raw)}", base))
     codes = struct.unpack_from(f">{len(raw) // 2}H", raw)
     names = list(map(_FEATURE_NAMES.__getitem__, codes))
     rows = [Field(f"features[{i}]", "Feature", base + 2 * i, 2, names[i], f"0x{code:04x} ({names[i]})")
@@ -253,47 +254,47 @@ def _stream_request(msg, raw, base, ctx):
     try:
         doc = jsontext.loads(raw, what="stream request value")
     except jsontext.JsonTooDeep as exc:
-        msg.problems.append(Problem("json-too-deep", str(exc), base))
+        msg.problems.append(Problem(P.JSON_TOO_DEEP, str(exc), base))
         return [field]
     except CodecError:
-        msg.problems.append(Problem("stream-request-value", "stream request value is not valid JSON", base))
+        msg.problems.append(Problem(P.STREAM_REQUEST_VALUE, "stream request value is not valid JSON", base))
         return [field]
     if not isinstance(doc, dict):
-        msg.problems.append(Problem("stream-request-value", "stream request value is not a JSON object", base))
+        msg.problems.append(Problem(P.STREAM_REQUEST_VALUE, "stream request value is not a JSON object", base))
         return [field]
     out = [field]
 
     def hexnum(v, what, digits=8):
         if isinstance(v, str) and re.fullmatch(f"[0-9a-fA-F]{{1,{digits}}}", v):
             return int(v, 16)
-        msg.problems.append(Problem("stream-request-value", f"{what} {v!r} is not a hex string", base))
+        msg.problems.append(Problem(P.STREAM_REQUEST_VALUE, f"{what} {v!r} is not a hex string", base))
         return None
 
     if "collections" in doc:
         cids = doc["collections"] if isinstance(doc["collections"], list) else []
         if not isinstance(doc["collections"], list):
-            msg.problems.append(Problem("stream-request-value", "collections is not an array", base))
+            msg.problems.append(Problem(P.STREAM_REQUEST_VALUE, "collections is not an array", base))
         ids = [c for c in (hexnum(v, "collection id") for v in cids) if c is not None]
         out.append(Field("collections", "Collections", base, len(raw), ids, ", ".join(f"0x{c:x}" for c in ids)))
     if "scope" in doc:
         sid = hexnum(doc["scope"], "scope id")
         out.append(Field("scope_id", "Scope ID", base, len(raw), sid, f"0x{sid:x}" if sid is not None else "?"))
         if "collections" in doc:
-            msg.problems.append(Problem("stream-request-value", "scope and collections are mutually exclusive", base))
+            msg.problems.append(Problem(P.STREAM_REQUEST_VALUE, "scope and collections are mutually exclusive", base))
     if "uid" in doc:
         uid = hexnum(doc["uid"], "uid", 16)
         out.append(Field("manifest_uid", "Manifest UID", base, len(raw), uid, f"0x{uid:x}" if uid is not None else "?"))
     if "sid" in doc:
         sid = doc["sid"]
         if not isinstance(sid, int) or isinstance(sid, bool) or not 1 <= sid <= 65535:
-            msg.problems.append(Problem("stream-request-value", f"sid {sid!r} is not an integer in 1..65535", base))
+            msg.problems.append(Problem(P.STREAM_REQUEST_VALUE, f"sid {sid!r} is not an integer in 1..65535", base))
         out.append(Field("stream_id", "Stream ID", base, len(raw), sid, str(sid)))
     if "purge_seqno" in doc:
         ps = doc["purge_seqno"]
         if isinstance(ps, str) and ps.isascii() and ps.isdigit():
             out.append(Field("purge_seqno", "Purge Seqno", base, len(raw), int(ps), ps))
         else:
-            msg.problems.append(Problem("stream-request-value", f"purge_seqno {ps!r} is not a decimal string", base))
+            msg.problems.append(Problem(P.STREAM_REQUEST_VALUE, f"purge_seqno {ps!r} is not a decimal string", base))
     return out
 
 
@@ -305,15 +306,15 @@ def _snapshot_marker_layout(msg, raw, base) -> Layout | None:
     layout = dcp.SNAPSHOT_VALUE_BY_VERSION.get(version)
     if version in dcp.SNAPSHOT_REMOVED_VERSIONS:
         name, release = dcp.SNAPSHOT_REMOVED_VERSIONS[version]
-        msg.problems.append(Problem("snapshot-marker-version", f"version 0x{version:02x} ({name}) was removed in {release}",
+        msg.problems.append(Problem(P.SNAPSHOT_MARKER_VERSION, f"version 0x{version:02x} ({name}) was removed in {release}",
                                     base - 1))
     elif layout is None:
         if version is not None:
-            msg.problems.append(Problem("snapshot-marker-version", f"unknown marker version 0x{version:02x}", base - 1))
+            msg.problems.append(Problem(P.SNAPSHOT_MARKER_VERSION, f"unknown marker version 0x{version:02x}", base - 1))
         return None
     if not fits(msg, raw, layout):
         msg.problems.append(
-            Problem("snapshot-marker-value-size",
+            Problem(P.SNAPSHOT_MARKER_VALUE_SIZE,
                     f"{dcp.SNAPSHOT_VERSIONS[version]} value must be {layout.size} bytes, has {value_size(msg, raw)}",
                     base)
         )
@@ -336,11 +337,11 @@ def _system_event(msg, raw, base, ctx):
     if version in (0, 1):
         layout = dcp.SYSTEM_EVENT_VALUES.get((event, version))
         if layout is None:
-            msg.problems.append(Problem("system-event-value", f"event {event} has no version {version} value", base))
+            msg.problems.append(Problem(P.SYSTEM_EVENT_VALUE, f"event {event} has no version {version} value", base))
             return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
         if not fits(msg, raw, layout):
             msg.problems.append(
-                Problem("system-event-value",
+                Problem(P.SYSTEM_EVENT_VALUE,
                         f"{layout.name} value must be {layout.size} bytes, has {value_size(msg, raw)}", base)
             )
             return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
@@ -351,7 +352,7 @@ def _system_event(msg, raw, base, ctx):
     try:
         decoded = decode_sysevent_value(event, version, raw)
     except CodecError as exc:
-        msg.problems.append(Problem("system-event-value", str(exc), base))
+        msg.problems.append(Problem(P.SYSTEM_EVENT_VALUE, str(exc), base))
         return [Field("value_hex", "Value", base, len(raw), raw.hex(), raw.hex(" "))]
     rows = tuple(Field(k, k, base, len(raw), v, str(v)) for k, v in decoded.items())
     msg.values.update({k: v for k, v in decoded.items() if isinstance(v, int)})
@@ -361,18 +362,18 @@ def _system_event(msg, raw, base, ctx):
 def _cache_transfer(msg, raw, base, ctx):
     rec_layout = dcp.CACHE_TRANSFER_RECORD
     if len(raw) < 42:
-        msg.problems.append(Problem("cache-transfer-value", f"value is {len(raw)} bytes, at least 42 required", base))
+        msg.problems.append(Problem(P.CACHE_TRANSFER_VALUE, f"value is {len(raw)} bytes, at least 42 required", base))
     records, pos = [], 0
     while pos < len(raw):
         if len(raw) - pos < rec_layout.size:
-            msg.problems.append(Problem("cache-transfer-value", f"record at {pos} is cut short", base + pos))
+            msg.problems.append(Problem(P.CACHE_TRANSFER_VALUE, f"record at {pos} is cut short", base + pos))
             break
         head = rec_layout.values(raw, pos)
         parts = rec_layout.describe(raw, pos, base + pos)
         kstart = pos + rec_layout.size
         kend, vend = kstart + head["key_length"], kstart + head["key_length"] + head["value_length"]
         if vend > len(raw) or not 2 <= head["key_length"] <= 251:
-            msg.problems.append(Problem("cache-transfer-value", f"record at {pos}: key/value lengths overrun", base + pos))
+            msg.problems.append(Problem(P.CACHE_TRANSFER_VALUE, f"record at {pos}: key/value lengths overrun", base + pos))
             break
         key = raw[kstart:kend]
         rec = {p.name: p.value for p in parts}
@@ -381,7 +382,7 @@ def _cache_transfer(msg, raw, base, ctx):
             rec["collection_id"] = cid
             rec["key"] = key_text(key[used:])
         except CodecError as exc:
-            msg.problems.append(Problem("collection-key-leb128", f"cache transfer key: {exc}", base + kstart))
+            msg.problems.append(Problem(P.COLLECTION_KEY_LEB128, f"cache transfer key: {exc}", base + kstart))
             rec["key"] = key_text(key)
         value = bytes_field("value", "Value", raw[kend:vend], base + kend, ctx)
         rec[value.name] = value.value
@@ -420,7 +421,7 @@ def _tap_connect(msg, raw, base, ctx):
 
     def need(n: int, what: str) -> bool:
         if pos + n > len(raw):
-            msg.problems.append(Problem("tap-connect-value", f"{what}: value ends at {len(raw)}", base + pos))
+            msg.problems.append(Problem(P.TAP_CONNECT_VALUE, f"{what}: value ends at {len(raw)}", base + pos))
             return False
         return True
 
@@ -448,7 +449,7 @@ def _tap_connect(msg, raw, base, ctx):
         out.append(Field("closed_checkpoint_only", "Closed checkpoint only", base + pos, 1, raw[pos], str(raw[pos])))
         pos += 1
     if pos < len(raw):
-        msg.problems.append(Problem("tap-connect-value", f"{len(raw) - pos} bytes left after the flag values", base + pos))
+        msg.problems.append(Problem(P.TAP_CONNECT_VALUE, f"{len(raw) - pos} bytes left after the flag values", base + pos))
         out.append(Field("value_hex", "Rest", base + pos, len(raw) - pos, raw[pos:].hex(), raw[pos:].hex(" ")))
     return out
 
@@ -458,10 +459,10 @@ def _error(msg, raw, base, ctx):
         try:
             err = parse_xerror(raw)
         except jsontext.JsonTooDeep as exc:
-            msg.problems.append(Problem("json-too-deep", str(exc), base))
+            msg.problems.append(Problem(P.JSON_TOO_DEEP, str(exc), base))
         except jsontext.JsonInvalid:
             if msg.datatype & DATATYPE_JSON:
-                msg.problems.append(Problem("json-invalid", "datatype JSON but the body is not valid JSON", base))
+                msg.problems.append(Problem(P.JSON_INVALID, "datatype JSON but the body is not valid JSON", base))
         except CodecError:
             pass  # JSON, but not an error body: shown as it is
         else:
@@ -566,7 +567,7 @@ def _utf8(raw: bytes) -> str | None:
 def _repeated_lean(layout: Layout, name: str, label: str, raw: bytes, base: int, msg: "Message") -> bool:
     count, rest = divmod(len(raw), layout.size)
     if rest:
-        msg.problems.append(Problem("value-size", f"{label}: {len(raw)} bytes is not a multiple of {layout.size}", base))
+        msg.problems.append(Problem(P.VALUE_SIZE, f"{label}: {len(raw)} bytes is not a multiple of {layout.size}", base))
     msg.fields.setdefault(name, [layout.decode(raw, i * layout.size)[1] for i in range(count)])
     return True
 
@@ -583,7 +584,7 @@ def _vbucket_seqnos_lean(msg, raw, base, ctx) -> bool:
 
 def _features_lean(msg, raw, base, ctx) -> bool:
     if len(raw) % 2:
-        msg.problems.append(Problem("value-size", f"feature list has odd length {len(raw)}", base))
+        msg.problems.append(Problem(P.VALUE_SIZE, f"feature list has odd length {len(raw)}", base))
     codes = struct.unpack_from(f">{len(raw) // 2}H", raw)
     msg.fields.setdefault("features", list(map(_FEATURE_NAMES.__getitem__, codes)))
     return True

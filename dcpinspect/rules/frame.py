@@ -6,8 +6,10 @@ from typing import Callable, Iterator
 
 from ..findings import Finding
 from ..messages import dcp
+from ..messages import problems as P
 from ..messages.catalog import FORBIDDEN, REQUIRED
 from ..messages.frame import Message
+from ..messages.keys import RESERVED_COLLECTION_IDS
 from ..messages.layout import unknown_bits
 from ..messages.names import DATATYPE_JSON, DATATYPE_XATTR, MAGICS, RETIRED_OPCODES, SUCCESS_LIKE_STATUS, VBUCKET_STATES
 from ..messages.opcodes import OP, ST
@@ -35,6 +37,30 @@ declare("nmeta-nonzero", "frame.nmeta", F.nmeta.ne(0), lambda m: f"{m.name} nmet
 declare("deletion-datatype", "frame.deletion", F.datatype.has(DATATYPE_JSON) & ~F.datatype.has(DATATYPE_XATTR),
         lambda m: f"deletion datatype 0x{m.datatype:02x} (JSON without Xattr)", on=(OP.DCP_DELETION,),
         offset=lambda m: m.offset + 5)
+
+
+#: the rule that reports each kind of problem the decoder notices (messages/problems.py)
+PROBLEM_RULES = {
+    P.TRUNCATED: "truncated", P.LENGTHS_EXCEED_BODY: "lengths-exceed-body",
+    P.FRAME_INFO_ENCODING: "frame-info-encoding", P.FRAME_INFO_INVALID: "frame-info-invalid",
+    P.COLLECTION_KEY_LEB128: "collection-key-leb128", P.VALUE_SIZE: "value-size", P.JSON_INVALID: "json-invalid",
+    P.JSON_TOO_DEEP: "json-too-deep", P.SNAPPY_INVALID: "snappy-invalid", P.XATTR_INVALID: "xattr-invalid",
+    P.STREAM_REQUEST_VALUE: "stream-request-value", P.SNAPSHOT_MARKER_VERSION: "snapshot-marker-version",
+    P.SNAPSHOT_MARKER_VALUE_SIZE: "snapshot-marker-value-size", P.SYSTEM_EVENT_VALUE: "system-event-value",
+    P.CACHE_TRANSFER_VALUE: "cache-transfer-value", P.TAP_CONNECT_VALUE: "tap-connect-value",
+}
+
+
+def _key_at(m: Message) -> int:
+    return m.offset + 24 + m.framing_length + m.extras_length
+
+
+_RESERVED = RESERVED_COLLECTION_IDS
+declare("collection-key-empty", "frame.collection", F.prefixed & F.logical_key_length.eq(0),
+        lambda m: "logical key is empty after the collection id", offset=_key_at)
+declare("collection-id-reserved", "frame.collection",
+        F.prefixed & (F.collection_id >= _RESERVED.start) & (F.collection_id < _RESERVED.stop),
+        lambda m: f"collection id {m.collection_id} is reserved on the wire", offset=_key_at)
 
 
 def _declared(m: Message, point: str) -> list[tuple[str, str, int | None]]:
@@ -187,7 +213,9 @@ def check_frame(msg: Message) -> list[Finding]:
     """All per-frame findings for ``msg`` (also stored on ``msg.findings``)."""
     out: list[Finding] = []
     for p in msg.problems:
-        out.append(FRAME_RULES[p.rule].finding(p.message, p.offset))
+        out.append(FRAME_RULES[PROBLEM_RULES[p.kind]].finding(p.message, p.offset))
+    for rule_id, text, offset in _declared(msg, "frame.collection"):
+        out.append(FRAME_RULES[rule_id].finding(text, offset))
     for fn in _plan(msg):
         for rule_id, text, offset in fn(msg):
             f = FRAME_RULES[rule_id].finding(text, offset)

@@ -24,6 +24,7 @@ import textwrap
 from pathlib import Path
 from typing import Sequence
 
+from ...messages.keys import RESERVED_COLLECTION_IDS
 from ...messages.opcodes import OP
 from ...rules import checks, frame, stream  # noqa: F401 (frame, stream: the checks they declare)
 from ...rules.conditions import All, Const, Expr, Fact, NotOnFastPath, program
@@ -70,8 +71,9 @@ class Plan:
                      for parts in self.parts)
 
     def fingerprint(self) -> str:
-        """What the generated C was made from: the facts' numbering and the programs."""
-        text = repr((sorted(self.slots.items(), key=lambda kv: kv[1]), self.programs()))
+        """What the generated C was made from: the facts' numbering, the programs, and the
+        reserved collection ids (the C key reader's, in its guess of a prefix)."""
+        text = repr((sorted(self.slots.items(), key=lambda kv: kv[1]), self.programs(), RESERVED_COLLECTION_IDS))
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -108,6 +110,9 @@ def header(plan: Plan) -> str:
         " */",
         "",
         f'#define GENERATED_FINGERPRINT "{plan.fingerprint()}"',
+        "/* messages/keys.py's RESERVED_COLLECTION_IDS */",
+        f"#define RESERVED_COLLECTION_FIRST {RESERVED_COLLECTION_IDS.start}",
+        f"#define RESERVED_COLLECTION_LAST {RESERVED_COLLECTION_IDS.stop - 1}",
         "",
         "static uint64_t generated_activate(int i, const uint64_t *F) {",
         "    uint64_t m = 0;",
