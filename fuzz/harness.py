@@ -405,11 +405,11 @@ def engine_jsonl(path: Path, fast: bool, stats=None) -> bytes:
     from dcpinspect.engines.files import keyed_items
     from dcpinspect.engines.parallel import run_sink
     from dcpinspect.engines.sinks import JsonlSink
-    from dcpinspect.messages.frame import DecodeContext
+    from dcpinspect.families import VALUES
     from dcpinspect.sources.capture import read_records
 
     sink = JsonlSink()
-    keyed = keyed_items(read_records(path), stats=stats, base=DecodeContext(detail=False), lane=fast, follow=fast)
+    keyed = keyed_items(read_records(path), stats=stats, detail=VALUES, lane=fast, follow=fast)
     text = b"".join(line for _, line in run_sink(sink, keyed))
     tally = sink.result()
     return text + f"{tally.frames} {sorted(tally.severities.items())}".encode()
@@ -748,7 +748,7 @@ def conversation_sinks(path: Path, inputs: int, stats, rich: bool = True) -> byt
     from dcpinspect.engines.capture import Captured
     from dcpinspect.engines.files import keyed_items
     from dcpinspect.engines.sinks import FindingsSink, JsonlSink, SummarySink
-    from dcpinspect.messages.frame import DecodeContext
+    from dcpinspect.families import VALUES
     from dcpinspect.outputs.jsonl import dumps
     from dcpinspect.outputs.stamp import stamp
     from dcpinspect.engines.stats import render
@@ -760,7 +760,7 @@ def conversation_sinks(path: Path, inputs: int, stats, rich: bool = True) -> byt
     findings = FindingsSink(str(path), True, stamp)
     lines: list[bytes] = []
     rows = 0
-    for key, item in keyed_items(read_records(path), stats=stats, base=DecodeContext(detail=False)):
+    for key, item in keyed_items(read_records(path), stats=stats, detail=VALUES):
         lines.append(jsonl.take(key, item)[1])
         summary.take(key, item)
         collector.add(item)

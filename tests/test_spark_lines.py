@@ -12,7 +12,7 @@ import pytest
 import dcpgen
 from dcpinspect.engines.files import keyed_items
 from dcpinspect.families.mcbp.tables import LineMessage, line_message
-from dcpinspect.messages.frame import DecodeContext
+from dcpinspect.families import VALUES
 from dcpinspect.sessions.captured import Captured, Lines
 from dcpinspect.sessions.stats import StatsCollector
 from dcpinspect.sources.capture import read_records
@@ -33,7 +33,7 @@ def report(path: Path, lane: bool) -> tuple[dict, int]:
     """The statistics report of a capture, and how many frames came as lines."""
     stats = StatsCollector()
     lined = 0
-    for key, item in keyed_items(read_records(path), lane=lane, base=DecodeContext(detail=False)):
+    for key, item in keyed_items(read_records(path), lane=lane, detail=VALUES):
         if type(item) is Lines:
             for line in item.text.split(b"\n")[:-1]:
                 ts, number, msg = line_message(line)
@@ -54,7 +54,7 @@ def test_statistics_of_lines_are_those_of_the_messages(captures):
 
 def test_a_line_read_without_its_value_is_read_as_a_whole(captures):
     """The value's text is left unparsed; what the statistics read is the same."""
-    for key, item in keyed_items(read_records(captures[0]), lane=True, base=DecodeContext(detail=False)):
+    for key, item in keyed_items(read_records(captures[0]), lane=True, detail=VALUES):
         if type(item) is not Lines:
             continue
         for line in item.text.split(b"\n")[:-1]:

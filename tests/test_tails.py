@@ -25,7 +25,7 @@ from dcpinspect.families.mcbp import lane as lane_module
 from dcpinspect.engines.files import ReadStats, keyed_items
 from dcpinspect.engines.parallel import run_sink
 from dcpinspect.engines.sinks import JsonlSink
-from dcpinspect.messages.frame import DecodeContext
+from dcpinspect.families import FIELDS, VALUES
 from dcpinspect.sources.capture import read_records
 from dcpinspect.transport import synth
 
@@ -84,22 +84,22 @@ def busy(tmp_path_factory) -> Path:
     return dcpgen.write_flows(flows, root / "busy.pcap", midstream=[len(flows) - 1], chunk=3)
 
 
-@pytest.mark.parametrize("base", [DecodeContext(detail=False), DecodeContext()], ids=["lean", "detail"])
+@pytest.mark.parametrize("detail", [VALUES, FIELDS], ids=["lean", "detail"])
 @pytest.mark.parametrize("lane", [True, False])
-def test_interleaved_connections_print_the_same(busy, base, lane):
-    taken = same(busy, base=base, lane=lane)
+def test_interleaved_connections_print_the_same(busy, detail, lane):
+    taken = same(busy, detail=detail, lane=lane)
     assert taken > records_in(busy) // 2  # most records never became Records
 
 
 @pytest.mark.parametrize("part", [0, 1])
 def test_each_worker_part_prints_the_same(busy, part):
-    assert same(busy, part=part, parts=2, base=DecodeContext(detail=False), lane=True) > 0
+    assert same(busy, part=part, parts=2, detail=VALUES, lane=True) > 0
 
 
 def test_flow_eviction_settles_what_was_taken(busy):
     """Seven connections over a table of three: flows are evicted (and end with what was
     counted for them) while their records are being taken in C."""
-    assert same(busy, max_flows=3, base=DecodeContext(detail=False)) > 0
+    assert same(busy, max_flows=3, detail=VALUES) > 0
 
 
 def test_gzipped_capture_cut_inside_a_record(busy, tmp_path):

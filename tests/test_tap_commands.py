@@ -16,7 +16,7 @@ import pytest
 from dcpinspect.engines.files import keyed_items
 from dcpinspect.engines.parallel import run_sink
 from dcpinspect.engines.sinks import JsonlSink
-from dcpinspect.messages.frame import DecodeContext
+from dcpinspect.families import VALUES
 from dcpinspect.rules.registry import TAP_RULES
 try:
     from dcpinspect.sessions.captured import Lines
@@ -236,7 +236,7 @@ def _jsonl(path: Path, lane: bool) -> tuple[str, int]:
                 taken += item.count
             yield key, item
 
-    keyed = counted(keyed_items(read_records(path), base=DecodeContext(detail=False), lane=lane))
+    keyed = counted(keyed_items(read_records(path), detail=VALUES, lane=lane))
     return b"".join(line for _, line in run_sink(sink, keyed)).decode("ascii"), taken
 
 

@@ -45,6 +45,8 @@ SNAPSHOT_MEMORY, SNAPSHOT_DISK, SNAPSHOT_CHECKPOINT = 0x01, 0x02, 0x04
 SNAPSHOT_ACK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE = 0x08, 0x10, 0x20
 
 SNAPSHOT_VERSIONS = {0x00: "v2.0", 0x01: "v2.1 (removed)", 0x02: "v2.2"}
+#: the v2 marker version DCP_CONTROL max_marker_version=2.2 must allow
+SNAPSHOT_VERSION_22 = 0x02
 
 STREAM_END_REASONS = {
     0: "Ok",
@@ -69,6 +71,7 @@ SYSTEM_EVENTS = {
 
 DURABILITY_LEVELS = {1: "Majority", 2: "MajorityAndPersistOnMaster", 3: "PersistToMajority"}
 OSO_FLAGS = {0x01: "Start", 0x02: "End"}
+OSO_START, OSO_END = 0x01, 0x02
 
 OPEN = Layout("dcp_open", u32("seqno", "Seqno (unused)"), u32("flags", "Flags", flags=OPEN_FLAGS))
 ADD_STREAM = Layout("dcp_add_stream", u32("flags", "Flags", flags=STREAM_FLAGS))

@@ -173,5 +173,7 @@ FEATURE_XATTR = 0x06
 
 DATATYPE_FLAGS: dict[int, str] = {0x01: "JSON", 0x02: "Snappy", 0x04: "Xattr"}
 DATATYPE_JSON, DATATYPE_SNAPPY, DATATYPE_XATTR = 0x01, 0x02, 0x04
+#: every datatype bit defined (a datatype above it has unknown bits)
+DATATYPE_KNOWN = DATATYPE_JSON | DATATYPE_SNAPPY | DATATYPE_XATTR
 
 VBUCKET_STATES: dict[int, str] = {1: "active", 2: "replica", 3: "pending", 4: "dead"}

@@ -11,7 +11,7 @@ from ..messages.catalog import FORBIDDEN, REQUIRED
 from ..messages.frame import Message
 from ..messages.keys import RESERVED_COLLECTION_IDS
 from ..messages.layout import unknown_bits
-from ..messages.names import DATATYPE_JSON, DATATYPE_XATTR, MAGICS, RETIRED_OPCODES, SUCCESS_LIKE_STATUS, VBUCKET_STATES
+from ..messages.names import DATATYPE_JSON, DATATYPE_KNOWN, DATATYPE_XATTR, MAGICS, RETIRED_OPCODES, SUCCESS_LIKE_STATUS, VBUCKET_STATES
 from ..messages.opcodes import OP, ST
 from . import facts as F
 from .checks import declare, judges
@@ -85,7 +85,7 @@ def _identity(m: Message):
         yield "unknown-opcode", f"opcode 0x{m.opcode:02x} is not defined for magic 0x{m.magic:02x}", m.offset + 1
     elif m.opcode in RETIRED_OPCODES and m.spec.family != "server":
         yield "retired-opcode", f"{m.name} is no longer supported by the server", m.offset + 1
-    if m.datatype > 0x07:
+    if m.datatype > DATATYPE_KNOWN:
         yield "datatype-invalid", f"datatype 0x{m.datatype:02x} has bits above 0x07", m.offset + 5
 
 
@@ -136,7 +136,7 @@ def _flags(m: Message):
         if bad:
             yield "reserved-flags", f"snapshot type 0x{v['snapshot_type']:x}: unknown bits 0x{bad:x}", None
     if m.opcode == OP.DCP_OSO_SNAPSHOT and "flags" in v:
-        if v["flags"] not in (0x01, 0x02):
+        if v["flags"] not in dcp.OSO_FLAGS:
             yield "reserved-flags", f"OSO flags 0x{v['flags']:x}: must be 0x01 (start) or 0x02 (end)", None
 
 
@@ -204,7 +204,7 @@ def _plan(msg: Message) -> tuple[Check, ...]:
             _peer_error: not request,
         }
         plan = _PLANS[key] = tuple(fn for fn in _CHECKS if keep.get(fn, True))
-    if msg.datatype > 0x07 and _identity not in plan:
+    if msg.datatype > DATATYPE_KNOWN and _identity not in plan:
         return tuple(_CHECKS)
     return plan
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..findings import Finding
+from ..messages.opcodes import ST
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +164,7 @@ DFS_RULES = _rules(
 ALL_RULES = {**FRAME_RULES, **STREAM_RULES, **TAP_RULES, **RDB_RULES, **REDIS_RULES, **DFLY_RULES, **DFS_RULES}
 
 #: Error classes for peer answers (status → class).
-STATUS_CLASSES = {0x01: "KEY_ENOENT", 0x0A: "KEY_ENOENT", 0x04: "EINVAL", 0x22: "ERANGE", 0x23: "ROLLBACK",
-                  0x02: "KEY_EEXISTS", 0x0B: "KEY_EEXISTS", 0x07: "NOT_MY_VBUCKET", 0x8D: "EINVAL",
-                  0x83: "NOT_SUPPORTED", 0x87: "EINVAL"}
+STATUS_CLASSES = {ST.KeyEnoent: "KEY_ENOENT", ST.DcpStreamNotFound: "KEY_ENOENT", ST.Einval: "EINVAL",
+                  ST.Erange: "ERANGE", ST.Rollback: "ROLLBACK", ST.KeyEexists: "KEY_EEXISTS",
+                  ST.OpaqueNoMatch: "KEY_EEXISTS", ST.NotMyVbucket: "NOT_MY_VBUCKET", ST.DcpStreamIdInvalid: "EINVAL",
+                  ST.NotSupported: "NOT_SUPPORTED", ST.XattrEinval: "EINVAL"}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..findings import Finding
-from ..messages.dcp import SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE
+from ..messages.dcp import OSO_END, OSO_START, SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE, SNAPSHOT_VERSION_22
 from ..messages.frame import Message
 from ..messages.names import REQUEST_MAGICS, SUCCESS_LIKE_STATUS
 from ..messages.opcodes import OP, ST
@@ -54,7 +54,7 @@ declare("negotiation-missing", "stream.live", F.seen_from_start & ~F.sync_writes
         lambda c: f"{c.msg.name} without DCP_CONTROL enable_sync_writes=true", on=_SYNC_WRITES)
 declare("negotiation-missing", "stream.live", F.seen_from_start & ~F.expiry_opcode,
         lambda c: f"{c.msg.name} without DCP_CONTROL enable_expiry_opcode=true", on=(OP.DCP_EXPIRATION,))
-declare("negotiation-missing", "stream.live", F.seen_from_start & F.marker_version.eq(0x02) & ~F.v22_negotiated,
+declare("negotiation-missing", "stream.live", F.seen_from_start & F.marker_version.eq(SNAPSHOT_VERSION_22) & ~F.v22_negotiated,
         lambda c: "v2.2 snapshot marker without DCP_CONTROL max_marker_version=2.2", on=(OP.DCP_SNAPSHOT_MARKER,))
 
 # a snapshot marker (judged with the snapshot it follows, if any: snap_*)
@@ -283,9 +283,9 @@ class ConnectionValidator:
 
     def _oso(self, stream: Stream, msg: Message, emit, ctx) -> None:
         flags = msg.values.get("flags", 0)
-        if flags == 0x01 and stream.in_oso:
+        if flags == OSO_START and stream.in_oso:
             emit("oso-unbalanced", "OSO start inside an OSO snapshot", **ctx)
-        elif flags == 0x02 and not stream.in_oso:
+        elif flags == OSO_END and not stream.in_oso:
             emit("oso-unbalanced", "OSO end without an OSO start", **ctx)
         self.state.oso(stream, flags)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..limits import SNAPSHOT_KEYS
-from ..messages.dcp import SNAPSHOT_ACK, SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE
+from ..messages.dcp import OSO_END, OSO_START, SNAPSHOT_ACK, SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE
 from ..messages.frame import Message
 from ..messages.opcodes import OP, ST
 from ..messages.registry import CLIENT_SPECS
@@ -346,10 +346,10 @@ class DcpState:
         return snap
 
     def oso(self, stream: Stream, flags: int) -> None:
-        """A DCP_OSO_SNAPSHOT: 0x01 starts one, 0x02 ends it."""
-        if flags == 0x01:
+        """A DCP_OSO_SNAPSHOT: OSO_START starts one, OSO_END ends it."""
+        if flags == OSO_START:
             stream.in_oso, stream.oso_base, stream.oso_max = True, stream.last_seqno, stream.last_seqno
-        elif flags == 0x02:
+        elif flags == OSO_END:
             stream.in_oso = False
             stream.last_seqno = max(stream.last_seqno, stream.oso_max)
 
