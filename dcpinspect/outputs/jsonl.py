@@ -28,6 +28,7 @@ else:
     _ORJSON_OPTS = (orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
                     | orjson.OPT_PASSTHROUGH_DATETIME)
     _EXPONENT = re.compile(rb"e-?[0-9]+[,}\]]").search  # a float token in orjson's exponent form
+    _ANY_EXPONENT = re.compile(rb"[0-9]e-?[0-9]").search  # the same, wherever it ends (indented text)
 
 
 def _stdlib(record: dict[str, Any]) -> str:
@@ -51,6 +52,22 @@ def dumps_line(record: dict[str, Any]) -> bytes:
         if _plain(out):
             return out
     return (_stdlib(record) + "\n").encode("ascii")
+
+
+def indented_json(obj: Any) -> str | None:
+    """``json.dumps(obj, indent=2, default=str)``'s text, at orjson's speed (the standard
+    library's indented encoder is pure Python); None where orjson would write other bytes
+    (see above), but for NaN and the infinities, which it writes as null (valid JSON, where
+    ``json.dumps`` writes ``NaN``)."""
+    if orjson is None:
+        return None
+    try:
+        out = orjson.dumps(obj, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return None
+    if not out.isascii() or b"\x7f" in out or _ANY_EXPONENT(out) is not None or b"0.0000" in out:
+        return None
+    return out.decode("ascii")
 
 
 def plain_orjson(out: bytes) -> bool:

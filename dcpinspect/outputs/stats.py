@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .escape import safe
+from .jsonl import indented_json
 
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -39,6 +40,10 @@ def report_json(report: dict[str, Any], *, series: bool = True, indent: int | No
         report.pop("series", None)
         if isinstance(report.get("timeline"), dict):
             report["timeline"] = {k: v for k, v in report["timeline"].items() if not isinstance(v, dict)}
+    if indent == 2:
+        fast = indented_json(report)
+        if fast is not None:
+            return fast
     return json.dumps(report, indent=indent, ensure_ascii=True, default=str)
 
 

@@ -191,13 +191,20 @@ class Timeline:
         if self.t0_key is None:
             self.t0_key = key
         i = self._index(ts)
-        self._bump(self.bytes, i, n)
-        self._bump(self.items, i, 0)
+        b = self.bytes
+        if len(b) <= i:  # (_bump's, inline: once a frame)
+            b.extend([0] * (i + 1 - len(b)))
+        b[i] += n
+        if len(self.items) <= i:
+            self.items.extend([0] * (i + 1 - len(self.items)))
 
     def add_item(self, ts: float, vbucket: int) -> None:
         i = self._index(ts)
         self._bump(self.items, i, 1)
-        self._bump(self.vbuckets.setdefault(vbucket, []), i, 1)
+        bins = self.vbuckets.get(vbucket)
+        if bins is None:
+            bins = self.vbuckets[vbucket] = []
+        self._bump(bins, i, 1)
 
     def merge(self, other: "Timeline") -> None:
         """Add ``other``'s bins. Exact when both start at the same ``t0`` (give it to every

@@ -355,14 +355,20 @@ class StatsCollector:
         self.bytes += msg.size
         cs.frames[item.direction] += 1
         cs.bytes[item.direction] += msg.size
-        cs.opcodes[msg.name if msg.is_request else msg.name + " (response)"] += 1
+        request = msg.is_request
+        cs.opcodes[msg.name if request else msg.name + " (response)"] += 1
         cs.protocols[msg.protocol if isinstance(msg, Decoded) else MCBP] += 1
-        cs.findings += len(msg.findings)
-        if ts is not None:
-            self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
-            self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
-            cs.first_ts = ts if cs.first_ts is None else min(cs.first_ts, ts)
-            cs.last_ts = ts if cs.last_ts is None else max(cs.last_ts, ts)
+        if msg.findings:
+            cs.findings += len(msg.findings)
+        if ts is not None:  # (comparisons, not min and max: once a frame)
+            if self.first_ts is None or ts < self.first_ts:
+                self.first_ts = ts
+            if self.last_ts is None or ts > self.last_ts:
+                self.last_ts = ts
+            if cs.first_ts is None or ts < cs.first_ts:
+                cs.first_ts = ts
+            if cs.last_ts is None or ts > cs.last_ts:
+                cs.last_ts = ts
             self.timeline.add_bytes(ts, msg.size, self._key)
         spec = msg.spec
         if spec is None or spec.family != "dcp":
@@ -375,13 +381,13 @@ class StatsCollector:
             return
         op = msg.opcode
         if op == OP.DCP_STREAM_REQ:
-            if msg.is_request:
+            if request:
                 self._stream_request(item, ts, cs)
             else:
                 self._stream_response(item, ts)
-        elif msg.is_request and op in STREAM_OPCODES:
+        elif request and op in STREAM_OPCODES:
             self._stream_message(item, ts, cs)
-        elif msg.is_request and op == OP.DCP_CLOSE_STREAM:
+        elif request and op == OP.DCP_CLOSE_STREAM:
             s = self._active.get((item.flow, msg.vbucket, msg.stream_id))
             vs = self._vb(msg.vbucket or 0)
             vs.bytes += msg.size
@@ -537,8 +543,10 @@ class StatsCollector:
             if s.request_ts is not None:
                 vs.time_to_first_item.add(ts - s.request_ts)
         s.last_item_ts = ts
-        vs.first_item_ts = ts if vs.first_item_ts is None else min(vs.first_item_ts, ts)
-        vs.last_item_ts = ts if vs.last_item_ts is None else max(vs.last_item_ts, ts)
+        if vs.first_item_ts is None or ts < vs.first_item_ts:
+            vs.first_item_ts = ts
+        if vs.last_item_ts is None or ts > vs.last_item_ts:
+            vs.last_item_ts = ts
         self.timeline.add_item(ts, s.vbucket)
 
     def _seqno(self, s: StreamStats, vs: VbStats, seqno: int, ts: float | None, advance: bool) -> None:
@@ -548,8 +556,10 @@ class StatsCollector:
         if vs.seqno_first is None:
             vs.seqno_first, vs.seqno_first_key = seqno, self._key
         vs.seqno_last, vs.seqno_last_key = seqno, self._key
-        vs.seqno_min = seqno if vs.seqno_min is None else min(vs.seqno_min, seqno)
-        vs.seqno_max = seqno if vs.seqno_max is None else max(vs.seqno_max, seqno)
+        if vs.seqno_min is None or seqno < vs.seqno_min:
+            vs.seqno_min = seqno
+        if vs.seqno_max is None or seqno > vs.seqno_max:
+            vs.seqno_max = seqno
         if s.in_oso:
             s.oso_max = seqno if s.oso_max is None else max(s.oso_max, seqno)
             return

@@ -17,7 +17,6 @@ with the CLI's decoder and validator.
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import re
@@ -26,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ...families import VALUES
+from ...outputs.stats import report_json
 from ...sessions.report_tables import REPORT_TABLES
 from ...sessions.stats import StatsCollector
 from ...sources.capture import CaptureError
@@ -203,7 +203,7 @@ def _write_stats(out: str, stats: StatsCollector, result: Analysis) -> None:
     for table in REPORT_TABLES:
         _write_rows(join(out, table.name), table.schema, table.rows(report))
         result.tables.append(table.name)
-    _write_text(join(out, "report.json"), json.dumps(report, indent=2, default=str) + "\n")
+    _write_text(join(out, "report.json"), report_json(report) + "\n")
 
 
 def _exists(target: str) -> bool:
