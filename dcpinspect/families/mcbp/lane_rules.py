@@ -118,25 +118,27 @@ def header(plan: Plan) -> str:
         "    uint64_t m = 0;",
         "    switch (i) {",
     ]
-    for i, parts in enumerate(plan.parts):
-        if parts is None:
-            continue
-        out.append(f"    case {i}: /* 0x{RULE_OPCODES[i]:02x} */")
-        out += [f"        if ({once.c(plan.slots)}) m |= UINT64_C(1) << {j}; /* {rule} */"
-                for j, ((once, _), rule) in enumerate(zip(parts, plan.rules[i]))]
-        out.append("        break;")
+    out += _cases(plan, 0, "if ({part}) m |= UINT64_C(1) << {j};")
     out += ["    }", "    return m;", "}", "",
             "static int generated_any(int i, uint64_t m, const uint64_t *F) {",
             "    switch (i) {"]
+    out += _cases(plan, 1, "if ((m >> {j} & 1) && {part}) return 1;")
+    out += ["    }", "    return 0;", "}", ""]
+    return "\n".join(out)
+
+
+def _cases(plan: Plan, which: int, line: str) -> list[str]:
+    """A switch's cases, one an opcode on the lane: ``line`` for each check, with ``part``
+    its connection part (``which`` 0) or its frame part (1) as C, and ``j`` its bit."""
+    out: list[str] = []
     for i, parts in enumerate(plan.parts):
         if parts is None:
             continue
         out.append(f"    case {i}: /* 0x{RULE_OPCODES[i]:02x} */")
-        out += [f"        if ((m >> {j} & 1) && {each.c(plan.slots)}) return 1; /* {rule} */"
-                for j, ((_, each), rule) in enumerate(zip(parts, plan.rules[i]))]
+        out += [f"        {line.format(part=pair[which].c(plan.slots), j=j)} /* {rule} */"
+                for j, (pair, rule) in enumerate(zip(parts, plan.rules[i]))]
         out.append("        break;")
-    out += ["    }", "    return 0;", "}", ""]
-    return "\n".join(out)
+    return out
 
 
 def write() -> bool:
