@@ -13,7 +13,7 @@
  * 42:open_flags_known, 43:deletion_extras
  */
 
-#define GENERATED_FINGERPRINT "f28c57814839333b90d0bf02d435a528"
+#define GENERATED_FINGERPRINT "ad75d5e8c78996e41309"
 /* messages/keys.py's RESERVED_COLLECTION_IDS */
 #define RESERVED_COLLECTION_FIRST 1
 #define RESERVED_COLLECTION_LAST 7
