@@ -381,7 +381,10 @@ def check_hex(data: bytes) -> None:
             printed = len(out.getvalue()) + len(con.file.getvalue())
         else:  # the table and diagram sampled out: their plain text instead
             printed = plain_views(result.items)
-        bounded_output(printed, len(data), f"hex -f {fmt}")
+        # a hexdump -C '*' line stands for as many repeated bytes as the next offset says
+        # (up to the dump's cap): the output is bounded by the bytes the text stands for
+        size = max(len(data), len(result.dump.data))
+        bounded_output(printed, size, f"hex -f {fmt}")
     if _cli_turn(data):
         args = ["hex", "-f", fmt, "--collections", ("auto", "on", "off")[(mode >> 2) % 3]]
         if mode & 0x10:
@@ -389,11 +392,11 @@ def check_hex(data: bytes) -> None:
         if mode & 0x20 and fmt == "table":
             args.append("--diagram")
         _, printed = run_cli(args, input=raw)
-        bounded_output(len(printed), len(data), " ".join(args))
+        bounded_output(len(printed), size, " ".join(args))
         with scratch_file("paste.txt", raw) as path:  # a dump given as a file, to the other commands
             for command in (("decode", "-f", "jsonl"), ("validate", "-f", "jsonl"), ("stats", "-f", "json")):
                 _, printed = run_cli([*command, str(path)])
-                bounded_output(len(printed), len(data), " ".join(command))
+                bounded_output(len(printed), size, " ".join(command))
 
 
 # --------------------------------------------------------------------------- captures

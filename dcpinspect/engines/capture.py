@@ -147,6 +147,21 @@ class FlowDecoder(Flow):
         self.first = ""
 
 
+def _reused(events: list) -> dict:
+    """The connections of a batch of events whose ports a new one took within it (an End,
+    then a Start of the same key), by key: their Data and Gap before the End are theirs,
+    though by then the reassembler's table holds the new connection under that key."""
+    ended: dict = {}
+    reused: dict = {}
+    for ev in events:
+        kind = type(ev)
+        if kind is End:
+            ended.setdefault(ev.flow, ev.state)
+        elif kind is Start and ev.flow in ended:
+            reused[ev.flow] = ended[ev.flow]
+    return reused
+
+
 class CaptureDecoder:
     def __init__(
         self,
@@ -209,10 +224,12 @@ class CaptureDecoder:
                 self._settle(tails.drop((seg.src, seg.sport, seg.dst, seg.dport)))
         out: list[Captured | Note] = []
         evicted = 0
-        for ev in self.reassembler.feed(seg):
+        events = self.reassembler.feed(seg)
+        reused = _reused(events) if len(events) > 2 else None
+        for ev in events:
             if type(ev) is End and ev.reason == "evicted":
                 evicted += 1
-            self._event(ev, out)
+            self._event(ev, out, reused)
         if evicted:
             out.append(Note("capture", f"more than {self.max_flows} connections at once: the {evicted} least "
                                        f"recently active were ended early (their partial frames reported "
@@ -318,7 +335,9 @@ class CaptureDecoder:
         """The connections being decoded (begun, not yet ended), oldest first."""
         return [fd for fd in self.reassembler.records() if fd.state is not ENDED]
 
-    def _event(self, ev, out: list) -> None:
+    def _event(self, ev, out: list, reused: dict | None = None) -> None:
+        """One event of the reassembler's. ``reused``: the records of connections whose
+        ports a new connection took in the same batch of events (see _reused)."""
         if isinstance(ev, Start):
             fd = ev.state
             fd.begin(self.options, ev.midstream, ev.index)
@@ -337,8 +356,12 @@ class CaptureDecoder:
             if fd.state is not ENDED:
                 self._close_flow(fd, out, ev.ts)
                 fd.end()
+            if reused:
+                reused.pop(ev.flow, None)  # what follows is the new connection's
             return
-        fd = self.reassembler.record(ev.flow)
+        fd = reused.get(ev.flow) if reused else None
+        if fd is None:
+            fd = self.reassembler.record(ev.flow)
         if fd is None:
             return
         if isinstance(ev, Data):

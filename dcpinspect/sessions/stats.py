@@ -678,7 +678,7 @@ class StatsCollector:
             "streams_omitted": self.streams_omitted,
             "timeline": {"t0": t0, **self.timeline.json()},
             "series": {
-                str(vb): [[round_to(t - t0), v] for t, v in vs.series.values()]
+                str(vb): [[round(t - t0, 6), v] for t, v in vs.series.values()]  # (round_to, inline)
                 for vb, vs in sorted(self.vbuckets.items())
                 if vs.series.last is not None
             },
