@@ -65,15 +65,18 @@ def indented_json(obj: Any) -> str | None:
         out = orjson.dumps(obj, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
     except TypeError:
         return None
-    if not out.isascii() or b"\x7f" in out or _ANY_EXPONENT(out) is not None or b"0.0000" in out:
-        return None
-    return out.decode("ascii")
+    return out.decode("ascii") if _written_alike(out, _ANY_EXPONENT) else None
 
 
 def plain_orjson(out: bytes) -> bool:
     """Whether ``json.dumps`` writes what orjson wrote in ``out``: see above for the cases."""
-    return (out.isascii() and b"null" not in out and b"0.0000" not in out and b"\x7f" not in out
-            and _EXPONENT(out) is None)
+    return b"null" not in out and _written_alike(out, _EXPONENT)
+
+
+def _written_alike(out: bytes, exponent) -> bool:
+    """No text or number orjson writes its own way (``exponent``: the search for a float
+    in exponent form, as the layout ends its tokens)."""
+    return out.isascii() and b"0.0000" not in out and b"\x7f" not in out and exponent(out) is None
 
 
 try:  # the same test in one pass of C, when the fast lane is built

@@ -1,12 +1,12 @@
 """Declared checks: a rule's condition (``rules/conditions.py``) with where it is judged
 and what it says. The rules judge each message by the checks declared for its opcode at
 each point of their walk; a fast path asks :func:`for_opcode` for every check a frame of
-an opcode could meet and runs their conditions as programs, so changing a check here
-changes both."""
+an opcode could meet and runs their conditions (as C generated from them, or as
+programs), so changing a check here changes both."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from .conditions import Expr, judge_function
@@ -28,15 +28,9 @@ class Check:
     severity: Callable[[Any], str | None] | None = None
     #: the finding's offset from the message (frame checks), where it is not the rule's
     offset: Callable[[Any], int | None] | None = None
-    #: the condition as a Python function of the context
-    test: Callable[[Any], Any] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "test", self.when.python(self.point.startswith("frame.")))
 
 
 CHECKS: list[Check] = []
-_AT: dict[tuple[str, int], tuple[Check, ...]] = {}
 _JUDGES: dict[int, "Judges"] = {}
 
 
@@ -50,7 +44,6 @@ def declare(rule: str, point: str, when: Expr, say: Callable[[Any], str], on: It
 
 def changed() -> None:
     """Forget what was made of the checks (after :data:`CHECKS` is changed in place)."""
-    _AT.clear()
     _JUDGES.clear()
 
 
@@ -64,12 +57,9 @@ def replace_check(old: Check, when: Expr) -> Check:
 
 
 def at(point: str, opcode: int) -> tuple[Check, ...]:
-    """The checks judged at ``point`` for a message of ``opcode``, in declaration order."""
-    key = (point, opcode)
-    got = _AT.get(key)
-    if got is None:
-        got = _AT[key] = tuple(c for c in CHECKS if c.point == point and (c.on is None or opcode in c.on))
-    return got
+    """The checks judged at ``point`` for a message of ``opcode``, in declaration order
+    (asked once a point and opcode: :class:`Judges` keeps what is made of them)."""
+    return tuple(c for c in CHECKS if c.point == point and (c.on is None or opcode in c.on))
 
 
 class Judges(dict):

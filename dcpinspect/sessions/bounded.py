@@ -191,12 +191,8 @@ class Timeline:
         if self.t0_key is None:
             self.t0_key = key
         i = self._index(ts)
-        b = self.bytes
-        if len(b) <= i:  # (_bump's, inline: once a frame)
-            b.extend([0] * (i + 1 - len(b)))
-        b[i] += n
-        if len(self.items) <= i:
-            self.items.extend([0] * (i + 1 - len(self.items)))
+        self._bump(self.bytes, i, n)
+        self._bump(self.items, i, 0)
 
     def add_item(self, ts: float, vbucket: int) -> None:
         i = self._index(ts)

@@ -127,20 +127,23 @@ class Output:
         self.seq = seq + 1
         for rows in self._route(_kind(line), _protocol(line)):
             rows.add(fi, min(key, _MAX_KEY), seq, line)
-            if len(rows) >= BATCH_ROWS or rows.size >= BATCH_BYTES:
-                self._flush(rows)
+            self._flush_full(rows)
 
     def _finding(self, fi: int, key: int, rec: dict) -> None:
         rows = self.rows["findings"]
         rows.add(fi, min(key, _MAX_KEY), self.seq, dumps_line(rec)[:-1])
         self.seq += 1
         self.found[(rec.get("rule"), rec.get("class"), rec.get("severity"))] += 1
-        if len(rows) >= BATCH_ROWS:
-            self._flush(rows)
+        self._flush_full(rows)
 
     def _flush(self, rows: TableRows) -> None:
         if len(rows):
             self.files_out.write(rows.spec, rows.batch(self.names))
+
+    def _flush_full(self, rows: TableRows) -> None:
+        """Write a table's batch once it holds BATCH_ROWS rows or BATCH_BYTES of lines."""
+        if len(rows) >= BATCH_ROWS or rows.size >= BATCH_BYTES:
+            self._flush(rows)
 
     def take(self, fi: int, key: int, item) -> None:
         """One item of file ``fi``'s capture, with its key."""
@@ -168,15 +171,13 @@ class Output:
         the statistics a line at a time, each as the message it was written from."""
         lines = item.text.split(b"\n")
         lines.pop()
-        first = lines[0]
-        protocol = _protocol(first)
+        protocol = _protocol(lines[0])
         if all(_protocol(line) == protocol for line in lines):
             seq = self.seq
             self.seq = seq + len(lines)
             for rows in self._route("frame", protocol):
                 rows.extend(fi, min(key, _MAX_KEY), seq, lines)
-                if len(rows) >= BATCH_ROWS or rows.size >= BATCH_BYTES:
-                    self._flush(rows)
+                self._flush_full(rows)
         else:
             for line in lines:
                 self._add(fi, key, line)

@@ -48,9 +48,10 @@ class Plan:
         self.parts: list[tuple[tuple[Expr, Expr], ...] | None] = []
         self.rules: list[tuple[str, ...]] = []  # each check's rule id, beside its parts
         for op in RULE_OPCODES:
+            declared = checks.for_opcode(op)
             found = []
             try:
-                for check in checks.for_opcode(op):
+                for check in declared:
                     for fact in check.when.facts():
                         if fact.scope == "connection" and fact.name not in self.slots:
                             self.slots[fact.name] = len(self.slots)
@@ -61,7 +62,7 @@ class Plan:
             except NotOnFastPath:
                 found = None
             self.parts.append(None if found is None else tuple(found))
-            self.rules.append(tuple(c.rule for c in checks.for_opcode(op)))
+            self.rules.append(tuple(c.rule for c in declared))
 
     def programs(self) -> tuple:
         """Per opcode, the flat program ``_lane.compile_rules`` takes: each check's two
