@@ -25,6 +25,15 @@ typedef struct {
     size_t len, cap;
 } Out;
 
+/* What the statistics count of a frame scan() took (sessions.captured.RUN_FRAME, native
+ * order): its opcode, size and stream id (-1: none), and an item's seqno (a) or a
+ * marker's start, end and snapshot type (a, b, c). */
+typedef struct {
+    uint64_t op, size;
+    int64_t sid;
+    uint64_t a, b, c;
+} Counted;
+
 static int out_grow(Out *o, size_t need) {
     if (o->len + need <= o->cap)
         return 0;
@@ -874,7 +883,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         return NULL;
     const uint8_t *d = view.buf;
     PyObject *result = NULL;
-    Out o = {NULL, 0, 0};
+    Out o = {NULL, 0, 0}, counted = {NULL, 0, 0};
     Snap cur = {snap_start, snap_end, snap_flags, 0, 0, 0, 0, 0, 0, complete, keys}, older = cur;
     int first_complete = complete;
     Py_ssize_t markers = 0;
@@ -1019,6 +1028,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 older.keys = NULL; /* the caller's own snapshot's: not ours to release */
             cur = s;
             markers++;
+            Counted m = {(uint64_t)op, (uint64_t)size, sid, s.start, s.end, s.flags};
+            if (out_put(&counted, (const char *)&m, sizeof m) < 0)
+                goto done;
             if (limit)
                 unacked += size;
             total += size;
@@ -1129,6 +1141,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             goto done;
         if (PUT_LIT(&o, "},\"findings\":[]}\n") < 0)
             goto done;
+        Counted item = {(uint64_t)op, (uint64_t)size, sid, seqno, 0, 0};
+        if (out_put(&counted, (const char *)&item, sizeof item) < 0)
+            goto done;
         if (limit)
             unacked += size;
         total += size;
@@ -1148,6 +1163,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *lines = PyBytes_FromStringAndSize(o.p ? o.p : "", (Py_ssize_t)o.len);
     if (lines == NULL)
         goto done;
+    PyObject *frames = PyBytes_FromStringAndSize(counted.p ? counted.p : "", (Py_ssize_t)counted.len);
+    if (frames == NULL) {
+        Py_DECREF(lines);
+        goto done;
+    }
     PyObject *key_obj = last_key_at >= 0 ? PyUnicode_DecodeASCII((const char *)d + last_key_at, last_key_len, NULL)
                                          : (Py_INCREF(Py_None), Py_None);
     PyObject *newest = markers ? snap_info(&cur) : (Py_INCREF(Py_None), Py_None);
@@ -1161,11 +1181,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             PyTuple_SET_ITEM(found, i, m);
     }
     if (key_obj != NULL && newest != NULL && before != NULL && found != NULL)
-        result = Py_BuildValue("(nnnKLLNiiNnONNN)", pos, counts[0], counts[1], last_seqno, total, unacked, lines, last_op,
-                               last_sid, key_obj, markers, first_complete ? Py_True : Py_False, before, newest, found);
+        result = Py_BuildValue("(nnnKLLNiiNnONNNN)", pos, counts[0], counts[1], last_seqno, total, unacked, lines,
+                               last_op, last_sid, key_obj, markers, first_complete ? Py_True : Py_False, before, newest,
+                               found, frames);
     else {
         Py_XDECREF(found);
         Py_DECREF(lines);
+        Py_DECREF(frames);
         Py_XDECREF(key_obj);
         Py_XDECREF(newest);
         Py_XDECREF(before);
@@ -1178,6 +1200,7 @@ done:
     }
     PyMem_Free(inflated);
     PyMem_Free(o.p);
+    PyMem_Free(counted.p);
     PyBuffer_Release(&view);
     return result;
 }

@@ -1,19 +1,21 @@
-"""The statistics of frames the jsonl lane wrote as lines: counted from each line by the
-message it was written from (the MCBP family's ``line_message``), they are those of the
+"""The statistics of frames the jsonl lane wrote as lines: counted from what the lines carry
+for them (a fixed frame's message, a stream run's packed frames), they are those of the
 messages themselves, on captures where the lane takes most frames."""
 
 from __future__ import annotations
 
 import json
+import struct
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import dcpgen
 from dcpinspect.engines.files import keyed_items
-from dcpinspect.families.mcbp.tables import LineMessage, line_message
 from dcpinspect.families import VALUES
-from dcpinspect.sessions.captured import Captured, Lines
+from dcpinspect.messages.opcodes import OP
+from dcpinspect.sessions.captured import RUN_FRAME, Captured, Lines, StreamRun
 from dcpinspect.sessions.stats import StatsCollector
 from dcpinspect.sources.capture import read_records
 
@@ -29,42 +31,53 @@ def captures(tmp_path_factory) -> list[Path]:
     return [busy, SAMPLES / "dcp-session.pcap", SAMPLES / "dcp-lossy.pcapng"]
 
 
-def report(path: Path, lane: bool) -> tuple[dict, int]:
-    """The statistics report of a capture, and how many frames came as lines."""
+def report(path: Path, lane: bool) -> tuple[dict, Counter]:
+    """The statistics report of a capture, and how many frames came as lines, by what the
+    lines carry for the statistics."""
     stats = StatsCollector()
-    lined = 0
+    lined: Counter = Counter()
     for key, item in keyed_items(read_records(path), lane=lane, detail=VALUES):
+        stats.add(item, key)
         if type(item) is Lines:
-            for line in item.text.split(b"\n")[:-1]:
-                ts, number, msg = line_message(line)
-                stats.add(Captured(ts, item.flow, item.direction, msg, number), key)
-                lined += 1
-        else:
-            stats.add(item, key)
+            lined[type(item.counted).__name__] += item.count
     return json.loads(json.dumps(stats.report(), default=str)), lined
 
 
 def test_statistics_of_lines_are_those_of_the_messages(captures):
     for path in captures:
-        want, _ = report(path, lane=False)
-        got, lined = report(path, lane=True)
+        want, none = report(path, lane=False)
+        got, _ = report(path, lane=True)
+        assert not none
         assert got == want, path
-    assert report(captures[0], lane=True)[1] > 500  # the comparison covers the lane's lines
+    lined = report(captures[0], lane=True)[1]  # the comparison covers both kinds of lines
+    assert lined["StreamRun"] > 400 and lined["Captured"] > 100, lined
 
 
-def test_a_line_read_without_its_value_is_read_as_a_whole(captures):
-    """The value's text is left unparsed; what the statistics read is the same."""
+def test_a_run_carries_each_of_its_lines_frames(captures):
+    """Each frame a run packs is its line's: opcode, size, stream id and seqnos."""
+    seen = 0
     for key, item in keyed_items(read_records(captures[0]), lane=True, detail=VALUES):
         if type(item) is not Lines:
             continue
-        for line in item.text.split(b"\n")[:-1]:
-            ts, number, msg = line_message(line)
-            whole = LineMessage(json.loads(line))
-            rec = json.loads(line)
-            assert (ts, number) == (rec["ts"], rec["frame"])
-            for name in LineMessage.__slots__:
-                if name not in ("fields", "values"):
-                    assert getattr(msg, name) == getattr(whole, name), name
-            for name in ("fields", "values"):
-                assert {k: v for k, v in getattr(whole, name).items() if k not in ("value", "value_hex")} == {
-                    k: v for k, v in getattr(msg, name).items() if k not in ("value", "value_hex")}
+        lines = [json.loads(line) for line in item.text.split(b"\n")[:-1]]
+        assert len(lines) == item.count
+        counted = item.counted
+        if type(counted) is Captured:
+            assert item.count == 1 and counted.msg.opcode == lines[0]["opcode"]
+            assert (counted.ts, counted.number, counted.msg.size) == (lines[0]["ts"], lines[0]["frame"],
+                                                                      lines[0]["length"])
+            continue
+        frames = list(struct.iter_unpack(RUN_FRAME, counted.frames))
+        assert len(frames) == item.count
+        for rec, (op, size, sid, a, b, c) in zip(lines, frames):
+            assert (rec["ts"], rec["frame"], rec["opaque"], rec["vbucket"]) == (
+                counted.ts, counted.number, counted.opaque, counted.vbucket)
+            assert (op, size, sid) == (rec["opcode"], rec["length"], rec.get("stream_id", -1))
+            fields = rec["fields"]
+            if op == OP.DCP_SNAPSHOT_MARKER:
+                assert (a, b) == (fields["start_seqno"], fields["end_seqno"])
+                seen += 1
+            else:
+                assert a == fields["by_seqno"]
+                seen += 1
+    assert seen > 400

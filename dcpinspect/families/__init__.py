@@ -179,11 +179,6 @@ class Family:
     aliases: tuple[str, ...] = ()
     #: the tables of its records that bulk engines write (see :class:`Table`)
     tables: tuple[Table, ...] = ()
-    #: what a line its fast path wrote stands for, for engines that count frames from the
-    #: lines (``analyze``'s statistics): ``line_message(line)`` gives the line's time,
-    #: capture frame number and a message with what the statistics read of the one it was
-    #: written from
-    line_message: Callable[[bytes], tuple[float, int, Any]] | None = None
     #: its snapshot files as JSON Lines objects, what ``rdb -f jsonl`` writes of one:
     #: ``snapshot_rows(file, name)`` from a binary file open at its start (gzip undone);
     #: findings come as objects of kind ``finding``

@@ -58,11 +58,30 @@ class Note:
     finding: Finding | None = None
 
 
+class StreamRun(NamedTuple):
+    """Frames in a row of one DCP stream's request opaque and vbucket, completed by one
+    capture record: what the statistics count of them, without their messages.
+    ``frames``: each frame as :data:`RUN_FRAME` packs it (native order): its opcode, size
+    and stream id (-1: none), and an item's seqno or a marker's start, end and snapshot type."""
+
+    ts: float
+    number: int
+    opaque: int
+    vbucket: int
+    frames: bytes
+
+
+#: a frame of a StreamRun (what _lane.c's Counted holds)
+RUN_FRAME = "=QQqQQQ"
+
+
 class Lines(NamedTuple):
     """Lines already written of ``count`` frames in a row of one connection and direction
-    (a family's fast path writes them: see ``families/mcbp/lane.py``)."""
+    (a family's fast path writes them: see ``families/mcbp/lane.py``), and what the
+    statistics count of them: the one frame's :class:`Captured`, or a :class:`StreamRun`."""
 
     text: bytes  # ASCII lines, each ending in a newline
     count: int
     flow: tuple
     direction: str
+    counted: Captured | StreamRun

@@ -33,6 +33,7 @@ Definitions used in the report:
 from __future__ import annotations
 
 import heapq
+import struct
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -62,7 +63,7 @@ from .bounded import (
     pick,
     round_to,
 )
-from .captured import Captured, Note, flow_label
+from .captured import RUN_FRAME, Captured, Lines, Note, StreamRun, flow_label
 from .decoded import Decoded
 from .streams import SEQNO_OPCODES, STREAM_OPCODES
 from .tap import TapSession
@@ -84,6 +85,8 @@ def _count_key(opcode: int) -> str:
     return name if name + "s" not in COUNT_KEYS else name + "s"
 
 
+#: a request's name by opcode (what the connections' opcode counts call it)
+_REQUEST_NAMES = {op: spec.name for op, spec in CLIENT_SPECS.items()}
 #: Items (every stream message with a seqno but SeqnoAdvanced) and the report key that counts them.
 ITEM_KINDS = {op: _count_key(op) for op in SEQNO_OPCODES if op != OP.DCP_SEQNO_ADVANCED}
 #: Snapshot-type bits that name a type (Acknowledge is flow control, not a type).
@@ -92,6 +95,7 @@ SNAPSHOT_TYPE_BITS = ((SNAPSHOT_MEMORY, "memory"), (SNAPSHOT_DISK, "disk"), (SNA
 _TYPE_MASK = sum(SNAPSHOT_FLAGS)
 #: DCP_OSO_SNAPSHOT's flags (spec/dcp.md)
 OSO_START, OSO_END = ({name: bit for bit, name in OSO_FLAGS.items()}[n] for n in ("Start", "End"))
+_RUN_FRAMES = struct.Struct(RUN_FRAME).iter_unpack
 
 
 def snapshot_type_label(flags: int | None) -> str:
@@ -315,10 +319,18 @@ class StatsCollector:
                 return latest
         return ts
 
-    def add(self, item: Captured | Note, key: Any = None) -> None:
+    def add(self, item: Captured | Lines | Note, key: Any = None) -> None:
+        """One item: a frame, a note, or the frames a family's fast path wrote as lines
+        (counted from what the lines carry for the statistics, each as its message would be)."""
         self._key = self.fed if key is None else key
         self.fed += 1
-        if isinstance(item, Note):
+        if type(item) is Lines:
+            counted = item.counted
+            if type(counted) is StreamRun:
+                self._run(item.flow, item.direction, counted)
+            else:
+                self._captured(counted)
+        elif isinstance(item, Note):
             self._note(item)
         elif isinstance(item, Captured):
             self._captured(item)
@@ -347,19 +359,16 @@ class StatsCollector:
             vs = self.vbuckets[vbucket] = VbStats(series=DecimatedSeries(self.max_series_points))
         return vs
 
-    def _captured(self, item: Captured) -> None:
-        msg = item.msg
-        cs = self._conn(item.flow)
-        ts = self._time(item.ts, cs)
-        self.frames += 1
-        self.bytes += msg.size
-        cs.frames[item.direction] += 1
-        cs.bytes[item.direction] += msg.size
-        request = msg.is_request
-        cs.opcodes[msg.name if request else msg.name + " (response)"] += 1
-        cs.protocols[msg.protocol if isinstance(msg, Decoded) else MCBP] += 1
-        if msg.findings:
-            cs.findings += len(msg.findings)
+    def _counted(self, flow: Any, direction: str, ts: float | None, frames: int,
+                 size: int) -> tuple[ConnStats, float | None]:
+        """What every frame counts: ``frames`` frames of ``size`` bytes together, of one
+        connection and direction, at one time; the connection's counters and that time."""
+        cs = self._conn(flow)
+        ts = self._time(ts, cs)
+        self.frames += frames
+        self.bytes += size
+        cs.frames[direction] += frames
+        cs.bytes[direction] += size
         if ts is not None:  # (comparisons, not min and max: once a frame)
             if self.first_ts is None or ts < self.first_ts:
                 self.first_ts = ts
@@ -369,7 +378,29 @@ class StatsCollector:
                 cs.first_ts = ts
             if cs.last_ts is None or ts > cs.last_ts:
                 cs.last_ts = ts
-            self.timeline.add_bytes(ts, msg.size, self._key)
+            self.timeline.add_bytes(ts, size, self._key)
+        return cs, ts
+
+    def _run(self, flow: Any, direction: str, run: StreamRun) -> None:
+        """A stream's frames in a row, each counted as its message is by _captured."""
+        frames = list(_RUN_FRAMES(run.frames))
+        cs, ts = self._counted(flow, direction, run.ts, len(frames), sum(f[1] for f in frames))
+        cs.protocols[MCBP] += len(frames)
+        opcodes, message, vbucket, opaque = cs.opcodes, self._stream_message, run.vbucket, run.opaque
+        for op, size, sid, a, b, c in frames:
+            opcodes[_REQUEST_NAMES[op]] += 1
+            values = {"start_seqno": a, "end_seqno": b, "snapshot_type": c} if op == OP.DCP_SNAPSHOT_MARKER \
+                else {SEQNO_OPCODES[op]: a}
+            message(flow, op, vbucket, opaque, None if sid < 0 else sid, size, values, values, ts, cs)
+
+    def _captured(self, item: Captured) -> None:
+        msg = item.msg
+        cs, ts = self._counted(item.flow, item.direction, item.ts, 1, msg.size)
+        request = msg.is_request
+        cs.opcodes[msg.name if request else msg.name + " (response)"] += 1
+        cs.protocols[msg.protocol if isinstance(msg, Decoded) else MCBP] += 1
+        if msg.findings:
+            cs.findings += len(msg.findings)
         spec = msg.spec
         if spec is None or spec.family != "dcp":
             if spec is not None and (spec.family == "tap" or (msg.opcode == OP.NOOP and item.flow in self._tap)):
@@ -386,7 +417,8 @@ class StatsCollector:
             else:
                 self._stream_response(item, ts)
         elif request and op in STREAM_OPCODES:
-            self._stream_message(item, ts, cs)
+            self._stream_message(item.flow, op, msg.vbucket, msg.opaque, msg.stream_id, msg.size, msg.values,
+                                 msg.fields, ts, cs)
         elif request and op == OP.DCP_CLOSE_STREAM:
             s = self._active.get((item.flow, msg.vbucket, msg.stream_id))
             vs = self._vb(msg.vbucket or 0)
@@ -457,40 +489,39 @@ class StatsCollector:
             self._by_opaque.pop((old.flow, old.opaque), None)
         self._active[s.key] = s
 
-    def _find_stream(self, item: Captured) -> StreamStats:
-        msg = item.msg
-        s = self._by_opaque.get((item.flow, msg.opaque))
-        if s is not None and s.vbucket == msg.vbucket and (
-            msg.stream_id is None or s.stream_id is None or msg.stream_id == s.stream_id
+    def _find_stream(self, flow: Any, vbucket: int | None, opaque: int, stream_id: int | None) -> StreamStats:
+        s = self._by_opaque.get((flow, opaque))
+        if s is not None and s.vbucket == vbucket and (
+            stream_id is None or s.stream_id is None or stream_id == s.stream_id
         ):
             if s.state == "requested":  # its response was not captured
                 self._open(s)
             return s
-        s = self._active.get((item.flow, msg.vbucket, msg.stream_id))
+        s = self._active.get((flow, vbucket, stream_id))
         if s is not None:
             return s
-        s = StreamStats(item.flow, msg.vbucket or 0, msg.stream_id, msg.opaque, None, adopted=True)
-        self._by_opaque[(item.flow, msg.opaque)] = s
+        s = StreamStats(flow, vbucket or 0, stream_id, opaque, None, adopted=True)
+        self._by_opaque[(flow, opaque)] = s
         self._open(s)
         vs = self._vb(s.vbucket)
         vs.streams += 1
-        vs.connections.add(item.flow)
-        self._conn(item.flow).streams += 1
+        vs.connections.add(flow)
+        self._conn(flow).streams += 1
         self._remember(s)
         return s
 
-    def _stream_message(self, item: Captured, ts: float | None, cs: ConnStats) -> None:
-        msg = item.msg
-        s = self._find_stream(item)
+    def _stream_message(self, flow: Any, op: int, vbucket: int | None, opaque: int, stream_id: int | None,
+                        size: int, values: dict, fields: dict, ts: float | None, cs: ConnStats) -> None:
+        """A producer's stream message (request): its header members, size, values (the
+        layouts' integers) and fields (as shown)."""
+        s = self._find_stream(flow, vbucket, opaque, stream_id)
         vs = self._vb(s.vbucket)
-        vs.bytes += msg.size
+        vs.bytes += size
         vs.frames += 1
-        s.bytes += msg.size
-        op = msg.opcode
+        s.bytes += size
         if op == OP.DCP_SNAPSHOT_MARKER:
             self._close_snapshot(s)
-            v = msg.values
-            start, end, flags = v.get("start_seqno"), v.get("end_seqno"), v.get("snapshot_type")
+            start, end, flags = values.get("start_seqno"), values.get("end_seqno"), values.get("snapshot_type")
             s.snapshots += 1
             vs.snapshots += 1
             label = snapshot_type_label(flags)
@@ -500,10 +531,10 @@ class StatsCollector:
             s.snap = OpenSnapshot(start, end, flags) if start is not None and end is not None else None
             return
         if op == OP.DCP_STREAM_END:
-            self._end(s, msg, ts)
+            self._end(s, values.get("reason", fields.get("reason")), ts)
             return
         if op == OP.DCP_OSO_SNAPSHOT:
-            flags = msg.values.get("flags", 0)
+            flags = values.get("flags", 0)
             if flags & OSO_START:
                 s.in_oso = True
                 s.oso_max = None
@@ -523,7 +554,7 @@ class StatsCollector:
             s.counts["seqno_advanced"] += 1
             vs.counts["seqno_advanced"] += 1
         name = SEQNO_OPCODES.get(op)
-        seqno = msg.values.get(name) if name else None
+        seqno = values.get(name) if name else None
         if isinstance(seqno, int):
             self._seqno(s, vs, seqno, ts, advance=op == OP.DCP_SEQNO_ADVANCED)
 
@@ -587,12 +618,12 @@ class StatsCollector:
             vs.snapshot_items.add(s.snap.items)
             s.snap = None
 
-    def _end(self, s: StreamStats, msg, ts: float | None) -> None:
+    def _end(self, s: StreamStats, reason: Any, ts: float | None) -> None:
         vs = self._vb(s.vbucket)
         self._close_snapshot(s)
         s.state = "ended"
         s.end_ts = ts
-        s.end_reason = end_reason_name(msg.values.get("reason", msg.fields.get("reason")))
+        s.end_reason = end_reason_name(reason)
         if s.end_reason not in vs.end_reasons:
             vs.end_reason_keys[s.end_reason] = self._key
         vs.end_reasons[s.end_reason] += 1

@@ -15,8 +15,8 @@ A task's share is either
 Either way every item becomes what the CLI prints of it, a JSON object: the line ``decode
 -f jsonl`` writes, the findings ``validate -f jsonl --info`` writes. Each object goes to
 the tables that take it (``tables.py``), which the task writes as Parquet files under the
-output directory; it is counted by the task's statistics collector (a line of the fast
-path by the message it stands for: its family's ``line_message``). What goes back to the
+output directory; it is counted by the task's statistics collector (the lines of a fast
+path by what they carry for the statistics). What goes back to the
 driver is one row (:data:`OUT_DDL`): the collector, the families' correlators of files
 decoded in several parts, and the counts the summary prints, pickled.
 
@@ -85,8 +85,6 @@ class Output:
     Parquet files under ``out`` (``task``: the name its files take)."""
 
     def __init__(self, files: list[str], out: str, task: str, part: int = 0) -> None:
-        from ...families import families
-
         self.files = files
         #: the files as the tables and findings name them (URIs without credentials)
         self.names = [shown(f) for f in files]
@@ -99,8 +97,6 @@ class Output:
         self._routes: dict[tuple, list[TableRows]] = {}
         self.files_out = TableFiles(out, task, f"{os.getpid()}-{uuid.uuid4().hex[:8]}")
         self.seq = part << PART_SHIFT
-        #: the family whose fast path wrote the lines (one family has one today)
-        self.line_message = next((f.line_message for f in families() if f.line_message is not None), None)
         #: frames (objects of kind frame) and snapshot records (objects of snapshot files)
         self.frames = self.records = 0
         #: findings by (rule, class, severity)
@@ -168,11 +164,13 @@ class Output:
 
     def _lines(self, fi: int, key: int, item: Lines) -> None:
         """Frames a family's fast path wrote as lines: to the tables a run at a time, and to
-        the statistics a line at a time, each as the message it was written from."""
+        the statistics by what the lines carry for them."""
         lines = item.text.split(b"\n")
         lines.pop()
         protocol = _protocol(lines[0])
-        if all(_protocol(line) == protocol for line in lines):
+        # every line has the first one's protocol (no JSON string holds an unescaped quote)
+        if len(lines) == 1 or (protocol is not None and
+                               item.text.count(b',"protocol":"%s"' % protocol.encode()) == len(lines)):
             seq = self.seq
             self.seq = seq + len(lines)
             for rows in self._route("frame", protocol):
@@ -182,11 +180,7 @@ class Output:
             for line in lines:
                 self._add(fi, key, line)
         self.frames += item.count
-        make, add = self.line_message, self.stats.add
-        flow, direction, where = item.flow, item.direction, (fi, key)
-        for line in lines:
-            ts, number, msg = make(line)
-            add(Captured(ts, flow, direction, msg, number), where)
+        self.stats.add(item, (fi, key))
 
     def snapshot(self, fi: int, objects) -> None:
         """A snapshot file's JSON Lines objects (its family's ``snapshot_rows``): each to the

@@ -19,7 +19,7 @@ from .filters import FILTERS
 from .conversation import Conversation
 from .lane import Lane
 from .sniff import Sniffer
-from .tables import TABLES, line_message
+from .tables import TABLES
 
 #: Couchbase's data ports (plain), and memcached's
 PORTS = frozenset({11210, 11209, 11211})
@@ -58,5 +58,5 @@ def _stats_view():
 
 
 FAMILY = Family("mcbp", PORTS, TLS_PORTS, Sniffer, _framer, _session, _fast_path, dumps=dumps, filters=FILTERS,
-                aliases=("dcp", "tap", "memcached"), tables=TABLES, line_message=line_message,
+                aliases=("dcp", "tap", "memcached"), tables=TABLES,
                 stats_view=_stats_view)

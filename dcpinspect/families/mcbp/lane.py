@@ -26,7 +26,7 @@ import struct
 from itertools import combinations
 from typing import NamedTuple
 
-from ...sessions.captured import Lines
+from ...sessions.captured import Captured, Lines, StreamRun
 
 from ...messages import dcp
 from ...messages.frame import DecodeContext, header_message
@@ -151,6 +151,7 @@ class Scanned(NamedTuple):
     before: tuple | None
     newest: tuple | None
     masks: tuple  # what Run.masks may say for the same connection facts
+    frames: bytes  # each frame taken as the statistics count it (StreamRun.frames)
 
 
 def _renderer(spec: FieldSpec) -> dict | None:
@@ -383,8 +384,8 @@ class Lane:
                   stream.end_seqno, self.prefix(number, ts, fd.label, direction),
                   self._connection_facts(validator, stream), _MARKER_SHAPES, _MARKER_FIELDS, self._masks)
         (after, mutations, deletions, last, size, unacked, text, last_op, last_sid, last_key, markers, first_complete,
-         before, newest, self._masks) = _lane.scan(data, pos, stop, offset, run, _PLANS, self._rules,
-                                                   _MAGIC_NAMES)  # a Scanned
+         before, newest, self._masks, frames) = _lane.scan(data, pos, stop, offset, run, _PLANS, self._rules,
+                                                           _MAGIC_NAMES)  # a Scanned
         count = mutations + deletions + markers
         if not count:
             return pos, None
@@ -398,7 +399,8 @@ class Lane:
         if stream.end_reached == reached and self._facts_key is not None:
             # of the connection facts a run changes only end_reached: the ones read still hold
             self._facts_key = (stream, validator.frames)
-        return after, Lines(text, count, fd.key, direction)
+        return after, Lines(text, count, fd.key, direction,
+                            StreamRun(ts, number, opaque, vbucket, frames))
 
     def _fixed(self, fd, side, direction: str, data: bytes, pos: int, offset: int,
                ts: float) -> tuple[int, object]:
@@ -447,7 +449,7 @@ class Lane:
                 msg.fields.setdefault(name, shown)
         fd.session.judge(msg, direction, ts, number)
         if not msg.findings:
-            return end, Lines(text, 1, fd.key, direction)
+            return end, Lines(text, 1, fd.key, direction, Captured(ts, fd.key, direction, msg, number))
         return end, (msg, number)
 
 
