@@ -223,3 +223,19 @@ def test_frames_flushed_at_the_end_take_their_connections_time():
     parts = (StatsCollector(t0=10.0).feed_keyed(f for f in frames if f[1].flow == flow) for flow in (early, late))
     merged = next(parts).merge(next(parts))
     assert report_json(merged.report()) == report_json(rep)
+
+
+def test_timeline_merge_from_another_start_places_each_bin_at_its_start():
+    """Other bins are counted at their start times on these bins, which widen first when
+    the last of them falls past the last bin: 2.5 and 3.5 go to [2, 4), 4.5 and 5.5 to [4, 6)."""
+    mine, other = Timeline(max_bins=4, width=1.0, t0=0.0), Timeline(max_bins=4, width=1.0, t0=2.5)
+    mine.add_bytes(0.5, 10)
+    other.add_bytes(2.6, 1)
+    other.add_bytes(5.6, 2)
+    other.add_item(5.7, 7)
+    assert other.bytes == [1, 0, 0, 2]
+    mine.merge(other)
+    assert (mine.width, mine.t0) == (2.0, 0.0)
+    assert mine.json()["bytes"] == [10, 1, 2]
+    assert mine.json()["items"] == [0, 0, 1]
+    assert mine.json()["vbuckets"] == {"7": [0, 0, 1]}

@@ -235,15 +235,16 @@ class Timeline:
             self.items, self.bytes = list(other.items), list(other.bytes)
             self.vbuckets = {vb: list(b) for vb, b in other.vbuckets.items()}
             other = mine
-        for i, n in enumerate(other.bytes):
-            j = self._index(other.t0 + i * other.width)
-            self._bump(self.bytes, j, n)
-            self._bump(self.items, j, 0)
-        for i, n in enumerate(other.items):
-            self._bump(self.items, self._index(other.t0 + i * other.width), n)
+        # each of other's bins at its start on these bins: the last one first, so that the
+        # width these bins end with is the one every index is taken at
+        n = max(len(other.items), len(other.bytes), *map(len, other.vbuckets.values()))
+        last = self._index(other.t0 + (n - 1) * other.width)
+        where = [self._index(other.t0 + i * other.width) for i in range(n - 1)] + [last]
+        _add_at(self.bytes, where, other.bytes)
+        _add_at(self.items, where, other.items)
+        _add_at(self.items, where, [0] * len(other.bytes))  # (a bin with bytes has an items count)
         for vb, bins in other.vbuckets.items():
-            for i, n in enumerate(bins):
-                self._bump(self.vbuckets.setdefault(vb, []), self._index(other.t0 + i * other.width), n)
+            _add_at(self.vbuckets.setdefault(vb, []), where, bins)
 
     def json(self) -> dict[str, Any]:
         n = max(len(self.items), len(self.bytes))
@@ -260,6 +261,16 @@ class Timeline:
 def _power_of_two(ratio: float) -> bool:
     n = round(ratio)
     return n >= 1 and abs(ratio - n) < 1e-9 * n and n & (n - 1) == 0
+
+
+def _add_at(bins: list[int], where: list[int], more: list[int]) -> None:
+    """Add ``more[i]`` to ``bins[where[i]]`` (``where`` ascending, as long as ``more``)."""
+    if more:
+        need = where[len(more) - 1] + 1
+        if len(bins) < need:
+            bins.extend([0] * (need - len(bins)))
+        for j, n in zip(where, more):
+            bins[j] += n
 
 
 def _add_into(bins: list[int], more: list[int]) -> None:
