@@ -402,9 +402,10 @@ def check_hex(data: bytes) -> None:
 # --------------------------------------------------------------------------- captures
 
 
-def engine_jsonl(path: Path, fast: bool, stats=None) -> bytes:
+def engine_jsonl(path: Path, fast: bool, stats=None, collector=None) -> bytes:
     """The jsonl a capture decodes to in this process: the record-by-record Python path
-    (``DCPINSPECT_PURE``) or the C path (records followed in C, the fast lane)."""
+    (``DCPINSPECT_PURE``) or the C path (records followed in C, the fast lane). A
+    ``collector`` (a StatsCollector) counts the same items, the lane's lines by what they carry."""
     from dcpinspect.engines.files import keyed_items
     from dcpinspect.engines.parallel import run_sink
     from dcpinspect.engines.sinks import JsonlSink
@@ -413,9 +414,21 @@ def engine_jsonl(path: Path, fast: bool, stats=None) -> bytes:
 
     sink = JsonlSink()
     keyed = keyed_items(read_records(path), stats=stats, detail=VALUES, lane=fast, follow=fast)
+    if collector is not None:
+        keyed = _counted(keyed, collector)
     text = b"".join(line for _, line in run_sink(sink, keyed))
     tally = sink.result()
     return text + f"{tally.frames} {sorted(tally.severities.items())}".encode()
+
+
+def _counted(keyed, collector):
+    for key, item in keyed:
+        collector.add(item, key)
+        yield key, item
+
+
+def _report(collector) -> str:
+    return json.dumps(collector.report(), default=str, indent=1)
 
 
 def _lane_available() -> bool:
@@ -433,22 +446,27 @@ def check_capture_file(path: Path, inputs: int, gz: bool = True) -> None:
     """A capture file through the engine (the Python and C paths print the same, and so does
     the file gzipped), and the summary, findings and stats outputs, in this process."""
     from dcpinspect.engines.files import ReadStats
+    from dcpinspect.sessions.stats import StatsCollector
     from dcpinspect.sources.capture import CaptureError
 
     try:
-        pure_stats = ReadStats()
-        pure = engine_jsonl(path, False, pure_stats)
+        pure_stats, pure_counted = ReadStats(), StatsCollector()
+        pure = engine_jsonl(path, False, pure_stats, pure_counted)
     except CaptureError:
         pure = None  # not a capture at all: the commands say so, exit 2
     if pure is not None:
         bounded_output(len(pure), inputs, "engine jsonl")
         if _lane_available():
-            fast_stats = ReadStats()
-            fast = engine_jsonl(path, True, fast_stats)
+            fast_stats, fast_counted = ReadStats(), StatsCollector()
+            fast = engine_jsonl(path, True, fast_stats, fast_counted)
             if fast != pure:
                 raise PropertyFailure(f"the C path prints differently:\n{_first_difference(pure, fast)}")
             if vars(fast_stats) != vars(pure_stats):
                 raise PropertyFailure(f"the C path counts records differently: {vars(fast_stats)} {vars(pure_stats)}")
+            counted = _report(pure_counted).encode(), _report(fast_counted).encode()
+            if counted[0] != counted[1]:
+                raise PropertyFailure("the statistics of the C path's lines differ from those of the messages:\n"
+                                      + _first_difference(*counted))
         raw = path.read_bytes()
         if gz and turn(raw, GZIP_EVERY, salt=0x9E3779B9):
             zipped = path.with_name(path.name + ".gz")
@@ -788,19 +806,26 @@ def conversation_sinks(path: Path, inputs: int, stats, rich: bool = True) -> byt
 
 def _compare_paths(path: Path, text: bytes, stats) -> None:
     """The Python path alone (no records followed in C) and the C paths (the fast lane too)
-    print what the every-input pass printed, and count the same records."""
+    print what the every-input pass printed, and count the same records; the statistics of
+    the C paths' lines are those of the Python path's messages."""
     from dcpinspect.engines.files import ReadStats
+    from dcpinspect.sessions.stats import StatsCollector
 
+    reports = []
     for fast in (False, True) if _lane_available() else (False,):
         way = "the C paths" if fast else "the Python path alone"
-        other_stats = ReadStats()
-        other = engine_jsonl(path, fast, other_stats)
+        other_stats, counted = ReadStats(), StatsCollector()
+        other = engine_jsonl(path, fast, other_stats, counted)
         if other != text:
             raise PropertyFailure(f"{way} and the every-input pass print differently:\n"
                                   f"{_first_difference(*((text, other) if fast else (other, text)))}")
         if vars(other_stats) != vars(stats):
             raise PropertyFailure(f"{way} and the every-input pass count records differently: "
                                   f"{vars(other_stats)} {vars(stats)}")
+        reports.append(_report(counted).encode())
+    if len(reports) == 2 and reports[0] != reports[1]:
+        raise PropertyFailure("the statistics of the C paths' lines differ from those of the messages:\n"
+                              + _first_difference(*reports))
 
 
 # --------------------------------------------------------------------------- renderers
