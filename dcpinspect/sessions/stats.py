@@ -2,13 +2,15 @@
 ``dcpinspect stats`` shows, computed here and printed by ``outputs.stats`` and the families' views.
 
 :class:`StatsCollector` reads the :class:`Captured` frames (and :class:`Note`s) of a
-capture one at a time and keeps, in memory bounded per vbucket, counters, minima and
-maxima, a decimated ``(time, seqno)`` series and a shared time-binned throughput
-histogram.  Streams are tracked from the messages themselves — STREAM_REQ and its
-response, the producer's stream messages (by opaque, else by vbucket + stream-id),
-STREAM_END — with the catalog's sets of stream messages and seqno fields
-(``sessions.streams``); TAP connections each feed a :class:`TapSession`, which counts
-what the report shows of them.  :meth:`StatsCollector.report` returns a JSON-ready dict.
+capture one at a time, and the frames a fast path wrote as :class:`Lines` a run at a time
+(by what the lines carry for it: each frame counted as its message is). It keeps, in
+memory bounded per vbucket, counters, minima and maxima, a decimated ``(time, seqno)``
+series and a shared time-binned throughput histogram. Streams are tracked from the
+messages themselves — STREAM_REQ and its response, the producer's stream messages (by
+opaque, else by vbucket + stream-id), STREAM_END — with the catalog's sets of stream
+messages and seqno fields (``sessions.streams``); TAP connections each feed a
+:class:`TapSession`, which counts what the report shows of them.
+:meth:`StatsCollector.report` returns a JSON-ready dict.
 
 A collector is plain data: it pickles, and :meth:`StatsCollector.merge` combines
 collectors fed with disjoint sets of connections (worker processes, Spark executors), so
