@@ -12,15 +12,18 @@ runs, interleaved so that a busy machine slows every run alike, each in a fresh 
 * ``dcpinspect validate FILE...``: as by default (worker processes on large files);
 * ``dcpinspect analyze FILE... --out DIR --master local[N]`` for each ``--masters``.
 
-``analyze`` reports its job's seconds (planning, decoding, writing every table) apart
-from Spark's start-up (the JVM, the session, the Python workers' first start); the table
-gives both, and the ratio to ``validate -j1`` uses the job's seconds (start-up excluded,
-as the target says). Memory is sampled every 50 ms over the whole process tree (PSS, see
-``run.py``) and split into the JVM, the executors' Python workers (``pyspark.daemon`` and
-the workers it forks) and the rest (the driver's Python): the executors' peak on the large
-file is the figure of interest (flat in the file's size). CPU seconds are summed over the
-same processes (``/proc/PID/stat``, as last seen): on a machine that other work keeps
-busy, the executors' Python CPU against ``validate -j1``'s says what free cores would do. The markdown goes between the
+``analyze`` reports its job's seconds (planning, decoding, writing every table) apart from
+Spark's start-up (the JVM, the session, the Python workers' first start); the table gives
+both, and the ratio to ``validate -j1`` uses the job's seconds (start-up excluded, as the
+target says). Memory is sampled every half second over the whole process tree (PSS, see
+``run.py``: reading it walks a process's page tables, some 15 ms of CPU for a JVM of 400 MB
+and 30 ms for the whole tree, and holds up the process's own page faults, so that sampling
+it every 50 ms took a sixth of a 2-core machine from ``analyze``) and split into the JVM,
+the executors' Python workers (``pyspark.daemon`` and the workers it forks) and the rest
+(the driver's Python): the executors' peak on the large file is the figure of interest (flat
+in the file's size). CPU seconds are summed over the same processes (``/proc/PID/stat``, as
+last seen): on a machine that other work keeps busy, the executors' Python CPU against
+``validate -j1``'s says what free cores would do. The markdown goes between the
 ``<!-- spark -->`` markers of ``--out`` (added at its end if missing), and to stdout.
 """
 
@@ -46,6 +49,8 @@ from run import _pss_kb, child_env, environment  # noqa: E402
 DEFAULT_CORPUS = HERE / "out" / "corpus"
 SETS = {"several files": ["small-frames.pcap", "large-values.pcap", "many-flows.pcap"], "large file": ["big.pcap"]}
 BEGIN, END = "<!-- spark -->", "<!-- /spark -->"
+#: the process tree and its CPU ticks are read every 50 ms, its memory (PSS) every this many
+PSS_EVERY = 10
 _SUMMARY = re.compile(r"(\d+) frames .* in ([\d.]+)s \(Spark start-up ([\d.]+)s more\)")
 
 
@@ -82,9 +87,11 @@ class Memory(threading.Thread):
             self._kinds[pid] = kind
         return kind
 
-    def _walk(self, pid: int, parent_kind: str | None, sums: dict) -> None:
+    def _walk(self, pid: int, parent_kind: str | None, sums: dict | None) -> None:
+        """The tree's processes and their CPU ticks; their PSS into ``sums`` (None: not read)."""
         kind = self._kind(pid, parent_kind)
-        sums[kind] += _pss_kb(pid)
+        if sums is not None:
+            sums[kind] += _pss_kb(pid)
         ticks = _cpu_ticks(pid)
         if ticks is not None:
             self.cpu[pid] = (kind, ticks)
@@ -97,12 +104,15 @@ class Memory(threading.Thread):
             pass
 
     def run(self) -> None:
+        rounds = 0
         while not self._halt.is_set():
-            sums = {"jvm": 0, "workers": 0, "driver": 0}
+            sums = {"jvm": 0, "workers": 0, "driver": 0} if rounds % PSS_EVERY == 0 else None
             self._walk(self.pid, None, sums)
-            sums["total"] = sum(sums.values())
-            for k, v in sums.items():
-                self.peak[k] = max(self.peak[k], v)
+            if sums is not None:
+                sums["total"] = sum(sums.values())
+                for k, v in sums.items():
+                    self.peak[k] = max(self.peak[k], v)
+            rounds += 1
             self._halt.wait(0.05)
 
     def stop(self) -> dict:
