@@ -38,6 +38,6 @@ if [ -z "${VIRTUAL_ENV:-}" ] && [ -e "$stdlib/EXTERNALLY-MANAGED" ]; then
   export PATH="$PWD/.venv/bin:$PATH"
 fi
 
-"$py" -m pip install -q -e ".[test,plot,spark]"
+"$py" -m pip install -q -e ".[test,plot,spark,query]"
 "$py" -c "import dcpinspect._lane" || { echo "dcpinspect/_lane.c did not build: its tests would be skipped" >&2; exit 1; }
 exec "$py" -m pytest -q -p no:cacheprovider "$@"

@@ -173,6 +173,34 @@ def test_stats_tables_count_what_stats_counts(analysed, inputs):
             v["items"], v["frames"], v["bytes"], v["mutations"]), vb
 
 
+def test_duckdb_reads_the_tables(analysed):
+    """The README's DuckDB queries, on the tables: the findings by rule, class and severity
+    are the job's summary, each one's first frame is the findings table's, the largest seqno of
+    each vbucket's mutations is the frames', and the unsigned columns are UBIGINT."""
+    duckdb = pytest.importorskip("duckdb")
+    result, out, _ = analysed
+    con = duckdb.connect()
+    by_rule = con.sql(f"""SELECT rule, class, severity, count(*) AS n, min(frame) AS first
+                          FROM '{out}/findings/part-*.parquet' GROUP BY ALL""").fetchall()
+    assert {(r, c, s): n for r, c, s, n, _ in by_rule} == result.findings
+    findings = table(out, "findings")
+    assert len(findings) > 10
+    for rule, cls, severity, _, first in by_rule:
+        frames = [f["frame"] for f in findings if (f["rule"], f["class"], f["severity"]) == (rule, cls, severity)
+                  and f["frame"] is not None]
+        assert first == (min(frames) if frames else None), rule
+    frames = table(out, "frames")
+    want: dict = {}
+    for f in frames:
+        if f["name"] == "DCP_MUTATION":
+            want[f["vbucket"]] = max(want.get(f["vbucket"], 0), f["by_seqno"])
+    got = con.sql(f"""SELECT vbucket, max(by_seqno) FROM '{out}/frames/part-*.parquet'
+                      WHERE name = 'DCP_MUTATION' GROUP BY vbucket""").fetchall()
+    assert dict(got) == want and len(want) > 3
+    types = con.sql(f"SELECT typeof(by_seqno), typeof(cas) FROM '{out}/frames/part-*.parquet' LIMIT 1").fetchall()
+    assert types == [("UBIGINT", "UBIGINT")]
+
+
 def test_data_source_reads_every_record_once(spark, inputs):
     path = inputs[3]
     rows = (spark.read.format("dcpinspect").option("rangeSize", str(RANGE)).load(path)
