@@ -22,11 +22,7 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
     uint64_t m = 0;
     switch (i) {
     case 0: /* 0x56 */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 0; /* key-required */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 1; /* key-too-long */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 2; /* key-too-long */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 3; /* collection-key-empty */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 4; /* collection-id-reserved */
+        m = UINT64_C(0xf701f); /* key-required, key-too-long, collection-key-empty, collection-id-reserved, marker-end-regression, marker-overlap, marker-inside-snapshot, mvs-above-end, hcs-without-disk */
         if (((!F[28]) && (!F[29]) && F[30])) m |= UINT64_C(1) << 5; /* dcp-open-missing */
         if (((!F[31]) || F[32])) m |= UINT64_C(1) << 6; /* no-stream */
         if (F[33]) m |= UINT64_C(1) << 7; /* after-stream-end */
@@ -34,24 +30,11 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if ((F[30] && (!F[35]))) m |= UINT64_C(1) << 9; /* negotiation-missing */
         if (F[36]) m |= UINT64_C(1) << 10; /* oso-unbalanced */
         if ((!F[38])) m |= UINT64_C(1) << 11; /* first-marker-start */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 12; /* marker-end-regression */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 13; /* marker-overlap */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 14; /* marker-inside-snapshot */
         if (F[39]) m |= UINT64_C(1) << 15; /* beyond-end-seqno */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 16; /* marker-end-regression */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 17; /* mvs-above-end */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 18; /* mvs-above-end */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 19; /* hcs-without-disk */
         if ((F[40] != UINT64_C(0))) m |= UINT64_C(1) << 20; /* buffer-overrun */
         break;
     case 1: /* 0x57 */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 0; /* key-required */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 1; /* key-too-long */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 2; /* key-too-long */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 3; /* seqno-zero */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 4; /* nmeta-nonzero */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 5; /* collection-key-empty */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 6; /* collection-id-reserved */
+        m = UINT64_C(0x7f); /* key-required, key-too-long, seqno-zero, nmeta-nonzero, collection-key-empty, collection-id-reserved */
         if (((!F[28]) && (!F[29]) && F[30])) m |= UINT64_C(1) << 7; /* dcp-open-missing */
         if (((!F[31]) || F[32])) m |= UINT64_C(1) << 8; /* no-stream */
         if (F[33]) m |= UINT64_C(1) << 9; /* after-stream-end */
@@ -65,13 +48,7 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if ((F[40] != UINT64_C(0))) m |= UINT64_C(1) << 17; /* buffer-overrun */
         break;
     case 2: /* 0x58 */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 0; /* key-required */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 1; /* key-too-long */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 2; /* key-too-long */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 3; /* nmeta-nonzero */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 4; /* deletion-datatype */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 5; /* collection-key-empty */
-        if (UINT64_C(1)) m |= UINT64_C(1) << 6; /* collection-id-reserved */
+        m = UINT64_C(0x7f); /* key-required, key-too-long, nmeta-nonzero, deletion-datatype, collection-key-empty, collection-id-reserved */
         if (((!F[28]) && (!F[29]) && F[30])) m |= UINT64_C(1) << 7; /* dcp-open-missing */
         if (((!F[31]) || F[32])) m |= UINT64_C(1) << 8; /* no-stream */
         if (F[33]) m |= UINT64_C(1) << 9; /* after-stream-end */

@@ -120,7 +120,7 @@ def header(plan: Plan) -> str:
         "    uint64_t m = 0;",
         "    switch (i) {",
     ]
-    out += _cases(plan, 0, "if ({part}) m |= UINT64_C(1) << {j};")
+    out += _cases(plan, 0, "if ({part}) m |= UINT64_C(1) << {j};", always="m = UINT64_C({mask:#x});")
     out += ["    }", "    return m;", "}", "",
             "static int generated_any(int i, uint64_t m, const uint64_t *F) {",
             "    switch (i) {"]
@@ -129,18 +129,32 @@ def header(plan: Plan) -> str:
     return "\n".join(out)
 
 
-def _cases(plan: Plan, which: int, line: str) -> list[str]:
+def _cases(plan: Plan, which: int, line: str, always: str | None = None) -> list[str]:
     """A switch's cases, one an opcode on the lane: ``line`` for each check, with ``part``
-    its connection part (``which`` 0) or its frame part (1) as C, and ``j`` its bit."""
+    its connection part (``which`` 0) or its frame part (1) as C, and ``j`` its bit. With
+    ``always``, the checks whose part is always true are one statement of their bits'
+    ``mask`` (named in a comment), ahead of the others' lines."""
     out: list[str] = []
     for i, parts in enumerate(plan.parts):
         if parts is None:
             continue
         out.append(f"    case {i}: /* 0x{RULE_OPCODES[i]:02x} */")
+        checks = list(enumerate(zip(parts, plan.rules[i])))
+        if always is not None:
+            held = [(j, rule) for j, (pair, rule) in checks if _always(pair[which])]
+            if held:
+                out.append(f"        {always.format(mask=sum(1 << j for j, _ in held))} /* "
+                           + ", ".join(dict.fromkeys(rule for _, rule in held)) + " */")
+                checks = [c for c in checks if not _always(c[1][0][which])]
         out += [f"        {line.format(part=pair[which].c(plan.slots), j=j)} /* {rule} */"
-                for j, (pair, rule) in enumerate(zip(parts, plan.rules[i]))]
+                for j, (pair, rule) in checks]
         out.append("        break;")
     return out
+
+
+def _always(part: Expr) -> bool:
+    """Whether a check's part is the constant true (a check with no part of that kind)."""
+    return isinstance(part, Const) and part.value != 0
 
 
 def write() -> bool:
