@@ -52,6 +52,8 @@ class Replication:
         self.parser: RdbParser | None = None
         self.summary: report.Summary | None = None
         self.cut = False  # bytes of the payload were lost
+        self.payload_from = 0  # the stream offset of the payload's first byte
+        self.payload_end = "end mark"  # what ends the payload, as a finding names it
         self.starts: list[int] = []  # replication offsets of the master's commands, first bytes
         self.ends: list[int] = []  # and after their last
         self.sent: int | None = None  # the replication offset after the master's last command
@@ -182,6 +184,8 @@ class Replication:
             self.parser = RdbParser(keep=False)
             self.summary = report.Summary("replication payload")
             self.cut = False
+            self.payload_from = raw.offset + len(raw.data)
+            self.payload_end = "end mark" if form == "eof" else f"last of its {what:,} bytes"
             return rec
         rec = PayloadRecord(raw.offset, len(raw.data), truncated=raw.truncated)
         if kind == "payload-end" or raw.last:
@@ -201,12 +205,15 @@ class Replication:
         got = []
         if not self.cut and raw.kind == "payload":
             got = parser.feed(raw.data)
+        ended = not (last and raw.truncated)
         if last:
             if not self.cut:
                 got += parser.close()
+            if not ended:
+                got.append(report.unended(self.payload_end, raw.offset + len(raw.data) - self.payload_from))
             self.parser = None
         for r in got:
             summary.add(r)
         rec.add(got)
         if last:
-            rec.summary = report.payload_json(summary, got, self.cut)
+            rec.summary = report.payload_json(summary, got, self.cut, ended=ended)
