@@ -548,8 +548,17 @@ def _stream_node(master: tuple[int, int], items: list, keep: bool) -> tuple[int,
         if not isinstance(v, int):
             raise Corrupt(f"stream node entry {i} should be an integer", i)
         return v
+    def count_of(i, what):  # a count indexes on: never negative, never past the entries left
+        v = num(i)
+        if v < 0:
+            raise Corrupt(f"stream node entry {i} counts {v} {what}", i)
+        if v > len(items) - i:
+            raise Corrupt(f"stream node entry {i} counts {v} {what}, more than the {len(items) - i} entries left", i)
+        return v
     try:
-        count, deleted, nfields = num(0), num(1), num(2)
+        count, deleted, nfields = num(0), num(1), count_of(2, "fields")
+        if count < 0 or deleted < 0:
+            raise Corrupt(f"the node's master entry counts {count} live and {deleted} deleted entries", 0)
         if 3 + nfields >= len(items):
             raise Corrupt(f"master entry of {nfields} fields passes the node's {len(items)} entries", 2)
         fields = items[3:3 + nfields]
@@ -564,7 +573,7 @@ def _stream_node(master: tuple[int, int], items: list, keep: bool) -> tuple[int,
                 pairs = list(zip(fields, items[i:i + nfields]))
                 i += nfields
             else:
-                n = num(i)
+                n = count_of(i, "field-value pairs")
                 pairs = [(items[i + 1 + 2 * k], items[i + 2 + 2 * k]) for k in range(n)]
                 i += 1 + 2 * n
             num(i)  # lp-count
