@@ -1325,9 +1325,10 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
 /* the names scan() gives the records' extra values, and a string value's kinds */
 static PyObject *s_value_length, *s_nodes, *s_kinds[3], *s_stream, *s_length, *s_groups;
 
-/* scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes) -> (index,
+/* scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes, salt) -> (index,
  * records): the index of the first record not read here, and the KeyRecord of each key
- * before it (seen: the db's Seen, or None when keys are no longer remembered; ctime_ms:
+ * before it (seen: the snapshot's Seen, which holds each key's hash XOR its db's salt, or
+ * None when keys are no longer remembered; ctime_ms:
  * None when the snapshot has none; base: the input offset of buf[0]; vtypes: the value
  * type of each type byte the table names). */
 static PyObject *scan(PyObject *self, PyObject *args) {
@@ -1336,8 +1337,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     unsigned long long cap;
     PyObject *seen_arg, *ctime_arg, *db, *vtypes;
     Maker *maker;
-    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
-                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes))
+    long long salt;
+    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
+                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &salt))
         return NULL;
     if (PyList_GET_SIZE(vtypes) != 256) {
         PyBuffer_Release(&view);
@@ -1444,13 +1446,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         if (seen) {
             Py_hash_t h = PyObject_Hash(key);
-            if (h == -1 || room <= 0 || seen_has(seen, (uint64_t)h)) {
+            if (h == -1 || room <= 0 || seen_has(seen, (uint64_t)h ^ (uint64_t)salt)) {
                 Py_DECREF(key);
                 if (h == -1)
                     goto error;
                 break;
             }
-            if (seen_add(seen, (uint64_t)h) < 0) {
+            if (seen_add(seen, (uint64_t)h ^ (uint64_t)salt) < 0) {
                 Py_DECREF(key);
                 goto error;
             }
@@ -1557,7 +1559,7 @@ static PyMethodDef methods[] = {
     {"lzf_ok", lzf_ok, METH_VARARGS, "lzf_ok(data, ulen): whether data decompresses to exactly ulen bytes."},
     {"lzf_fast", lzf_fast, METH_VARARGS, "lzf_fast(data, ulen): lzf() as the record lane decodes (for tests)."},
     {"scan", scan, METH_VARARGS,
-     "scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes): (index, KeyRecords) read "
+     "scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes, salt): (index, KeyRecords) read "
      "straight from the buffer."},
     {"skip_strings", skip_strings, METH_VARARGS,
      "skip_strings(buf, p, n, cap, tail): (index, count) after the strings in a row it could pass over."},

@@ -83,7 +83,9 @@ class RdbParser:
             self.version: int | None = None
             self.db = 0
             self.ctime_ms: int | None = None
-            self._seen: dict[int, Seen | _SeenSet] = {}
+            #: the keys serialised so far, of every db in one table: each key's hash XOR its
+            #: db's salt (:func:`db_salt`), so that it grows with the keys, never with the dbs
+            self._seen: Seen | _SeenSet = Seen() if C is not None else _SeenSet()
             self._seen_count = 0
             self.keys = 0
             self.templates = HashTemplates()
@@ -367,21 +369,14 @@ class RdbParser:
         if state.ctime_ms is not None and not -1 << 63 <= state.ctime_ms < 1 << 63:
             return p  # a ctime no expiry can be compared with in C
         db, remembered = state.db, state._seen_count
-        seen = state._seen_of(db) if remembered < self._keys_cap else None
+        seen = state._seen if remembered < self._keys_cap else None
         q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms,
-                          _MAKER, self.base, db, vtypes)
+                          _MAKER, self.base, db, vtypes, db_salt(db))
         self._out += found
         state.keys += len(found)
         if seen is not None:
             state._seen_count += len(found)
         return q
-
-    def _seen_of(self, db: int):
-        """The hashes of the keys of ``db`` serialised so far."""
-        seen = self._seen.get(db)
-        if seen is None:
-            seen = self._seen[db] = Seen() if C is not None else _SeenSet()
-        return seen
 
     def _key(self, p: int, op: int, start: int, pending: dict):
         state = self._state
@@ -424,7 +419,7 @@ class RdbParser:
                                          f"snapshot's ctime {state.ctime_ms // 1000} s", rec.offset)
         state.keys += 1
         if state._seen_count < self._keys_cap:
-            if not state._seen_of(rec.db).add(hash(rec.key)):
+            if not state._seen.add(hash(rec.key) ^ db_salt(rec.db)):
                 self.note("rdb-duplicate-key", f"key {self.key_text(rec)} of db {rec.db} is serialised again",
                           rec.offset)
             else:
@@ -455,8 +450,16 @@ class RdbParser:
         return p
 
 
+def db_salt(db: int) -> int:
+    """What the hash of a key of ``db`` is XORed with in the one table of keys seen: 0 for
+    db 0, a 64-bit odd multiple of the db for the others (signed, as hashes are), so that
+    one key in two dbs is two entries."""
+    v = (db * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    return v - (1 << 64) if v >> 63 else v
+
+
 class _SeenSet:
-    """The hashes of the keys of a db serialised so far, in a Python set (when
+    """The hashes of the keys serialised so far (see :func:`db_salt`), in a Python set (when
     dcpinspect._rdb, whose :class:`Seen` takes a tenth of the memory, is not built)."""
 
     __slots__ = ("hashes",)
