@@ -256,6 +256,9 @@ def ziplist_list(r, p, rec):
 
 @reader("intset")
 def intset(r, p, rec):
+    if not r.keeping:
+        rec.elements, p = yield from _packed(r, p, rec, layouts.intset_count, "intset")
+        return p
     entries, p = yield from _packed(r, p, rec, layouts.intset, "intset")
     _finish(r, rec, entries, entries and r.keeping and [_text(e) for e in entries])
     return p
@@ -299,8 +302,9 @@ def packed_zset(r, p, rec):
 
 @reader("ziplist_hash", "listpack_hash", "zipmap")
 def packed_hash(r, p, rec):
-    if not r.keeping and rec.vtype.layout != "zipmap":
-        count = layouts.ziplist_count if rec.vtype.layout == "ziplist_hash" else layouts.listpack_count
+    if not r.keeping:
+        count = {"ziplist_hash": layouts.ziplist_count, "listpack_hash": layouts.listpack_count,
+                 "zipmap": layouts.zipmap_count}[rec.vtype.layout]
         n, p = yield from _packed(r, p, rec, count, rec.vtype.encoding)
         rec.elements = _group_count(r, p, rec, n, rec.vtype.encoding, 2)
         return p
