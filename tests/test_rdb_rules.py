@@ -11,6 +11,7 @@ import lz4.frame
 import pytest
 import zstandard
 
+import dflygen
 import rdbgen
 from dcpinspect.families.redis.journal import read_entries
 from dcpinspect.families.redis.rdb import RdbParser
@@ -85,6 +86,9 @@ CASES = {
     "rdb-expired-key": _file(CTIME + rdbgen.key(0, "old", rdbgen.string("1"), expire_ms=1_600_000_000_000)),
     "rdb-trailing-data": PLAIN + b"junk",
     "rdb-keys-cap": None,  # with a small cap, below
+    # a Dragonfly file whose 94-byte ZSTD blob inflates to 3 MB of aux fields
+    "rdb-inflate-cap": _file(rdbgen.aux("df-ver", "v1.30.0") + dflygen.zstd_blob(rdbgen.aux("k", "v") * 300_000),
+                             9, checksum=False),
 }
 
 

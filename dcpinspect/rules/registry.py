@@ -132,6 +132,7 @@ RDB_RULES = _rules(
     ("rdb-duplicate-key", "SNAPSHOT", "error", "rdb.md §1, §8.4", "A key is serialised twice in one database of one snapshot (every entry exactly once).", "rdb"),
     ("rdb-expired-key", "SNAPSHOT", "warning", "rdb.md §3.3, §4.1", "A key's expiry lies before the snapshot's time (aux ctime): a loading master drops it.", "rdb"),
     ("rdb-trailing-data", "EINVAL", "warning", "rdb.md §1, §7", "Bytes follow the EOF opcode and its checksum.", "rdb"),
+    ("rdb-inflate-cap", "LIMIT", "warning", "rdb.md §8.2", "Dragonfly's compressed blobs inflate past the input's budget (DCPINSPECT_MAX_RDB_INFLATE_RATIO times the bytes read, 1,000 by default, or DCPINSPECT_MAX_RDB_INFLATED in all, 8 GiB), or nest more than 4 deep: the rest of the blob is passed over unread, and decoding goes on after it.", "rdb"),
     ("rdb-keys-cap", "LIMIT", "info", "rdb.md §1", "The snapshot has more keys than are remembered for the duplicate-key rule (DCPINSPECT_MAX_RDB_KEYS, 2,000,000): the rest are not checked.", "rdb"),
 )
 

@@ -72,7 +72,7 @@ def records(path: Path, keep=False):
                 raise InputError(f"{path}: cannot read ({exc})") from None
             if not chunk:
                 break
-            yield from parser.feed(chunk)
+            yield from parser.records(chunk)
     yield from parser.close()
 
 

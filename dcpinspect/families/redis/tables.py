@@ -57,6 +57,6 @@ def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
             raise InputError(f"{name}: cannot read ({exc})") from None
         if not chunk:
             break
-        yield from rows(parser.feed(chunk))
+        yield from rows(parser.records(chunk))
     yield from rows(parser.close())
     yield summary.to_json()
