@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import rdbgen
-from dcpinspect.families.redis.rdb import RdbParser
+from dcpinspect.families.redis.rdb import FLUSH, RdbParser
 from dcpinspect.families.redis.records import Ending, KeyRecord
 from dcpinspect.findings import Finding
 
@@ -91,3 +91,102 @@ def test_rdb_key_of_a_negative_stream_count_exits(tmp_path, pure):
         res = run("rdb", path, *args, env=env, timeout=60)
         assert res.returncode == 1, res.stderr
         assert "rdb-corrupt" in res.stdout
+
+
+# -- 2. decompression bombs, 3. blobs nested past the depth cap ----------------------------
+
+def dragonfly(body: bytes) -> bytes:
+    import dflygen
+
+    return b"REDIS0009" + rdbgen.aux("df-ver", "v1.30.0") + body + dflygen.DF_EOF
+
+
+def zstd_bomb(size: int = 4 << 20) -> bytes:
+    """A ZSTD blob of ``size`` zero bytes: that many thirds of an empty string key."""
+    import dflygen
+
+    return dflygen.zstd_blob(bytes(size))
+
+
+def test_a_zstd_bomb_stops_at_the_budget_and_decoding_goes_on_after_it():
+    bomb = zstd_bomb()
+    data = dragonfly(bomb + rdbgen.key(0, "after", rdbgen.string("x")))
+    assert len(bomb) < 300
+    parser = RdbParser()
+    out, first_key_at = [], None
+    for rec in parser.records(data):  # records come while the blob inflates, not at its end
+        if first_key_at is None and isinstance(rec, KeyRecord):
+            first_key_at = parser.keys  # the keys made so far
+        out.append(rec)
+    out += parser.close()
+    assert parser.inflated <= 1000 * len(data)
+    assert first_key_at is not None and first_key_at <= FLUSH < parser.keys // 10
+    cap = [f for f in out if isinstance(f, Finding) and f.rule == "rdb-inflate-cap"]
+    assert len(cap) == 1 and cap[0].offset == data.index(bomb)
+    keys = [r for r in out if isinstance(r, KeyRecord)]
+    assert keys[-1].key == b"after" and len(keys) - 1 <= 1000 * len(data) // 3
+    assert isinstance(out[-1], Ending) and not out[-1].stopped
+
+
+def test_the_ratio_and_the_absolute_cap_are_the_environments(tmp_path):
+    path = tmp_path / "bomb.rdb"
+    data = dragonfly(zstd_bomb(3 * 40_000))
+    path.write_bytes(data)
+    assert 1000 * len(data) < 3 * 40_000
+    summary = run("rdb", path, "--format", "jsonl")
+    loose = run("rdb", path, "--format", "jsonl", env={"DCPINSPECT_MAX_RDB_INFLATE_RATIO": "100000"})
+    tight = run("rdb", path, "--format", "jsonl", env={"DCPINSPECT_MAX_RDB_INFLATE_RATIO": "100000",
+                                                       "DCPINSPECT_MAX_RDB_INFLATED": "32K"})
+
+    def keys_and_caps(res):
+        rows = [json.loads(line) for line in res.stdout.splitlines()]
+        caps = [f for r in rows if r["kind"] != "summary"
+                for f in ([r] if r["kind"] == "finding" else r.get("findings", [])) if f["rule"] == "rdb-inflate-cap"]
+        return sum(r["kind"] == "key" for r in rows), len(caps)
+
+    assert keys_and_caps(loose) == (40_000, 0)
+    n, caps = keys_and_caps(summary)
+    assert caps == 1 and n == 1000 * len(data) // 3
+    n, caps = keys_and_caps(tight)
+    assert caps == 1 and n == (32 << 10) // 3
+    bad = run("rdb", path, env={"DCPINSPECT_MAX_RDB_INFLATE_RATIO": "lots"})
+    assert bad.returncode == 2 and "DCPINSPECT_MAX_RDB_INFLATE_RATIO" in bad.stderr
+
+
+def test_a_bomb_costs_bounded_memory(tmp_path):
+    from servers import peak_rss
+
+    path, small = tmp_path / "bomb.rdb", tmp_path / "small.rdb"
+    path.write_bytes(dragonfly(zstd_bomb(16 << 20)))  # the issue's was 48 MiB in 1.6 KB
+    small.write_bytes(dragonfly(rdbgen.key(0, "k", rdbgen.string("v"))))
+    res, peak = peak_rss("rdb", path, "--format", "summary", timeout=300)
+    _, base = peak_rss("rdb", small, "--format", "summary")
+    assert res.returncode == 1 and b"rdb-inflate-cap" in res.stdout
+    assert peak - base < 32 * 1024, (peak, base)  # KiB: the records are handed on, not held
+
+
+def nested(depth: int, inner: bytes) -> bytes:
+    import dflygen
+
+    for i in range(depth):
+        inner = (dflygen.zstd_blob if i % 2 else dflygen.lz4_blob)(inner)
+    return inner
+
+
+def test_blobs_nested_past_the_cap_are_passed_over_not_recursed():
+    inner = rdbgen.key(0, "deep", rdbgen.string("x"))
+    ok = dragonfly(nested(4, inner))
+    assert [r.key for r in decode(ok) if isinstance(r, KeyRecord)] == [b"deep"]
+    data = dragonfly(nested(200, inner) + rdbgen.key(0, "after", rdbgen.string("x")))
+    out = decode(data)
+    assert [r.key for r in out if isinstance(r, KeyRecord)] == [b"after"]
+    assert [rule for rule, _ in findings(out) + [(f.rule, f.offset) for r in out if not isinstance(r, (KeyRecord,
+            Finding, Ending)) for f in r.findings]] == ["rdb-inflate-cap"]
+
+
+def test_rdb_of_blobs_nested_200_deep_exits_with_a_finding(tmp_path):
+    path = tmp_path / "deep.rdb"
+    path.write_bytes(dragonfly(nested(200, rdbgen.key(0, "deep", rdbgen.string("x")))))
+    res = run("rdb", path, "--format", "jsonl")
+    assert res.returncode == 0 and "Traceback" not in res.stderr
+    assert "rdb-inflate-cap" in res.stdout

@@ -342,6 +342,9 @@ class RdbParser:
         pending: dict = {}
         pending_start = None
         while True:
+            if len(self._out) >= FLUSH:  # hand on what is made (see records)
+                self._need = 0
+                yield
             if p >= len(buf):
                 self._what = "the record after offset " + str(self.base + p - 1)
                 try:
@@ -777,16 +780,15 @@ def _df_blob(r: RdbParser, p: int, rec: OpRecord):
     child = RdbParser(r._keep, r.cap, nested=r._state, depth=r.depth + 1)
     handed = False  # records of the blob were handed on: its own findings come on their own
     problem = None
-    out = r._out
     try:
         for piece in _inflate(rec.opcode, data, r.cap, lambda n: r.charge(n, rec.name)):
             for item in child.records(piece):  # the content goes to the child as it inflates
                 _in_blob(item, rec)
-                out.append(item)
-                if len(out) >= FLUSH:
+                r._out.append(item)
+                if len(r._out) >= FLUSH:
                     handed = True
+                    r._need = 0
                     yield  # handed on (see RdbParser.records)
-                    out = r._out
     except OverBudget as exc:
         problem = ("rdb-inflate-cap", exc.args[1])
     except ValueError as exc:
