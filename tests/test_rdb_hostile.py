@@ -190,3 +190,177 @@ def test_rdb_of_blobs_nested_200_deep_exits_with_a_finding(tmp_path):
     res = run("rdb", path, "--format", "jsonl")
     assert res.returncode == 0 and "Traceback" not in res.stderr
     assert "rdb-inflate-cap" in res.stdout
+
+
+# -- 4. the journal read linearly -------------------------------------------------------------
+
+def journal_reads(stream: bytes, segment: int) -> tuple[list, int]:
+    """The framer's frames of a PARTIAL flow's ``stream`` fed ``segment`` bytes at a time,
+    and how many journal lengths it read to make them."""
+    from dcpinspect.families.redis import journal
+    from dcpinspect.families.redis.resp import RespFramer
+
+    real, count = journal.read_len, [0]
+
+    def counted(buf, p):
+        count[0] += 1
+        return real(buf, p)
+
+    framer = RespFramer()
+    frames = framer.feed(b"*2\r\n+PARTIAL\r\n+" + b"t" * 40 + b"\r\n")
+    journal.read_len = counted
+    try:
+        for i in range(0, len(stream), segment):
+            frames += framer.feed(stream[i:i + segment])
+        frames += framer.close()
+    finally:
+        journal.read_len = real
+    return frames, count[0]
+
+
+@pytest.mark.parametrize("size", [20_000, 40_000])
+def test_a_long_run_of_selects_is_read_once(size):
+    import dflygen
+
+    stream = dflygen.select(3) * (size // 2) + dflygen.command("SET", "k", "v", db=None)
+    frames, reads = journal_reads(stream, 1460)
+    records = [f for f in frames if getattr(f, "kind", None) == "journal"]
+    assert len(records) == 1 and records[0].value.dbid == 3 and records[0].value.args == [b"SET", b"k", b"v"]
+    assert reads <= 2 * (size // 2) + 100  # two lengths a SELECT, once each (it was once a segment each)
+
+
+@pytest.mark.parametrize("size", [20_000, 40_000])
+def test_resynchronisation_tries_each_position_at_a_bounded_cost(size):
+    import dflygen
+
+    lost = b"\x0a\xff"  # an op that is no record: the place is lost
+    garbage = (dflygen.select(6) * 40 + b"\x0a\x01\x01\x05\x40") * (size // 85)
+    good = dflygen.select(1) + dflygen.command("SET", "k", "v", db=None)
+    frames, reads = journal_reads(lost + garbage + good, 1460)
+    records = [f for f in frames if getattr(f, "kind", None) == "journal"]
+    assert records and records[-1].value.args == [b"SET", b"k", b"v"] and records[-1].value.dbid == 1
+    assert reads <= 40 * len(garbage)
+
+
+# -- 5. a diskless payload whose end mark never comes -------------------------------------
+
+def test_a_payload_whose_end_mark_never_comes_is_truncated(tmp_path):
+    from test_redis_replication import capture, conversation
+
+    msgs = conversation(diskless=True)
+    k = next(i for i, (_, data) in enumerate(msgs) if data.startswith(b"$EOF:"))
+    msgs[k] = ("s2c", msgs[k][1][:-40])  # the end mark is not sent; the commands follow
+    path = capture(tmp_path, msgs)
+    res = run("validate", path)
+    assert res.returncode == 1 and "rdb-truncated" in res.stdout
+    rows = [json.loads(line) for line in run("decode", "-f", "jsonl", path).stdout.splitlines()]
+    summary = next(r for r in rows if r["kind"] == "summary")
+    assert summary["complete"] is False and summary["findings"]["rdb-truncated"] == 1
+    cut = next(r for r in rows if r["kind"] == "finding" and r["rule"] == "rdb-truncated")
+    assert "end mark" in cut["message"] and cut["offset"] == summary["bytes"]
+
+
+def test_a_payload_with_its_end_mark_is_complete(tmp_path):
+    from test_redis_replication import capture, conversation
+
+    path = capture(tmp_path, conversation(diskless=True))
+    assert run("validate", path).returncode == 0
+
+
+# -- 6. a .dfs set whose shard numbers are far apart ------------------------------------------
+
+def test_a_set_with_shard_999999999_counts_what_is_missing(tmp_path):
+    from servers import peak_rss
+    from test_dfs_sets import shard_file
+
+    for n in (0, 999_999_999):
+        (tmp_path / f"x-{n:04d}.dfs").write_bytes(shard_file(n, [(0, [(f"k{n}", "v")])]))
+    res, peak = peak_rss("rdb", "--format", "jsonl", tmp_path / "x-0000.dfs", tmp_path / "x-999999999.dfs",
+                         timeout=120)
+    assert res.returncode == 1, res.stderr
+    missing = [json.loads(line) for line in res.stdout.decode().splitlines() if b"dfs-shard-missing" in
+               line.encode()]
+    text = json.dumps(missing)
+    assert "0001, 0002" in text and "and 999,999,978 more" in text
+    assert peak < 200 * 1024  # KiB; the list of missing numbers took 2.9 GB
+
+
+# -- 7. one key per db ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pure", ["", "1"])
+def test_duplicate_key_memory_grows_with_keys_not_dbs(tmp_path, pure):
+    from servers import peak_rss
+
+    n = 20_000
+    spread = tmp_path / "dbs.rdb"
+    spread.write_bytes(rdbgen.rdb(b"".join(b"\xfe" + rdbgen.length(db) + rdbgen.key(0, "k", rdbgen.string("v"))
+                                          for db in range(n))))
+    one = tmp_path / "one.rdb"
+    one.write_bytes(rdbgen.rdb(b"\xfe\x00" + b"".join(rdbgen.key(0, f"k{i}", rdbgen.string("v"))
+                                                      for i in range(n))))
+    env = {"DCPINSPECT_PURE": pure} if pure else {}
+    res, dbs_peak = peak_rss("rdb", "--format", "summary", spread, env=env)
+    assert res.returncode == 0 and b"rdb-duplicate-key" not in res.stdout
+    _, one_peak = peak_rss("rdb", "--format", "summary", one, env=env)
+    assert dbs_peak - one_peak < 16 * 1024, (dbs_peak, one_peak)  # KiB: a table a db took 8 KB each
+
+
+def test_one_key_in_two_dbs_is_no_duplicate_and_twice_in_one_is():
+    body = b"\xfe\x00" + rdbgen.key(0, "k", rdbgen.string("1")) + b"\xfe\x01" + rdbgen.key(0, "k", rdbgen.string("2"))
+    assert findings(decode(rdbgen.rdb(body))) == []
+    again = body + rdbgen.key(0, "k", rdbgen.string("3"))
+    assert [rule for rule, _ in findings(decode(rdbgen.rdb(again)))] == ["rdb-duplicate-key"]
+
+
+# -- 8. packed values inside LZF, a listpack whose count is off by one ------------------------
+
+def zipmap_in_lzf(pairs: int) -> bytes:
+    """A HASH_ZIPMAP of ``pairs`` empty fields and values (3 bytes each), LZF-compressed
+    by back-references of 264 bytes (88 pairs in 3 bytes)."""
+    assert pairs % 88 == 0
+    ulen = 1 + 3 * pairs + 1
+    data = bytes([4 - 1, 254, 0, 0, 0])  # a literal: zmlen 254 (count unknown), the first pair
+    # back-references 3 bytes back (the distance byte says 2): 264 bytes each, the long form
+    data += bytes([7 << 5, 264 - 2 - 7, 2]) * ((pairs - 1) * 3 // 264)
+    rest = 3 * (pairs - 1) - ((pairs - 1) * 3 // 264) * 264
+    if rest:
+        data += bytes([(rest - 2) << 5 | 0, 2]) if rest - 2 < 7 else bytes([7 << 5, rest - 2 - 7, 2])
+    data += bytes([0, 0xFF])
+    return rdbgen.lzf_string(data, ulen)
+
+
+def test_a_zipmap_inside_lzf_is_counted_without_building_its_pairs(tmp_path):
+    from servers import peak_rss
+
+    pairs = 88 * 4_000
+    data = rdbgen.rdb(b"\xfe\x00" + rdbgen.key(9, "zm", zipmap_in_lzf(pairs)), version=3)
+    out = decode(data)
+    keys = [r for r in out if isinstance(r, KeyRecord)]
+    assert [(k.key, k.elements) for k in keys] == [(b"zm", pairs)] and findings(out) == []
+    path = tmp_path / "zipmap.rdb"
+    path.write_bytes(data)
+    small = tmp_path / "small.rdb"
+    small.write_bytes(rdbgen.rdb(b"\xfe\x00" + rdbgen.key(0, "k", rdbgen.string("v")), version=3))
+    for pure in ("", "1"):
+        env = {"DCPINSPECT_PURE": pure} if pure else {}
+        res, peak = peak_rss("rdb", "--format", "summary", path, env=env)
+        _, base = peak_rss("rdb", "--format", "summary", small, env=env)
+        assert res.returncode == 0 and peak - base < 16 * 1024, (pure, peak, base)  # KiB; 700k pairs built: 60 MB
+
+
+def test_a_listpack_whose_count_is_off_by_one_is_counted_not_built():
+    import tracemalloc
+
+    n = 60_000
+    lp = bytearray(rdbgen.listpack([b"a"] * n))
+    struct.pack_into("<H", lp, 4, n + 1)  # one more than it holds
+    data = rdbgen.rdb(b"\xfe\x00" + rdbgen.key(20, "set", rdbgen.string(bytes(lp))))
+    tracemalloc.start()
+    try:
+        out = decode(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [(rule, f"{n + 1} entries" in f.message) for r in out if isinstance(r, KeyRecord) for f in r.findings
+            for rule in [f.rule]] == [("rdb-corrupt", True)]
+    assert peak < 4 * len(data), (peak, len(data))  # the blob and its copies; 60,000 entries built took 10 times it
