@@ -461,7 +461,8 @@ class RdbParser:
                                          f"snapshot's ctime {state.ctime_ms // 1000} s", rec.offset)
         state.keys += 1
         if state._seen_count < self._keys_cap:
-            if not state._seen.add(hash(rec.key) ^ db_salt(rec.db)):
+            h = hash(rec.key)
+            if not state._seen.add(h ^ db_salt(rec.db) if rec.db else h):
                 self.note("rdb-duplicate-key", f"key {self.key_text(rec)} of db {rec.db} is serialised again",
                           rec.offset)
             else:
