@@ -80,6 +80,9 @@ CASES = {
     "rdb-truncated": PLAIN[:-3],
     "rdb-unknown-type": _file(rdbgen.key(8, "x", b"")),
     "rdb-corrupt": _file(rdbgen.key(10, "zl", rdbgen.string(b"\x00" * 12))),
+    "rdb-empty-key": _file(rdbgen.key(2, "s", rdbgen.length(0))),
+    "rdb-stream-length": _file(rdbgen.key(15, "st", rdbgen.stream([rdbgen.stream_node(1, 0, ["n"], [(0, 0, [1])])], 2,
+                                                                  (1, 0)))),
     "rdb-string-too-long": None,  # with a small cap, below
     "rdb-duplicate-key": _file(rdbgen.key(0, "a", rdbgen.string("1")) + rdbgen.key(0, "a", rdbgen.string("2"))),
     "rdb-expired-key": _file(CTIME + rdbgen.key(0, "old", rdbgen.string("1"), expire_ms=1_600_000_000_000)),
