@@ -231,6 +231,10 @@ def rdb_command(
     expiring: bool = typer.Option(False, "--expiring", help="Keys with an expiry still ahead (at --at)."),
     persistent: bool = typer.Option(False, "--persistent", help="Keys without an expiry."),
     expired: bool = typer.Option(False, "--expired", help="Keys whose expiry is past (at --at)."),
+    values: bool = typer.Option(False, "--values", help="jsonl: each key's value and digest (DEBUG DIGEST-VALUE), "
+                                                        "and functions' code."),
+    digest: bool = typer.Option(False, "--digest", help="The snapshot's digest, as DEBUG DIGEST gives it, on the "
+                                                        "summary (reads every value)."),
     at: Optional[str] = typer.Option(None, "--at", metavar="TIME",
                                      help="When expiries are judged: Unix seconds or ISO 8601 (default: the "
                                           "snapshot's ctime, else now)."),
@@ -242,7 +246,7 @@ def rdb_command(
               "max_size": max_size, "min_elements": min_elements, "max_elements": max_elements,
               "expiring": expiring, "persistent": persistent, "expired": expired, "at": at}
     _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value,
-                                select))
+                                select, values, digest))
 
 
 @app.command("analyze")
