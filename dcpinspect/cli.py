@@ -202,10 +202,19 @@ def stats_command(
     _run(lambda: stats_files(files, fmt is StatsFormat.json, plot_path, chart, set(port), _collections(collections)))
 
 
+class SnapshotFormat(str, Enum):
+    table = "table"
+    jsonl = "jsonl"
+    summary = "summary"
+    resp = "resp"
+
+
 @app.command("rdb")
 def rdb_command(
     files: list[Path] = typer.Argument(..., help="RDB files (Redis, Valkey, Dragonfly; gzip allowed)."),
-    fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary."),
+    fmt: SnapshotFormat = typer.Option(SnapshotFormat.table, "--format", "-f",
+                                       help="table, jsonl, summary, or resp (the data as commands for "
+                                            "redis-cli --pipe)."),
     key: Optional[str] = typer.Option(None, "--key", help="Show this key's fields and bytes."),
     offset: Optional[int] = typer.Option(None, "--offset", min=0, help="Show the key whose bytes cover this offset."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 on findings of this severity or worse."),

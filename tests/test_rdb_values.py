@@ -32,11 +32,12 @@ def _b(v) -> bytes:
 
 
 @contextmanager
-def loaded(path: Path, workdir: Path):
-    """A redis-server (debug commands on) that loaded ``path`` at its start."""
+def loaded(path: Path | None, workdir: Path):
+    """A redis-server (debug commands on) that loaded ``path`` at its start (None: empty)."""
     binary = servers.require("redis-server")["redis-server"]
     workdir.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, workdir / "dump.rdb")
+    if path is not None:
+        shutil.copy(path, workdir / "dump.rdb")
     port = servers.free_port()
     args = [binary, "--port", str(port), "--bind", servers.LOOPBACK, "--save", "", "--appendonly", "no", "--dir",
             str(workdir), "--dbfilename", "dump.rdb", "--daemonize", "no", "--enable-debug-command", "yes"]

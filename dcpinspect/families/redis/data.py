@@ -14,7 +14,8 @@ A score is a string, written as Redis writes a double (:func:`redis_double`: ``"
   null when no template defines it;
 - stream: ``{"entries": [[id, [[field, value], ...]], ...], "length", "last_id",
   "first_id", "max_deleted_id", "entries_added", "groups": [{"name", "last_delivered_id",
-  "entries_read", "pending": [{"id", "consumer", "delivery_time", "delivery_count"}],
+  "entries_read" (null: not known), "pending": [{"id", "consumer", "delivery_time",
+  "delivery_count"}],
   "consumers": [{"name", "seen_time", "active_time", "pending": [id, ...]}]}]}``, ids as
   Redis prints them (``"1700000000000-0"``), fields absent that the file's version lacks;
 - module: ``{"module": name, "encver": n, "values": [...]}``, the opcode-tagged values of
@@ -148,8 +149,8 @@ def _stream(rec: KeyRecord) -> dict:
             continue
         owner = {sid: c["name"] for c in g.get("consumers", ()) for sid in c.get("pel", ())}
         group = {"name": text(g["name"]), "last_delivered_id": stream_id(g["last_id"])}
-        if "entries_read" in g:
-            group["entries_read"] = g["entries_read"]
+        if "entries_read" in g:  # null: not known (the server's SCG_INVALID_ENTRIES_READ, 2^64-1)
+            group["entries_read"] = None if g["entries_read"] == (1 << 64) - 1 else g["entries_read"]
         group["pending"] = [{"id": stream_id(e["id"]), "consumer": text(owner.get(e["id"])),
                              "delivery_time": e["delivery_time"], "delivery_count": e["delivery_count"]}
                             for e in g.get("pel", ())]

@@ -42,7 +42,9 @@ from . import report
 from .rdb import Seen
 from .records import AuxRecord, Ending, KeyRecord
 from ...sources.inputs import InputError
-from .snapshots import ALL, TABLE_BATCH, Reading, _cut, _json, _print_summary, _unusable, key_test, records, show_key
+from .snapshots import (
+    ALL, TABLE_BATCH, Reading, _cut, _json, _print_summary, _unusable, export, key_test, records, show_key,
+)
 from .syncs import key_digest
 
 #: a member of a set: ``<name>-summary.dfs`` or ``<name>-<shard, 4 digits or more>.dfs``, gzip'd or not
@@ -434,6 +436,10 @@ def show_set(paths, fmt: str, key: str | None = None, offset: int | None = None,
     shown = shown or Shown()
     if key is not None or offset is not None:
         _detail(members, checks, figures, key, offset, shown, how, fmt)
+    elif fmt == "resp":
+        export((rec for i, rec in _figured(read_set(members, checks, True, select), figures)), figures.total,
+               lambda rec: None)  # read_set checks each member
+        figures.close()
     elif fmt == "jsonl":
         _jsonl(members, checks, figures, how)
     elif fmt == "summary":
@@ -449,6 +455,13 @@ def show_set(paths, fmt: str, key: str | None = None, offset: int | None = None,
     else:
         _table(members, checks, figures, shown, select)
     return figures.worst()
+
+
+def _figured(pairs, figures: SetFigures):
+    """The ``(index, record)`` pairs of :func:`read_set`, each added to the set's figures."""
+    for i, rec in pairs:
+        figures.add(i, rec)
+        yield i, rec
 
 
 def _jsonl(members: list[Member], checks: SetChecks, figures: SetFigures, how: Reading = ALL) -> None:

@@ -43,7 +43,8 @@ def is_snapshot(head: bytes) -> bool:
 def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None,
          shown: Shown | None = None, select: dict | None = None, values: bool = False,
          digest: bool = False) -> int:
-    """Decode one file and print it as ``fmt`` ("table", "jsonl" or "summary"), or the
+    """Decode one file and print it as ``fmt`` ("table", "jsonl", "summary", or "resp": its
+    data as Redis commands, see :mod:`.export`), or the
     keys named by ``key`` / covering ``offset``; returns the worst severity found (its
     rank in findings.LEVELS, -1 for none). A file that is no RDB at all is an InputError,
     and so is a ``key`` it does not hold. A tuple of paths is a Dragonfly ``.dfs`` set,
@@ -136,7 +137,9 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
     keep = digester is not None
     if digester is not None:
         summary.digest = digester.snapshot
-    if fmt == "jsonl":
+    if fmt == "resp":
+        export(records(path, True, select), summary, lambda rec: _unusable(path, rec))
+    elif fmt == "jsonl":
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
         for rec in records(path, keep, select):
             if type(rec) is not KeyRecord:
@@ -184,6 +187,38 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
         _print_findings(console, loose)
         console.print(safe(_closing_line(summary)))
     return max((LEVELS[s] for s, n in summary.severities.items() if n), default=-1)
+
+
+def export(recs, summary: report.Summary, check) -> None:
+    """The records (values kept) as RESP commands on stdout (:mod:`.export`); ``check`` is
+    given each record that is no key first; the findings and what was exported, on stderr."""
+    from .export import Exporter
+
+    if sys.stdout.isatty():
+        raise InputError("--format resp writes the data as it is: send it to a file or a pipe "
+                         "(| redis-cli --pipe), not to a terminal")
+    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+    exporter = Exporter(out.write if out is not None else (lambda b: sys.stdout.write(b.decode("latin-1"))))
+    loose: list[Finding] = []
+    for rec in recs:
+        kind = type(rec)
+        if kind is KeyRecord:
+            exporter.key(rec)
+        else:
+            check(rec)
+            if kind is OpRecord:
+                exporter.op(rec)
+            if kind is not Ending:
+                loose.extend(report.findings_of(rec))
+        summary.add(rec)
+        if kind is KeyRecord and rec.findings:
+            loose.extend(rec.findings)
+    sys.stdout.flush()
+    for f in loose:
+        sys.stderr.write(safe(f"{f.severity}: {f.rule} at offset {f.offset}: {f.message}") + "\n")
+    skipped = f", {exporter.skipped} keys not exported (module values)" if exporter.skipped else ""
+    sys.stderr.write(safe(f"{summary.file}: {exporter.keys} keys exported in {exporter.commands} commands{skipped}")
+                     + "\n")
 
 
 def _cut(text: str, limit: int | None) -> str:
