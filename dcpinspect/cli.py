@@ -125,6 +125,8 @@ def decode_command(
                              help="Worker processes for jsonl and summary (0: one per CPU on files over 16 MiB)."),
     full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
     max_value: Optional[int] = MAX_VALUE_OPTION,
+    values: bool = typer.Option(False, "--values", help="jsonl: the keys of snapshots sent over connections (a "
+                                                        "full sync's RDB payload) with their values and digests."),
 ) -> None:
     """Decode MCBP/DCP frames from capture files (or hex dumps), in capture order."""
     from .engines.decode import decode_files, decode_ports
@@ -132,7 +134,7 @@ def decode_command(
 
     _run(lambda: decode_files(files, fmt.value, frame_filter(dict(opcode=opcode, vbucket=vbucket, command=command), flow), limit, strict, jobs,
                               _shown(full, max_value), decode_ports(port, decode_as), _collections(collections),
-                              not no_heuristic))
+                              not no_heuristic, values))
 
 
 @app.command("live")
