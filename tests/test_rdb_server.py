@@ -129,8 +129,13 @@ def judged(tmp_path_factory) -> dict:
     return out
 
 
+#: rules of what only Dragonfly's files hold (its compressed blobs), which no redis-server
+#: reads: a limit of this decoder, a warning as rdb-string-too-long is (tests/test_rdb_hostile.py)
+DRAGONFLY_ONLY = {"rdb-inflate-cap"}
+
+
 def test_every_rdb_rule_is_judged_by_the_server():
-    assert set(RDB_RULES) == {r for c in CASES.values() for r in c.rules}
+    assert set(RDB_RULES) - DRAGONFLY_ONLY == {r for c in CASES.values() for r in c.rules}
     assert all(r.server for r in RDB_RULES.values())
 
 

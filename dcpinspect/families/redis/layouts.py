@@ -257,8 +257,8 @@ def listpack_python(blob: bytes, build: bool = True) -> list[Entry]:
 
 # ----------------------------------------------------------------------------- intset
 
-def intset(blob: bytes) -> list[int]:
-    """An intset's integers (§6.3): ``encoding:u32 length:u32`` then sorted integers."""
+def _intset_head(blob: bytes) -> tuple[int, int, str]:
+    """(width, count, struct format) of an intset, its header checked against the blob."""
     if len(blob) < 8:
         raise Corrupt(f"an intset is at least 8 bytes, this one {len(blob)}", 0)
     width, count = _U32(blob, 0)[0], _U32(blob, 4)[0]
@@ -269,6 +269,12 @@ def intset(blob: bytes) -> list[int]:
         raise Corrupt(f"{count} integers of {width} bytes do not fill the {len(blob) - 8} bytes after the header", 4)
     if not count:
         raise Corrupt("an intset holds no integer (the server's integrity check refuses an empty one)", 4)
+    return width, count, fmt
+
+
+def intset(blob: bytes) -> list[int]:
+    """An intset's integers (§6.3): ``encoding:u32 length:u32`` then sorted integers."""
+    width, count, fmt = _intset_head(blob)
     values = list(struct.unpack_from(f"<{count}{fmt}", blob, 8))
     if values != sorted(set(values)):  # not strictly increasing: say where
         for i in range(1, count):
@@ -279,14 +285,7 @@ def intset(blob: bytes) -> list[int]:
 
 def intset_count(blob: bytes) -> int:
     """How many integers an intset holds, with :func:`intset`'s checks, none of them kept."""
-    if len(blob) < 8:
-        raise Corrupt(f"an intset is at least 8 bytes, this one {len(blob)}", 0)
-    width, count = _U32(blob, 0)[0], _U32(blob, 4)[0]
-    fmt = {2: "h", 4: "i", 8: "q"}.get(width)
-    if fmt is None:
-        raise Corrupt(f"intset encoding {width} is none of 2, 4, 8", 0)
-    if 8 + width * count != len(blob):
-        raise Corrupt(f"{count} integers of {width} bytes do not fill the {len(blob) - 8} bytes after the header", 4)
+    width, count, fmt = _intset_head(blob)
     prev = None
     for i, (v,) in enumerate(struct.iter_unpack("<" + fmt, memoryview(blob)[8:])):
         if prev is not None and v <= prev:
