@@ -77,7 +77,7 @@ def test_a_negative_count_in_a_stream_node_is_corrupt_not_endless(items, keep):
     out = decode(data, keep)
     keys = [r for r in out if isinstance(r, KeyRecord)]
     assert [k.key for k in keys] == [b"s", b"after"]
-    assert [f.rule for f in keys[0].findings] == ["rdb-corrupt", "rdb-corrupt"]  # the node, then the length
+    assert [f.rule for f in keys[0].findings] == ["rdb-corrupt", "rdb-stream-length"]  # the node, then the length
     assert "counts -" in keys[0].findings[0].message
     assert isinstance(out[-1], Ending) and not out[-1].stopped
 
