@@ -72,3 +72,22 @@ def main(entry: str) -> None:
             argv.insert(1, f"{option}={value}")
     atheris.Setup(argv, check)
     atheris.Fuzz()
+
+
+def redis_main(module: str, check: str, loads: tuple[str, ...], max_len: int = 4096) -> None:
+    """A campaign of a Redis family harness (``module``'s function ``check``: rdb_harness.py,
+    redis_harness.py), the package instrumented and ``loads`` imported under the hook."""
+    import importlib
+
+    import atheris
+    from atheris.import_hook import HookManager
+
+    with HookManager({"dcpinspect"}, set(NOT_INSTRUMENTED), True, trace_dataflow=DATAFLOW):
+        for name in loads:
+            importlib.import_module(name)
+    argv = list(sys.argv)
+    for option, value in (("-rss_limit_mb", RSS_LIMIT_MB), ("-max_len", max_len)):
+        if not any(a.startswith(option + "=") for a in argv):
+            argv.insert(1, f"{option}={value}")
+    atheris.Setup(argv, getattr(importlib.import_module(module), check))
+    atheris.Fuzz()

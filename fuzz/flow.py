@@ -1,33 +1,10 @@
-"""atheris campaign for RESP with a Dragonfly flow (FLOW, the FULL or PARTIAL answer, the shard's RDB, the journal): fuzz/redis_harness.py's ``check_flow``, with
-fuzz/campaign.py's defaults; seeds from fuzz/make_corpus.py.
+"""atheris campaign for RESP with a Dragonfly flow (fuzz/redis_harness.py, ``check_flow``),
+with fuzz/campaign.py's defaults; seeds: fuzz/make_corpus.py's.
 
     python3 fuzz/flow.py -atheris_runs=1000000 fuzz/corpus/flow
 """
 
-import sys
-
-from campaign import DATAFLOW, NOT_INSTRUMENTED, RSS_LIMIT_MB
-
-#: the longest input when the command line gives no ``-max_len``
-MAX_LEN = 4096
-
-
-def main() -> None:
-    import atheris
-    from atheris.import_hook import HookManager
-
-    import redis_harness
-
-    with HookManager({"dcpinspect"}, set(NOT_INSTRUMENTED), True, trace_dataflow=DATAFLOW):
-        import dcpinspect.families.redis.dfs  # noqa: F401
-        import dcpinspect.families.redis.session  # noqa: F401
-    argv = list(sys.argv)
-    for option, value in (("-rss_limit_mb", RSS_LIMIT_MB), ("-max_len", MAX_LEN)):
-        if not any(a.startswith(option + "=") for a in argv):
-            argv.insert(1, f"{option}={value}")
-    atheris.Setup(argv, redis_harness.check_flow)
-    atheris.Fuzz()
-
+from campaign import redis_main
 
 if __name__ == "__main__":
-    main()
+    redis_main("redis_harness", "check_flow", ("dcpinspect.families.redis.session", "dcpinspect.families.redis.dfs"))
