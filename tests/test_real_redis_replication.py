@@ -6,71 +6,13 @@ end at the master's own ``master_repl_offset``, and the replica's ACKs add up.""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import time
 
 import pytest
 
 import servers
-from servers import LOOPBACK, TcpDump, free_port, require, wait_until
-
-
-def _resp(*words: str) -> bytes:
-    return b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%s\r\n" % (len(w.encode()), w.encode()) for w in words)
-
-
-class Client:
-    """Just enough RESP to write keys and read INFO."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection((LOOPBACK, port), timeout=5)
-        self.buf = b""
-
-    def call(self, *words: str) -> bytes:
-        self.sock.sendall(_resp(*words))
-        while b"\r\n" not in self.buf:
-            self.buf += self.sock.recv(65536)
-        line, _, rest = self.buf.partition(b"\r\n")
-        if line.startswith(b"$") and int(line[1:]) >= 0:
-            n = int(line[1:])
-            while len(rest) < n + 2:
-                rest += self.sock.recv(65536)
-            self.buf = rest[n + 2:]
-            return rest[:n]
-        self.buf = rest
-        return line
-
-    def info(self, field: str) -> str:
-        for line in self.call("INFO", "replication").decode().splitlines():
-            if line.startswith(field + ":"):
-                return line.split(":", 1)[1]
-        return ""
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-class Redis:
-    """``redis-server`` on a free loopback port, without persistence, for a ``with`` block."""
-
-    def __init__(self, workdir, *args: str) -> None:
-        self.port = free_port()
-        self.dir = workdir / f"redis-{self.port}"
-        self.dir.mkdir(parents=True)
-        self.args = args
-
-    def __enter__(self) -> "Redis":
-        binary = require("redis-server")["redis-server"]
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", LOOPBACK, "--save", "", "--appendonly", "no",
-             "--dir", str(self.dir), "--daemonize", "no", *self.args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        assert wait_until(lambda: servers._connectable(self.port), 10), "redis-server did not start"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        servers._stop(self.proc)
+from servers import LOOPBACK, Redis, TcpDump, require, wait_until
+from servers import RedisClient as Client
 
 
 @pytest.mark.parametrize("diskless", [False, True], ids=["disk", "diskless"])

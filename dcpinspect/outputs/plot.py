@@ -48,7 +48,7 @@ def plot(report_or_collector: Any, path: str | os.PathLike, *, views: Sequence[S
     """
     report = report_or_collector.report() if hasattr(report_or_collector, "report") else report_or_collector
     Figure, FigureCanvasAgg, FuncFormatter, MaxNLocator = _matplotlib()
-    panels = [v.panel for v in views if v.panel is not None]
+    panels = [p for v in views if v.shown(report) for p in v.panels(report)]
 
     fig = Figure(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
@@ -78,7 +78,7 @@ def _title(report: dict, views: Sequence[StatsView]) -> str:
 
 
 def _lines_panel(ax, report: dict, panel: Panel, FuncFormatter, MaxNLocator) -> None:
-    series = report.get(panel.entry) or {}
+    series = (report.get(panel.entry) or {}) if panel.lines is None else panel.lines
     ranks = (report.get(panel.rank) or {}) if panel.rank else {}
     ax.set_title(panel.title, fontsize="small", loc="left")
     ax.set_ylabel(panel.ylabel)

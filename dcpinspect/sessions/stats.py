@@ -295,6 +295,8 @@ class StatsCollector:
         #: TAP connections: each its own session (sessions.tap), which counts what the report shows
         self._tap: dict[Any, TapSession] = {}
         self._tap_keys: dict[Any, Any] = {}
+        #: the parts of other families' records (Decoded.stats_part), by the report entry they make
+        self.parts: dict[str, Any] = {}
 
     def feed(self, items: Iterable[Captured | Note]) -> "StatsCollector":
         for item in items:
@@ -403,6 +405,12 @@ class StatsCollector:
         cs.protocols[msg.protocol if isinstance(msg, Decoded) else MCBP] += 1
         if msg.findings:
             cs.findings += len(msg.findings)
+        part_of = getattr(msg, "stats_part", None)
+        if part_of is not None:
+            part = self.parts.get(part_of.name)
+            if part is None:
+                part = self.parts[part_of.name] = part_of()
+            part.add(item, ts, self._key)
         spec = msg.spec
         if spec is None or spec.family != "dcp":
             if spec is not None and (spec.family == "tap" or (msg.opcode == OP.NOOP and item.flow in self._tap)):
@@ -677,6 +685,11 @@ class StatsCollector:
         self._tap.update(other._tap)
         self._tap_keys.update(other._tap_keys)
         self._tap = in_order(self._tap, lambda flow, tap: self._tap_keys.get(flow))
+        for name, part in other.parts.items():
+            if name in self.parts:
+                self.parts[name].merge(part)
+            else:
+                self.parts[name] = part
         return self
 
     # -- output ----------------------------------------------------------------------------
@@ -718,6 +731,8 @@ class StatsCollector:
         }
         if self._tap:  # TAP connections: per connection and vbucket (sessions.tap computes them)
             out["tap"] = {flow_label(flow): tap.stats() for flow, tap in self._tap.items()}
+        for name, part in self.parts.items():  # other families' entries, each its part's report
+            out[name] = part.report(t0)
         return out
 
 

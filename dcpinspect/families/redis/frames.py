@@ -15,6 +15,7 @@ from ...messages.keys import key_text
 from ...outputs.escape import safe
 from ...sessions.decoded import Decoded
 from . import report
+from .stats import RedisStats
 from .journal import OP_NAMES, JournalEntry
 from .records import AuxRecord, KeyRecord, OpRecord
 from .types import DF_FULLSYNC_END, DF_JOURNAL_BLOB, DF_JOURNAL_OFFSET
@@ -72,6 +73,7 @@ class RespRecord(Decoded):
     __slots__ = ("offset", "size", "type", "value", "command", "repl_offset", "fields", "findings", "truncated",
                  "name", "is_request", "role", "reply_to", "answers", "latency_ms")
 
+    stats_part = RedisStats
     protocol = "resp"
 
     def __init__(self, offset: int, size: int, type_: str, value: tuple | None, truncated: bool = False) -> None:
@@ -117,7 +119,7 @@ class RespRecord(Decoded):
         elif self.value is not None and self.type not in ("keepalive",):
             row["value"] = json_value(self.value)
         row["repl_offset"] = self.repl_offset
-        if self.role and self.role != "command":
+        if self.role:
             row["role"] = self.role
         if self.role == "reply":
             row["reply_to"], row["latency_ms"] = self.reply_to, self.latency_ms
@@ -188,6 +190,7 @@ class PayloadRecord(Decoded):
 
     __slots__ = ("offset", "size", "head", "records", "summary", "findings", "truncated", "repl_offset")
 
+    stats_part = RedisStats
     protocol = "rdb"
     name = "RDB payload"
 
@@ -292,6 +295,7 @@ class JournalRecord(Decoded):
 
     __slots__ = ("offset", "size", "entry", "lsn", "db", "fields", "findings", "truncated", "name")
 
+    stats_part = RedisStats
     protocol = "journal"
 
     def __init__(self, offset: int, size: int, entry: JournalEntry | None, truncated: bool = False) -> None:
