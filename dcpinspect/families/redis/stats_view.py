@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...outputs.stats import Col, Panel, StatsView, cell, fit_table, fmt_bytes, fmt_num, fmt_seconds, plural
+from ...outputs.stats import Col, Panel, StatsView, cell, fit_table, fmt_bytes, fmt_num, fmt_seconds
 
 #: what a connection's ``protocols`` count Redis records as
 PROTOCOLS = ("resp", "rdb", "journal")
@@ -121,9 +121,6 @@ class RedisStatsView(StatsView):
                       "offset", "{}", "offsets", "no replication stream", lines=offsets),
                 Panel("redis", "replica ACK lag (master offset − acknowledged offset)", "bytes behind", "{}",
                       "connections", "no ACK", lines=lags))
-
-    def totals(self, capture: dict[str, Any]) -> str:
-        return f"{plural(capture.get('frames', 0), 'frame')} in {plural(capture.get('connections', 0), 'connection')}"
 
 
 VIEW = RedisStatsView()
