@@ -64,3 +64,32 @@ def test_a_real_full_sync_and_live_writes(tmp_path, diskless):
     assert not [f for r in rows for f in r.get("findings", [])]
     res = servers.dcpinspect("validate", str(path))
     assert res.returncode == 0 and " 0 errors" in res.stdout, res.stdout
+    _stats_of_the_sync(tmp_path, path, len(before) + 1, offset, acks)
+
+
+def _stats_of_the_sync(tmp_path, path, keys: int, offset: int, acks: list[int]) -> None:
+    """``stats``: the sync's phases in order, the payload's keys, the stream up to the
+    master's offset, the ACKs and their lag; the plot's panels by their titles."""
+    res = servers.dcpinspect("stats", "--format", "json", str(path))
+    assert res.returncode == 0, res.stderr
+    links = json.loads(res.stdout)["redis"]["replication"]
+    assert len(links) == 1
+    link = next(iter(links.values()))
+    ph = link["phases"]
+    assert link["resync"] == "FULLRESYNC"
+    order = [ph["handshake"]["start"], ph["handshake"]["end"], ph["transfer"]["start"], ph["transfer"]["end"],
+             ph["load"]["end"], ph["stable"]["end"]]
+    assert None not in order and order == sorted(order)
+    assert ph["transfer"]["keys"] == keys and ph["transfer"]["bytes"] > 0
+    assert ph["stable"]["seconds"] > 0 and ph["stable"]["commands_per_s"] is not None
+    assert link["master_offset"] == offset and link["acks"] == len(acks) and link["lag"] == offset - acks[-1] == 0
+    series = link["series"]
+    assert series["master_offset"][-1][1] == offset and series["replica_offset"][-1][1] == acks[-1]
+    assert [p[1] for p in series["replica_offset"]] == sorted(p[1] for p in series["replica_offset"])
+    svg = tmp_path / "sync.svg"
+    res = servers.dcpinspect("stats", "--no-chart", "--plot", str(svg), str(path))
+    assert res.returncode == 0, res.stderr
+    text = svg.read_text()
+    assert "Redis replication offset over time" in text and "replica ACK lag" in text and "throughput" in text
+    assert "seqno over time per vbucket" not in text  # no DCP here
+    assert "Redis replication" in res.stdout and "FULLRESYNC" in res.stdout
