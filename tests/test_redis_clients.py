@@ -171,3 +171,20 @@ def test_jsonl_names_the_command_each_reply_answers(tmp_path):
     frames = [r for r in rows if r["kind"] == "frame"]
     assert frames[1]["role"] == "reply" and frames[1]["reply_to"] == frames[0]["frame"]
     assert frames[1]["latency_ms"] > 0 and frames[1]["value"] == "abc"
+
+
+def test_on_a_port_found_by_sniffing_the_replies_held_meanwhile_are_decoded_in_order(tmp_path):
+    # port 7000 is no Redis port: a connection joined mid-way is taken once a command array
+    # follows a line's end; the reply the server sent before that is held, then decoded in
+    # the order it came, after the command it answers, at its own time
+    msgs = [("c2s", command("SET", "a", "1")), ("s2c", b"+OK\r\n"), ("c2s", command("GET", "a")),
+            ("c2s", command("GET", "b")), ("s2c", b"$1\r\n1\r\n$-1\r\n")]
+    path = tmp_path / "sniffed.pcap"
+    synth.write_pcap(path, synth.tcp_conversation(msgs, client=("10.0.0.1", 45000), server=("10.0.0.2", 7000),
+                                                  handshake=False))
+    items = decoded(path)
+    assert [(i.direction, i.msg.role, i.msg.answers) for i in items] == [
+        ("c2s", "command", None), ("s2c", "reply", "SET"), ("c2s", "command", None), ("c2s", "command", None),
+        ("s2c", "reply", "GET"), ("s2c", "reply", "GET")]
+    assert [i.number for i in items] == sorted(i.number for i in items)
+    assert all(i.msg.latency_ms > 0 for i in items if i.direction == "s2c")
