@@ -233,7 +233,9 @@ class RedisStats:
 
     def _replication(self, item: Any, msg: Any, ts: float | None, key: Any) -> None:
         fields = msg.fields
-        if "flow_id" in fields:  # a Dragonfly FLOW connection: its command and the answer
+        if "flow_id" in fields or item.flow in self.flows:  # a Dragonfly FLOW connection
+            if "flow_id" not in fields:
+                return
             flow = self._flow(item.flow, key)
             flow.sync = flow.sync or _sync(fields)
             flow.flow_id = fields["flow_id"]
