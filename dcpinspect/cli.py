@@ -215,11 +215,36 @@ def rdb_command(
     max_value: Optional[int] = MAX_VALUE_OPTION,
     max_diagram: Optional[int] = typer.Option(None, "--max-diagram", min=1, metavar="BYTES",
                                               help=f"Bytes of a key's record the diagram draws (default {DIAGRAM_SHOWN.default})."),
+    match: Optional[str] = typer.Option(None, "--match", metavar="GLOB",
+                                        help="Keys matching this pattern, as SCAN MATCH takes it (* ? [a-z] [^a] \\x)."),
+    regex: Optional[str] = typer.Option(None, "--regex", metavar="RE",
+                                        help="Keys in which this regular expression (Python's) is found."),
+    key_type: list[str] = typer.Option([], "--type", metavar="TYPE",
+                                       help="Keys of this type (string, list, set, zset, hash, stream, module, ...)."),
+    db: list[int] = typer.Option([], "--db", min=0, help="Keys of this db."),
+    min_size: Optional[int] = typer.Option(None, "--min-size", min=0, metavar="BYTES",
+                                           help="Keys whose serialised value has at least this many bytes."),
+    max_size: Optional[int] = typer.Option(None, "--max-size", min=0, metavar="BYTES",
+                                           help="Keys whose serialised value has at most this many bytes."),
+    min_elements: Optional[int] = typer.Option(None, "--min-elements", min=0, metavar="N",
+                                               help="Keys of at least this many elements."),
+    max_elements: Optional[int] = typer.Option(None, "--max-elements", min=0, metavar="N",
+                                               help="Keys of at most this many elements."),
+    expiring: bool = typer.Option(False, "--expiring", help="Keys with an expiry still ahead (at --at)."),
+    persistent: bool = typer.Option(False, "--persistent", help="Keys without an expiry."),
+    expired: bool = typer.Option(False, "--expired", help="Keys whose expiry is past (at --at)."),
+    at: Optional[str] = typer.Option(None, "--at", metavar="TIME",
+                                     help="When expiries are judged: Unix seconds or ISO 8601 (default: the "
+                                          "snapshot's ctime, else now)."),
 ) -> None:
     """Decode RDB snapshots: keys with type, encoding, size and expiry; checksum and damage as findings."""
     from .engines.snapshots import snapshot_files
 
-    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value))
+    select = {"match": match, "regex": regex, "type": tuple(key_type), "db": tuple(db), "min_size": min_size,
+              "max_size": max_size, "min_elements": min_elements, "max_elements": max_elements,
+              "expiring": expiring, "persistent": persistent, "expired": expired, "at": at}
+    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value,
+                                select))
 
 
 @app.command("analyze")
