@@ -8,6 +8,7 @@ Redis splits them, and what a server must never send reported."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -188,3 +189,40 @@ def test_on_a_port_found_by_sniffing_the_replies_held_meanwhile_are_decoded_in_o
         ("s2c", "reply", "GET"), ("s2c", "reply", "GET")]
     assert [i.number for i in items] == sorted(i.number for i in items)
     assert all(i.msg.latency_ms > 0 for i in items if i.direction == "s2c")
+
+
+NDPI = Path(__file__).parent / "data" / "corpora" / "resp-ndpi" / "resp.pcap"
+
+
+def _from_record(tmp_path, first: int) -> Path:
+    """The nDPI capture as if tcpdump had started at its record ``first`` (0-based)."""
+    records = list(read_records(NDPI))
+    path = tmp_path / f"from-{first}.pcap"
+    synth.write_pcap(path, [(r.ts, r.data) for r in records[first:]])
+    return path
+
+
+@pytest.mark.parametrize("first", [0, 3], ids=["whole", "after-the-handshake"])
+def test_a_public_redis_cli_capture_is_decoded_whole(tmp_path, first):
+    items = decoded(NDPI if first == 0 else _from_record(tmp_path, first))
+    shown = [(i.number + first, i.direction, i.msg.role, i.msg.answers) for i in items]
+    assert shown == [(4, "c2s", "command", None), (24, "s2c", "reply", "COMMAND"), (26, "c2s", "command", None),
+                     (27, "s2c", "reply", "PING"), (31, "c2s", "command", None), (32, "s2c", "reply", "SET"),
+                     (34, "c2s", "command", None), (35, "s2c", "reply", "GET")]
+    command_reply = items[1].msg
+    assert command_reply.size == 90181 and command_reply.title().startswith("RESP reply array of ")
+    assert [i.msg.reply_to + first for i in items[1::2]] == [4, 26, 31, 34]
+    assert items[4].msg.command == [b"set", b"test", b"Hello world!"]
+    assert not [f for i in items for f in i.msg.findings]
+
+
+def test_a_public_capture_entered_inside_a_big_nested_reply_pairs_what_follows(tmp_path):
+    # the capture starts at record 11, inside COMMAND's 90 KB reply: what is left of it
+    # answers a command the capture did not show; the commands after it are answered
+    items = decoded(_from_record(tmp_path, 11))
+    before = [i for i in items if i.number < 26 - 11]
+    after = [(i.direction, i.msg.role, i.msg.answers) for i in items if i.number >= 26 - 11]
+    assert before and all(i.direction == "s2c" and i.msg.reply_to is None for i in before)
+    assert after == [("c2s", "command", None), ("s2c", "reply", "PING"), ("c2s", "command", None),
+                     ("s2c", "reply", "SET"), ("c2s", "command", None), ("s2c", "reply", "GET")]
+    assert not [f for i in items for f in i.msg.findings]
