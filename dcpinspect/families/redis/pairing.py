@@ -26,8 +26,10 @@ from __future__ import annotations
 import re
 from collections import deque
 
+from ...limits import RESP_WAITING
+
 #: commands remembered unanswered at most (a client that pipelines more is followed from there)
-MAX_PENDING = 100_000
+MAX_PENDING = RESP_WAITING.default
 SUBSCRIBES = frozenset({b"SUBSCRIBE", b"PSUBSCRIBE", b"SSUBSCRIBE"})
 UNSUBSCRIBES = frozenset({b"UNSUBSCRIBE", b"PUNSUBSCRIBE", b"SUNSUBSCRIBE"})
 CONFIRMS = frozenset(w.lower() for w in SUBSCRIBES | UNSUBSCRIBES)
