@@ -190,11 +190,9 @@ class RespFramer(Framer):
             self.skip_size += len(buf)
             self.base += len(buf)
             self._skipped(out, "no journal record found")
-        elif self.state == LOST and buf and self.edge and resync.probe(buf, 0, len(buf)) == resync.NEED:
-            self._skipped(out, "resynchronising: no RESP frame start")  # a frame's start, cut by the end
-            out.append(RespFrame(self.base, bytes(buf), True, kind="value", value=None,
-                                 reason="the stream ends inside the frame"))
-            self.base += len(buf)
+        elif self.state == LOST and buf and self._resync(out, True):
+            out += self.close()  # the frames from the place taken, and how the stream ends
+            return out
         elif self.state == LOST:
             self.skip_size += len(buf)
             self.base += len(buf)
@@ -284,10 +282,11 @@ class RespFramer(Framer):
             elif not self._journal_resync(out):
                 return
 
-    def _resync(self, out: list) -> bool:
-        """Look for the earliest place a reply or command starts that reads whole (resync.py)."""
+    def _resync(self, out: list, final: bool = False) -> bool:
+        """Look for the earliest place a reply or command starts that reads whole (resync.py;
+        ``final``: no more bytes will come)."""
         buf = self.buf
-        at, drop = resync.start(buf, self.edge)
+        at, drop = resync.start(buf, self.edge, final)
         if drop:
             self.edge = buf[drop - 1] == 10
             self.skip_size += drop

@@ -2,10 +2,11 @@
 RESP's grammar read without keeping anything, to judge candidate frame starts.
 
 A candidate is the direction's first byte after the capture's start or lost bytes (a TCP
-segment's first byte, the usual start of a reply or command) and every byte after a
-newline, when it is a RESP type byte. It is taken when the value from there parses whole
-and the bytes after it go on parsing as whole values (:data:`RUN` of them, or up to the
-bytes held, the last one possibly cut); the earliest such candidate wins, so that a
+segment's first byte, the usual start of a reply or command), every byte after a newline,
+when it is a RESP type byte, and a command array's head anywhere. It is taken when the
+value from there parses whole and the bytes after it go on parsing as whole values
+(:data:`RUN` of them, or up to the direction's end; the first byte after the capture's start
+or lost bytes needs only its own value whole); the earliest such candidate wins, so that a
 resynchronisation lands on the outermost start of a nested reply (``*2 *2 $15 ...``), not
 inside it. A candidate whose first value needs more than :data:`LOOK` bytes to judge is
 taken as it stands (the framer's caps bound it from there). Each candidate is read at
@@ -26,8 +27,9 @@ MAX_LINE = 64 * 1024
 MAX_DEPTH = 64
 #: Redis's own bound on an aggregate's count (INT_MAX) and a bulk's length (LLONG_MAX)
 MAX_COUNT = (1 << 31) - 1
-#: values after a candidate's first that must parse too, and how far past it one is read
-RUN = 4
+#: values after a candidate's first that must parse too (none for the first byte after the
+#: capture's start or lost bytes: a segment's start), and how far past it one is read
+RUN = 1
 LOOK = 256 * 1024
 #: a command array's head, a candidate wherever it is
 COMMAND = re.compile(rb"\*[1-9][0-9]{0,6}\r\n\$[0-9]{1,9}\r\n")
@@ -107,15 +109,16 @@ def probe(buf: bytearray, pos: int, stop: int) -> int:
     return pos
 
 
-def start(buf: bytearray, edge: bool) -> tuple[int | None, int]:
+def start(buf: bytearray, edge: bool, final: bool = False) -> tuple[int | None, int]:
     """The earliest candidate taken in ``buf`` (``edge``: its first byte is one), or None;
     and how many bytes at the front can go (no candidate is left in them, or one waits
-    for more bytes at that place)."""
+    for more bytes at that place). ``final``: no more bytes will come (a candidate that
+    reads whole up to the end is taken)."""
     n = len(buf)
     at = 0 if edge else _next(buf, 0, 0)
     while at < n:
         if buf[at] in TYPES:
-            verdict = _judge(buf, at)
+            verdict = _judge(buf, at, final, 0 if edge and at == 0 else RUN)
             if verdict is not None:
                 return (at, at) if verdict else (None, at)
         at = _next(buf, at, at + 1)
@@ -131,21 +134,20 @@ def _next(buf: bytearray, at: int, after: int) -> int:
     return line if m is None or m.start() >= line else m.start()
 
 
-def _judge(buf: bytearray, at: int) -> bool | None:
-    """True: take the candidate; False: wait for more bytes; None: it is no start."""
+def _judge(buf: bytearray, at: int, final: bool, run: int) -> bool | None:
+    """True: take the candidate; False: wait for more bytes; None: it is no start. The
+    verdict is the same however the bytes came: it waits until the first value and the
+    ``run`` after it are whole, or :data:`LOOK` bytes are held past the candidate."""
     stop = at + LOOK
-    end = probe(buf, at, stop)
-    if end == BAD:
-        return None
-    if end == NEED:
-        return len(buf) >= stop
-    for _ in range(RUN):
-        if end >= len(buf):
-            return True
-        nxt = probe(buf, end, end + LOOK)
+    end = at
+    for _ in range(run + 1):
+        if end >= len(buf) and end > at:
+            return True if final or end >= stop else False
+        nxt = probe(buf, end, stop)
         if nxt == BAD:
             return None
         if nxt == NEED:
-            return True
+            # at the end, a value cut short is taken after whole ones, or at a segment's start
+            return True if len(buf) >= stop or (final and (end > at or run == 0)) else False
         end = nxt
     return True
