@@ -1,7 +1,7 @@
 """atheris campaign for a Redis connection's decoding (fuzz/resp_harness.py, ``check_resp``), with
 fuzz/campaign.py's defaults; seeds: any RESP conversation.
 
-    python3 fuzz/rdb.py -atheris_runs=1000000 fuzz/corpus/resp
+    python3 fuzz/resp.py -atheris_runs=1000000 fuzz/corpus/resp
 """
 
 import sys
