@@ -112,3 +112,75 @@ def test_every_command_and_reply_of_real_clients_joined_midway(tmp_path):
         assert 0 < entry["latency_ms"]["p50"] <= entry["latency_ms"]["p99"] <= entry["latency_ms"]["max"]
     slowest = report["redis"]["slowest"]
     assert slowest and slowest[0]["latency_ms"] == max(e["latency_ms"]["max"] for e in latency.values())
+
+
+def _reply(sock: socket.socket) -> bytes:
+    buf = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return buf
+        buf += chunk
+        if buf.startswith((b"-", b":", b"+")) and buf.endswith(b"\r\n"):
+            return buf
+        if buf.startswith(b"*") and buf.endswith(b"\r\n"):
+            try:
+                _parse_array(buf)
+                return buf
+            except (ValueError, IndexError):
+                continue
+
+
+def _parse_array(buf: bytes) -> list[bytes]:
+    lines = buf.split(b"\r\n")
+    n, out, i = int(lines[0][1:]), [], 1
+    for _ in range(n):
+        size = int(lines[i][1:])
+        data = b"\r\n".join(lines[i + 1:])[:size]
+        if len(data) < size:
+            raise ValueError
+        out.append(data)
+        i += 1 + data.count(b"\r\n") + 1
+    return out
+
+
+def test_inline_commands_split_as_the_real_server_splits_them(tmp_path):
+    """redis-server is the judge: each inline RPUSH's words, read back with LRANGE, are the
+    ones split_args gives; where it answers unbalanced quotes, split_args gives None."""
+    import random
+
+    from dcpinspect.families.redis.inline import split_args
+
+    require("redis-server")
+    rng = random.Random(22)
+    alphabet = [" ", "  ", "\t", "a", "b", "\"", "'", "\\", "\\x41", "\\x4", "\\n", "\\t", "\\'", "\\\"", "x", "\\q",
+                "\v", "é"]
+    lines = [b'RPUSH l "my value" plain', b"RPUSH l 'it\\'s'", b'RPUSH l "\\x41\\x4a\\n"', b'RPUSH l "a"b',
+             b'RPUSH l "open']
+    lines += ["RPUSH l " + "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+              for _ in range(150)]
+    with Redis(tmp_path) as redis:
+        sock = socket.create_connection((LOOPBACK, redis.port), timeout=5)
+        checked = unbalanced = 0
+        for line in lines:
+            raw = line if isinstance(line, bytes) else line.encode()
+            words = split_args(raw)
+            sock.sendall(b"DEL l\r\n")
+            assert _reply(sock).startswith(b":")
+            sock.sendall(raw + b"\r\n")
+            answer = _reply(sock)
+            if answer.startswith(b"-ERR Protocol error: unbalanced quotes"):
+                assert words is None, raw
+                unbalanced += 1
+                sock.close()
+                sock = socket.create_connection((LOOPBACK, redis.port), timeout=5)
+                continue
+            assert words is not None, (raw, answer)
+            if answer.startswith(b"-"):  # RPUSH with no value: the arity error
+                assert len(words) <= 2, (raw, answer)
+                continue
+            sock.sendall(b"LRANGE l 0 -1\r\n")
+            assert _parse_array(_reply(sock)) == words[2:], raw
+            checked += 1
+        sock.close()
+    assert checked > 50 and unbalanced > 5

@@ -41,31 +41,19 @@ def split_args(line: bytes) -> list[bytes] | None:
         quote = 0
         while True:
             c = line[p] if p < n else 0
-            if quote == DQ:
-                if c == BACKSLASH and p + 3 < n and line[p + 1] == ord("x") and line[p + 2] in HEX \
-                        and line[p + 3] in HEX:
+            if quote:
+                if quote == DQ and c == BACKSLASH and p + 3 < n and line[p + 1] == ord("x") \
+                        and line[p + 2] in HEX and line[p + 3] in HEX:
                     word.append(int(line[p + 2:p + 4], 16))
                     p += 3
-                elif c == BACKSLASH and p + 1 < n:
-                    p += 1
+                elif c == BACKSLASH and p + 1 < n and (quote == DQ or line[p + 1] == SQ):
+                    p += 1  # any escape in double quotes; only \' in single ones
                     word.append(ESCAPES.get(line[p], line[p]))
-                elif c == DQ:
+                elif c == quote:  # a closing quote ends the word: a blank or the end must follow
                     if p + 1 < n and line[p + 1] not in BLANKS:
                         return None
                     break
-                elif p >= n:
-                    return None
-                else:
-                    word.append(c)
-            elif quote == SQ:
-                if c == BACKSLASH and p + 1 < n and line[p + 1] == SQ:
-                    p += 1
-                    word.append(SQ)
-                elif c == SQ:
-                    if p + 1 < n and line[p + 1] not in BLANKS:
-                        return None
-                    break
-                elif p >= n:
+                elif p >= n:  # unterminated
                     return None
                 else:
                     word.append(c)
