@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import servers
+from corpus import corpus
 from dcpinspect.engines.files import decode_records
 from dcpinspect.families.redis.frames import RespRecord
 from dcpinspect.sessions.captured import Captured
@@ -191,7 +192,7 @@ def test_on_a_port_found_by_sniffing_the_replies_held_meanwhile_are_decoded_in_o
     assert all(i.msg.latency_ms > 0 for i in items if i.direction == "s2c")
 
 
-NDPI = Path(__file__).parent / "data" / "corpora" / "resp-ndpi" / "resp.pcap"
+NDPI = corpus("resp-ndpi") / "resp.pcap"
 
 
 def _from_record(tmp_path, first: int) -> Path:

@@ -198,20 +198,19 @@ class Timeline:
         self._bump(self.items, i, 0)
 
     def add_item(self, ts: float, vbucket: int) -> None:
-        i = self._index(ts)
-        self._bump(self.items, i, 1)
-        bins = self.vbuckets.get(vbucket)
-        if bins is None:
-            bins = self.vbuckets[vbucket] = []
-        self._bump(bins, i, 1)
+        self._count(self.vbuckets, vbucket, ts, 1)
 
     def add_op(self, ts: float, name: str) -> None:
         """An operation called ``name`` at ``ts`` (counted apart from the items)."""
+        self._count(self.ops, name, ts, 0)
+
+    def _count(self, table: dict, key: Any, ts: float, items: int) -> None:
+        """One more in ``key``'s bins of ``table`` at ``ts``, and ``items`` more items."""
         i = self._index(ts)
-        self._bump(self.items, i, 0)
-        bins = self.ops.get(name)
+        self._bump(self.items, i, items)
+        bins = table.get(key)
         if bins is None:
-            bins = self.ops[name] = []
+            bins = table[key] = []
         self._bump(bins, i, 1)
 
     def merge(self, other: "Timeline") -> None:

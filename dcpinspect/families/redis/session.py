@@ -32,6 +32,7 @@ from ...rules.registry import REDIS_RULES
 from . import dragonfly, pairing, report
 from .frames import JournalRecord, PayloadRecord, RespRecord, text
 from .rdb import RdbParser
+from .records import KeyRecord
 from .resp import RespFrame
 
 #: command boundaries remembered for checking ACKs (an ACK lags the stream by about a second)
@@ -65,6 +66,9 @@ class Replication:
         self.dragonfly: dragonfly.Control | dragonfly.Flow | None = None
         self.pairing = pairing.Pairing()
         self.link = False  # a replication link: the replica ACKs (what the master sends unasked are commands)
+        #: the payload's keys are read with their values, and digested (Options.data)
+        self.data = bool(getattr(options, "data", False))
+        self.digester = None
 
     # -- the Session interface -------------------------------------------------------------
 
@@ -229,8 +233,14 @@ class Replication:
             rec = PayloadRecord(raw.offset, len(raw.data), head)
             rec.repl_offset = self.resync
             self.master = self.master or direction
-            self.parser = RdbParser(keep=False)
+            self.parser = RdbParser(keep=self.data)
             self.summary = report.Summary("replication payload")
+            self.digester = None
+            if self.data:
+                from .digest import Digester
+
+                self.digester = Digester()
+                self.summary.digest = self.digester.snapshot
             self.cut = False
             return rec
         rec = PayloadRecord(raw.offset, len(raw.data), truncated=raw.truncated)
@@ -255,8 +265,14 @@ class Replication:
             if not self.cut:
                 got += parser.close()
             self.parser = None
+        digester = self.digester
         for r in got:
             summary.add(r)
+            if digester is not None:
+                if isinstance(r, KeyRecord):
+                    r.extra["digest"] = digester.key(r)
+                else:
+                    digester.see(r)
         rec.add(got)
         if last:
             rec.summary = report.payload_json(summary, got, self.cut)
