@@ -15,6 +15,7 @@ from ..sources.live import LiveError, check_interface, sniff_records
 from .files import keyed_items
 from .filters import frame_filter
 from .inputs import Unusable
+from .options import CaptureOptions
 from .show import show_capture
 
 #: records waiting for the decoder before the sniffing thread waits for it
@@ -49,7 +50,7 @@ class Sniffer:
 
 
 def live_capture(iface: str, bpf: str | None, count: int, duration: float | None, fmt: str, criteria: dict,
-                 ports: set[int], collections: bool | None, strict: bool, shown: Shown) -> bool:
+                 capture: CaptureOptions, collections: bool | None, strict: bool, shown: Shown) -> bool:
     """Decode and print the frames that meet ``criteria`` (the record filters by name, as
     :func:`~.filters.frame_filter` takes them; all frames when none) as they arrive, until
     the capture stops or Ctrl-C, then the connections' summary on stderr (unless the
@@ -63,7 +64,7 @@ def live_capture(iface: str, bpf: str | None, count: int, duration: float | None
     summary = CaptureSummary()
     failed = False
     try:
-        keyed = keyed_items(iter(sniffer), ports=ports, collections=collections)
+        keyed = keyed_items(iter(sniffer), collections=collections, **capture.decoder())
         failed = show_capture(keyed, fmt, keep, None, strict, progress=summary.add, shown=shown)
     except KeyboardInterrupt:
         pass
