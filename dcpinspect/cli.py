@@ -173,13 +173,15 @@ def live_command(
     strict: bool = typer.Option(False, "--strict"),
     full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
     max_value: Optional[int] = MAX_VALUE_OPTION,
+    write: Optional[Path] = typer.Option(None, "--write", "-w", metavar="FILE",
+                                         help="Also keep every packet sniffed in this pcapng file."),
 ) -> None:
     """Sniff an interface and decode frames as they arrive; a summary at the end or on Ctrl-C."""
     from .engines.live import live_capture
 
     _run(lambda: live_capture(iface, bpf, count, duration, fmt.value,
                               dict(opcode=opcode, vbucket=vbucket, command=command), _capture(port, decode_as, no_heuristic),
-                              _collections(collections), strict, _shown(full, max_value)))
+                              _collections(collections), strict, _shown(full, max_value), write))
 
 
 class FailOn(str, Enum):
