@@ -244,3 +244,20 @@ def test_live_write_keeps_what_it_sniffed_as_pcapng(memcached, live, tmp_path):
     assert shark.returncode == 0, shark.stderr
     rows = [line.split("\t") for line in shark.stdout.splitlines()]
     assert len(rows) == packets and {int(r[1]) for r in rows} >= {port}
+
+
+@pytest.mark.live
+@pytest.mark.server
+@pytest.mark.parametrize("options, decoded", [(("--no-heuristic",), False),
+                                              (("--no-heuristic", "--decode-as", "{port}=mcbp"), True)])
+def test_live_takes_the_capture_options(memcached, live, options, decoded):
+    """memcached's port here is one no family claims: ``--no-heuristic`` leaves it undecoded,
+    ``--decode-as PORT=mcbp`` decodes it, as decode, validate and stats do."""
+    port = memcached.port
+    lv = live("-i", "lo", "--filter", f"tcp port {port}", "--duration", "3", "--format", "jsonl",
+              *(o.format(port=port) for o in options))
+    client = paced_session(port)
+    lv.wait(20)
+    assert lv.proc.returncode == 0, lv.err.read_text()
+    frames = servers.frames_of(lv.records())
+    assert len(frames) == (len(client.sent) + len(client.received) if decoded else 0)
