@@ -146,6 +146,8 @@ def decode_command(
                              help="Worker processes for jsonl and summary (0: one per CPU on files over 16 MiB)."),
     full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
     max_value: Optional[int] = MAX_VALUE_OPTION,
+    values: bool = typer.Option(False, "--values", help="jsonl: the keys of snapshots sent over connections (a "
+                                                        "full sync's RDB payload) with their values and digests."),
 ) -> None:
     """Decode MCBP/DCP frames from capture files (or hex dumps), in capture order."""
     from .engines.decode import decode_files
@@ -153,7 +155,7 @@ def decode_command(
 
     capture = _capture(port, decode_as, no_heuristic)
     _run(lambda: decode_files(files, fmt.value, frame_filter(dict(opcode=opcode, vbucket=vbucket, command=command), flow), limit, strict, jobs,
-                              _shown(full, max_value), capture, _collections(collections)))
+                              _shown(full, max_value), capture, _collections(collections), values))
 
 
 @app.command("live")
@@ -233,10 +235,19 @@ def stats_command(
                              _collections(collections)))
 
 
+class SnapshotFormat(str, Enum):
+    table = "table"
+    jsonl = "jsonl"
+    summary = "summary"
+    resp = "resp"
+
+
 @app.command("rdb")
 def rdb_command(
     files: list[Path] = typer.Argument(..., help="RDB files (Redis, Valkey, Dragonfly; gzip allowed)."),
-    fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary."),
+    fmt: SnapshotFormat = typer.Option(SnapshotFormat.table, "--format", "-f",
+                                       help="table, jsonl, summary, or resp (the data as commands for "
+                                            "redis-cli --pipe)."),
     key: Optional[str] = typer.Option(None, "--key", help="Show this key's fields and bytes."),
     offset: Optional[int] = typer.Option(None, "--offset", min=0, help="Show the key whose bytes cover this offset."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 on findings of this severity or worse."),
@@ -244,11 +255,40 @@ def rdb_command(
     max_value: Optional[int] = MAX_VALUE_OPTION,
     max_diagram: Optional[int] = typer.Option(None, "--max-diagram", min=1, metavar="BYTES",
                                               help=f"Bytes of a key's record the diagram draws (default {DIAGRAM_SHOWN.default})."),
+    match: Optional[str] = typer.Option(None, "--match", metavar="GLOB",
+                                        help="Keys matching this pattern, as SCAN MATCH takes it (* ? [a-z] [^a] \\x)."),
+    regex: Optional[str] = typer.Option(None, "--regex", metavar="RE",
+                                        help="Keys in which this regular expression (Python's) is found."),
+    key_type: list[str] = typer.Option([], "--type", metavar="TYPE",
+                                       help="Keys of this type (string, list, set, zset, hash, stream, module, ...)."),
+    db: list[int] = typer.Option([], "--db", min=0, help="Keys of this db."),
+    min_size: Optional[int] = typer.Option(None, "--min-size", min=0, metavar="BYTES",
+                                           help="Keys whose serialised value has at least this many bytes."),
+    max_size: Optional[int] = typer.Option(None, "--max-size", min=0, metavar="BYTES",
+                                           help="Keys whose serialised value has at most this many bytes."),
+    min_elements: Optional[int] = typer.Option(None, "--min-elements", min=0, metavar="N",
+                                               help="Keys of at least this many elements."),
+    max_elements: Optional[int] = typer.Option(None, "--max-elements", min=0, metavar="N",
+                                               help="Keys of at most this many elements."),
+    expiring: bool = typer.Option(False, "--expiring", help="Keys with an expiry still ahead (at --at)."),
+    persistent: bool = typer.Option(False, "--persistent", help="Keys without an expiry."),
+    expired: bool = typer.Option(False, "--expired", help="Keys whose expiry is past (at --at)."),
+    values: bool = typer.Option(False, "--values", help="jsonl: each key's value and digest (DEBUG DIGEST-VALUE), "
+                                                        "and functions' code."),
+    digest: bool = typer.Option(False, "--digest", help="The snapshot's digest, as DEBUG DIGEST gives it, on the "
+                                                        "summary (reads every value)."),
+    at: Optional[str] = typer.Option(None, "--at", metavar="TIME",
+                                     help="When expiries are judged: Unix seconds or ISO 8601 (default: the "
+                                          "snapshot's ctime, else now)."),
 ) -> None:
     """Decode RDB snapshots: keys with type, encoding, size and expiry; checksum and damage as findings."""
     from .engines.snapshots import snapshot_files
 
-    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value))
+    select = {"match": match, "regex": regex, "type": tuple(key_type), "db": tuple(db), "min_size": min_size,
+              "max_size": max_size, "min_elements": min_elements, "max_elements": max_elements,
+              "expiring": expiring, "persistent": persistent, "expired": expired, "at": at}
+    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value,
+                                select, values, digest))
 
 
 @app.command("analyze")

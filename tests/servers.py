@@ -537,3 +537,68 @@ def peak_rss(*args: str, env: dict | None = None, timeout: float = 600) -> tuple
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(args, code, out.read(), err.read()), peak
+
+
+# --- redis-server as the judge of an RDB file ------------------------------------------
+
+
+@dataclass
+class RedisLoad:
+    """What ``redis-server`` did with an RDB file at start: whether it came up serving, its
+    DBSIZE of each db it reports (``INFO keyspace``), its log, and its exit status when
+    it refused the file; and what ``redis-check-rdb`` said of the same file."""
+
+    serving: bool
+    keyspace: dict[int, int]
+    log: str
+    returncode: int | None
+    check_code: int
+    check_out: str
+    asked: object = None
+
+    @property
+    def keys(self) -> int:
+        return sum(self.keyspace.values())
+
+
+def redis_load(rdb: Path, workdir: Path, *config: str, ask: Callable[[int], object] | None = None,
+               timeout: float = 20) -> RedisLoad:
+    """Start ``redis-server --dir WORKDIR --dbfilename f.rdb`` on a copy of ``rdb`` (on a free
+    loopback port, nothing saved back), wait until it serves or exits, read its keyspace
+    (and what ``ask(port)`` returns), stop it; then run ``redis-check-rdb`` on the same copy."""
+    found = require("redis-server", "redis-check-rdb")
+    workdir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(rdb, workdir / "f.rdb")
+    log_path = workdir / "redis.log"
+    port = free_port()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([found["redis-server"], "--port", str(port), "--bind", LOOPBACK, "--save", "",
+                                 "--appendonly", "no", "--dir", str(workdir), "--dbfilename", "f.rdb",
+                                 "--daemonize", "no", *config],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    keyspace: dict[int, int] = {}
+    serving, asked = False, None
+    try:
+        assert wait_until(lambda: proc.poll() is not None or b"Ready to accept" in log_path.read_bytes(), timeout), \
+            "redis-server neither served nor exited"
+        if proc.poll() is None:
+            with socket.create_connection((LOOPBACK, port), timeout=10) as s:
+                s.sendall(b"INFO keyspace\r\n")
+                reply = b""
+                while not reply.startswith(b"$") or reply.count(b"\r\n") < 2 or \
+                        len(reply) < reply.index(b"\r\n") + 2 + int(reply[1:reply.index(b"\r\n")]) + 2:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    reply += chunk
+            serving = reply.startswith(b"$")
+            for db, keys in re.findall(rb"^db(\d+):keys=(\d+),", reply, re.M):
+                keyspace[int(db)] = int(keys)
+            if serving and ask is not None:
+                asked = ask(port)
+    finally:
+        code = _stop(proc) if proc.poll() is None else proc.returncode
+    check = subprocess.run([found["redis-check-rdb"], str(workdir / "f.rdb")], capture_output=True, text=True,
+                           timeout=60)
+    return RedisLoad(serving, keyspace, log_path.read_text(errors="replace"), None if serving else code,
+                     check.returncode, check.stdout + check.stderr, asked)

@@ -45,14 +45,16 @@ def decode_hex_dump(path: Path | None, fmt: str, collections: bool | None, shown
 
 
 def decode_files(files: list[Path], fmt: str, keep, limit: int | None, strict: bool, jobs: int, shown: Shown,
-                 capture: CaptureOptions, collections: bool | None) -> bool:
+                 capture: CaptureOptions, collections: bool | None, values: bool = False) -> bool:
     """Every input in turn (a file, ``-``, a pipe), in ``fmt`` (table, jsonl or summary): a
     capture over ``jobs`` worker processes when that pays, a hex dump as one connection
-    named by the file."""
+    named by the file; ``values``: records carry the data they move whole (:attr:`Options.data`)."""
     headers_only = fmt == "summary" and not strict  # summary counts headers (judged only for --strict)
     detail = HEADERS if headers_only else VALUES if fmt != "table" else FIELDS  # jsonl needs no field rows
     kw = dict(collections=collections, detail=detail, **capture.decoder(),
-              lane=fmt == "jsonl" and keep.empty and limit is None and not pure(), follow=not pure())
+              lane=fmt == "jsonl" and keep.empty and limit is None and not pure() and not values, follow=not pure())
+    if values:
+        kw["data"] = True
     failed = False
     for path in files:
         with opened(path) as inp:

@@ -17,22 +17,27 @@ HEAD = 16
 
 
 def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
-                   shown: Shown | None = None, fail_on: str = "error") -> bool:
+                   shown: Shown | None = None, fail_on: str = "error", select: dict | None = None,
+                   values: bool = False, digest: bool = False) -> bool:
     """Print each file (or set of files read as one snapshot) as its family prints its
     snapshots (``fmt``: "table", "jsonl" or "summary"; or the keys named by ``key`` /
-    covering ``offset``); returns whether a finding of ``fail_on``'s severity or worse was
-    made. A file no family can read is :class:`Unusable`. A file given alone (``-``, a
+    covering ``offset``), of its keys those ``select`` (the key selection's options by
+    name, which the family reads) chooses, with each key's value (``values``) and digests
+    (``digest``) where asked; returns whether a finding of ``fail_on``'s severity or worse
+    was made. A file no family can read is :class:`Unusable`. A file given alone (``-``, a
     pipe, a FIFO too) is opened once: its family is told from the first bytes of that one
     handle (inflated when gzip), which the family then reads from the start."""
     shown = shown or Shown()
+    select = {k: v for k, v in (select or {}).items() if v not in (None, (), [], False)}
     worst = -1
     for item in _gathered(files):
+        extra = {k: v for k, v in (("select", select), ("values", values), ("digest", digest)) if v}
         try:
             if isinstance(item, tuple):
-                worst = max(worst, _family_of(_head_of(item[0])).snapshots(item, fmt, key, offset, shown))
+                worst = max(worst, _family_of(_head_of(item[0])).snapshots(item, fmt, key, offset, shown, **extra))
                 continue
             with Contents(opened(item)) as contents:
-                worst = max(worst, _family_of(_peek(contents)).snapshots(contents, fmt, key, offset, shown))
+                worst = max(worst, _family_of(_peek(contents)).snapshots(contents, fmt, key, offset, shown, **extra))
         except InputError as exc:
             raise Unusable(str(exc)) from None
     return worst >= LEVELS[fail_on]

@@ -16,6 +16,7 @@ class Rule:
     ref: str
     summary: str
     scope: str = "frame"  # "frame", "stream", "tap" or "rdb"
+    server: str = ""  # what the real server does with such input, where one was asked
 
     def finding(self, message: str, offset: int | None = None, severity: str | None = None, **context) -> Finding:
         return Finding(self.id, self.cls, severity or self.severity, message, offset, self.ref, **context)
@@ -121,18 +122,36 @@ TAP_RULES = _rules(
     ("tap-item-flags-byte-order", "ANNOTATION", "info", "tap.md §4", "Mutation item flags without TAP_FLAG_NETWORK_BYTE_ORDER, shown in both byte orders.", "tap"),
 )
 
+#: Each RDB rule's severity is what redis-server (7.0.15, with sanitize-dump-payload no, its
+#: default, and yes, the deep checks redis-check-rdb makes) does with a file that triggers it:
+#: an error where it refuses the file, a warning where it loads it (tests/test_rdb_server.py).
 RDB_RULES = _rules(
-    ("rdb-magic", "EINVAL", "error", "rdb.md §1", "The input does not start with REDIS and 4 digits, or VALKEY and 3: it is no RDB.", "rdb"),
-    ("rdb-version", "NOT_SUPPORTED", "error", "rdb.md §2", "The RDB version is newer than any known (Redis 15, Valkey 80): no server of those loads it; it is decoded with the newest numbering.", "rdb"),
-    ("rdb-checksum", "CHECKSUM", "error", "rdb.md §7", "The CRC-64 after the EOF opcode is not the CRC of the bytes before it (a stored 0 means not computed, and is no finding).", "rdb"),
-    ("rdb-truncated", "TRUNCATED", "error", "rdb.md §1", "The input ends before the EOF opcode and its checksum; every key before the cut is reported.", "rdb"),
-    ("rdb-unknown-type", "EINVAL", "error", "rdb.md §4, §5, §11", "A byte where a value type or opcode is expected is none the file's vendor and version define, or one whose layout is not known: decoding stops there.", "rdb"),
-    ("rdb-corrupt", "EINVAL", "error", "rdb.md §3, §6", "An encoding inside a record does not hold (a length, a string encoding, LZF data, a ziplist, listpack, intset, zipmap, stream, module or Dragonfly layout): decoding goes on after a damaged string whose extent is known, else stops.", "rdb"),
-    ("rdb-string-too-long", "LIMIT", "warning", "rdb.md §3.2", "A string claims more bytes than the decoder holds (DCPINSPECT_MAX_RDB_STRING, 512 MiB): its bytes are passed over unread.", "rdb"),
-    ("rdb-duplicate-key", "SNAPSHOT", "error", "rdb.md §1, §8.4", "A key is serialised twice in one database of one snapshot (every entry exactly once).", "rdb"),
-    ("rdb-expired-key", "SNAPSHOT", "warning", "rdb.md §3.3, §4.1", "A key's expiry lies before the snapshot's time (aux ctime): a loading master drops it.", "rdb"),
-    ("rdb-trailing-data", "EINVAL", "warning", "rdb.md §1, §7", "Bytes follow the EOF opcode and its checksum.", "rdb"),
-    ("rdb-keys-cap", "LIMIT", "info", "rdb.md §1", "The snapshot has more keys than are remembered for the duplicate-key rule (DCPINSPECT_MAX_RDB_KEYS, 2,000,000): the rest are not checked.", "rdb"),
+    ("rdb-magic", "EINVAL", "error", "rdb.md §1", "The input does not start with REDIS and 4 digits, or VALKEY and 3: it is no RDB.", "rdb",
+     "Refuses the file: \"Wrong signature trying to load DB from file\"."),
+    ("rdb-version", "NOT_SUPPORTED", "error", "rdb.md §2", "The RDB version is newer than any known (Redis 15, Valkey 80): no server of those loads it; it is decoded with the newest numbering.", "rdb",
+     "Refuses a version newer than its own: \"Can't handle RDB format version N\" (7.0 reads up to 10)."),
+    ("rdb-checksum", "CHECKSUM", "error", "rdb.md §7", "The CRC-64 after the EOF opcode is not the CRC of the bytes before it (a stored 0 means not computed, and is no finding).", "rdb",
+     "Refuses the file: \"Wrong RDB checksum expected: (…) but got (…). Aborting now.\" (unless rdbchecksum is no); redis-check-rdb: \"RDB CRC error\"."),
+    ("rdb-truncated", "TRUNCATED", "error", "rdb.md §1", "The input ends before the EOF opcode and its checksum; every key before the cut is reported.", "rdb",
+     "Refuses the file: \"Short read or OOM loading DB. Unrecoverable error, aborting now.\""),
+    ("rdb-unknown-type", "EINVAL", "error", "rdb.md §4, §5, §11", "A byte where a value type or opcode is expected is none the file's vendor and version define, or one whose layout is not known: decoding stops there.", "rdb",
+     "Refuses the file: \"Unknown RDB encoding type N\"."),
+    ("rdb-corrupt", "EINVAL", "error", "rdb.md §3, §6", "An encoding inside a record does not hold (a length, a string encoding, LZF data, a ziplist, listpack, intset, zipmap, stream, module or Dragonfly layout): decoding goes on after a damaged string whose extent is known, else stops.", "rdb",
+     "Refuses the file (\"… integrity check failed\", \"Invalid LZF compressed string\", \"Stream length inconsistent with rax entries\"; an empty intset or zipmap fails the check too). A packed value whose header holds but whose entries do not is loaded under sanitize-dump-payload no and refused under yes and by redis-check-rdb."),
+    ("rdb-empty-key", "SNAPSHOT", "warning", "rdb.md §4, §6", "A list, set, sorted set or hash holds no element (an empty intset or zipmap is rdb-corrupt).", "rdb",
+     "Loads the file without the key: \"rdbLoadObject skipping empty key: K\", \"empty keys skipped: N\"; redis-check-rdb stops there with an error."),
+    ("rdb-stream-length", "SNAPSHOT", "warning", "rdb.md §6.4", "A stream's length field is not the number of live entries its nodes hold.", "rdb",
+     "Loads the stream as written: XLEN answers the length field, XRANGE the entries the nodes hold; no log line, and redis-check-rdb finds nothing. A length above 0 with no node at all is rdb-corrupt (refused)."),
+    ("rdb-string-too-long", "LIMIT", "warning", "rdb.md §3.2", "A string claims more bytes than the decoder holds (DCPINSPECT_MAX_RDB_STRING, 512 MiB): its bytes are passed over unread.", "rdb",
+     "Loads the string whole, however long (memory allowing)."),
+    ("rdb-duplicate-key", "SNAPSHOT", "error", "rdb.md §1, §8.4", "A key is serialised twice in one database of one snapshot (every entry exactly once).", "rdb",
+     "Stops: \"RDB has duplicated key 'K' in DB N\", then panics (\"Duplicated key found in RDB file\", SIGABRT); redis-check-rdb does not notice."),
+    ("rdb-expired-key", "SNAPSHOT", "warning", "rdb.md §3.3, §4.1", "A key's expiry lies before the snapshot's time (aux ctime): a loading master drops it.", "rdb",
+     "A master loads the file without the key (\"keys expired: N\"); a replica keeps it for its master to expire."),
+    ("rdb-trailing-data", "EINVAL", "warning", "rdb.md §1, §7", "Bytes follow the EOF opcode and its checksum.", "rdb",
+     "Loads the file; the bytes after the checksum are never read."),
+    ("rdb-keys-cap", "LIMIT", "info", "rdb.md §1", "The snapshot has more keys than are remembered for the duplicate-key rule (DCPINSPECT_MAX_RDB_KEYS, 2,000,000): the rest are not checked.", "rdb",
+     "Loads the file (the cap is this decoder's)."),
 )
 
 REDIS_RULES = _rules(
