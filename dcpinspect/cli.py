@@ -125,6 +125,8 @@ def decode_command(
                              help="Worker processes for jsonl and summary (0: one per CPU on files over 16 MiB)."),
     full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
     max_value: Optional[int] = MAX_VALUE_OPTION,
+    values: bool = typer.Option(False, "--values", help="jsonl: the keys of snapshots sent over connections (a "
+                                                        "full sync's RDB payload) with their values and digests."),
 ) -> None:
     """Decode MCBP/DCP frames from capture files (or hex dumps), in capture order."""
     from .engines.decode import decode_files, decode_ports
@@ -132,7 +134,7 @@ def decode_command(
 
     _run(lambda: decode_files(files, fmt.value, frame_filter(dict(opcode=opcode, vbucket=vbucket, command=command), flow), limit, strict, jobs,
                               _shown(full, max_value), decode_ports(port, decode_as), _collections(collections),
-                              not no_heuristic))
+                              not no_heuristic, values))
 
 
 @app.command("live")
@@ -202,10 +204,19 @@ def stats_command(
     _run(lambda: stats_files(files, fmt is StatsFormat.json, plot_path, chart, set(port), _collections(collections)))
 
 
+class SnapshotFormat(str, Enum):
+    table = "table"
+    jsonl = "jsonl"
+    summary = "summary"
+    resp = "resp"
+
+
 @app.command("rdb")
 def rdb_command(
     files: list[Path] = typer.Argument(..., help="RDB files (Redis, Valkey, Dragonfly; gzip allowed)."),
-    fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary."),
+    fmt: SnapshotFormat = typer.Option(SnapshotFormat.table, "--format", "-f",
+                                       help="table, jsonl, summary, or resp (the data as commands for "
+                                            "redis-cli --pipe)."),
     key: Optional[str] = typer.Option(None, "--key", help="Show this key's fields and bytes."),
     offset: Optional[int] = typer.Option(None, "--offset", min=0, help="Show the key whose bytes cover this offset."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 on findings of this severity or worse."),
@@ -231,6 +242,10 @@ def rdb_command(
     expiring: bool = typer.Option(False, "--expiring", help="Keys with an expiry still ahead (at --at)."),
     persistent: bool = typer.Option(False, "--persistent", help="Keys without an expiry."),
     expired: bool = typer.Option(False, "--expired", help="Keys whose expiry is past (at --at)."),
+    values: bool = typer.Option(False, "--values", help="jsonl: each key's value and digest (DEBUG DIGEST-VALUE), "
+                                                        "and functions' code."),
+    digest: bool = typer.Option(False, "--digest", help="The snapshot's digest, as DEBUG DIGEST gives it, on the "
+                                                        "summary (reads every value)."),
     at: Optional[str] = typer.Option(None, "--at", metavar="TIME",
                                      help="When expiries are judged: Unix seconds or ISO 8601 (default: the "
                                           "snapshot's ctime, else now)."),
@@ -242,7 +257,7 @@ def rdb_command(
               "max_size": max_size, "min_elements": min_elements, "max_elements": max_elements,
               "expiring": expiring, "persistent": persistent, "expired": expired, "at": at}
     _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value,
-                                select))
+                                select, values, digest))
 
 
 @app.command("analyze")

@@ -276,8 +276,8 @@ def test_the_command_table_jsonl_summary_and_exit_codes(tmp_path):
     assert res.returncode == 0
     rows = [json.loads(line) for line in res.stdout.decode().splitlines()]
     keys = [r for r in rows if r["kind"] == "key"]
-    assert [tuple(r) for r in keys][0] == ("kind", "protocol", "db", "key", "type", "encoding", "elements", "size",
-                                            "expire_ms", "offset", "length", "findings")
+    assert [tuple(r) for r in keys][0] == ("kind", "protocol", "db", "key", "type", "encoding", "elements",
+                                            "value_length", "size", "expire_ms", "offset", "length", "findings")
     assert [(r["db"], r["key"], r["type"], r["expire_ms"]) for r in keys] == [
         (0, "k\x1b[31m", "string", 1_800_000_000_000), (3, "s", "set", None)]
     assert rows[-1]["kind"] == "summary" and rows[-1]["dbs"] == {"0": {"string": 1}, "3": {"set": 1}}
@@ -294,7 +294,7 @@ def test_the_command_table_jsonl_summary_and_exit_codes(tmp_path):
     res, _ = peak_rss("rdb", "--key", "s", clean)
     assert res.returncode == 0 and "set (RDB type 2, SET)" in res.stdout.decode()
     res, _ = peak_rss("rdb", "--offset", "9", clean)
-    assert res.returncode == 0 and "no key at offset 9" in res.stdout.decode()  # 9 is the aux field
+    assert res.returncode == 2 and "no key at offset 9" in res.stderr.decode()  # 9 is the aux field
     first = 9 + len(CTIME)
     res, _ = peak_rss("rdb", "--offset", str(first + 12), clean)
     assert f"key at offset {first}" in res.stdout.decode() and "1800000000000 ms" in res.stdout.decode()

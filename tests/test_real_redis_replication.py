@@ -77,12 +77,13 @@ class Redis:
 def test_a_real_full_sync_and_live_writes(tmp_path, diskless):
     require("redis-server", "tcpdump", root=True)
     sync = ["--repl-diskless-sync", "yes" if diskless else "no", "--repl-diskless-sync-delay", "0"]
-    with Redis(tmp_path, *sync) as master:
+    with Redis(tmp_path, *sync, "--enable-debug-command", "yes") as master:
         mc = Client(master.port)
         before = {f"before:{i}": f"value-{i}" for i in range(50)}
         for k, v in before.items():
             mc.call("SET", k, v)
         mc.call("RPUSH", "list", "a", "b", "c")
+        digest = mc.call("DEBUG", "DIGEST").decode().lstrip("+")  # of the data the full sync sends
         path = tmp_path / "sync.pcap"
         dump = TcpDump(path, master.port).start()
         try:
@@ -120,5 +121,12 @@ def test_a_real_full_sync_and_live_writes(tmp_path, diskless):
     acks = [r["ack_offset"] for r in rows if r.get("ack_offset") is not None]
     assert acks and acks[-1] == offset
     assert not [f for r in rows for f in r.get("findings", [])]
+    # with --values: the payload's keys with their values, and the master's own digest
+    res = servers.dcpinspect("decode", "-f", "jsonl", "--values", str(path))
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    keys = {r["key"]: r for r in rows if r["kind"] == "key"}
+    assert {k: keys[k]["value"] for k in before} == before and keys["list"]["value"] == ["a", "b", "c"]
+    assert [r["digest"] for r in rows if r["kind"] == "summary"] == [digest]
     res = servers.dcpinspect("validate", str(path))
     assert res.returncode == 0 and " 0 errors" in res.stdout, res.stdout

@@ -61,13 +61,16 @@ def decode_ports(ports: list[int], decode_as: list[str]) -> dict[int, str]:
 
 
 def decode_files(files: list[Path], fmt: str, keep, limit: int | None, strict: bool, jobs: int, shown: Shown,
-                 ports: set[int], collections: bool | None, heuristic: bool) -> bool:
+                 ports: set[int], collections: bool | None, heuristic: bool, values: bool = False) -> bool:
     """Every file in turn, in ``fmt`` (table, jsonl or summary): a capture over ``jobs``
-    worker processes when that pays, a hex dump as one connection named by the file."""
+    worker processes when that pays, a hex dump as one connection named by the file;
+    ``values``: records carry the data they move whole (:attr:`Options.data`)."""
     headers_only = fmt == "summary" and not strict  # summary counts headers (judged only for --strict)
     detail = HEADERS if headers_only else VALUES if fmt != "table" else FIELDS  # jsonl needs no field rows
     kw = dict(ports=ports, collections=collections, heuristic=heuristic, detail=detail,
-              lane=fmt == "jsonl" and keep.empty and limit is None and not pure(), follow=not pure())
+              lane=fmt == "jsonl" and keep.empty and limit is None and not pure() and not values, follow=not pure())
+    if values:
+        kw["data"] = True
     failed = False
     for path in files:
         if kind_of(path) == TEXT:  # a hex dump: one connection, frames by position

@@ -17,18 +17,20 @@ HEAD = 16
 
 
 def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
-                   shown: Shown | None = None, fail_on: str = "error", select: dict | None = None) -> bool:
+                   shown: Shown | None = None, fail_on: str = "error", select: dict | None = None,
+                   values: bool = False, digest: bool = False) -> bool:
     """Print each file (or set of files read as one snapshot) as its family prints its
     snapshots (``fmt``: "table", "jsonl" or "summary"; or the keys named by ``key`` /
     covering ``offset``), of its keys those ``select`` (the key selection's options by
-    name, which the family reads) chooses; returns whether a finding of ``fail_on``'s
-    severity or worse was made. A file no family can read is :class:`Unusable`."""
+    name, which the family reads) chooses, with each key's value (``values``) and digests
+    (``digest``) where asked; returns whether a finding of ``fail_on``'s severity or worse
+    was made. A file no family can read is :class:`Unusable`."""
     shown = shown or Shown()
     select = {k: v for k, v in (select or {}).items() if v not in (None, (), [], False)}
     worst = -1
     for item in _gathered(files):
         family = _family_of(item[0] if isinstance(item, tuple) else item)
-        extra = {"select": select} if select else {}
+        extra = {k: v for k, v in (("select", select), ("values", values), ("digest", digest)) if v}
         try:
             worst = max(worst, family.snapshots(item, fmt, key, offset, shown, **extra))
         except InputError as exc:

@@ -15,6 +15,7 @@ from ...messages.keys import key_text
 from ...outputs.escape import safe
 from ...sessions.decoded import Decoded
 from . import report
+from .data import function_json, value_json
 from .journal import OP_NAMES, JournalEntry
 from .records import AuxRecord, KeyRecord, OpRecord
 from .types import DF_FULLSYNC_END, DF_JOURNAL_BLOB, DF_JOURNAL_OFFSET
@@ -163,11 +164,15 @@ class PayloadRecord(Decoded):
                          "findings": [f.to_json() for f in self.findings]})
         for rec in self.records:
             if isinstance(rec, KeyRecord):
-                rows.append(report.key_json(rec))
+                row = report.key_json(rec)
+                if "digest" in rec.extra:  # read with Options.data: its value whole
+                    row["digest"] = rec.extra["digest"]
+                    row["value"] = value_json(rec)
+                rows.append(row)
             elif isinstance(rec, AuxRecord):
                 rows.append(report.aux_json(rec))
             elif isinstance(rec, OpRecord):
-                rows.append(opcode_json(rec))
+                rows.append(function_json(rec) or opcode_json(rec))
             else:
                 rows.append({"kind": "finding", "protocol": "rdb", **rec.to_json()})
         if self.summary is not None:

@@ -75,9 +75,10 @@ class RdbParser:
         #: what is being decoded, for messages: text, or the parts of it (see ``what``)
         self._what: str | tuple = "the header"
         self._keys_cap = RDB_KEYS.value()
-        #: the C record lane (see _lane), when values are not kept: its table of layouts and
+        #: the C record lane (see _lane), when values are not kept or are kept of some keys
+        #: only (those it leaves to the readers): its table of layouts and
         #: the value types it names, for the (vendor, version) they were made for
-        self._lane_on = C is not None and (self._keep is False or select is not None)
+        self._lane_on = C is not None and (self._keep is False or select is not None or self._keep_test)
         self._lane_for: tuple | None = None
         self._lane_table: tuple | None = None
         self.nested = nested
@@ -377,7 +378,8 @@ class RdbParser:
             keep, keep_test, ctime = self._keep, self._keep_test, state.ctime_ms
 
             def want(key, op, expire):
-                return (not keep_test or keep(key)) and select.wanted(db, key, vtypes[op].type, expire, ctime)
+                return (not keep_test or keep(key)) and (select is None or
+                                                         select.wanted(db, key, vtypes[op].type, expire, ctime))
         q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms,
                           _MAKER, self.base, db, vtypes, want)
         state.keys += len(found)

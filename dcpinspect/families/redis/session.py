@@ -27,6 +27,7 @@ from ...rules.registry import REDIS_RULES
 from . import dragonfly, report
 from .frames import JournalRecord, PayloadRecord, RespRecord
 from .rdb import RdbParser
+from .records import KeyRecord
 from .resp import RespFrame
 
 #: command boundaries remembered for checking ACKs (an ACK lags the stream by about a second)
@@ -58,6 +59,9 @@ class Replication:
         self.acked: int | None = None
         self.correlator, self.flow = correlator, flow  # the capture's Dragonfly syncs, this connection
         self.dragonfly: dragonfly.Control | dragonfly.Flow | None = None
+        #: the payload's keys are read with their values, and digested (Options.data)
+        self.data = bool(getattr(options, "data", False))
+        self.digester = None
 
     # -- the Session interface -------------------------------------------------------------
 
@@ -179,8 +183,14 @@ class Replication:
             rec = PayloadRecord(raw.offset, len(raw.data), head)
             rec.repl_offset = self.resync
             self.master = self.master or direction
-            self.parser = RdbParser(keep=False)
+            self.parser = RdbParser(keep=self.data)
             self.summary = report.Summary("replication payload")
+            self.digester = None
+            if self.data:
+                from .digest import Digester
+
+                self.digester = Digester()
+                self.summary.digest = self.digester.snapshot
             self.cut = False
             return rec
         rec = PayloadRecord(raw.offset, len(raw.data), truncated=raw.truncated)
@@ -205,8 +215,14 @@ class Replication:
             if not self.cut:
                 got += parser.close()
             self.parser = None
+        digester = self.digester
         for r in got:
             summary.add(r)
+            if digester is not None:
+                if isinstance(r, KeyRecord):
+                    r.extra["digest"] = digester.key(r)
+                else:
+                    digester.see(r)
         rec.add(got)
         if last:
             rec.summary = report.payload_json(summary, got, self.cut)

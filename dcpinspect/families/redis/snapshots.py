@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import gzip
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...findings import LEVELS, Finding
+from ...messages.keys import key_text
 from ...outputs.console import make_console
 from ...outputs.escape import safe
 from ...outputs.jsonl import dumps_line
@@ -21,7 +24,7 @@ from ...sources.inputs import InputError, _problem, gzipped
 from . import report
 from .anatomy import anatomy
 from .rdb import RdbParser
-from .records import AuxRecord, Ending, KeyRecord
+from .records import AuxRecord, Ending, KeyRecord, OpRecord
 from .types import header
 
 #: bytes read from the file at a time
@@ -38,26 +41,52 @@ def is_snapshot(head: bytes) -> bool:
 
 
 def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None,
-         shown: Shown | None = None, select: dict | None = None) -> int:
-    """Decode one file and print it as ``fmt`` ("table", "jsonl" or "summary"), or the
+         shown: Shown | None = None, select: dict | None = None, values: bool = False,
+         digest: bool = False) -> int:
+    """Decode one file and print it as ``fmt`` ("table", "jsonl", "summary", or "resp": its
+    data as Redis commands, see :mod:`.export`), or the
     keys named by ``key`` / covering ``offset``; returns the worst severity found (its
-    rank in findings.LEVELS, -1 for none). A file that is no RDB at all is an InputError.
-    A tuple of paths is a Dragonfly ``.dfs`` set, read as one snapshot (see :mod:`.dfs`); a
-    shard file of one given alone is read as itself, with a note naming its set. ``select``:
-    the key selection's options by name (:meth:`.selection.KeySelection.from_options`; a
-    value it cannot take is an InputError)."""
+    rank in findings.LEVELS, -1 for none). A file that is no RDB at all is an InputError,
+    and so is a ``key`` it does not hold. A tuple of paths is a Dragonfly ``.dfs`` set,
+    read as one snapshot (see :mod:`.dfs`); a shard file of one given alone is read as
+    itself, with a note naming its set. ``select``: the key selection's options by name
+    (:meth:`.selection.KeySelection.from_options`; a value it cannot take is an
+    InputError); ``values``: jsonl key objects carry their values and digests (and
+    functions their code); ``digest``: the keys' and the snapshot's digests are computed
+    (``values`` implies it)."""
     from . import dfs
 
-    chosen = selection_of(select)
+    how = Reading(selection_of(select), values, digest or values)
     if isinstance(path, tuple):
-        return dfs.show_set(path, fmt, key, offset, shown, chosen)
+        return dfs.show_set(path, fmt, key, offset, shown, how)
     note = dfs.set_note(path)
     if note is not None:
         if fmt == "jsonl" and key is None and offset is None:
             sys.stderr.write(note + "\n")
         else:
             make_console().print(safe(note))
-    return _one(path, fmt, key, offset, shown or Shown(), chosen)
+    return _one(path, fmt, key, offset, shown or Shown(), how)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a snapshot is read: which keys (a :class:`~.selection.KeySelection`, or None
+    for all), whether jsonl carries values, whether digests are computed."""
+
+    select: Any = None
+    values: bool = False
+    digest: bool = False
+
+    def digester(self):
+        """A :class:`~.digest.Digester` when digests are asked for, else None."""
+        if not self.digest:
+            return None
+        from .digest import Digester
+
+        return Digester()
+
+
+ALL = Reading()
 
 
 def selection_of(select: dict | None):
@@ -100,18 +129,25 @@ def _unusable(path: Path, rec) -> None:
         raise InputError(f"{path}: {rec.bytes_read} bytes, too short to be an RDB file")
 
 
-def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown, select=None) -> int:
+def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown, how: Reading = ALL) -> int:
     summary = report.Summary(str(path))
     if key is not None or offset is not None:
-        return _detail(path, key, offset, shown, summary, select)
-    keep = False
-    if fmt == "jsonl":
+        return _detail(path, key, offset, shown, summary, how, fmt)
+    select, digester = how.select, how.digester()
+    keep = digester is not None
+    if digester is not None:
+        summary.digest = digester.snapshot
+    if fmt == "resp":
+        export(records(path, True, select), summary, lambda rec: _unusable(path, rec))
+    elif fmt == "jsonl":
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
         for rec in records(path, keep, select):
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
+                if digester is not None:
+                    digester.see(rec)
             summary.add(rec)
-            obj = _json(rec, str(path))
+            obj = _json(rec, str(path), digester, how.values)
             if obj is not None:
                 line = dumps_line(obj)
                 write(line) if write else sys.stdout.write(line.decode("ascii"))
@@ -122,6 +158,8 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
         for rec in records(path, keep, select):
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
+            if digester is not None:
+                digester.key(rec) if type(rec) is KeyRecord else digester.see(rec)
             summary.add(rec)
         _print_summary(summary)
     else:
@@ -132,6 +170,8 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
             _unusable(path, rec)
             summary.add(rec)
             if isinstance(rec, KeyRecord):
+                if digester is not None:
+                    digester.key(rec)
                 rows.append(tuple(safe(_cut(c, shown.value)) for c in report.key_row(rec)))
                 if len(rows) >= TABLE_BATCH:
                     print_rows(console, report.KEY_HEADERS, rows)
@@ -139,6 +179,8 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
             elif isinstance(rec, Finding):
                 loose.append(rec)
             elif not isinstance(rec, Ending):
+                if digester is not None:
+                    digester.see(rec)
                 loose.extend(report.findings_of(rec))
         if rows or not summary.keys:
             print_rows(console, report.KEY_HEADERS, rows)
@@ -147,19 +189,55 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
     return max((LEVELS[s] for s, n in summary.severities.items() if n), default=-1)
 
 
+def export(recs, summary: report.Summary, check) -> None:
+    """The records (values kept) as RESP commands on stdout (:mod:`.export`); ``check`` is
+    given each record that is no key first; the findings and what was exported, on stderr."""
+    from .export import Exporter
+
+    if sys.stdout.isatty():
+        raise InputError("--format resp writes the data as it is: send it to a file or a pipe "
+                         "(| redis-cli --pipe), not to a terminal")
+    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+    exporter = Exporter(out.write if out is not None else (lambda b: sys.stdout.write(b.decode("latin-1"))))
+    loose: list[Finding] = []
+    for rec in recs:
+        kind = type(rec)
+        if kind is KeyRecord:
+            exporter.key(rec)
+        else:
+            check(rec)
+            if kind is OpRecord:
+                exporter.op(rec)
+            if kind is not Ending:
+                loose.extend(report.findings_of(rec))
+        summary.add(rec)
+        if kind is KeyRecord and rec.findings:
+            loose.extend(rec.findings)
+    sys.stdout.flush()
+    for f in loose:
+        sys.stderr.write(safe(f"{f.severity}: {f.rule} at offset {f.offset}: {f.message}") + "\n")
+    skipped = f", {exporter.skipped} keys not exported (module values)" if exporter.skipped else ""
+    sys.stderr.write(safe(f"{summary.file}: {exporter.keys} keys exported in {exporter.commands} commands{skipped}")
+                     + "\n")
+
+
 def _cut(text: str, limit: int | None) -> str:
     if limit is None or len(text) <= limit:
         return text
     return text[:limit] + f"… ({len(text) - limit:,} more)"
 
 
-def _json(rec, file: str) -> dict | None:
+def _json(rec, file: str, digester=None, values: bool = False) -> dict | None:
     if isinstance(rec, KeyRecord):
-        return report.key_json(rec)
+        return report.key_json(rec, digester, values)
     if isinstance(rec, AuxRecord):
         return report.aux_json(rec)
     if isinstance(rec, Finding):
         return report.finding_json(rec, file)
+    if values and isinstance(rec, OpRecord):
+        from .data import function_json
+
+        return function_json(rec)
     return None
 
 
@@ -168,8 +246,11 @@ def _closing_line(s: report.Summary) -> str:
     dbs = len(s.per_db)
     where = f"{s.file}: {end.vendor} RDB version {end.version}, " if end and end.vendor else f"{s.file}: "
     errors = s.severities.get("error", 0)
-    return (f"{where}{s.keys} keys in {dbs} db{'s' * (dbs != 1)}, checksum {end.checksum if end else 'unchecked'}: "
-            f"{errors} errors, {sum(s.severities.values()) - errors} other findings")
+    digest = s.digest_json()
+    said = (f", digest {digest['digest']}" + (f" ({digest['digest_unknown']} module values unknown)"
+                                               if digest["digest_unknown"] else "")) if digest else ""
+    return (f"{where}{s.keys} keys in {dbs} db{'s' * (dbs != 1)}, checksum {end.checksum if end else 'unchecked'}"
+            f"{said}: {errors} errors, {sum(s.severities.values()) - errors} other findings")
 
 
 def _print_findings(console, findings: list[Finding]) -> None:
@@ -206,22 +287,48 @@ def _print_summary(s: report.Summary) -> None:
 
 
 def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summary: report.Summary,
-            select=None) -> int:
+            how: Reading = ALL, fmt: str = "table") -> int:
     """The keys named ``key`` or whose bytes cover ``offset``: what the decoder made of
     each, then its bytes as the spec-style offset table and the byte diagram (each capped
-    as MCBP frames' are)."""
+    as MCBP frames' are); as jsonl, each key's object with its value and digest. A key
+    is found by its bytes or by the text the table shows of it; none found is an InputError."""
     console = make_console()
-    want = key.encode("utf-8", "surrogateescape") if key is not None else None
-    keep = (lambda k: k == want) if want is not None else True
+    keep = key_test(key) if key is not None else True
+    digester = how.digester() or Reading(digest=True).digester()
     found = 0
-    for rec in records(path, keep, select):
+    for rec in records(path, keep, how.select):
         _unusable(path, rec)
         summary.add(rec)
-        found += show_key(console, path, rec, want, offset, shown)
+        if type(rec) is not KeyRecord:
+            digester.see(rec)
+            continue
+        if key is not None and not keep(rec.key):
+            continue
+        if offset is not None and not rec.offset <= offset < rec.offset + max(rec.length, 1):
+            continue
+        found += 1
+        if fmt == "jsonl":
+            sys.stdout.write(dumps_line(report.key_json(rec, digester, True)).decode("ascii"))
+        else:
+            show_key(console, path, rec, None, offset, shown)
     if not found:
         what = f"key {key!r}" if key is not None else f"offset {offset}"
-        console.print(safe(f"{path}: no key at {what}"))
+        raise InputError(f"{path}: no key at {what}")
+    sys.stdout.flush()
     return max((LEVELS[s] for s, n in summary.severities.items() if n), default=-1)
+
+
+def key_test(key: str):
+    """The test of a key's bytes against a name given on the command line: its bytes
+    (surrogate escapes undone), or the text the table and jsonl show of them."""
+    want = key.encode("utf-8", "surrogateescape")
+    if "\\" not in key:  # every escaped form has a backslash
+        return want.__eq__
+
+    def test(raw: bytes) -> bool:
+        return raw == want or key_text(raw) == key or safe(key_text(raw)) == key
+
+    return test
 
 
 def show_key(console, path: Path, rec, want: bytes | None, offset: int | None, shown: Shown) -> bool:
