@@ -235,7 +235,7 @@ CASES = {
 
 def test_every_dragonfly_rule_is_in_the_book_and_tested():
     assert set(DFLY_RULES) - {"dfly-keys-cap"} <= set(CASES) and set(DFLY_RULES) <= set(ALL_RULES)
-    assert all(r.scope == "dragonfly" and r.ref.startswith("rdb.md §") for r in DFLY_RULES.values())
+    assert all(r.scope == "dragonfly" for r in DFLY_RULES.values())
     res = cli("rules", "-f", "jsonl")
     book = {r["rule"]: r for r in map(json.loads, res.stdout.splitlines())}
     assert all(book[rule]["scope"] == "dragonfly" for rule in DFLY_RULES)
