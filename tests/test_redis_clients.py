@@ -256,3 +256,13 @@ def test_redis_stats_of_parts_decoded_apart_merge_to_the_whole(tmp_path):
     assert set(report["commands"]) == {"GET", "INCR", "PING", "REPLCONF", "PSYNC"}
     (link,) = report["replication"].values()
     assert link["resync"] == "FULLRESYNC" and link["phases"]["transfer"]["keys"] == 3 and link["lag"] == 0
+
+
+def test_a_master_stream_joined_before_the_replica_s_first_ack_is_commands(tmp_path):
+    # the master's stream shows itself by what only it sends unasked (SELECT, PING, ...)
+    msgs = [("s2c", command("SELECT", "0")), ("s2c", command("SET", "k", "v")), ("s2c", command("PING")),
+            ("c2s", command("REPLCONF", "ACK", "100"))]
+    items = decoded(capture(tmp_path, msgs, handshake=False))
+    assert [(i.direction, i.msg.role, i.msg.name) for i in items] == [
+        ("s2c", "command", "SELECT"), ("s2c", "command", "SET"), ("s2c", "command", "PING"),
+        ("c2s", "command", "REPLCONF")]
