@@ -108,6 +108,8 @@ CASES = {
     "a module's value": Case(_file(g.key(7, "m", g.length(5) + g.length(2) + g.length(42) + g.length(0)) + AFTER),
                              {"rdb-module"}, False, False, "no matching module type 'AAAAAAAAA'", check_ok=True,
                              lacks="the module"),
+    "a checksum of 0": Case(g.rdb(CTIME + g.key(0, "a", g.string("1")) + AFTER, 9, checksum=False), set(), True,
+                            True, "RDB file was saved with checksum disabled", keys=2, check_ok=True),
     "nothing wrong": Case(PLAIN, set(), True, True, "keys loaded: 2", keys=2, check_ok=True),
 }
 
