@@ -221,7 +221,9 @@ class StatsFormat(str, Enum):
 def stats_command(
     files: list[Path] = typer.Argument(..., help="Captures (pcap, pcapng, gzip) or hex dumps."),
     fmt: StatsFormat = typer.Option(StatsFormat.table, "--format", "-f", help="table or json."),
-    plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write seqno-over-time and throughput to this PNG."),
+    plot_path: Optional[Path] = typer.Option(
+        None, "--plot", help="Write each protocol's panels over time (DCP seqnos, Redis offsets and ACK lag), the "
+                             "throughput and where findings happened to this PNG (SVG, PDF: by the name's suffix)."),
     chart: Optional[bool] = typer.Option(None, "--chart/--no-chart", help="Terminal chart (default: when a terminal)."),
     port: list[int] = PORT_OPTION,
     decode_as: list[str] = DECODE_AS_OPTION,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -78,6 +79,20 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((LOOPBACK, 0))
         return s.getsockname()[1]
+
+
+def server_port() -> int:
+    """A free TCP port on 127.0.0.1 below the kernel's ephemeral range: in a capture that
+    starts after the connection opened (no SYN), the lower port is taken as the server's,
+    and a client's port is an ephemeral one."""
+    for port in random.Random().sample(range(20000, 32000), 200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def _connectable(port: int) -> bool:
@@ -537,6 +552,66 @@ def peak_rss(*args: str, env: dict | None = None, timeout: float = 600) -> tuple
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(args, code, out.read(), err.read()), peak
+
+
+# --- redis-server ------------------------------------------------------------------
+
+
+class Redis:
+    """``redis-server`` on a free loopback port, without persistence, for a ``with`` block."""
+
+    def __init__(self, workdir, *args: str, port: int | None = None) -> None:
+        self.port = free_port() if port is None else port
+        self.dir = workdir / f"redis-{self.port}"
+        self.dir.mkdir(parents=True)
+        self.args = args
+
+    def __enter__(self) -> "Redis":
+        binary = require("redis-server")["redis-server"]
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", LOOPBACK, "--save", "", "--appendonly", "no",
+             "--dir", str(self.dir), "--daemonize", "no", *self.args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert wait_until(lambda: _connectable(self.port), 10), "redis-server did not start"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _stop(self.proc)
+
+
+def _resp(*words: str) -> bytes:
+    return b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%s\r\n" % (len(w.encode()), w.encode()) for w in words)
+
+
+class RedisClient:
+    """Just enough RESP to write keys and read INFO."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection((LOOPBACK, port), timeout=5)
+        self.buf = b""
+
+    def call(self, *words: str) -> bytes:
+        self.sock.sendall(_resp(*words))
+        while b"\r\n" not in self.buf:
+            self.buf += self.sock.recv(65536)
+        line, _, rest = self.buf.partition(b"\r\n")
+        if line.startswith(b"$") and int(line[1:]) >= 0:
+            n = int(line[1:])
+            while len(rest) < n + 2:
+                rest += self.sock.recv(65536)
+            self.buf = rest[n + 2:]
+            return rest[:n]
+        self.buf = rest
+        return line
+
+    def info(self, field: str) -> str:
+        for line in self.call("INFO", "replication").decode().splitlines():
+            if line.startswith(field + ":"):
+                return line.split(":", 1)[1]
+        return ""
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 # --- redis-server as the judge of an RDB file ------------------------------------------

@@ -20,8 +20,15 @@ def print_rule_book(jsonl: bool) -> None:
         return
     from rich.table import Table
 
-    table = Table("rule", "class", "severity", "scope", "reference", "what it checks", "what the server does",
+    from rich.text import Text
+
+    table = Table("rule", "class", "severity", "scope", "what it checks (what the server does) and where from",
                   box=None)
+    table.columns[-1].overflow = "fold"  # a reference's URL is shown whole, folded where it must be
     for r in rules:
-        table.add_row(r.id, r.cls, r.severity, r.scope, r.ref, r.summary, r.server)
+        text = Text(r.summary)
+        if r.server:
+            text.append(f"\nServer: {r.server}", style="italic")
+        text.append(f"\n{r.ref}", style="dim")
+        table.add_row(r.id, r.cls, r.severity, r.scope, text)
     make_console().print(table)
