@@ -22,9 +22,11 @@ from ..sources.capture import limit_value
 from ..transport.reassembly import Data, End, Flow, FlowKey, Gap, Reassembler, Start
 
 #: What the decoder does with a connection: ask the families' sniffers about its first
-#: bytes, decode it (its family known), note it as encrypted, pass it over, or nothing
-#: more (its End handled).
-SNIFFING, DECODING, ENCRYPTED, IGNORED, ENDED = "sniffing", "decoding", "encrypted", "ignored", "ended"
+#: bytes, decode it (its family known), note it as encrypted, hold its first bytes (every
+#: family said no, but its server may yet show one), pass it over, or nothing more (its
+#: End handled).
+SNIFFING, DECODING, ENCRYPTED, HOLDING, IGNORED, ENDED = ("sniffing", "decoding", "encrypted", "holding", "ignored",
+                                                          "ended")
 
 
 
@@ -44,6 +46,8 @@ MAX_FLOWS_ENV = FLOWS.env
 FOLLOW_AFTER = 2
 MAX_FOLLOWED = 16384
 FOLLOW_STEP = 1 << 20
+#: undecoded connections told one by one at the end of input (the rest in one note)
+LISTED = FLOWS.default
 def held_cap() -> int:
     """The held-bytes cap: ``$DCPINSPECT_MAX_HELD`` if set, else ``MAX_HELD``."""
     return limit_value(HELD)
@@ -76,7 +80,7 @@ class FlowDecoder(Flow):
         self.c2s_side: Framer | None = None
         self.s2c_side: Framer | None = None
         self.first = ""  # the direction whose framer was made first
-        self.pending: dict[str, _Sniffing] | None = None  # sniffing buffers of an unknown port
+        self.pending: _Undecided | None = None  # what an undecoded connection carried
         self.first_index = 0  # the capture record that began the connection
         self._label: str | None = None
         self.runs = False  # framers hand whole frames over as runs, for the family's fast path
@@ -214,6 +218,15 @@ class CaptureDecoder:
         #: :meth:`finishing` (else the caller merges and concludes them: see :func:`concluded`)
         self.correlators: dict = {} if correlators is None else correlators
         self.conclude = conclude
+        #: servers (address, port) a connection showed to speak a family: their other
+        #: connections are that family's from their first byte
+        self.servers: dict[tuple[str, int], Family] = {}
+        #: the connections no family took (yet), in the order their bytes began, and by
+        #: server; told at the end of input (:meth:`finishing`) as ``undecoded`` notes
+        self.undecided: dict[int, _Undecided] = {}
+        self.by_server: dict[tuple[str, int], dict[int, _Undecided]] = {}
+        #: the most bytes of a connection held while no family takes it
+        self.hold = max((f.sniff_bytes for f in self.families if f.sniffer is not None), default=0)
 
     def feed(self, seg: Segment) -> list[Captured | Note]:
         tails = self.tails
@@ -256,8 +269,29 @@ class CaptureDecoder:
             self._close_flow(fd, out, None)
             yield from out
             out.clear()
+        yield from self.undecoded()
         if self.conclude:
             yield from concluded(self.correlators)
+
+    def undecoded(self) -> list[Note]:
+        """The connections no family took, an ``undecoded`` note each, in the order they began
+        (``offset``: the capture record that began it; ``size`` and ``sides``: its bytes in
+        all and each way); past :data:`LISTED` of them, one note for the rest."""
+        notes, rest, rest_bytes = [], 0, 0
+        for und in sorted(self.undecided.values(), key=lambda u: u.first_index):
+            c2s, s2c = und.bytes
+            if len(notes) >= LISTED:
+                rest += 1
+                rest_bytes += c2s + s2c
+                continue
+            notes.append(Note("undecoded", f"{und.why}: {c2s} bytes c2s, {s2c} bytes s2c not decoded", und.ts,
+                              und.flow, None, und.first_index, c2s + s2c, None, (c2s, s2c)))
+        if rest:
+            notes.append(Note("undecoded", f"{rest} more connections not decoded ({rest_bytes} bytes)", None, None,
+                              None, None, rest_bytes))
+        self.undecided.clear()
+        self.by_server.clear()
+        return notes
 
     def _decode_as(self, fd: FlowDecoder, family: Family) -> None:
         correlator = None
@@ -266,6 +300,7 @@ class CaptureDecoder:
             if correlator is None:
                 correlator = self.correlators[family.name] = family.correlator()
         fd.decode_as(family, family in self.fast, correlator)
+        self.servers.setdefault((fd.key[2], fd.key[3]), family)
 
     # -- directions followed by the reader ----------------------------------------------
 
@@ -342,7 +377,7 @@ class CaptureDecoder:
             fd = ev.state
             fd.begin(self.options, ev.midstream, ev.index)
             sport = ev.flow[3]
-            family = self.by_port.get(sport) or self.by_port.get(ev.flow[1])
+            family = self.by_port.get(sport) or self.by_port.get(ev.flow[1]) or self.servers.get(ev.flow[2:])
             if sport in self.encrypted:
                 fd.state = ENCRYPTED
                 out.append(Note("encrypted", f"port {sport} carries TLS: not decoded", ev.ts, ev.flow))
@@ -375,41 +410,77 @@ class CaptureDecoder:
                 items = sd.gap(ev.missing)
                 sd.lost(ev.missing)
                 self._items(fd, ev.direction, items, ev.ts, out)
-            elif fd.state is SNIFFING and fd.pending:
-                gone = fd.pending.pop(ev.direction, None)
-                if gone is not None:
-                    self.held -= len(gone)
+            elif fd.pending is not None:
+                self._let_go(fd.pending)  # its first bytes are no longer whole
+                fd.state = IGNORED
 
     def _data(self, fd: FlowDecoder, ev: Data, out: list) -> None:
-        if fd.state is SNIFFING:
-            if fd.pending is None:
-                fd.pending = {}
-            sniffing = fd.pending.get(ev.direction)
-            if sniffing is None:
-                sniffing = fd.pending[ev.direction] = _Sniffing(self.families, fd.midstream)
-            before = len(sniffing)
-            won = sniffing.add(ev.data, ev.index)
-            self.held += len(sniffing) - before
-            if won is None and sniffing.sniffers:
-                return
-            pending = fd.pending
-            self._unsniff(fd)
-            if won is None:
-                fd.state = IGNORED
-                return
-            family, sniffer = won
-            self._decode_as(fd, family)
-            for direction, sn in pending.items():  # the framers, made in the order the bytes came
-                sd = fd.side(direction)
-                for size, index in sn.marks:
-                    sd.carried(size, index)
-            self._items(fd, ev.direction, fd.side(ev.direction).feed(bytes(sniffer.data)), ev.ts, out)
+        state = fd.state
+        if state is DECODING:
+            sd = fd.side(ev.direction)
+            sd.carried(len(ev.data), ev.index)
+            self._items(fd, ev.direction, sd.feed(ev.data), ev.ts, out)
             return
-        if fd.state is not DECODING:
+        if state is ENCRYPTED or state is ENDED:
             return
-        sd = fd.side(ev.direction)
-        sd.carried(len(ev.data), ev.index)
-        self._items(fd, ev.direction, sd.feed(ev.data), ev.ts, out)
+        und = fd.pending
+        if und is None:
+            und = fd.pending = _Undecided(fd, self.families if state is SNIFFING else (), ev.ts,
+                                          "no family took it" if state is SNIFFING else "no known port")
+            self.undecided[id(und)] = und
+            self.by_server.setdefault(fd.key[2:], {})[id(und)] = und
+        und.bytes[ev.direction == "s2c"] += len(ev.data)
+        if und.chunks is None:
+            return
+        before = len(und)
+        won = und.add(ev.direction, ev.data, ev.index, ev.ts, self.hold)
+        self.held += len(und) - before
+        if won is not None:
+            self._take(und, won, out)
+            self._server_known(fd.key[2:], won, out)
+        elif not und.sniffers and fd.state is SNIFFING:
+            fd.state = HOLDING if und.chunks is not None else IGNORED
+        elif und.chunks is None:
+            fd.state = IGNORED
+
+    def _take(self, und: "_Undecided", family: Family, out: list) -> None:
+        """A connection no family had taken is ``family``'s: decoded from the bytes held (if
+        they are whole), then from its next bytes; decoded and closed, if it is over."""
+        self.undecided.pop(id(und), None)
+        self.by_server.get(und.flow[2:], {}).pop(id(und), None)
+        fd = und.fd
+        chunks = und.chunks
+        self._let_go(und)
+        if fd is None:  # over: decoded apart, from what was held
+            if chunks is None:
+                return
+            fd = FlowDecoder(und.flow, und.ts)
+            fd.begin(self.options, und.midstream, und.first_index)
+        fd.pending = None
+        if chunks is None:  # its start is lost: joined where it stands
+            fd.midstream = True
+        self._decode_as(fd, family)
+        for direction, data, index, ts in chunks or ():  # in the order they came
+            sd = fd.side(direction)
+            sd.carried(len(data), index)
+            self._items(fd, direction, sd.feed(data), ts, out)
+        if und.fd is None:
+            self._close_flow(fd, out, und.end_ts)
+
+    def _server_known(self, server: tuple, family: Family, out: list) -> None:
+        """A connection showed ``server`` speaking ``family``: its other connections, earlier
+        ones held or still open, are that family's too (and later ones: see _event)."""
+        if server not in self.reassembler.server_ports:  # new connections to it face it
+            self.reassembler.server_ports = self.reassembler.server_ports | {server[1]}
+        for und in list(self.by_server.get(server, {}).values()):
+            self._take(und, family, out)
+
+    def _let_go(self, und: "_Undecided") -> None:
+        """What an undecoded connection held goes (its bytes are still counted)."""
+        self.held -= len(und)
+        und.chunks = None
+        und.sniffers = []
+        und.size = 0
 
     def _items(self, fd: FlowDecoder, direction: str, items, ts: float, out: list) -> None:
         sd = fd.made(direction)
@@ -444,8 +515,11 @@ class CaptureDecoder:
             pos = end
 
     def _close_flow(self, fd: FlowDecoder, out: list, ts: float | None) -> None:
-        if fd.pending:
-            self._unsniff(fd)
+        und = fd.pending
+        if und is not None:  # not decoded: what it held waits for its server to be known
+            und.fd = None
+            und.end_ts = ts
+            fd.pending = None
         if fd.state is not DECODING:
             return
         for direction, sd in fd.sides():
@@ -457,11 +531,6 @@ class CaptureDecoder:
         if fd.started:  # an idle connection that never made a frame has nothing to say
             for f in fd.session.finish():
                 out.append(Note("finding", f.message, ts, fd.key, None, None, 0, f))
-
-    def _unsniff(self, fd: FlowDecoder) -> None:
-        """The protocol is decided (or the connection over): the sniffing buffers go."""
-        self.held -= sum(len(b) for b in fd.pending.values())
-        fd.pending = None
 
     # -- the held-bytes cap ------------------------------------------------------------
 
@@ -483,8 +552,9 @@ class CaptureDecoder:
                 sd.counted = n
                 if n and fd.state is DECODING:
                     holders.append((-n, fd.first_index, direction, fd))
-            if fd.pending:
-                holders.append((-sum(len(b) for b in fd.pending.values()), fd.first_index, "", fd))
+        for und in self.undecided.values():
+            if und.chunks is not None and len(und):
+                holders.append((-len(und), und.first_index, "", und))
         self.held += held
         if self.held <= self.max_held:
             return
@@ -496,9 +566,10 @@ class CaptureDecoder:
                 break
             flows += 1
             dropped -= size
-            if not direction:
-                self._unsniff(fd)
-                fd.state = IGNORED
+            if not direction:  # an undecoded connection's first bytes
+                self._let_go(fd)
+                if fd.fd is not None:
+                    fd.fd.state = IGNORED
                 continue
             fd.session.gap()  # answers may have gone with the bytes
             self._items(fd, direction, fd.made(direction).gap(0), ts, out)
@@ -508,31 +579,46 @@ class CaptureDecoder:
                                    f"{MAX_HELD_ENV}=BYTES", ts, None, None, None, dropped))
 
 
-class _Sniffing:
-    """One direction's first bytes on a port no family claims: the sniffers of the
-    families still undecided about them, and which records carried them. Its length is
-    every byte the sniffers hold."""
+class _Undecided:
+    """A connection no family has taken: its bytes each way, and, while the families may
+    yet take it (their sniffers, or evidence about its server from another connection),
+    every chunk it carried in the order they came, up to ``hold`` bytes. Its length is
+    every byte held, the sniffers' own included."""
 
-    __slots__ = ("sniffers", "marks", "size")
+    __slots__ = ("fd", "flow", "sniffers", "chunks", "size", "bytes", "ts", "end_ts", "first_index", "midstream",
+                 "why")
 
-    def __init__(self, families: tuple[Family, ...], midstream: bool) -> None:
-        self.sniffers: list[tuple[Family, Sniffer]] = [(f, f.sniffer(midstream)) for f in families]
-        self.marks: list[tuple[int, int]] = []  # (bytes, record), in order
+    def __init__(self, fd: FlowDecoder, families: tuple[Family, ...], ts: float, why: str) -> None:
+        self.fd: FlowDecoder | None = fd  # None once the connection is over
+        self.flow = fd.key
+        self.sniffers: list[tuple[Family, Sniffer]] = [(f, f.sniffer(fd.midstream)) for f in families
+                                                      if f.sniffer is not None]
+        #: (direction, data, record, time) of each chunk; None once given up
+        self.chunks: list[tuple[str, bytes, int, float]] | None = [] if self.sniffers else None
         self.size = 0
+        self.bytes = [0, 0]  # c2s, s2c
+        self.ts, self.end_ts = ts, None
+        self.first_index, self.midstream = fd.first_index, fd.midstream
+        self.why = why
 
     def __len__(self) -> int:
-        return sum(len(sn) for _, sn in self.sniffers)
+        return self.size + sum(len(sn) for _, sn in self.sniffers)
 
-    def add(self, data: bytes, index: int) -> tuple[Family, Sniffer] | None:
-        """The family whose sniffer says yes, with its sniffer; None while undecided, and
-        once every family has said no (no sniffer is left)."""
-        self.marks.append((len(data), index))
+    def add(self, direction: str, data: bytes, index: int, ts: float, hold: int) -> Family | None:
+        """The family whose sniffer says yes; None while undecided, and once every family
+        has said no (no sniffer is left). Past ``hold`` bytes the chunks go."""
         self.size += len(data)
+        if self.size > hold:
+            self.chunks = None
+            self.sniffers = []
+            self.size = 0
+            return None
+        self.chunks.append((direction, data, index, ts))
         left = []
         for family, sniffer in self.sniffers:
-            verdict = sniffer.add(data)
+            verdict = sniffer.add(direction, data)
             if verdict:
-                return family, sniffer
+                return family
             if verdict is None and self.size < family.sniff_bytes:
                 left.append((family, sniffer))
         self.sniffers = left

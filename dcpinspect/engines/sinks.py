@@ -56,6 +56,10 @@ class JsonlSink:
             rows = msg.placed_rows(dict(frame=item.number, ts=item.ts, flow=self.labels[item.flow],
                                         direction=item.direction))
             return True, dumps_line(rows[0]) if len(rows) == 1 else b"".join(map(dumps_line, rows))
+        if item.sides is not None:  # a connection not decoded: its server's port and bytes each way
+            return False, dumps_line({"kind": item.kind, "message": item.message, "ts": item.ts,
+                                      "flow": self.labels[item.flow], "server_port": item.flow[3],
+                                      "bytes_c2s": item.sides[0], "bytes_s2c": item.sides[1]})
         rec = {"kind": item.kind, "message": item.message, "ts": item.ts,
                "flow": self.labels[item.flow] if item.flow else None, "direction": item.direction,
                "offset": item.offset, "length": item.size}

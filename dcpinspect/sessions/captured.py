@@ -48,7 +48,7 @@ captured = Captured
 
 @dataclass(frozen=True, slots=True)
 class Note:
-    kind: str  # gap, skipped, encrypted, capture, finding
+    kind: str  # gap, skipped, encrypted, capture, finding, undecoded
     message: str
     ts: float | None = None
     flow: FlowKey | None = None
@@ -56,6 +56,8 @@ class Note:
     offset: int | None = None
     size: int = 0
     finding: Finding | None = None
+    #: bytes each way (c2s, s2c) of a connection an ``undecoded`` note tells of
+    sides: tuple[int, int] | None = None
 
 
 class StreamRun(NamedTuple):
