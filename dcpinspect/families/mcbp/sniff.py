@@ -35,20 +35,58 @@ def plausible(header: bytes) -> bool:
 
 
 class _Direction:
-    __slots__ = ("splitter", "head", "run", "asked", "answered", "opened")
+    __slots__ = ("splitter", "buf", "skip", "waiting", "head", "run", "asked", "answered", "opened")
 
     def __init__(self, midstream: bool) -> None:
-        self.splitter = FrameSplitter(synced=not midstream)
+        #: joined mid-stream: an unsynced splitter looks for frames; from the start, headers
+        #: are read where the lengths put them (``buf`` from the next one on, ``skip``: the
+        #: bytes of the current frame's body still to pass)
+        self.splitter = FrameSplitter(synced=False) if midstream else None
+        self.buf = bytearray()
+        self.skip = 0
+        self.waiting: bytes | None = None  # the header of a frame whose body is passing
         self.head = bytearray()  # the first bytes, to rule other protocols out
         self.run = 0  # plausible frames in a row
         self.asked: set[tuple[int, int]] = set()  # (opcode, opaque) of requests
         self.answered: set[tuple[int, int]] = set()  # of responses
         self.opened = midstream  # the other protocols' openings were ruled out
 
+    def __len__(self) -> int:
+        return len(self.buf) + len(self.head) + (self.splitter.buffered if self.splitter is not None else 0)
+
+    def headers(self, data: bytes):
+        """The header of each frame whole in the bytes so far; False: bytes that are no
+        frame, where a frame must start."""
+        if self.splitter is not None:
+            for item in self.splitter.feed(data):
+                yield item.data[:HEADER_SIZE] if type(item) is RawFrame else False
+            return
+        if self.skip > len(data):
+            self.skip -= len(data)
+            return
+        self.buf += memoryview(data)[self.skip:]
+        self.skip = 0
+        if self.waiting is not None:  # its body has passed: whole
+            yield self.waiting
+            self.waiting = None
+        while len(self.buf) >= HEADER_SIZE:
+            header = bytes(self.buf[:HEADER_SIZE])
+            if not plausible(header):
+                yield False
+                return
+            size = HEADER_SIZE + int.from_bytes(header[8:12], "big")
+            if size > len(self.buf):  # whole once its body has passed, which is not held
+                self.skip = size - len(self.buf)
+                self.buf.clear()
+                self.waiting = header
+                return
+            del self.buf[:size]
+            yield header
+
 
 class Sniffer:
     """One connection's first bytes, both ways (see the module's docstring). Its length is
-    every byte its splitters hold."""
+    every byte it holds."""
 
     __slots__ = ("sides", "midstream", "first")
 
@@ -58,7 +96,7 @@ class Sniffer:
         self.first = ""  # the direction that spoke first
 
     def __len__(self) -> int:
-        return sum(d.splitter.buffered + len(d.head) for d in self.sides.values())
+        return sum(len(d) for d in self.sides.values())
 
     def add(self, direction: str, data: bytes) -> bool | None:
         """MCBP? Decided from the bytes so far (None: need more)."""
@@ -73,13 +111,8 @@ class Sniffer:
             if len(side.head) >= DECIDE:
                 side.opened = True
                 side.head = bytearray()
-        for item in side.splitter.feed(data):
-            if type(item) is not RawFrame:  # skipped bytes
-                if not self.midstream:
-                    return False
-                side.run = 0
-                continue
-            if len(item.data) < HEADER_SIZE or not plausible(item.data):
+        for header in side.headers(data):
+            if header is False or not plausible(header):
                 if not self.midstream:
                     return False
                 side.run = 0
@@ -87,8 +120,8 @@ class Sniffer:
             side.run += 1
             if side.run >= RUN:
                 return True
-            magic, opcode = item.data[0], item.data[1]
-            pair = (opcode, int.from_bytes(item.data[12:16], "big"))
+            magic, opcode = header[0], header[1]
+            pair = (opcode, int.from_bytes(header[12:16], "big"))
             other = [s for d, s in self.sides.items() if d != direction]
             if magic in REQUEST_MAGICS:
                 side.asked.add(pair)
