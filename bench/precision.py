@@ -39,8 +39,9 @@ class Claims(CaptureDecoder):
     ``port``, its ``server`` (shown speaking the family by another connection) or its
     bytes (``sniffed``). ``ports``: False to own no port, so that every connection is sniffed."""
 
-    def __init__(self, ports: bool = True) -> None:
+    def __init__(self, ports: bool = True, servers: bool = True) -> None:
         super().__init__(detail=HEADERS)
+        self.use_servers = servers
         if not ports:
             self.by_port.clear()
             self.encrypted.clear()
@@ -53,6 +54,12 @@ class Claims(CaptureDecoder):
         how = "port" if fd.key[3] in self.by_port else "sniffed" if fd.key == self.current else "server"
         self.claimed.setdefault(fd.key, f"{family.name} ({how})")
         super()._decode_as(fd, family)
+        if not self.use_servers:
+            self.servers.clear()
+
+    def _server_known(self, server, family, out) -> None:
+        if self.use_servers:
+            super()._server_known(server, family, out)
 
     def _data(self, fd, ev, out) -> None:
         self.carried.add(fd.key)
@@ -63,10 +70,10 @@ class Claims(CaptureDecoder):
             self.current = None
 
 
-def claims(path: Path, ports: bool = True) -> tuple[dict[tuple, str], set[tuple]]:
+def claims(path: Path, ports: bool = True, servers: bool = True) -> tuple[dict[tuple, str], set[tuple]]:
     """The connections of one capture a family claimed (flow → family and why), and those
     that carried any bytes."""
-    dec = Claims(ports)
+    dec = Claims(ports, servers)
     for rec in read_records(path):
         if isinstance(rec, CaptureProblem):
             continue
@@ -101,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON object per capture")
     ap.add_argument("--no-ports", action="store_true",
                     help="own no port: every connection is sniffed (the sniffers' precision and recall alone)")
+    ap.add_argument("--no-servers", action="store_true",
+                    help="take no connection by its server's other connections: each on its own bytes")
     args = ap.parse_args(argv)
     totals = Counter()
     by_family = Counter()
@@ -110,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     for kind, paths in (("negative", negatives), ("positive", positives)):
         for path in paths:
             try:
-                claimed, carried = claims(path, not args.no_ports)
+                claimed, carried = claims(path, not args.no_ports, not args.no_servers)
             except CaptureError:
                 totals[f"{kind} unreadable"] += 1
                 continue

@@ -169,6 +169,9 @@ class Sniffer:
     def _commands(self, side: _Direction) -> bool | None:
         buf = side.buf
         while side.pos < len(buf):
+            if buf[side.pos] in b"\r\n":  # an empty line between commands: the server passes over it
+                side.pos += 1
+                continue
             got = command(buf, side.pos) if buf[side.pos] == ord("*") else inline(buf, side.pos)
             if got is NEED:
                 return None
