@@ -68,7 +68,7 @@ class FlowDecoder(Flow):
     first bytes of a port that needs them."""
 
     __slots__ = ("_session", "_options", "midstream", "state", "family", "c2s_side", "s2c_side", "first",
-                 "pending", "first_index", "_label", "runs", "correlator")
+                 "pending", "first_index", "_label", "runs", "correlator", "watched")
 
     def __init__(self, key: FlowKey, ts: float) -> None:
         Flow.__init__(self, key, ts)
@@ -85,6 +85,9 @@ class FlowDecoder(Flow):
         self._label: str | None = None
         self.runs = False  # framers hand whole frames over as runs, for the family's fast path
         self.correlator = None  # the capture's correlator of the family, if it has one
+        #: another decoder's connection (a worker's part of a capture), only sniffed here for
+        #: what it shows of its server: never decoded, never told
+        self.watched = False
 
     def end(self) -> None:
         """The decoder is done with the connection (its End): what it kept goes; the
@@ -227,6 +230,29 @@ class CaptureDecoder:
         self.by_server: dict[tuple[str, int], dict[int, _Undecided]] = {}
         #: the most bytes of a connection held while no family takes it
         self.hold = max((f.sniff_bytes for f in self.families if f.sniffer is not None), default=0)
+        self._watching = False  # feeding a watched connection's segment (see watch)
+
+    def watch(self, seg: Segment) -> list[Captured | Note]:
+        """A segment of a connection another decoder decodes (another worker's part of the
+        capture): sniffed while undecided, for what it shows of its server, so that every
+        part takes that server's connections as one decoder of the whole capture would.
+        What it returns is of this decoder's own connections (those the evidence let it
+        decode, from what it held)."""
+        fd = self.reassembler.record((seg.src, seg.sport, seg.dst, seg.dport)) or \
+            self.reassembler.record((seg.dst, seg.dport, seg.src, seg.sport))
+        if fd is not None:
+            if not fd.watched or fd.state is ENDED:
+                return []
+            if fd.state is not SNIFFING and fd.state is not HOLDING and not seg.flags & 0x05:
+                return []  # decided: only its end (FIN, RST) is still of use, to let the record go
+        elif (seg.sport in self.ports or seg.dport in self.ports or seg.sport in self.encrypted
+              or seg.dport in self.encrypted or not seg.payload and not seg.flags & 0x02):
+            return []  # a known port, or neither a connection's start nor its bytes
+        self._watching = True
+        try:
+            return self.feed(seg)
+        finally:
+            self._watching = False
 
     def feed(self, seg: Segment) -> list[Captured | Note]:
         tails = self.tails
@@ -278,7 +304,7 @@ class CaptureDecoder:
         (``offset``: the capture record that began it; ``size`` and ``sides``: its bytes in
         all and each way); past :data:`LISTED` of them, one note for the rest."""
         notes, rest, rest_bytes = [], 0, 0
-        for und in sorted(self.undecided.values(), key=lambda u: u.first_index):
+        for und in sorted((u for u in self.undecided.values() if not u.watched), key=lambda u: u.first_index):
             c2s, s2c = und.bytes
             if len(notes) >= LISTED:
                 rest += 1
@@ -376,13 +402,18 @@ class CaptureDecoder:
         if isinstance(ev, Start):
             fd = ev.state
             fd.begin(self.options, ev.midstream, ev.index)
+            if self._watching:
+                fd.watched = True
             sport = ev.flow[3]
             family = self.by_port.get(sport) or self.by_port.get(ev.flow[1]) or self.servers.get(ev.flow[2:])
             if sport in self.encrypted:
                 fd.state = ENCRYPTED
                 out.append(Note("encrypted", f"port {sport} carries TLS: not decoded", ev.ts, ev.flow))
             elif family is not None:
-                self._decode_as(fd, family)
+                if fd.watched:
+                    fd.state = IGNORED
+                else:
+                    self._decode_as(fd, family)
             elif not self.heuristic:
                 fd.state = IGNORED
             return
@@ -436,6 +467,7 @@ class CaptureDecoder:
         won = und.add(ev.direction, ev.data, ev.index, ev.ts, self.hold)
         self.held += len(und) - before
         if won is not None:
+            self.servers.setdefault(fd.key[2:], won)
             self._take(und, won, out)
             self._server_known(fd.key[2:], won, out)
         elif not und.sniffers and fd.state is SNIFFING:
@@ -451,6 +483,10 @@ class CaptureDecoder:
         fd = und.fd
         chunks = und.chunks
         self._let_go(und)
+        if und.watched:  # another decoder's: it decodes it
+            if fd is not None:
+                fd.state, fd.pending = IGNORED, None
+            return
         if fd is None:  # over: decoded apart, from what was held
             if chunks is None:
                 return
@@ -586,7 +622,7 @@ class _Undecided:
     every byte held, the sniffers' own included."""
 
     __slots__ = ("fd", "flow", "sniffers", "chunks", "size", "bytes", "ts", "end_ts", "first_index", "midstream",
-                 "why")
+                 "why", "watched")
 
     def __init__(self, fd: FlowDecoder, families: tuple[Family, ...], ts: float, why: str) -> None:
         self.fd: FlowDecoder | None = fd  # None once the connection is over
@@ -600,6 +636,7 @@ class _Undecided:
         self.ts, self.end_ts = ts, None
         self.first_index, self.midstream = fd.first_index, fd.midstream
         self.why = why
+        self.watched = fd.watched
 
     def __len__(self) -> int:
         return self.size + sum(len(sn) for _, sn in self.sniffers)

@@ -123,9 +123,15 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
             continue
         if parts > 1:
             owner = owners.of(seg.src, seg.sport, seg.dst, seg.dport)
-            if raw is not None and raw not in owners.raw:
+            known = (seg.sport in dec.ports or seg.dport in dec.ports or seg.sport in dec.encrypted
+                     or seg.dport in dec.encrypted)
+            if raw is not None and raw not in owners.raw and known:  # the reader passes over the rest
                 owners.raw[raw] = owners.raw[reverse_raw(raw)] = owner
             if owner != part:
+                if not known:  # what it shows of its server, every part learns
+                    index = rec.index
+                    for item in dec.watch(seg):
+                        yield index, item
                 continue
         index = rec.index
         for item in dec.feed(seg):
