@@ -177,6 +177,7 @@ class CaptureDecoder:
         heuristic: bool = True,
         detail: str = FIELDS,
         value_text: int | None = None,
+        data: bool = False,
         max_buffer: int = 4 * 1024 * 1024,
         lane: bool = False,
         max_flows: int | None = None,
@@ -201,7 +202,7 @@ class CaptureDecoder:
         self.reassembler = Reassembler(server_ports=self.ports | frozenset(self.encrypted), max_buffer=max_buffer,
                                        max_flows=self.max_flows, flow_type=FlowDecoder)
         #: what every connection's session is asked (families.Options)
-        self.options = Options(detail, collections, value_text)
+        self.options = Options(detail, collections, value_text, data)
         #: bytes held for frames not yet whole, all connections together (see _shed)
         self.max_held = held_cap() if max_held is None else max_held
         self.held = 0
