@@ -1,5 +1,5 @@
-"""Captures of other protocols are never ours: public captures (tests/data/negatives, with
-their source) and an HTTPS conversation built here whose SSLv2-compatible hello reads as a
+"""Captures of other protocols are never ours: public captures (tests/corpora/negatives-ndpi,
+with their source) and an HTTPS conversation built here whose SSLv2-compatible hello reads as a
 DCP_STREAM_END header. Nothing is decoded, every connection is told as undecoded, and
 ``validate`` exits 0 with no findings."""
 
@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from corpus import corpus
 from frames import run_cli as cli
 from dcpinspect.transport import synth
 
-DATA = Path(__file__).parent / "data" / "negatives"
+DATA = corpus("negatives-ndpi")
 CAPTURES = sorted(p for p in DATA.iterdir() if p.suffix in (".pcap", ".pcapng"))
 
 
