@@ -69,3 +69,30 @@ def test_mcbp_joined_midstream_needs_frames_in_a_row():
     tail = b"the end of a value" + request(NOOP, opaque=1)
     assert verdict(McbpSniffer(True), [("c2s", tail)]) is None
     assert verdict(McbpSniffer(True), [("c2s", tail + request(NOOP, opaque=2) + request(NOOP, opaque=3))]) is True
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from dcpinspect.families.redis.sniff import Sniffer as RedisSniffer  # noqa: E402
+
+_PIECES = st.one_of(st.binary(max_size=64), st.sampled_from([
+    b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", b"+OK\r\n", b"$5\r\nhello\r\n", b"*-1\r\n", b"%1\r\n+a\r\n:1\r\n", b"\r\n",
+    b"|1\r\n+x\r\n+y\r\n+z\r\n", b"*9999999\r\n", b"$99999\r\n", request(NOOP), response(NOOP), b"\x16\x03\x01"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.booleans(), st.lists(st.tuples(st.sampled_from(["c2s", "s2c"]), st.lists(_PIECES, max_size=6)),
+                               max_size=12))
+def test_sniffers_take_any_bytes(midstream, chunks):
+    """Whatever the bytes and their cuts: a verdict or more please, never an exception, and
+    the bytes held bounded by those given."""
+    for sniffer in (McbpSniffer(midstream), RedisSniffer(midstream)):
+        given_bytes = 0
+        for direction, pieces in chunks:
+            data = b"".join(pieces)
+            given_bytes += len(data)
+            got = sniffer.add(direction, data)
+            assert got in (True, False, None)
+            assert len(sniffer) <= given_bytes + 64
+            if got is not None:
+                break

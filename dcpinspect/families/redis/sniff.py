@@ -129,13 +129,21 @@ def inline(buf, pos: int):
 
 
 class _Direction:
-    __slots__ = ("buf", "pos", "units", "searched")
+    __slots__ = ("buf", "pos", "units", "searched", "tried")
 
     def __init__(self) -> None:
         self.buf = bytearray()
         self.pos = 0  # where the next command or reply starts
         self.units = 0  # whole commands or replies read
         self.searched = 0  # mid-stream: where to look for a command's start from
+        self.tried = 0  # the buffer's length when a command or reply was last found not whole
+
+    def worth(self) -> bool:
+        """Whether to read the unit not yet whole again: once the bytes from it on have grown
+        by a quarter (or while they are few), so that deciding stays linear in the bytes
+        however they are cut into segments."""
+        n = len(self.buf)
+        return not self.tried or n <= 1024 or (n - self.tried) * 4 >= n - min(self.pos, self.searched or self.pos)
 
 
 class Sniffer:
@@ -157,6 +165,8 @@ class Sniffer:
             side = self.sides[direction] = _Direction()
             self.first = self.first or direction
         side.buf += data
+        if not side.worth():
+            return None
         if self.midstream:
             return self._midstream(side)
         head = bytes(side.buf[:DECIDE])
@@ -174,6 +184,7 @@ class Sniffer:
                 continue
             got = command(buf, side.pos) if buf[side.pos] == ord("*") else inline(buf, side.pos)
             if got is NEED:
+                side.tried = len(buf)
                 return None
             if got == BAD:
                 return False
@@ -201,6 +212,7 @@ class Sniffer:
                 return True
             end = reply(buf, side.pos)
             if end is NEED:  # a long reply, well-formed as far as it came, counts as one
+                side.tried = len(buf)
                 if len(buf) - side.pos >= LONG and not side.units:
                     side.units = 1
                     return self._agree()
@@ -233,12 +245,12 @@ class Sniffer:
                 continue
             first = command(buf, start)
             if first is NEED:
-                side.searched = start
+                side.searched, side.tried = start, len(buf)
                 return None
             if first != BAD and first[1] in NAMES:
                 second = command(buf, first[0])
                 if second is NEED:
-                    side.searched = start
+                    side.searched, side.tried = start, len(buf)
                     return None
                 if second != BAD and second[1] in NAMES:
                     return True
