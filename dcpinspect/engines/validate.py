@@ -12,6 +12,8 @@ from ..outputs.console import make_console
 from ..outputs.escape import safe
 from ..outputs.jsonl import dumps
 from ..outputs.rows import print_rows
+from ..outputs.undecoded import line as undecoded_line, record as undecoded_record, tally
+from ..sessions.captured import Note
 from ..sources.capture import CaptureError
 from .inputs import CAPTURE, Input, Unusable, capture_unusable, dump_items, jobs_for, kind_of, opened, sink_run
 from .options import CaptureOptions
@@ -27,6 +29,7 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: Captur
     """Print the findings of every file (damage to a file itself on stderr, as decode says
     it); returns whether one is of ``fail_on``'s severity or worse."""
     rows: list[FindingRow] = []
+    undecoded: list[Note] = []
     frames = 0
     err = make_console(stderr=True)
     for path in files:
@@ -35,12 +38,14 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: Captur
         for row in got:
             if isinstance(row, str):
                 err.print(safe(f"note: {path}: {row}"), markup=False)
+            elif isinstance(row, Note):
+                undecoded.append(row)
             else:
                 rows.append(row)
         frames += checked
-    _print_findings(rows, frames, jsonl)
-    if frames == 0:
+    if frames == 0 and not undecoded:
         raise Unusable("no frame found in the input")
+    _print_findings(rows, frames, jsonl, undecoded)
     return max((LEVELS[r.severity] for r in rows), default=-1) >= LEVELS[fail_on]
 
 
@@ -62,12 +67,18 @@ def findings_of(inp: Input, capture: CaptureOptions, collections: bool | None, j
     return rows, sink.result()
 
 
-def _print_findings(rows: list[FindingRow], frames: int, jsonl: bool) -> None:
+def _print_findings(rows: list[FindingRow], frames: int, jsonl: bool, undecoded: list[Note]) -> None:
+    """The findings, then (as a line, or an object each in JSON Lines) the connections no
+    family decoded: not findings, and no cause to fail."""
     if jsonl:
         sys.stdout.write("".join(dumps(r.record) + "\n" for r in rows))
+        sys.stdout.write("".join(dumps(undecoded_record(n)) + "\n" for n in undecoded))
         return
     console = make_console()
     if rows:
         print_rows(console, HEADERS, (tuple(map(safe, r.cells)) for r in rows))
     errors = sum(1 for r in rows if r.severity == "error")
     console.print(f"{frames} frames checked: {errors} errors, {len(rows) - errors} other findings")
+    told = undecoded_line(tally(undecoded))
+    if told:
+        console.print(told)
