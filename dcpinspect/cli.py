@@ -260,6 +260,18 @@ def rdb_command(
                                 select, values, digest))
 
 
+@app.command("diff")
+def diff_command(
+    a: Path = typer.Argument(..., help="Snapshot file (RDB, a .dfs set by one of its files) or capture of a full sync."),
+    b: Path = typer.Argument(..., help="The other one, of any of those kinds."),
+    fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary (one line)."),
+) -> None:
+    """Compare two data sets key by key: only in A, only in B, type, value (by digest) or expiry changed; exit 0 same, 1 different, 2 unusable."""
+    from .engines.diff import diff_inputs
+
+    _run(lambda: diff_inputs(a, b, fmt.value))
+
+
 @app.command("analyze")
 def analyze_command(
     paths: list[str] = typer.Argument(..., help="Captures (pcap, pcapng, gzip) and RDB files: paths, globs, "

@@ -75,7 +75,19 @@ def _snapshot_rows(fh, name: str):
     return snapshot_rows(fh, name)
 
 
+def _snapshot_data(item):
+    from .compare import snapshot_data
+
+    return snapshot_data(item)
+
+
+def _data_keys(record):
+    from .compare import data_keys
+
+    return data_keys(record)
+
+
 FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=_snapshots,
                 is_snapshot=_is_snapshot, filters=FILTERS, aliases=("resp", "rdb", "valkey", "dragonfly"),
                 correlator=_correlator, tables=TABLES, snapshot_rows=_snapshot_rows,
-                snapshot_sets=_snapshot_sets)
+                snapshot_sets=_snapshot_sets, snapshot_data=_snapshot_data, data_keys=_data_keys)

@@ -70,9 +70,10 @@ def _b(v) -> bytes:
     return v if isinstance(v, bytes) else str(v).encode()
 
 
-def digests(rec: KeyRecord, score=redis_double) -> tuple[int, int] | None:
+def digests(rec: KeyRecord, score=redis_double, expiry: bool = True) -> tuple[int, int] | None:
     """(``DEBUG DIGEST-VALUE`` of the key, its part of ``DEBUG DIGEST``) as integers; None for
-    a module's value or a value the decoder did not keep whole."""
+    a module's value or a value the decoder did not keep whole. ``expiry`` False: as if the
+    key had no expiry (its value alone)."""
     t = rec.vtype.type
     if t not in OBJ_TYPES or t == "module":
         return None
@@ -106,7 +107,7 @@ def digests(rec: KeyRecord, score=redis_double) -> tuple[int, int] | None:
             if len(e) > 2 and e[2] is not None:
                 ed ^= _HEXPIRE
             unordered ^= _h(ed.to_bytes(20, "big"))
-    tail = unordered ^ (_EXPIRE if rec.expire_ms is not None else 0)
+    tail = unordered ^ (_EXPIRE if expiry and rec.expire_ms is not None else 0)
     type_h = _TYPE_H[t]
 
     def from_(d: int) -> int:
