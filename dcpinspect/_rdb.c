@@ -1448,9 +1448,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                     goto error;
                 break;
             }
-        } else if (!lane_value(&L, code, &q, &elements, &extra, &kind)) {
+        } else if (!lane_value(&L, code, &q, &elements, &extra, &kind) || (elements == 0 && code != L_STRING)) {
             Py_DECREF(key);
-            break;
+            break; /* an empty collection is the readers' to judge (rdb-empty-key, or an empty intset's rdb-corrupt) */
         }
         if (has_expire && has_ctime && expire < ctime) {
             Py_DECREF(key);

@@ -438,6 +438,8 @@ class RdbParser:
 
     def _judge(self, rec: KeyRecord) -> None:
         state = self._state
+        if rec.elements == 0 and rec.vtype.type in _COLLECTIONS:
+            self.note("rdb-empty-key", f"{rec.vtype.type} {self.key_text(rec)} holds no element", rec.offset)
         if rec.expire_ms is not None and state.ctime_ms is not None and rec.expire_ms < state.ctime_ms:
             self.note("rdb-expired-key", f"key {self.key_text(rec)} expired at {rec.expire_ms} ms, before the "
                                          f"snapshot's ctime {state.ctime_ms // 1000} s", rec.offset)
@@ -610,6 +612,8 @@ def _raw4(buf, p):
     return bytes(buf[p:p + 4]), p + 4
 
 
+#: the types whose keys a server skips when they hold no element (``rdb-empty-key``)
+_COLLECTIONS = frozenset(("list", "set", "zset", "hash"))
 _BLOBS = (types.DF_LZ4_BLOB, types.DF_ZSTD_BLOB)
 _PREFIXES = {types.EXPIRETIME_MS: _expire_ms, types.EXPIRETIME: _expire_s, types.IDLE: _idle, types.FREQ: _freq,
              types.ENT_RAM_LRU: _ent_len, types.ENT_SLOT_NUM: _ent_len, types.DF_MASK: _df_mask}

@@ -59,7 +59,8 @@ def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None
     how = Reading(selection_of(select), values, digest or values)
     if isinstance(path, tuple):
         return dfs.show_set(path, fmt, key, offset, shown, how)
-    note = dfs.set_note(path)
+    name = path if isinstance(path, (str, Path)) else getattr(path, "path", None)  # None: a stream
+    note = dfs.set_note(Path(name)) if name else None
     if note is not None:
         if fmt == "jsonl" and key is None and offset is None:
             sys.stderr.write(note + "\n")
@@ -101,15 +102,19 @@ def selection_of(select: dict | None):
         raise InputError(str(exc)) from None
 
 
-def records(path: Path, keep=False, select=None):
+def records(path, keep=False, select=None, recent: "_Recent | None" = None):
     """The records of one file, as they complete (the :class:`Ending` last); only the keys
-    ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given."""
+    ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given. ``path``: a
+    path, or an input opened already (``sources.inputs.Contents``: read on from its start,
+    never opened again); ``recent`` keeps the last bytes read, for a stream's record anatomy."""
+    opened = hasattr(path, "read")
     try:
-        fh = gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
+        fh = path if opened else gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
     except OSError as exc:
         raise _problem(path, exc) from None
     parser = RdbParser(keep=keep, select=select)
-    with fh:
+    at = 0
+    try:
         while True:
             try:
                 chunk = fh.read(CHUNK)
@@ -117,8 +122,36 @@ def records(path: Path, keep=False, select=None):
                 raise InputError(f"{path}: cannot read ({exc})") from None
             if not chunk:
                 break
+            if recent is not None:
+                recent.add(at, chunk)
+            at += len(chunk)
             yield from parser.feed(chunk)
+    finally:
+        if not opened:
+            fh.close()
     yield from parser.close()
+
+
+class _Recent:
+    """The last bytes read from a stream, which cannot be read again: enough for a record
+    of up to :data:`RECORD_READ` bytes that ends in the chunk just read."""
+
+    def __init__(self, keep: int = RECORD_READ + 2 * CHUNK) -> None:
+        self.keep = keep
+        self.parts: list[tuple[int, bytes]] = []
+
+    def add(self, start: int, chunk: bytes) -> None:
+        self.parts.append((start, chunk))
+        while sum(len(c) for _, c in self.parts[1:]) >= self.keep:
+            self.parts.pop(0)
+
+    def get(self, offset: int, n: int) -> bytes | None:
+        """``n`` bytes from ``offset`` (fewer at the end), or None when they are no longer held."""
+        if not self.parts or offset < self.parts[0][0]:
+            return None
+        first = self.parts[0][0]
+        data = b"".join(c for _, c in self.parts)
+        return data[offset - first:offset - first + n]
 
 
 def _unusable(path: Path, rec) -> None:
@@ -296,7 +329,8 @@ def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summa
     keep = key_test(key) if key is not None else True
     digester = how.digester() or Reading(digest=True).digester()
     found = 0
-    for rec in records(path, keep, how.select):
+    recent = _Recent() if getattr(path, "path", "") is None else None  # a stream: its bytes come once
+    for rec in records(path, keep, how.select, recent):
         _unusable(path, rec)
         summary.add(rec)
         if type(rec) is not KeyRecord:
@@ -310,7 +344,7 @@ def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summa
         if fmt == "jsonl":
             sys.stdout.write(dumps_line(report.key_json(rec, digester, True)).decode("ascii"))
         else:
-            show_key(console, path, rec, None, offset, shown)
+            show_key(console, path, rec, None, offset, shown, recent)
     if not found:
         what = f"key {key!r}" if key is not None else f"offset {offset}"
         raise InputError(f"{path}: no key at {what}")
@@ -331,7 +365,8 @@ def key_test(key: str):
     return test
 
 
-def show_key(console, path: Path, rec, want: bytes | None, offset: int | None, shown: Shown) -> bool:
+def show_key(console, path: Path, rec, want: bytes | None, offset: int | None, shown: Shown,
+             recent: _Recent | None = None) -> bool:
     """If ``rec`` is a key named ``want`` (any, if None) whose bytes cover ``offset`` (any,
     if None): print what the decoder made of it, then its anatomy; whether it was."""
     if type(rec) is not KeyRecord or (want is not None and rec.key != want):
@@ -342,23 +377,32 @@ def show_key(console, path: Path, rec, want: bytes | None, offset: int | None, s
                [(safe(a), safe(b)) for a, b in report.detail_rows(rec, shown.value)],
                title=safe(f"{path}: key at offset {rec.offset}"))
     if rec.blob_offset is None:
-        _print_anatomy(console, path, rec, shown)
+        _print_anatomy(console, path, rec, shown, recent)
     else:
         console.print(f"(at offset {rec.blob_offset} of the blob inflated from offset {rec.offset}: "
                       "its bytes are not the file's)")
     return True
 
 
-def _print_anatomy(console, path: Path, rec: KeyRecord, shown: Shown) -> None:
+def _print_anatomy(console, path: Path, rec: KeyRecord, shown: Shown, recent: _Recent | None = None) -> None:
     """The record's fields with their file offsets, and its bytes four a row, from the file
-    (at most :data:`RECORD_READ` bytes of it unless everything is shown)."""
+    (at most :data:`RECORD_READ` bytes of it unless everything is shown); of a stream, from
+    the bytes last read (``recent``), when they still hold the record."""
     n = rec.length if shown.rows is None else min(rec.length, max(RECORD_READ, shown.diagram or 0))
-    try:
-        with gzip.open(path, "rb") if gzipped(path) else open(path, "rb") as fh:
-            fh.seek(rec.offset)
-            data = fh.read(n)
-    except (OSError, EOFError):
-        return
+    if recent is not None:
+        data = recent.get(rec.offset, min(n, RECORD_READ))
+        if data is None:
+            console.print(f"(the record's bytes were read from a stream and are no longer held: give a file "
+                          f"to see them)")
+            return
+    else:
+        name = getattr(path, "path", path)
+        try:
+            with gzip.open(name, "rb") if gzipped(name) else open(name, "rb") as fh:
+                fh.seek(rec.offset)
+                data = fh.read(n)
+        except (OSError, EOFError):
+            return
     record = anatomy(data, rec.offset, rec.length, rec.vtype, shown.rows, shown.value)
     console.print()
     console.print("Offsets (in the file)")
