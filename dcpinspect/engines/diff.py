@@ -28,9 +28,9 @@ from ..outputs.console import make_console
 from ..outputs.escape import safe
 from ..outputs.jsonl import dumps_line
 from ..outputs.rows import print_rows
-from ..sources.inputs import CAPTURE, InputError
-from .inputs import Unusable, capture_unusable, kind_of
-from .snapshots import _family_of, _gathered
+from ..sources.inputs import InputError, looks_like_capture
+from .inputs import Unusable, capture_unusable
+from .snapshots import _family_of, _gathered, _head_of
 
 CHANGES = ("only_in_a", "only_in_b", "type", "value", "expiry")
 
@@ -159,12 +159,13 @@ def _change(tally: Tally, out: "_Printer", changes: tuple, a: DataKey | None, b:
 def _keys(path: Path, tally: Tally) -> Iterator[DataKey]:
     """The keys of one input, from the family that reads it; notes (strings) go to the tally."""
     try:
-        if kind_of(path) == CAPTURE and not _is_snapshot(path):
+        head = _head_of(path)
+        if looks_like_capture(head[:4]) and not any(f.is_snapshot is not None and f.is_snapshot(head)
+                                                     for f in families()):
             yield from _capture_keys(path, tally)
             return
-        items = _gathered([path])
-        for item in items:
-            family = _family_of(item[0] if isinstance(item, tuple) else item)
+        for item in _gathered([path]):
+            family = _family_of(_head_of(item[0] if isinstance(item, tuple) else item))
             if family.snapshot_data is None:
                 raise Unusable(f"{path}: no protocol family compares its data")
             for k in family.snapshot_data(item):
@@ -174,17 +175,6 @@ def _keys(path: Path, tally: Tally) -> Iterator[DataKey]:
                     yield k
     except InputError as exc:
         raise Unusable(str(exc)) from None
-
-
-def _is_snapshot(path: Path) -> bool:
-    from .snapshots import HEAD
-
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(HEAD)
-    except OSError:
-        return False
-    return any(f.is_snapshot is not None and f.is_snapshot(head) for f in families())
 
 
 def _capture_keys(path: Path, tally: Tally) -> Iterator[DataKey]:

@@ -377,9 +377,10 @@ class RdbParser:
         if self._keep is not False:  # values are kept: the lane reads only the keys passed over
             keep, keep_test, ctime = self._keep, self._keep_test, state.ctime_ms
 
-            def want(key, op, expire):
+            def wanted(key, op, expire):
                 return (not keep_test or keep(key)) and (select is None or
                                                          select.wanted(db, key, vtypes[op].type, expire, ctime))
+            want = wanted
         q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms,
                           _MAKER, self.base, db, vtypes, want)
         state.keys += len(found)
