@@ -56,7 +56,7 @@ def fail(message: str, code: int = EXIT_UNUSABLE) -> None:
 def _run(call: Callable[[], bool]) -> None:
     """Exit with what an engine function found: 1 when it found violations, 0 when not, 2
     (its one line on stderr) when an input or option is unusable."""
-    from .engines.inputs import Unusable
+    from .engines import Unusable
 
     try:
         failed = call()

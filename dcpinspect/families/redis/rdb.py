@@ -25,7 +25,7 @@ from typing import Callable, Iterator
 from ...limits import RDB_KEYS, RDB_STRING
 from ...messages.keys import key_text
 from ...rules.registry import RDB_RULES
-from . import journal, types
+from . import types
 from .crc64 import crc64
 from .native import C
 from .primitives import (
@@ -736,6 +736,8 @@ def _df_journal_blob(r, p, rec):
     blob, p = yield from r.string(p)
     if blob is not None:
         try:
+            from . import journal  # (Dragonfly's replication alone sends journal blobs)
+
             rec.fields["journal"] = journal.read_entries(blob, r.cap)
         except Corrupt as exc:
             r.note("rdb-corrupt", f"journal blob: {exc.args[0]}", at)
