@@ -29,8 +29,7 @@ __all__ = ["Unusable", "CAPTURE", "TEXT", "Input", "opened", "text_of", "kind_of
            "jobs_for", "sink_run", "capture_unusable", "tap", "pure"]
 
 
-class Unusable(Exception):
-    """An input or option a command cannot use: its message is the one line on stderr."""
+from . import Unusable  # noqa: E402  (here too, where the commands' inputs are read)
 
 
 def opened(path) -> Input:

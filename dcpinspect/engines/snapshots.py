@@ -10,8 +10,8 @@ from pathlib import Path
 from ..families import Family, families
 from ..findings import LEVELS
 from ..outputs.shown import Shown
-from ..sources.inputs import Contents, InputError
-from .inputs import Unusable, opened
+from ..sources.inputs import Contents, Input, InputError, open_input
+from . import Unusable
 
 #: bytes a family is shown to tell its snapshot files
 HEAD = 16
@@ -37,7 +37,7 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
             if isinstance(item, tuple):
                 worst = max(worst, _family_of(_head_of(item[0])).snapshots(item, fmt, key, offset, shown, **extra))
                 continue
-            with Contents(opened(item)) as contents:
+            with Contents(_opened(item)) as contents:
                 worst = max(worst, _family_of(_peek(contents)).snapshots(contents, fmt, key, offset, shown, **extra))
         except InputError as exc:
             raise Unusable(str(exc)) from None
@@ -61,8 +61,13 @@ def _peek(contents: Contents) -> bytes:
         raise InputError(f"{contents.name}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
 
 
+def _opened(path) -> Input:
+    """A named input opened once (an :class:`Input` is itself); InputError when it cannot be."""
+    return path if isinstance(path, Input) else open_input(path)
+
+
 def _head_of(path: Path) -> bytes:
-    with Contents(opened(path)) as contents:
+    with Contents(_opened(path)) as contents:
         return _peek(contents)
 
 
