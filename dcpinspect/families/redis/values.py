@@ -28,6 +28,9 @@ MODULE_CHARSET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 MODULE_EOF, MODULE_SINT, MODULE_UINT, MODULE_FLOAT, MODULE_DOUBLE, MODULE_STRING = 0, 1, 2, 3, 4, 5
 
 READERS: dict[str, Callable] = {}
+#: the record extras that differ when values are kept: a stream's metadata is whole, and a
+#: list's node sizes (what the memory model needs) are there only then
+KEPT_ONLY = frozenset({"stream", "node_bytes", "node_entries"})
 
 
 def reader(*layouts_: str):
