@@ -107,6 +107,13 @@ class CaptureFormat(str, Enum):
     summary = "summary"
 
 
+class SnapshotFormat(str, Enum):
+    table = "table"
+    jsonl = "jsonl"
+    summary = "summary"
+    csv = "csv"
+
+
 @app.command("decode")
 def decode_command(
     files: list[Path] = typer.Argument(..., help="pcap / pcapng files (gzip allowed), or hex dumps."),
@@ -205,7 +212,8 @@ def stats_command(
 @app.command("rdb")
 def rdb_command(
     files: list[Path] = typer.Argument(..., help="RDB files (Redis, Valkey, Dragonfly; gzip allowed)."),
-    fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary."),
+    fmt: SnapshotFormat = typer.Option(SnapshotFormat.table, "--format", "-f",
+                                       help="table, jsonl or summary; csv with --report."),
     key: Optional[str] = typer.Option(None, "--key", help="Show this key's fields and bytes."),
     offset: Optional[int] = typer.Option(None, "--offset", min=0, help="Show the key whose bytes cover this offset."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 on findings of this severity or worse."),
@@ -213,11 +221,45 @@ def rdb_command(
     max_value: Optional[int] = MAX_VALUE_OPTION,
     max_diagram: Optional[int] = typer.Option(None, "--max-diagram", min=1, metavar="BYTES",
                                               help=f"Bytes of a key's record the diagram draws (default {DIAGRAM_SHOWN.default})."),
+    report: list[str] = typer.Option([], "--report", "-r", metavar="NAME",
+                                     help="Memory reports: memory, bigkeys, prefix, types, expiry (several allowed)."),
+    top: int = typer.Option(20, "--top", "-n", min=1, help="Rows of the memory and prefix reports."),
+    sep: list[str] = typer.Option([], "--sep", metavar="TEXT", help="Prefix separator (several allowed; default :)."),
+    depth: int = typer.Option(2, "--depth", min=1, help="Prefix levels of the prefix report and the plot."),
+    at: Optional[str] = typer.Option(None, "--at", metavar="TIME",
+                                     help="Expiries counted from this time (ISO 8601 or ms; default the snapshot's ctime)."),
+    config: Optional[Path] = typer.Option(None, "--config", metavar="FILE",
+                                          help="The server's redis.conf (its encoding thresholds; default the server's defaults)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", metavar="FILE.svg", help="Draw memory by prefix as a flame graph."),
 ) -> None:
-    """Decode RDB snapshots: keys with type, encoding, size and expiry; checksum and damage as findings."""
+    """Decode RDB snapshots: keys with type, encoding, size and expiry; checksum and damage as findings; memory reports."""
     from .engines.snapshots import snapshot_files
 
-    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value))
+    reports = None
+    if report or plot is not None:
+        reports = {"names": tuple(report) or (("memory",) if plot is None else ()), "top": top, "seps": tuple(sep),
+                   "depth": depth, "at": _at_ms(at), "config": config, "plot": plot}
+    elif fmt is SnapshotFormat.csv:
+        fail("--format csv is the memory reports' (--report NAME)")
+    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value,
+                                reports))
+
+
+def _at_ms(text: Optional[str]) -> Optional[int]:
+    """``--at``: milliseconds since the epoch, or an ISO 8601 time (UTC unless it says)."""
+    if text is None:
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    from datetime import datetime, timezone
+
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        fail(f"--at {text!r}: an ISO 8601 time or milliseconds since the epoch")
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return int(when.timestamp() * 1000)
 
 
 @app.command("analyze")

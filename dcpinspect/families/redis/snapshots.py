@@ -38,14 +38,17 @@ def is_snapshot(head: bytes) -> bool:
 
 
 def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None,
-         shown: Shown | None = None) -> int:
+         shown: Shown | None = None, reports: dict | None = None) -> int:
     """Decode one file and print it as ``fmt`` ("table", "jsonl" or "summary"), or the
-    keys named by ``key`` / covering ``offset``; returns the worst severity found (its
-    rank in findings.LEVELS, -1 for none). A file that is no RDB at all is an InputError.
+    keys named by ``key`` / covering ``offset``, or the memory ``reports`` asked for (see
+    :func:`show_reports`); returns the worst severity found (its rank in
+    findings.LEVELS, -1 for none). A file that is no RDB at all is an InputError.
     A tuple of paths is a Dragonfly ``.dfs`` set, read as one snapshot (see :mod:`.dfs`); a
     shard file of one given alone is read as itself, with a note naming its set."""
     from . import dfs
 
+    if reports:
+        return show_reports(path, fmt, reports)
     if isinstance(path, tuple):
         return dfs.show_set(path, fmt, key, offset, shown)
     note = dfs.set_note(path)
@@ -74,6 +77,105 @@ def records(path: Path, keep=False):
                 break
             yield from parser.feed(chunk)
     yield from parser.close()
+
+
+def show_reports(path, fmt: str, asked: dict) -> int:
+    """The memory reports of one file or ``.dfs`` set (:mod:`.usage`), printed as a table,
+    JSON Lines or CSV (``fmt``); ``asked``: the report names and their options
+    (:func:`usage_options`), and ``plot``, a path for the flame graph."""
+    from . import dfs, usage
+
+    options = usage_options(asked)
+    reports = usage.Reports(options)
+    plot = None
+    if asked.get("plot"):
+        from .flame import Flame
+
+        plot = reports.plot = Flame(options.prefix_cap)
+    csv_all = fmt == "csv" and "memory" in options.names
+    out = _csv_writer() if fmt == "csv" else None
+    if csv_all:
+        out.writerow(usage.CSV_COLUMNS)
+    worst = -1
+    if isinstance(path, tuple):
+        members = dfs.members_of(path)
+        checks = dfs.SetChecks(members)
+        stream = ((members[i].shard, rec) for i, rec in dfs.read_set(members, checks, keep=True))
+    else:
+        stream = ((None, rec) for rec in records(path, keep=True))
+    for shard, rec in stream:
+        kind = type(rec)
+        if kind is KeyRecord:
+            m = reports.measure(rec, shard)
+            if m is not None:
+                reports.add(m)
+                if csv_all:
+                    out.writerow(_csv_cells(m.csv_row()))
+        else:
+            _unusable(path[0] if isinstance(path, tuple) else path, rec)
+            if kind is AuxRecord:
+                reports.aux(rec)
+        for f in report.findings_of(rec):
+            worst = max(worst, LEVELS[f.severity])
+    if fmt == "jsonl":
+        for obj in reports.json_objects():
+            sys.stdout.buffer.write(dumps_line(obj))
+    elif fmt == "csv":
+        for name, (title, headers, rows) in zip(options.names, reports.tables()):
+            if name == "memory":
+                continue
+            if csv_all or name != options.names[0]:
+                out.writerow(())
+            out.writerow(headers)
+            out.writerows(_csv_cells(r) for r in rows)
+    else:
+        console = make_console()
+        for title, headers, rows in reports.tables():
+            print_rows(console, headers, [tuple(safe(str(c)) for c in r) for r in rows], title=safe(title))
+            console.print()
+        console.print(f"{reports.keys:,} keys, {reports.memory:,} bytes estimated (Redis 7.0's structures, "
+                      f"the server's thresholds{' of the config given' if asked.get('config') else ''})")
+    sys.stdout.flush()
+    if plot is not None:
+        try:
+            Path(asked["plot"]).write_text(plot.svg(), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"--plot {asked['plot']}: {exc.strerror or exc}") from None
+    return worst
+
+
+def usage_options(asked: dict):
+    """:class:`.usage.Options` from the command line's words: ``names``, ``top``, ``seps``
+    (text), ``depth``, ``at`` (ms), ``config`` (a redis.conf path), ``keep``."""
+    from . import usage
+    from .memory import DEFAULTS, Config
+
+    names = tuple(dict.fromkeys(asked.get("names") or ("memory",)))
+    unknown = [n for n in names if n not in usage.NAMES]
+    if unknown:
+        raise InputError(f"--report {unknown[0]!r}: one of {', '.join(usage.NAMES)}")
+    seps = tuple(s.encode("utf-8", "surrogateescape") for s in asked.get("seps") or (":",) if s)
+    if not seps:
+        raise InputError("--sep needs a separator")
+    try:
+        config = Config.read(asked["config"]) if asked.get("config") else DEFAULTS
+    except OSError as exc:
+        raise InputError(f"--config {asked['config']}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return usage.Options(names=names, top=asked.get("top") or 20, seps=seps, depth=asked.get("depth") or 2,
+                         at_ms=asked.get("at"), config=config, keep=asked.get("keep"))
+
+
+def _csv_cells(row) -> tuple:
+    """A CSV row with its text made safe for a terminal (keys come from the file)."""
+    return tuple(safe(c) if isinstance(c, str) else c for c in row)
+
+
+def _csv_writer():
+    import csv
+
+    return csv.writer(sys.stdout, lineterminator="\n")
 
 
 def _unusable(path: Path, rec) -> None:
