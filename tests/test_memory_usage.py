@@ -80,7 +80,7 @@ def dataset(seed: int = 26) -> list[tuple]:
     out.append(("XGROUP", "CREATE", "stream:10", "g", "0"))
     # expiries
     for i in range(20):
-        out.append(("SET", f"exp:{i}", "v" * i, "EX", str(3600 * (i + 1))))
+        out.append(("SET", f"exp:{i}", "v" * i, "PX", str(1_800_000 + 3_600_000 * i)))  # half an hour on
     out.append(("HSET", "exp:hash", "a", "1"))
     out.append(("EXPIRE", "exp:hash", "100000"))
     return out
