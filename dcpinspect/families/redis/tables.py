@@ -18,7 +18,7 @@ COMMANDS = Table("commands", "frame", ("resp", "journal"), (
 KEYS = Table("keys", "key", ("rdb",), (
     ("db", "bigint", "db"), ("key_name", "string", "key"), ("type", "string", "type"),
     ("encoding", "string", "encoding"), ("elements", "bigint", "elements"), ("size", "bigint", "size"),
-    ("expire_ms", "bigint", "expire_ms"), ("offset", "bigint", "offset"),
+    ("expire_ms", "bigint", "expire_ms"), ("offset", "bigint", "offset"), ("memory", "bigint", "memory"),
 ))
 TABLES = (COMMANDS, KEYS)
 #: bytes read from a snapshot file at a time
@@ -26,17 +26,20 @@ CHUNK = 1 << 20
 
 
 def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
-    """What ``rdb -f jsonl`` writes of the RDB file open as ``fh``: its keys, aux fields and
-    findings as they complete, then its summary. A file that is no RDB raises
-    ``InputError`` (from ``sources.inputs``)."""
+    """What ``rdb -f jsonl`` writes of the RDB file open as ``fh``: its keys (each with its
+    ``memory`` in the server too, :mod:`.memory`'s estimate, as ``rdb --report memory``
+    gives it), aux fields and findings as they complete, then its summary. A file that is
+    no RDB raises ``InputError`` (from ``sources.inputs``). Values are read to measure each
+    key, one key at a time."""
     from ...findings import Finding
     from ...sources.inputs import InputError
     from . import report
+    from .memory import key_memory
     from .rdb import RdbParser
     from .records import AuxRecord, KeyRecord
     from .snapshots import _unusable
 
-    parser = RdbParser(keep=False)
+    parser = RdbParser(keep=True)
     summary = report.Summary(name)
 
     def rows(recs) -> Iterator[dict]:
@@ -44,7 +47,9 @@ def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
             _unusable(name, rec)
             summary.add(rec)
             if isinstance(rec, KeyRecord):
-                yield report.key_json(rec)
+                obj = report.key_json(rec)
+                obj["memory"] = key_memory(rec).total
+                yield obj
             elif isinstance(rec, AuxRecord):
                 yield report.aux_json(rec)
             elif isinstance(rec, Finding):
