@@ -221,13 +221,32 @@ def rdb_command(
     max_value: Optional[int] = MAX_VALUE_OPTION,
     max_diagram: Optional[int] = typer.Option(None, "--max-diagram", min=1, metavar="BYTES",
                                               help=f"Bytes of a key's record the diagram draws (default {DIAGRAM_SHOWN.default})."),
+    match: Optional[str] = typer.Option(None, "--match", metavar="GLOB",
+                                        help="Keys matching this pattern, as SCAN MATCH takes it (* ? [a-z] [^a] \\x)."),
+    regex: Optional[str] = typer.Option(None, "--regex", metavar="RE",
+                                        help="Keys in which this regular expression (Python's) is found."),
+    key_type: list[str] = typer.Option([], "--type", metavar="TYPE",
+                                       help="Keys of this type (string, list, set, zset, hash, stream, module, ...)."),
+    db: list[int] = typer.Option([], "--db", min=0, help="Keys of this db."),
+    min_size: Optional[int] = typer.Option(None, "--min-size", min=0, metavar="BYTES",
+                                           help="Keys whose serialised value has at least this many bytes."),
+    max_size: Optional[int] = typer.Option(None, "--max-size", min=0, metavar="BYTES",
+                                           help="Keys whose serialised value has at most this many bytes."),
+    min_elements: Optional[int] = typer.Option(None, "--min-elements", min=0, metavar="N",
+                                               help="Keys of at least this many elements."),
+    max_elements: Optional[int] = typer.Option(None, "--max-elements", min=0, metavar="N",
+                                               help="Keys of at most this many elements."),
+    expiring: bool = typer.Option(False, "--expiring", help="Keys with an expiry still ahead (at --at)."),
+    persistent: bool = typer.Option(False, "--persistent", help="Keys without an expiry."),
+    expired: bool = typer.Option(False, "--expired", help="Keys whose expiry is past (at --at)."),
+    at: Optional[str] = typer.Option(None, "--at", metavar="TIME",
+                                     help="When expiries are judged: Unix seconds or ISO 8601 (default: the "
+                                          "snapshot's ctime, else now)."),
     report: list[str] = typer.Option([], "--report", "-r", metavar="NAME",
                                      help="Memory reports: memory, bigkeys, prefix, types, expiry (several allowed)."),
     top: int = typer.Option(20, "--top", "-n", min=1, help="Rows of the memory and prefix reports."),
     sep: list[str] = typer.Option([], "--sep", metavar="TEXT", help="Prefix separator (several allowed; default :)."),
     depth: int = typer.Option(2, "--depth", min=1, help="Prefix levels of the prefix report and the plot."),
-    at: Optional[str] = typer.Option(None, "--at", metavar="TIME",
-                                     help="Expiries counted from this time (ISO 8601 or ms; default the snapshot's ctime)."),
     config: Optional[Path] = typer.Option(None, "--config", metavar="FILE",
                                           help="The server's redis.conf (its encoding thresholds; default the server's defaults)."),
     plot: Optional[Path] = typer.Option(None, "--plot", metavar="FILE.svg", help="Draw memory by prefix as a flame graph."),
@@ -235,31 +254,17 @@ def rdb_command(
     """Decode RDB snapshots: keys with type, encoding, size and expiry; checksum and damage as findings; memory reports."""
     from .engines.snapshots import snapshot_files
 
+    select = {"match": match, "regex": regex, "type": tuple(key_type), "db": tuple(db), "min_size": min_size,
+              "max_size": max_size, "min_elements": min_elements, "max_elements": max_elements,
+              "expiring": expiring, "persistent": persistent, "expired": expired, "at": at}
     reports = None
     if report or plot is not None:
         reports = {"names": tuple(report) or (("memory",) if plot is None else ()), "top": top, "seps": tuple(sep),
-                   "depth": depth, "at": _at_ms(at), "config": config, "plot": plot}
+                   "depth": depth, "at": at, "config": config, "plot": plot}
     elif fmt is SnapshotFormat.csv:
         fail("--format csv is the memory reports' (--report NAME)")
     _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value,
-                                reports))
-
-
-def _at_ms(text: Optional[str]) -> Optional[int]:
-    """``--at``: milliseconds since the epoch, or an ISO 8601 time (UTC unless it says)."""
-    if text is None:
-        return None
-    if text.lstrip("-").isdigit():
-        return int(text)
-    from datetime import datetime, timezone
-
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        fail(f"--at {text!r}: an ISO 8601 time or milliseconds since the epoch")
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return int(when.timestamp() * 1000)
+                                select, reports))
 
 
 @app.command("analyze")

@@ -150,13 +150,15 @@ def test_the_prefix_table_is_exact_until_full_then_keeps_the_heaviest():
     assert t.pruned == 2 and set(dict(t.heaviest())) == {(0, b"p3:"), (0, b"p2:"), (0, b"new:")}
 
 
-def test_a_key_filter_is_honoured(saved):
-    path, est, _ = saved
-    reports = usage.Reports(usage.Options(names=("types",), keep=lambda rec: rec.type == "hash"))
-    for r in rdb_records(path, keep=True):
-        if type(r) is KeyRecord and (m := reports.measure(r)) is not None:
-            reports.add(m)
-    assert reports.keys == sum(1 for k in est if k.startswith(b"hash:") or k == b"exp:hash")
+def test_the_key_selection_is_honoured(saved):
+    path, est, recs = saved
+    objs = objects(path, "--report", "types", "--report", "prefix", "--type", "hash", "--match", "hash:*")
+    want = {k: m for k, m in est.items() if k.startswith(b"hash:")}
+    assert next(o for o in objs if o["kind"] == "memory-total") == {
+        "kind": "memory-total", "protocol": "rdb", "keys": len(want), "memory": sum(m.total for m in want.values())}
+    assert {o["type"] for o in objs if o["kind"] == "types"} == {"hash"}
+    expiring = objects(path, "--report", "expiry", "--expiring")
+    assert {o["expires"] for o in expiring if o["kind"] == "expiry"} == {"<1h", "<1day", "<1week"}
 
 
 def _svg_boxes(text: str) -> list[tuple[float, float, float, str]]:

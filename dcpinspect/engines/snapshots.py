@@ -17,21 +17,25 @@ HEAD = 16
 
 
 def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
-                   shown: Shown | None = None, fail_on: str = "error", reports: dict | None = None) -> bool:
+                   shown: Shown | None = None, fail_on: str = "error", select: dict | None = None,
+                   reports: dict | None = None) -> bool:
     """Print each file (or set of files read as one snapshot) as its family prints its
-    snapshots (``fmt``: "table", "jsonl", "summary" or "csv"; or the keys named by ``key``
-    / covering ``offset``; or the ``reports`` asked, a dict of their names and options the
-    family reads); returns whether a finding of ``fail_on``'s severity or worse was made.
-    A file no family can read is :class:`Unusable`."""
+    snapshots (``fmt``: "table", "jsonl", "summary", or "csv" for reports; or the keys
+    named by ``key`` / covering ``offset``; or the ``reports`` asked, a dict of their names
+    and options the family reads), of its keys those ``select`` (the key selection's
+    options by name, which the family reads) chooses; returns whether a finding of
+    ``fail_on``'s severity or worse was made. A file no family can read is
+    :class:`Unusable`."""
     shown = shown or Shown()
+    select = {k: v for k, v in (select or {}).items() if v not in (None, (), [], False)}
     worst = -1
     for item in _gathered(files):
         family = _family_of(item[0] if isinstance(item, tuple) else item)
+        extra = {"select": select} if select else {}
+        if reports:
+            extra["reports"] = reports
         try:
-            if reports:
-                worst = max(worst, family.snapshots(item, fmt, key, offset, shown, reports=reports))
-            else:
-                worst = max(worst, family.snapshots(item, fmt, key, offset, shown))
+            worst = max(worst, family.snapshots(item, fmt, key, offset, shown, **extra))
         except InputError as exc:
             raise Unusable(str(exc)) from None
     return worst >= LEVELS[fail_on]

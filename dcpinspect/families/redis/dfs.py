@@ -294,13 +294,13 @@ def _number(raw: bytes) -> int | None:
     return value if value >= 0 else None
 
 
-def read_set(members: list[Member], checks: SetChecks, keep=False):
+def read_set(members: list[Member], checks: SetChecks, keep=False, select=None):
     """The records of each member in turn, as ``(index, record)``, the set's findings on the
     key records and after each member, and the whole set's last (a file that is no RDB at all
     is an InputError)."""
     judge = checks.key
     for i, member in enumerate(members):
-        for rec in records(member.path, keep):
+        for rec in records(member.path, keep, select):
             kind = type(rec)
             if kind is KeyRecord:
                 finding = judge(i, rec)
@@ -421,7 +421,7 @@ def members_of(paths) -> list[Member]:
 
 
 def show_set(paths, fmt: str, key: str | None = None, offset: int | None = None,
-             shown: Shown | None = None) -> int:
+             shown: Shown | None = None, select=None) -> int:
     """Read the files of a set (a tuple from :func:`gather`) as one snapshot and print it as
     ``fmt`` ("table", "jsonl" or "summary"), or the keys named by ``key`` / covering
     ``offset`` in any member; returns the worst severity found (its rank in
@@ -431,23 +431,23 @@ def show_set(paths, fmt: str, key: str | None = None, offset: int | None = None,
     figures = SetFigures(members, checks)
     shown = shown or Shown()
     if key is not None or offset is not None:
-        _detail(members, checks, figures, key, offset, shown)
+        _detail(members, checks, figures, key, offset, shown, select)
     elif fmt == "jsonl":
-        _jsonl(members, checks, figures)
+        _jsonl(members, checks, figures, select)
     elif fmt == "summary":
-        for i, rec in read_set(members, checks):
+        for i, rec in read_set(members, checks, False, select):
             figures.add(i, rec)
         figures.close()
         _print_set_summary(figures)
     else:
-        _table(members, checks, figures, shown)
+        _table(members, checks, figures, shown, select)
     return figures.worst()
 
 
-def _jsonl(members: list[Member], checks: SetChecks, figures: SetFigures) -> None:
+def _jsonl(members: list[Member], checks: SetChecks, figures: SetFigures, select=None) -> None:
     write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else (lambda b: sys.stdout.write(b.decode()))
     files = [str(m.path) for m in members]
-    for i, rec in read_set(members, checks):
+    for i, rec in read_set(members, checks, False, select):
         figures.add(i, rec)
         member = members[i]
         if type(rec) is KeyRecord:
@@ -466,13 +466,13 @@ def _jsonl(members: list[Member], checks: SetChecks, figures: SetFigures) -> Non
     sys.stdout.flush()
 
 
-def _table(members: list[Member], checks: SetChecks, figures: SetFigures, shown: Shown) -> None:
+def _table(members: list[Member], checks: SetChecks, figures: SetFigures, shown: Shown, select=None) -> None:
     console = make_console()
     headers = ("shard", *report.KEY_HEADERS)
     rows: list[tuple[str, ...]] = []
     loose: list[tuple[int, Finding]] = []
     printed = False
-    for i, rec in read_set(members, checks):
+    for i, rec in read_set(members, checks, False, select):
         figures.add(i, rec)
         if type(rec) is KeyRecord:
             rows.append((members[i].label, *(safe(_cut(c, shown.value)) for c in report.key_row(rec))))
@@ -507,14 +507,14 @@ def _print_set_summary(figures: SetFigures) -> None:
 
 
 def _detail(members: list[Member], checks: SetChecks, figures: SetFigures, key: str | None, offset: int | None,
-            shown: Shown) -> None:
+            shown: Shown, select=None) -> None:
     """The keys named ``key`` or whose bytes cover ``offset``, in any member, as
     ``rdb FILE --key`` shows them, each under its file's name."""
     console = make_console()
     want = key.encode("utf-8", "surrogateescape") if key is not None else None
     keep = (lambda k: k == want) if want is not None else True
     found = 0
-    for i, rec in read_set(members, checks, keep):
+    for i, rec in read_set(members, checks, keep, select):
         figures.add(i, rec)
         found += show_key(console, members[i].path, rec, want, offset, shown)
     figures.close()

@@ -38,35 +38,51 @@ def is_snapshot(head: bytes) -> bool:
 
 
 def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None,
-         shown: Shown | None = None, reports: dict | None = None) -> int:
+         shown: Shown | None = None, select: dict | None = None, reports: dict | None = None) -> int:
     """Decode one file and print it as ``fmt`` ("table", "jsonl" or "summary"), or the
     keys named by ``key`` / covering ``offset``, or the memory ``reports`` asked for (see
     :func:`show_reports`); returns the worst severity found (its rank in
     findings.LEVELS, -1 for none). A file that is no RDB at all is an InputError.
     A tuple of paths is a Dragonfly ``.dfs`` set, read as one snapshot (see :mod:`.dfs`); a
-    shard file of one given alone is read as itself, with a note naming its set."""
+    shard file of one given alone is read as itself, with a note naming its set. ``select``:
+    the key selection's options by name (:meth:`.selection.KeySelection.from_options`; a
+    value it cannot take is an InputError)."""
     from . import dfs
 
+    chosen = selection_of(select)
     if reports:
-        return show_reports(path, fmt, reports)
+        return show_reports(path, fmt, reports, chosen)
     if isinstance(path, tuple):
-        return dfs.show_set(path, fmt, key, offset, shown)
+        return dfs.show_set(path, fmt, key, offset, shown, chosen)
     note = dfs.set_note(path)
     if note is not None:
         if fmt == "jsonl" and key is None and offset is None:
             sys.stderr.write(note + "\n")
         else:
             make_console().print(safe(note))
-    return _one(path, fmt, key, offset, shown or Shown())
+    return _one(path, fmt, key, offset, shown or Shown(), chosen)
 
 
-def records(path: Path, keep=False):
-    """The records of one file, as they complete (the :class:`Ending` last)."""
+def selection_of(select: dict | None):
+    """The :class:`~.selection.KeySelection` of the options ``select`` gives, or None."""
+    if not select:
+        return None
+    from .selection import KeySelection
+
+    try:
+        return KeySelection.from_options(select)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def records(path: Path, keep=False, select=None):
+    """The records of one file, as they complete (the :class:`Ending` last); only the keys
+    ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given."""
     try:
         fh = gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
     except OSError as exc:
         raise _problem(path, exc) from None
-    parser = RdbParser(keep=keep)
+    parser = RdbParser(keep=keep, select=select)
     with fh:
         while True:
             try:
@@ -79,10 +95,11 @@ def records(path: Path, keep=False):
     yield from parser.close()
 
 
-def show_reports(path, fmt: str, asked: dict) -> int:
+def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     """The memory reports of one file or ``.dfs`` set (:mod:`.usage`), printed as a table,
-    JSON Lines or CSV (``fmt``); ``asked``: the report names and their options
-    (:func:`usage_options`), and ``plot``, a path for the flame graph."""
+    JSON Lines or CSV (``fmt``), of the keys ``select`` (a
+    :class:`~.selection.KeySelection`) admits; ``asked``: the report names and their
+    options (:func:`usage_options`), and ``plot``, a path for the flame graph."""
     from . import dfs, usage
 
     options = usage_options(asked)
@@ -100,17 +117,16 @@ def show_reports(path, fmt: str, asked: dict) -> int:
     if isinstance(path, tuple):
         members = dfs.members_of(path)
         checks = dfs.SetChecks(members)
-        stream = ((members[i].shard, rec) for i, rec in dfs.read_set(members, checks, keep=True))
+        stream = ((members[i].shard, rec) for i, rec in dfs.read_set(members, checks, keep=True, select=select))
     else:
-        stream = ((None, rec) for rec in records(path, keep=True))
+        stream = ((None, rec) for rec in records(path, keep=True, select=select))
     for shard, rec in stream:
         kind = type(rec)
         if kind is KeyRecord:
             m = reports.measure(rec, shard)
-            if m is not None:
-                reports.add(m)
-                if csv_all:
-                    out.writerow(_csv_cells(m.csv_row()))
+            reports.add(m)
+            if csv_all:
+                out.writerow(_csv_cells(m.csv_row()))
         else:
             _unusable(path[0] if isinstance(path, tuple) else path, rec)
             if kind is AuxRecord:
@@ -146,9 +162,11 @@ def show_reports(path, fmt: str, asked: dict) -> int:
 
 def usage_options(asked: dict):
     """:class:`.usage.Options` from the command line's words: ``names``, ``top``, ``seps``
-    (text), ``depth``, ``at`` (ms), ``config`` (a redis.conf path), ``keep``."""
+    (text), ``depth``, ``at`` (Unix seconds or ISO 8601, as the key selection takes it),
+    ``config`` (a redis.conf path)."""
     from . import usage
     from .memory import DEFAULTS, Config
+    from .selection import parse_time
 
     names = tuple(dict.fromkeys(asked.get("names") or ("memory",)))
     unknown = [n for n in names if n not in usage.NAMES]
@@ -163,8 +181,12 @@ def usage_options(asked: dict):
         raise InputError(f"--config {asked['config']}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    try:
+        at_ms = parse_time(asked["at"]) if asked.get("at") else None
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     return usage.Options(names=names, top=asked.get("top") or 20, seps=seps, depth=asked.get("depth") or 2,
-                         at_ms=asked.get("at"), config=config, keep=asked.get("keep"))
+                         at_ms=at_ms, config=config)
 
 
 def _csv_cells(row) -> tuple:
@@ -186,14 +208,14 @@ def _unusable(path: Path, rec) -> None:
         raise InputError(f"{path}: {rec.bytes_read} bytes, too short to be an RDB file")
 
 
-def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown) -> int:
+def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown, select=None) -> int:
     summary = report.Summary(str(path))
     if key is not None or offset is not None:
-        return _detail(path, key, offset, shown, summary)
+        return _detail(path, key, offset, shown, summary, select)
     keep = False
     if fmt == "jsonl":
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
-        for rec in records(path, keep):
+        for rec in records(path, keep, select):
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
             summary.add(rec)
@@ -205,7 +227,7 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
         write(line) if write else sys.stdout.write(line.decode("ascii"))
         sys.stdout.flush()
     elif fmt == "summary":
-        for rec in records(path, keep):
+        for rec in records(path, keep, select):
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
             summary.add(rec)
@@ -214,7 +236,7 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
         console = make_console()
         rows: list[tuple[str, ...]] = []
         loose: list[Finding] = []
-        for rec in records(path, keep):
+        for rec in records(path, keep, select):
             _unusable(path, rec)
             summary.add(rec)
             if isinstance(rec, KeyRecord):
@@ -291,7 +313,8 @@ def _print_summary(s: report.Summary) -> None:
                    title="Findings")
 
 
-def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summary: report.Summary) -> int:
+def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summary: report.Summary,
+            select=None) -> int:
     """The keys named ``key`` or whose bytes cover ``offset``: what the decoder made of
     each, then its bytes as the spec-style offset table and the byte diagram (each capped
     as MCBP frames' are)."""
@@ -299,7 +322,7 @@ def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summa
     want = key.encode("utf-8", "surrogateescape") if key is not None else None
     keep = (lambda k: k == want) if want is not None else True
     found = 0
-    for rec in records(path, keep):
+    for rec in records(path, keep, select):
         _unusable(path, rec)
         summary.add(rec)
         found += show_key(console, path, rec, want, offset, shown)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Iterator
 
 from ...messages.keys import key_text
 from .memory import DEFAULTS, Config, KeyMemory, key_memory
@@ -42,7 +42,7 @@ UNITS = {"string": "bytes", "list": "items", "set": "members", "hash": "fields",
 class Options:
     """What the reports are asked: their names, the top ``n``, the prefix separators and
     depth, the time expiries are measured from (ms; None: the snapshot's ctime), the
-    server's thresholds, which keys count (``keep``: a test of a key record)."""
+    server's thresholds. Which keys count is the decoder's key selection's to say."""
 
     names: tuple[str, ...] = ("memory",)
     top: int = 20
@@ -50,7 +50,6 @@ class Options:
     depth: int = 2
     at_ms: int | None = None
     config: Config = DEFAULTS
-    keep: Callable[[KeyRecord], bool] | None = None
     prefix_cap: int = PREFIX_CAP
 
 
@@ -149,10 +148,8 @@ class Reports:
         self._expiry: dict[str, list[int]] = {}
         self.plot = None
 
-    def measure(self, rec: KeyRecord, shard: int | None = None) -> Measured | None:
-        """The key's figures, or None when the key filter passes it over."""
-        if self.options.keep is not None and not self.options.keep(rec):
-            return None
+    def measure(self, rec: KeyRecord, shard: int | None = None) -> Measured:
+        """The key's figures."""
         km = key_memory(rec, self.options.config)
         return Measured(rec.db, rec.key, rec.type, km.encoding, rec.elements or 0, km, rec.expire_ms, shard)
 
