@@ -167,3 +167,21 @@ def test_expiring_keys_carry_their_expires_entry(measured):
     est = estimates(measured[0])
     assert est[b"exp:3"].expires == memory.EXPIRES_ENTRY and est[b"str:len:10"].expires == 0
     assert est[b"exp:3"].total == est[b"exp:3"].usage + memory.EXPIRES_ENTRY
+
+
+def test_the_c_lane_measures_as_the_values_do(measured):
+    """Keys the C record lane measures without their values (memory.LaneMeasure) get the
+    same estimate and encoding as from their values; the lane takes most of them."""
+    path = measured[0]
+    lane = [r for r in rdb_records(path, keep=True, measure=memory.LaneMeasure()) if type(r) is KeyRecord]
+    by_lane = {r.key: memory.key_memory(r) for r in lane}
+    kept = estimates(path)
+    assert {k: (m.total, m.encoding) for k, m in by_lane.items()} == {k: (m.total, m.encoding) for k, m in kept.items()}
+    if memory_lane_built():
+        assert sum(1 for r in lane if r.value is None) > 0.8 * len(lane)
+
+
+def memory_lane_built() -> bool:
+    from dcpinspect.families.redis.native import C
+
+    return C is not None

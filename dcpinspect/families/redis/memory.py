@@ -44,7 +44,9 @@ Dragonfly's own types are counted as their serialised size.
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from pathlib import Path
 
 from .layouts import _backlen_size
@@ -338,10 +340,13 @@ def zset_usage(pairs: list, cfg: Config, packed: bool) -> tuple[int, str]:
             entries.append(m)
             entries.append(score_entry(s))
         return listpack_usage(entries), "listpack"
-    n = len(pairs)
+    return skiplist_usage(len(pairs), sum(sds_alloc(len(m)) for m, _ in pairs)), "skiplist"
+
+
+def skiplist_usage(n: int, member_bytes: int) -> int:
+    """A skiplist-encoded sorted set of ``n`` members whose SDS allocations are ``member_bytes``."""
     fixed = ROBJ + ZSET + ZSKIPLIST + DICT + DICT_BUCKET * dict_slots(n) + ZSKIPLIST_HEADER
-    each = sum(sds_alloc(len(m)) for m, _ in pairs) + n * (DICT_ENTRY + ZSKIPLIST_NODE_EXPECTED)
-    return round(fixed + each), "skiplist"
+    return round(fixed + member_bytes + n * (DICT_ENTRY + ZSKIPLIST_NODE_EXPECTED))
 
 
 def quicklist_nodes(items, cfg: Config) -> list[int]:
@@ -366,7 +371,12 @@ def quicklist_nodes(items, cfg: Config) -> list[int]:
 
 def quicklist_usage(node_bytes: list[int]) -> int:
     """A quicklist whose nodes hold listpacks (or plain elements) of these byte sizes."""
-    return ROBJ + QUICKLIST + sum(QUICKLIST_NODE + jemalloc(b) for b in node_bytes)
+    return quicklist_nodes_usage(len(node_bytes), sum(map(jemalloc, node_bytes)))
+
+
+def quicklist_nodes_usage(nodes: int, allocated: int) -> int:
+    """A quicklist of ``nodes`` nodes whose listpacks' allocations are ``allocated``."""
+    return ROBJ + QUICKLIST + QUICKLIST_NODE * nodes + allocated
 
 
 def stream_usage(meta: dict) -> int:
@@ -429,8 +439,8 @@ def _longest(items) -> int:
 def value_usage(rec, cfg: Config) -> tuple[int, str, int]:
     """(bytes, encoding in the server, largest element's length) of a record's value."""
     layout, value, t = rec.vtype.layout, rec.value, rec.type
-    if value is None:  # not kept or damaged: what the file holds of it
-        return ROBJ + rec.size, rec.encoding, 0
+    if value is None:  # measured by the C lane (LaneMeasure), or not kept, or damaged
+        return _shape_usage(rec)
     if t == "string" and layout == "string":
         length = len(value)
         usage, enc = string_usage(value, length)
@@ -458,4 +468,84 @@ def value_usage(rec, cfg: Config) -> tuple[int, str, int]:
         return quicklist_usage(quicklist_nodes(value, cfg)), "quicklist", _longest(value)
     if t == "stream" and isinstance(rec.extra.get("stream"), dict):
         return stream_usage(rec.extra["stream"]), "stream", 0
+    return ROBJ + rec.size, rec.encoding, 0
+
+
+# --------------------------------------------------------------------------- measured without values
+
+#: element and allocation sizes the C lane looks up (longer ones leave the key to the readers)
+LANE_TABLE = 1 << 16
+#: the C lane's rules (``_rdb.c`` ``MR_*``): leave the key to the readers; sum its
+#: elements' SDS allocations (left when it has at most ``a`` elements of at most ``b``
+#: bytes: the server may pack it); its packed blob's bytes (left past ``a`` elements: the
+#: server unpacks it); its quicklist nodes' allocations; a string (its bytes given up to ``a``)
+MR_DECLINE, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING = range(5)
+_NEVER = (1 << 63) - 1
+
+
+@lru_cache(maxsize=1)
+def _lane_tables() -> tuple[bytes, bytes]:
+    return (struct.pack(f"<{LANE_TABLE}I", *map(sds_alloc, range(LANE_TABLE))),
+            struct.pack(f"<{LANE_TABLE}I", *map(jemalloc, range(LANE_TABLE))))
+
+
+def lane_rule(vtype, cfg: Config) -> tuple[int, int, int]:
+    """What the C lane does with a key of this value type: (rule, a, b)."""
+    if vtype is None:
+        return MR_DECLINE, 0, 0
+    layout, t = vtype.layout, vtype.type
+    if layout == "string" and t == "string":
+        return MR_STRING, INT_STRING_MAX, 0
+    if layout == "hash":
+        return MR_ELEMENTS, cfg.hash_max_listpack_entries, cfg.hash_max_listpack_value
+    if layout == "set" and t == "set":
+        return MR_ELEMENTS, cfg.set_max_intset_entries, _NEVER
+    if layout == "zset2":
+        return MR_ELEMENTS, cfg.zset_max_listpack_entries, cfg.zset_max_listpack_value
+    if layout == "intset":
+        return MR_PACKED, cfg.set_max_intset_entries, 0
+    if layout == "listpack_hash":
+        return MR_PACKED, cfg.hash_max_listpack_entries, 0
+    if layout == "listpack_zset":
+        return MR_PACKED, cfg.zset_max_listpack_entries, 0
+    if layout == "quicklist2":
+        return MR_NODES, 0, 0
+    return MR_DECLINE, 0, 0
+
+
+class LaneMeasure:
+    """What the memory model asks of the C record lane (``RdbParser(measure=...)``): given
+    the lane's value type of each type byte, the tables and rules ``scan`` takes."""
+
+    def __init__(self, cfg: Config = DEFAULTS) -> None:
+        self.cfg = cfg
+        self._made: dict[tuple, tuple] = {}
+
+    def __call__(self, vtypes: list) -> tuple[bytes, bytes, bytes]:
+        got = self._made.get(tuple(map(id, vtypes)))
+        if got is None:
+            rules = [x for v in vtypes for x in lane_rule(v, self.cfg)]
+            got = (*_lane_tables(), struct.pack("<768q", *rules))
+            self._made[tuple(map(id, vtypes))] = got
+        return got
+
+
+def _shape_usage(rec) -> tuple[int, str, int]:
+    """A record the C lane measured (what ``extra`` holds), else what the file holds of it."""
+    extra, t, layout = rec.extra, rec.type, rec.vtype.layout
+    n = rec.elements or 0
+    if t == "string" and layout == "string" and "value_length" in extra:
+        length = extra["value_length"]
+        if rec.encoding == "int":
+            return ROBJ, "int", length
+        usage, enc = string_usage(extra.get("head"), length)
+        return usage, enc, length
+    if "alloc" in extra and layout in ("hash", "set"):
+        return hashtable_usage(n, extra["alloc"]), "hashtable", extra["largest"]
+    if "alloc" in extra and layout == "zset2":
+        return skiplist_usage(n, extra["alloc"]), "skiplist", extra["largest"]
+    if "packed_bytes" in extra:
+        return ROBJ + jemalloc(extra["packed_bytes"]), "intset" if layout == "intset" else "listpack", 0
+    if "alloc" in extra and layout == "quicklist2":
+        return quicklist_nodes_usage(extra.get("nodes", 0), extra["alloc"]), "quicklist", 0
     return ROBJ + rec.size, rec.encoding, 0

@@ -75,14 +75,16 @@ def selection_of(select: dict | None):
         raise InputError(str(exc)) from None
 
 
-def records(path: Path, keep=False, select=None):
+def records(path: Path, keep=False, select=None, measure=None):
     """The records of one file, as they complete (the :class:`Ending` last); only the keys
-    ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given."""
+    ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given; with
+    ``measure`` (a :class:`~.memory.LaneMeasure`), the keys the C lane measures for the
+    memory model come without their values."""
     try:
         fh = gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
     except OSError as exc:
         raise _problem(path, exc) from None
-    parser = RdbParser(keep=keep, select=select)
+    parser = RdbParser(keep=keep, select=select, measure=measure)
     with fh:
         while True:
             try:
@@ -102,8 +104,11 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     options (:func:`usage_options`), and ``plot``, a path for the flame graph."""
     from . import dfs, usage
 
+    from .memory import LaneMeasure
+
     options = usage_options(asked)
     reports = usage.Reports(options)
+    measure = LaneMeasure(options.config)
     plot = None
     if asked.get("plot"):
         from .flame import Flame
@@ -117,9 +122,10 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     if isinstance(path, tuple):
         members = dfs.members_of(path)
         checks = dfs.SetChecks(members)
-        stream = ((members[i].shard, rec) for i, rec in dfs.read_set(members, checks, keep=True, select=select))
+        stream = ((members[i].shard, rec)
+                  for i, rec in dfs.read_set(members, checks, keep=True, select=select, measure=measure))
     else:
-        stream = ((None, rec) for rec in records(path, keep=True, select=select))
+        stream = ((None, rec) for rec in records(path, keep=True, select=select, measure=measure))
     for shard, rec in stream:
         kind = type(rec)
         if kind is KeyRecord:
