@@ -29,17 +29,17 @@ def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
     """What ``rdb -f jsonl`` writes of the RDB file open as ``fh``: its keys (each with its
     ``memory`` in the server too, :mod:`.memory`'s estimate, as ``rdb --report memory``
     gives it), aux fields and findings as they complete, then its summary. A file that is
-    no RDB raises ``InputError`` (from ``sources.inputs``). Values are read to measure each
-    key, one key at a time."""
+    no RDB raises ``InputError`` (from ``sources.inputs``). The keys the C lane cannot
+    measure are measured from their values, one key at a time."""
     from ...findings import Finding
     from ...sources.inputs import InputError
     from . import report
-    from .memory import key_memory
+    from .memory import LaneMeasure, key_memory
     from .rdb import RdbParser
     from .records import AuxRecord, KeyRecord
     from .snapshots import _unusable
 
-    parser = RdbParser(keep=True)
+    parser = RdbParser(keep=True, measure=LaneMeasure())
     summary = report.Summary(name)
 
     def rows(recs) -> Iterator[dict]:
