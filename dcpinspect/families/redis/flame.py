@@ -95,6 +95,11 @@ class Flame:
         scale = WIDTH / self.total if self.total else 0
         self._box(out, "all keys", self.total, NEUTRAL, 0.0, WIDTH, 1)
         self._children(out, children, (), 0.0, scale, 2)
+        x, y = 4, height - 14
+        for name, colour in (*COLOURS.items(), ("other", OTHER)):  # the legend
+            out.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{colour}"/>'
+                       f'<text x="{x + 14}" y="{y + 9}">{name}</text>')
+            x += 24 + int(len(name) * CHAR_PX)
         out.append("</svg>")
         return "\n".join(out) + "\n"
 
