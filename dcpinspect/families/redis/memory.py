@@ -408,12 +408,13 @@ def _id_bytes(sid) -> bytes:
 class KeyMemory:
     """A key's memory: ``usage`` as ``MEMORY USAGE key SAMPLES 0`` counts it, ``expires``
     (its expires dict entry), the ``encoding`` the server holds it in, and the length of
-    its largest element (``largest``)."""
+    its largest element (``largest``; None where the C lane measured a packed value or a
+    list's nodes without reading their elements)."""
 
     usage: int
     expires: int
     encoding: str
-    largest: int
+    largest: int | None
 
     @property
     def total(self) -> int:
@@ -436,7 +437,7 @@ def _longest(items) -> int:
     return max((len(x) for x in items), default=0)
 
 
-def value_usage(rec, cfg: Config) -> tuple[int, str, int]:
+def value_usage(rec, cfg: Config) -> tuple[int, str, int | None]:
     """(bytes, encoding in the server, largest element's length) of a record's value."""
     layout, value, t = rec.vtype.layout, rec.value, rec.type
     if value is None:  # measured by the C lane (LaneMeasure), or not kept, or damaged
@@ -467,8 +468,8 @@ def value_usage(rec, cfg: Config) -> tuple[int, str, int]:
             return quicklist_usage(sizes), "quicklist", _longest(value)
         return quicklist_usage(quicklist_nodes(value, cfg)), "quicklist", _longest(value)
     if t == "stream" and isinstance(rec.extra.get("stream"), dict):
-        return stream_usage(rec.extra["stream"]), "stream", 0
-    return ROBJ + rec.size, rec.encoding, 0
+        return stream_usage(rec.extra["stream"]), "stream", None
+    return ROBJ + rec.size, rec.encoding, None
 
 
 # --------------------------------------------------------------------------- measured without values
@@ -530,7 +531,7 @@ class LaneMeasure:
         return got
 
 
-def _shape_usage(rec) -> tuple[int, str, int]:
+def _shape_usage(rec) -> tuple[int, str, int | None]:
     """A record the C lane measured (what ``extra`` holds), else what the file holds of it."""
     extra, t, layout = rec.extra, rec.type, rec.vtype.layout
     n = rec.elements or 0
@@ -545,7 +546,7 @@ def _shape_usage(rec) -> tuple[int, str, int]:
     if "alloc" in extra and layout == "zset2":
         return skiplist_usage(n, extra["alloc"]), "skiplist", extra["largest"]
     if "packed_bytes" in extra:
-        return ROBJ + jemalloc(extra["packed_bytes"]), "intset" if layout == "intset" else "listpack", 0
+        return ROBJ + jemalloc(extra["packed_bytes"]), "intset" if layout == "intset" else "listpack", None
     if "alloc" in extra and layout == "quicklist2":
-        return quicklist_nodes_usage(extra.get("nodes", 0), extra["alloc"]), "quicklist", 0
-    return ROBJ + rec.size, rec.encoding, 0
+        return quicklist_nodes_usage(extra.get("nodes", 0), extra["alloc"]), "quicklist", None
+    return ROBJ + rec.size, rec.encoding, None

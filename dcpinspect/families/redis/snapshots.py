@@ -154,7 +154,7 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
         console = make_console()
         for title, headers, rows in reports.tables():
             console.print(safe(title))
-            print_rows(console, headers, [tuple(safe(str(c)) for c in r) for r in rows])
+            print_rows(console, headers, [tuple("" if c is None else safe(str(c)) for c in r) for r in rows])
             console.print()
         console.print(f"{reports.keys:,} keys, {reports.memory:,} bytes estimated (Redis 7.0's structures, "
                       f"the server's thresholds{' of the config given' if asked.get('config') else ''})")
