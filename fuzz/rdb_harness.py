@@ -10,6 +10,8 @@ follows the header. For any input the decoder must:
   summary's way: strings passed over, packed layouts counted, and where the C module is
   built, whole records read by its record lane);
 - hold no more than the string cap plus one chunk, whatever the lengths claim;
+- give the same records, values aside, when the C lane measures keys for the memory model
+  (``measure``), and the same memory estimate of each key as from its kept value;
 - give records that the jsonl and table outputs turn into text.
 
 Run as a campaign with ``python3 fuzz/rdb.py`` (fuzz/campaign.py's options); the test
@@ -23,10 +25,10 @@ HEADERS = (b"REDIS0011", b"REDIS0009", b"VALKEY080", b"REDIS0003", b"")
 CAP = 4096
 
 
-def _run(data: bytes, chunk: int | None, keep: bool = True) -> tuple[list, int]:
+def _run(data: bytes, chunk: int | None, keep: bool = True, measure=None) -> tuple[list, int]:
     from dcpinspect.families.redis.rdb import RdbParser
 
-    parser = RdbParser(keep=keep, cap=CAP)
+    parser = RdbParser(keep=keep, cap=CAP, measure=measure)
     out, held = [], 0
     if chunk is None:
         out += parser.feed(data)
@@ -54,7 +56,7 @@ def _signature(out: list, values: bool = True) -> list:
 
 
 def check_rdb(data: bytes) -> None:
-    from dcpinspect.families.redis import report
+    from dcpinspect.families.redis import memory, report
     from dcpinspect.families.redis.records import AuxRecord, Ending, KeyRecord
     from dcpinspect.outputs.escape import safe
     from dcpinspect.outputs.jsonl import dumps
@@ -71,6 +73,12 @@ def check_rdb(data: bytes) -> None:
     lean, _ = _run(stream, chunk if data[0] & 4 else None, keep=False)
     assert _signature(lean, values=False) == _signature(whole, values=False)
     assert held <= CAP + 64 + chunk + 16, held
+    measured, _ = _run(stream, chunk if data[0] & 2 else None, measure=memory.LaneMeasure())
+    assert _signature(measured, values=False) == _signature(whole, values=False)
+    for a, b in zip(measured, whole):
+        if isinstance(a, KeyRecord):
+            x, y = memory.key_memory(a), memory.key_memory(b)
+            assert (x.usage, x.expires, x.encoding) == (y.usage, y.expires, y.encoding), (a.key, a.vtype, x, y)
     summary = report.Summary("fuzz")
     for rec in whole:
         summary.add(rec)

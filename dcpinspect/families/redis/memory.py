@@ -301,8 +301,10 @@ def string_usage(raw: bytes | None, length: int) -> tuple[int, str]:
     return ROBJ + sds_alloc(length), "raw"
 
 
-def listpack_usage(entries) -> int:
-    return ROBJ + jemalloc(listpack_bytes(entries))
+def listpack_usage(entries, blob: int | None = None) -> int:
+    """A listpack of these entries; ``blob``: the bytes of the one the file holds, which
+    the server keeps as it is."""
+    return ROBJ + jemalloc(listpack_bytes(entries) if blob is None else blob)
 
 
 def hashtable_usage(elements: int, element_bytes: int) -> int:
@@ -310,36 +312,38 @@ def hashtable_usage(elements: int, element_bytes: int) -> int:
     return ROBJ + DICT + DICT_BUCKET * dict_slots(elements) + DICT_ENTRY * elements + element_bytes
 
 
-def hash_usage(pairs: list, cfg: Config, packed: bool) -> tuple[int, str]:
+def hash_usage(pairs: list, cfg: Config, packed: bool, blob: int | None = None) -> tuple[int, str]:
     """A hash's field-value pairs; ``packed``: the file holds a listpack or ziplist, which
-    the server converts by its number of pairs alone (a plain hash also by its lengths)."""
+    the server converts by its number of pairs alone (a plain hash also by its lengths);
+    ``blob``: the bytes of a listpack the server keeps as it is."""
     longest = max((len(x) for p in pairs for x in p[:2]), default=0)
     if len(pairs) <= cfg.hash_max_listpack_entries and (packed or longest <= cfg.hash_max_listpack_value):
-        return listpack_usage([x for p in pairs for x in p[:2]]), "listpack"
+        return listpack_usage([x for p in pairs for x in p[:2]], blob), "listpack"
     sizes = sum(sds_alloc(len(p[0])) + sds_alloc(len(p[1])) for p in pairs)
     return hashtable_usage(len(pairs), sizes), "hashtable"
 
 
-def set_usage(members: list, cfg: Config, intset: bool) -> tuple[int, str]:
-    """A set's members (bytes); ``intset``: the file holds an intset."""
+def set_usage(members: list, cfg: Config, intset: bool, blob: int | None = None) -> tuple[int, str]:
+    """A set's members (bytes); ``intset``: the file holds an intset (of ``blob`` bytes)."""
     if len(members) <= cfg.set_max_intset_entries:
         ints = [as_int(m) for m in members]
         if intset or None not in ints:
-            return ROBJ + jemalloc(intset_bytes(ints)), "intset"
+            return ROBJ + jemalloc(intset_bytes(ints) if blob is None else blob), "intset"
     return hashtable_usage(len(members), sum(sds_alloc(len(m)) for m in members)), "hashtable"
 
 
-def zset_usage(pairs: list, cfg: Config, packed: bool) -> tuple[int, str]:
+def zset_usage(pairs: list, cfg: Config, packed: bool, blob: int | None = None) -> tuple[int, str]:
     """A sorted set's (member, score) pairs; ``packed``: the file holds a listpack or
     ziplist (converted by its length alone), else the skiplist of a plain one is made a
-    listpack when small enough, after loading."""
+    listpack when small enough, after loading; ``blob``: the bytes of a listpack the
+    server keeps as it is."""
     longest = max((len(m) for m, _ in pairs), default=0)
     if len(pairs) <= cfg.zset_max_listpack_entries and (packed or longest <= cfg.zset_max_listpack_value):
         entries = []
         for m, s in pairs:
             entries.append(m)
             entries.append(score_entry(s))
-        return listpack_usage(entries), "listpack"
+        return listpack_usage(entries, blob), "listpack"
     return skiplist_usage(len(pairs), sum(sds_alloc(len(m)) for m, _ in pairs)), "skiplist"
 
 
@@ -433,6 +437,14 @@ def key_memory(rec, cfg: Config = DEFAULTS) -> KeyMemory:
                      encoding, largest)
 
 
+def _whole(x):
+    if x is None:
+        return b""
+    if isinstance(x, tuple):
+        return tuple(b"" if y is None else y for y in x)
+    return x
+
+
 def _longest(items) -> int:
     return max((len(x) for x in items), default=0)
 
@@ -442,18 +454,21 @@ def value_usage(rec, cfg: Config) -> tuple[int, str, int | None]:
     layout, value, t = rec.vtype.layout, rec.value, rec.type
     if value is None:  # measured by the C lane (LaneMeasure), or not kept, or damaged
         return _shape_usage(rec)
+    if isinstance(value, list):  # an element too long to hold, or damaged, counts as empty
+        value = [_whole(x) for x in value]
     if t == "string" and layout == "string":
         length = len(value)
         usage, enc = string_usage(value, length)
         return usage, enc, length
+    blob = rec.extra.get("packed_bytes") if layout in ("listpack_hash", "listpack_zset", "intset") else None
     if t == "hash" and layout in ("hash", "ziplist_hash", "listpack_hash", "zipmap"):
-        usage, enc = hash_usage(value, cfg, packed=layout != "hash")
+        usage, enc = hash_usage(value, cfg, packed=layout != "hash", blob=blob)
         return usage, enc, _longest(x for p in value for x in p[:2])
     if t == "set" and layout in ("set", "intset", "listpack_set"):
-        usage, enc = set_usage(value, cfg, intset=layout == "intset")
+        usage, enc = set_usage(value, cfg, intset=layout == "intset", blob=blob)
         return usage, enc, _longest(value)
     if t == "zset" and layout in ("zset", "zset2", "ziplist_zset", "listpack_zset"):
-        usage, enc = zset_usage(value, cfg, packed=layout not in ("zset", "zset2"))
+        usage, enc = zset_usage(value, cfg, packed=layout not in ("zset", "zset2"), blob=blob)
         return usage, enc, _longest(m for m, _ in value)
     if t == "list":
         nodes = rec.extra.get("node_bytes")

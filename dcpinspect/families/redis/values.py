@@ -29,8 +29,9 @@ MODULE_EOF, MODULE_SINT, MODULE_UINT, MODULE_FLOAT, MODULE_DOUBLE, MODULE_STRING
 
 READERS: dict[str, Callable] = {}
 #: the record extras that differ when values are kept: a stream's metadata is whole, and a
-#: list's node sizes (what the memory model needs) are there only then
-KEPT_ONLY = frozenset({"stream", "node_bytes", "node_entries"})
+#: list's node sizes and a packed value's bytes (what the memory model needs) are there
+#: only then
+KEPT_ONLY = frozenset({"stream", "node_bytes", "node_entries", "packed_bytes"})
 
 
 def reader(*layouts_: str):
@@ -111,6 +112,8 @@ def _packed(r, p: int, rec: KeyRecord, decode, what: str, sizes: list | None = N
         return None, p
     if sizes is not None:
         sizes.append(len(raw))
+    elif r.keeping:  # a value's one blob: what the server allocates for it when it keeps it
+        rec.extra["packed_bytes"] = len(raw)
     try:
         return decode(raw), p
     except Corrupt as exc:
