@@ -1091,26 +1091,17 @@ typedef struct {
     int bad;
 } Measured;
 
-static void m_elem(const Measure *M, Measured *m, size_t len) {
+/* one element's SDS allocation (elements: the largest kept too) or one node's allocation */
+static void m_add(const Measure *M, Measured *m, size_t len, int elements) {
     if (M == NULL)
         return;
     if (len >= M->T) {
         m->bad = 1;
         return;
     }
-    m->sum += M->sds[len];
-    if (len > m->largest)
+    m->sum += (elements ? M->sds : M->alloc)[len];
+    if (elements && len > m->largest)
         m->largest = len;
-}
-
-static void m_node(const Measure *M, Measured *m, size_t len) {
-    if (M == NULL)
-        return;
-    if (len >= M->T) {
-        m->bad = 1;
-        return;
-    }
-    m->sum += M->alloc[len];
 }
 
 /* an intset's integers counted: layouts.intset's checks */
@@ -1168,11 +1159,11 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
         for (i = 0; i < n; i++) {
             if (!lane_string(L, q, 0, &data, &len, &k, num))
                 return 0;
-            m_elem(M, m, len);
+            m_add(M, m, len, 1);
             if (code == L_HASH) {
                 if (!lane_string(L, q, 0, &data, &len, &k, num))
                     return 0;
-                m_elem(M, m, len);
+                m_add(M, m, len, 1);
             }
             if (code == L_ZSET2) {
                 if (L->n - *q < 8)
@@ -1223,12 +1214,12 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
             if (container == 1) {
                 if (!lane_string(L, q, 0, &data, &len, &k, num))
                     return 0;
-                m_node(M, m, len);
+                m_add(M, m, len, 0);
                 total += 1;
             } else if (container == 2) {
                 if (!lane_packed(L, q, 0, 0, &count, &blen))
                     return 0;
-                m_node(M, m, blen);
+                m_add(M, m, blen, 0);
                 total += (uint64_t)count;
             } else {
                 return 0;
