@@ -1080,7 +1080,7 @@ static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *
  * a table of allocations of an SDS string of each length under T, one of allocations of
  * each size under T, and a rule for each type byte (what to sum, and when to leave the
  * key to the readers, which keep its value): the model's facts stay in Python. */
-enum { MR_DECLINE = 0, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING };
+enum { MR_DECLINE = 0, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET };
 typedef struct {
     const uint32_t *sds, *alloc;
     size_t T;
@@ -1088,8 +1088,20 @@ typedef struct {
 } Measure;
 typedef struct {
     uint64_t sum, largest, packed;
-    int bad;
+    int bad, numeric; /* numeric: every element so far is '-'/digits of at most 20 bytes */
 } Measured;
+
+/* whether an element might be a decimal integer (as_int in memory.py says whether it is) */
+static int m_numeric(const uint8_t *d, size_t len, int kind) {
+    if (kind == S_INT)
+        return 1;
+    if (kind != S_RAW || len == 0 || len > 20)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((d[i] >= '0' && d[i] <= '9') || (i == 0 && d[i] == '-')))
+            return 0;
+    return 1;
+}
 
 /* one element's SDS allocation (elements: the largest kept too) or one node's allocation */
 static void m_add(const Measure *M, Measured *m, size_t len, int elements) {
@@ -1160,6 +1172,8 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
             if (!lane_string(L, q, 0, &data, &len, &k, num))
                 return 0;
             m_add(M, m, len, 1);
+            if (M && m->numeric && !m_numeric(data, len, k))
+                m->numeric = 0;
             if (code == L_HASH) {
                 if (!lane_string(L, q, 0, &data, &len, &k, num))
                     return 0;
@@ -1505,7 +1519,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             }
         }
         uint64_t nodes = 0, groups = 0;
-        Measured m = {0, 0, 0, 0};
+        Measured m = {0, 0, 0, 0, 1};
         const int64_t *rule = M ? M->rules + 3 * op : NULL;
         if (rule && rule[0] == MR_DECLINE) {
             Py_DECREF(key);
@@ -1531,6 +1545,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             int decline = m.bad;
             if (rule[0] == MR_ELEMENTS)
                 decline |= (int64_t)elements <= rule[1] && (int64_t)m.largest <= rule[2];
+            else if (rule[0] == MR_SET)
+                decline |= (int64_t)elements <= rule[1] && m.numeric;
             else if (rule[0] == MR_PACKED)
                 decline |= (int64_t)elements > rule[1];
             else if (rule[0] == MR_STRING && kind != S_INT && extra <= rule[1]) {
@@ -1593,10 +1609,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (made[M_EXTRA] != NULL && rule) {
             int r = 0;
             PyObject *v = NULL;
-            if (rule[0] == MR_ELEMENTS || rule[0] == MR_NODES) {
+            if (rule[0] == MR_ELEMENTS || rule[0] == MR_NODES || rule[0] == MR_SET) {
                 r = (v = PyLong_FromUnsignedLongLong(m.sum)) == NULL || PyDict_SetItem(made[M_EXTRA], s_alloc, v) < 0;
                 Py_XDECREF(v);
-                if (!r && rule[0] == MR_ELEMENTS) {
+                if (!r && rule[0] != MR_NODES) {
                     r = (v = PyLong_FromUnsignedLongLong(m.largest)) == NULL ||
                         PyDict_SetItem(made[M_EXTRA], s_largest, v) < 0;
                     Py_XDECREF(v);

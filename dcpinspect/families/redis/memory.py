@@ -192,10 +192,18 @@ def sds_header(n: int) -> int:
     return SDSHDR64
 
 
+def _sds_alloc(n: int) -> int:
+    return jemalloc((sds_header(n) if n else 3) + n + 1)
+
+
+#: the allocations of short SDS strings, looked up
+_SDS_SHORT = [_sds_alloc(n) for n in range(4096)]
+
+
 def sds_alloc(n: int) -> int:
     """The allocation of an SDS string of ``n`` bytes made to measure (``sdsnewlen``: an
     empty one is sdshdr8)."""
-    return jemalloc((sds_header(n) if n else 3) + n + 1)
+    return _SDS_SHORT[n] if n < 4096 else _sds_alloc(n)
 
 
 def dict_slots(n: int) -> int:
@@ -494,8 +502,10 @@ LANE_TABLE = 1 << 16
 #: the C lane's rules (``_rdb.c`` ``MR_*``): leave the key to the readers; sum its
 #: elements' SDS allocations (left when it has at most ``a`` elements of at most ``b``
 #: bytes: the server may pack it); its packed blob's bytes (left past ``a`` elements: the
-#: server unpacks it); its quicklist nodes' allocations; a string (its bytes given up to ``a``)
-MR_DECLINE, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING = range(5)
+#: server unpacks it); its quicklist nodes' allocations; a string (its bytes given up to
+#: ``a``); a set's elements' allocations (left when it has at most ``a`` elements that all
+#: look like decimal integers: the server may make it an intset, as_int decides)
+MR_DECLINE, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET = range(6)
 _NEVER = (1 << 63) - 1
 
 
@@ -515,7 +525,7 @@ def lane_rule(vtype, cfg: Config) -> tuple[int, int, int]:
     if layout == "hash":
         return MR_ELEMENTS, cfg.hash_max_listpack_entries, cfg.hash_max_listpack_value
     if layout == "set" and t == "set":
-        return MR_ELEMENTS, cfg.set_max_intset_entries, _NEVER
+        return MR_SET, cfg.set_max_intset_entries, 0
     if layout == "zset2":
         return MR_ELEMENTS, cfg.zset_max_listpack_entries, cfg.zset_max_listpack_value
     if layout == "intset":
@@ -548,15 +558,16 @@ class LaneMeasure:
 
 def _shape_usage(rec) -> tuple[int, str, int | None]:
     """A record the C lane measured (what ``extra`` holds), else what the file holds of it."""
-    extra, t, layout = rec.extra, rec.type, rec.vtype.layout
-    n = rec.elements or 0
-    if t == "string" and layout == "string" and "value_length" in extra:
+    extra, vtype = rec.extra, rec.vtype
+    layout = vtype.layout
+    if layout == "string" and vtype.type == "string" and "value_length" in extra:
         length = extra["value_length"]
         if rec.encoding == "int":
             return ROBJ, "int", length
         usage, enc = string_usage(extra.get("head"), length)
         return usage, enc, length
-    if "alloc" in extra and layout in ("hash", "set"):
+    n = rec.elements or 0
+    if "alloc" in extra and layout in ("hash", "set"):  # MR_ELEMENTS, MR_SET
         return hashtable_usage(n, extra["alloc"]), "hashtable", extra["largest"]
     if "alloc" in extra and layout == "zset2":
         return skiplist_usage(n, extra["alloc"]), "skiplist", extra["largest"]
