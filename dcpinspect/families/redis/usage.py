@@ -78,6 +78,16 @@ def prefixes(key: bytes, seps: tuple[bytes, ...], depth: int) -> list[bytes]:
     (``a:b:c`` by ``:`` gives ``a:``, ``a:b:``)."""
     out: list[bytes] = []
     at = 0
+    if len(seps) == 1:
+        sep = seps[0]
+        find, step = key.find, len(sep)
+        while len(out) < depth:
+            cut = find(sep, at)
+            if cut < 0:
+                break
+            at = cut + step
+            out.append(key[:at])
+        return out
     while len(out) < depth:
         cut = min((i for i in (key.find(s, at) for s in seps) if i >= 0), default=-1)
         if cut < 0:
