@@ -1535,9 +1535,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                     goto error;
                 break;
             }
-        } else if (!lane_value(&L, code, &q, &elements, &extra, &kind, M, &m)) {
+        } else if (!lane_value(&L, code, &q, &elements, &extra, &kind, M, &m) || (elements == 0 && code != L_STRING)) {
             Py_DECREF(key);
-            break;
+            break; /* an empty collection is the readers' to judge (rdb-empty-key, or an empty intset's rdb-corrupt) */
         }
         const uint8_t *head = NULL;
         size_t head_len = 0;

@@ -1,16 +1,16 @@
 """Snapshot files: a file goes to the protocol family whose snapshot it is (told by its
-first bytes), which reads it as a stream and prints it."""
+first bytes, peeked from the one handle it is read through), which reads it as a stream and
+prints it."""
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
 from ..families import Family, families
 from ..findings import LEVELS
 from ..outputs.shown import Shown
-from ..sources.inputs import InputError, _problem, gzipped
-from .inputs import Unusable
+from ..sources.inputs import Contents, InputError
+from .inputs import Unusable, opened
 
 #: bytes a family is shown to tell its snapshot files
 HEAD = 16
@@ -18,24 +18,28 @@ HEAD = 16
 
 def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
                    shown: Shown | None = None, fail_on: str = "error", select: dict | None = None,
-                   reports: dict | None = None) -> bool:
+                   values: bool = False, digest: bool = False, reports: dict | None = None) -> bool:
     """Print each file (or set of files read as one snapshot) as its family prints its
-    snapshots (``fmt``: "table", "jsonl", "summary", or "csv" for reports; or the keys
-    named by ``key`` / covering ``offset``; or the ``reports`` asked, a dict of their names
-    and options the family reads), of its keys those ``select`` (the key selection's
-    options by name, which the family reads) chooses; returns whether a finding of
-    ``fail_on``'s severity or worse was made. A file no family can read is
-    :class:`Unusable`."""
+    snapshots (``fmt``: "table", "jsonl" or "summary"; or the keys named by ``key`` /
+    covering ``offset``), of its keys those ``select`` (the key selection's options by
+    name, which the family reads) chooses, with each key's value (``values``) and digests
+    (``digest``) where asked, or the memory ``reports`` asked (a dict of their names and
+    options the family reads; ``fmt`` "csv" too); returns whether a finding of ``fail_on``'s severity or worse
+    was made. A file no family can read is :class:`Unusable`. A file given alone (``-``, a
+    pipe, a FIFO too) is opened once: its family is told from the first bytes of that one
+    handle (inflated when gzip), which the family then reads from the start."""
     shown = shown or Shown()
     select = {k: v for k, v in (select or {}).items() if v not in (None, (), [], False)}
     worst = -1
     for item in _gathered(files):
-        family = _family_of(item[0] if isinstance(item, tuple) else item)
-        extra = {"select": select} if select else {}
-        if reports:
-            extra["reports"] = reports
+        extra = {k: v for k, v in (("select", select), ("values", values), ("digest", digest),
+                                   ("reports", reports)) if v}
         try:
-            worst = max(worst, family.snapshots(item, fmt, key, offset, shown, **extra))
+            if isinstance(item, tuple):
+                worst = max(worst, _family_of(_head_of(item[0])).snapshots(item, fmt, key, offset, shown, **extra))
+                continue
+            with Contents(opened(item)) as contents:
+                worst = max(worst, _family_of(_peek(contents)).snapshots(contents, fmt, key, offset, shown, **extra))
         except InputError as exc:
             raise Unusable(str(exc)) from None
     return worst >= LEVELS[fail_on]
@@ -51,17 +55,22 @@ def _gathered(files: list[Path]) -> list:
     return items
 
 
-def _family_of(path: Path) -> Family:
-    """The family whose snapshot ``path`` is; if none says so, the first that has snapshot
-    files, which says what is wrong with it."""
+def _peek(contents: Contents) -> bytes:
+    try:
+        return contents.peek(HEAD)
+    except (OSError, EOFError):
+        return b""  # the family's reader says what is wrong
+
+
+def _head_of(path: Path) -> bytes:
+    with Contents(opened(path)) as contents:
+        return _peek(contents)
+
+
+def _family_of(head: bytes) -> Family:
+    """The family whose snapshot starts with ``head``; if none says so, the first that has
+    snapshot files, which says what is wrong with it."""
     readers = [f for f in families() if f.snapshots is not None]
     if not readers:
         raise Unusable("no protocol family reads snapshot files")
-    try:
-        with (gzip.open(path, "rb") if gzipped(path) else open(path, "rb")) as fh:
-            head = fh.read(HEAD)
-    except OSError as exc:
-        raise Unusable(str(_problem(path, exc))) from None
-    except EOFError:
-        head = b""
     return next((f for f in readers if f.is_snapshot(head)), readers[0])

@@ -13,15 +13,16 @@ from ..outputs.escape import safe
 from ..outputs.jsonl import dumps
 from ..outputs.rows import print_rows
 from ..sources.capture import CaptureError
-from .inputs import CAPTURE, Unusable, capture_unusable, dump_items, kind_of, sink_run
-from .parallel import WorkerCrash, run_sink, worker_count
+from .inputs import CAPTURE, Input, Unusable, capture_unusable, dump_items, jobs_for, kind_of, opened, sink_run
+from .options import CaptureOptions
+from .parallel import WorkerCrash, run_sink
 from ..findings import LEVELS
 from .sinks import FindingRow, make_sink
 
 HEADERS = ("frame", "time", "flow", "vb", "sid", "severity", "class", "rule", "message")
 
 
-def validate_files(files: list[Path], jsonl: bool, fail_on: str, ports: set[int], collections: bool | None,
+def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: CaptureOptions, collections: bool | None,
                    show_info: bool, jobs: int) -> bool:
     """Print the findings of every file (damage to a file itself on stderr, as decode says
     it); returns whether one is of ``fail_on``'s severity or worse."""
@@ -29,7 +30,8 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, ports: set[int]
     frames = 0
     err = make_console(stderr=True)
     for path in files:
-        got, checked = findings_of(path, ports, collections, jobs, show_info)
+        with opened(path) as inp:
+            got, checked = findings_of(inp, capture, collections, jobs, show_info)
         for row in got:
             if isinstance(row, str):
                 err.print(safe(f"note: {path}: {row}"), markup=False)
@@ -42,21 +44,21 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, ports: set[int]
     return max((LEVELS[r.severity] for r in rows), default=-1) >= LEVELS[fail_on]
 
 
-def findings_of(path: Path, ports: set[int], collections: bool | None, jobs: int,
+def findings_of(inp: Input, capture: CaptureOptions, collections: bool | None, jobs: int,
                 show_info: bool) -> tuple[list[FindingRow | str], int]:
-    """Findings rows of a capture file (over ``jobs`` processes when it pays), or of a hex dump
+    """Findings rows of a capture (over ``jobs`` processes when it pays), or of a hex dump
     given as a file; returns (rows in order, frames checked)."""
-    recipe = partial(make_sink, "findings", str(path), show_info)
-    if kind_of(path) == CAPTURE:
-        kw = dict(ports=ports, collections=collections, detail=VALUES)  # no field rows
+    recipe = partial(make_sink, "findings", inp.name, show_info)
+    if kind_of(inp) == CAPTURE:
+        kw = dict(collections=collections, detail=VALUES, **capture.decoder())  # no field rows
         try:
-            payloads, results = sink_run(path, worker_count(jobs, path, True), recipe, kw)
+            payloads, results = sink_run(inp, jobs_for(inp, jobs, True), recipe, kw)
             rows = [row for batch in payloads for row in batch]
             return rows, sum(results())
         except (CaptureError, WorkerCrash) as exc:
-            raise capture_unusable(path, exc) from None
+            raise capture_unusable(inp, exc) from None
     sink = recipe()
-    rows = [row for batch in run_sink(sink, dump_items(path, collections)) for row in batch]
+    rows = [row for batch in run_sink(sink, dump_items(inp, collections)) for row in batch]
     return rows, sink.result()
 
 

@@ -80,9 +80,11 @@ class RdbParser:
         #: what is being decoded, for messages: text, or the parts of it (see ``what``)
         self._what: str | tuple = "the header"
         self._keys_cap = RDB_KEYS.value()
-        #: the C record lane (see _lane), when values are not kept: its table of layouts and
+        #: the C record lane (see _lane), when values are not kept or are kept of some keys
+        #: only (those it leaves to the readers): its table of layouts and
         #: the value types it names, for the (vendor, version) they were made for
-        self._lane_on = C is not None and (self._keep is False or select is not None or measure is not None)
+        self._lane_on = C is not None and (self._keep is False or select is not None or self._keep_test
+                                           or measure is not None)
         self._lane_for: tuple | None = None
         self._lane_table: tuple | None = None
         self.nested = nested
@@ -384,7 +386,8 @@ class RdbParser:
             keep, keep_test, ctime = self._keep, self._keep_test, state.ctime_ms
 
             def want(key, op, expire):
-                return (not keep_test or keep(key)) and select.wanted(db, key, vtypes[op].type, expire, ctime)
+                return (not keep_test or keep(key)) and (select is None or
+                                                         select.wanted(db, key, vtypes[op].type, expire, ctime))
         q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms,
                           _MAKER, self.base, db, vtypes, want, measured)
         state.keys += len(found)
@@ -443,6 +446,8 @@ class RdbParser:
 
     def _judge(self, rec: KeyRecord) -> None:
         state = self._state
+        if rec.elements == 0 and rec.vtype.type in _COLLECTIONS:
+            self.note("rdb-empty-key", f"{rec.vtype.type} {self.key_text(rec)} holds no element", rec.offset)
         if rec.expire_ms is not None and state.ctime_ms is not None and rec.expire_ms < state.ctime_ms:
             self.note("rdb-expired-key", f"key {self.key_text(rec)} expired at {rec.expire_ms} ms, before the "
                                          f"snapshot's ctime {state.ctime_ms // 1000} s", rec.offset)
@@ -615,6 +620,8 @@ def _raw4(buf, p):
     return bytes(buf[p:p + 4]), p + 4
 
 
+#: the types whose keys a server skips when they hold no element (``rdb-empty-key``)
+_COLLECTIONS = frozenset(("list", "set", "zset", "hash"))
 _BLOBS = (types.DF_LZ4_BLOB, types.DF_ZSTD_BLOB)
 _PREFIXES = {types.EXPIRETIME_MS: _expire_ms, types.EXPIRETIME: _expire_s, types.IDLE: _idle, types.FREQ: _freq,
              types.ENT_RAM_LRU: _ent_len, types.ENT_SLOT_NUM: _ent_len, types.DF_MASK: _df_mask}
