@@ -624,7 +624,8 @@ def stream(r, p, rec):
         if r.keeping:
             node_keys.append(key)
         try:
-            n, _, got = _stream_node(stream_id_of(key), items, r.keeping)
+            # measuring for the memory model, a stream's entries are counted, not made
+            n, _, got = _stream_node(stream_id_of(key), items, r.keeping and r.measure is None)
         except Corrupt as exc:
             r.note("rdb-corrupt", f"stream node of key {r.key_text(rec)}: {exc.args[0]}", at)
             continue
