@@ -24,9 +24,9 @@ entries="${*:-hex frame pcap pcapng conversation render rdb}"
 status=0
 for entry in $entries; do
     mkdir -p "fuzz/corpus/$entry" "fuzz/artifacts/$entry"
-    # the RDB campaign starts from librdb's files (fuzz/rdb_harness.py)
-    if [ "$entry" = rdb ] && [ -z "$(ls -A fuzz/corpus/rdb)" ] && [ -d ../shared/corpora/rdb-librdb ]; then
-        cp ../shared/corpora/rdb-librdb/*.rdb fuzz/corpus/rdb/
+    # the RDB campaign starts from the public RDB files of tests/corpora (fuzz/rdb_harness.py)
+    if [ "$entry" = rdb ] && [ -z "$(ls -A fuzz/corpus/rdb)" ]; then
+        cp tests/corpora/rdb-librdb/*.rdb tests/corpora/redis-assets/*.rdb fuzz/corpus/rdb/
     fi
     log="fuzz/artifacts/$entry.log"
     python3 "fuzz/$entry.py" $limit -rss_limit_mb=2048 -timeout=60 ${FUZZ_OPTS:-} \

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -187,9 +188,9 @@ def test_snapshot_files_go_to_the_family_that_tells_them(tmp_path, monkeypatch):
 
     seen = []
 
-    def show(path, fmt, key, offset, shown):
-        seen.append((path.name, fmt))
-        return 2 if b"BAD" in path.read_bytes() else -1
+    def show(contents, fmt, key, offset, shown):
+        seen.append((Path(contents.name).name, fmt))
+        return 2 if b"BAD" in contents.read() else -1
 
     module = types.ModuleType("toy.lines_snapshots")
     module.FAMILY = Family("lines", is_snapshot=lambda head: head.startswith(b"LINES"), snapshots=show)

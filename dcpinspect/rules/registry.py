@@ -155,6 +155,8 @@ RDB_RULES = _rules(
      "Loads the file without the key: \"rdbLoadObject skipping empty key: K\", \"empty keys skipped: N\"; redis-check-rdb stops there with an error."),
     ("rdb-stream-length", "SNAPSHOT", "warning", REDIS + "src/rdb.c#L2891", "A stream's length field is not the number of live entries its nodes hold.", "rdb",
      "Loads the stream as written: XLEN answers the length field, XRANGE the entries the nodes hold; no log line, and redis-check-rdb finds nothing. A length above 0 with no node at all is rdb-corrupt (refused)."),
+    ("rdb-module", "NOT_SUPPORTED", "info", REDIS + "src/rdb.c#L3107", "A key or MODULE_AUX holds a module's data (said once for each module of a file): only a server with that module loads it.", "rdb",
+     "Without the module, refuses the file: \"The RDB file contains module data I can't load: no matching module type 'NAME'\" (AUX: \"… AUX module data …\"); redis-check-rdb passes over it."),
     ("rdb-string-too-long", "LIMIT", "warning", LIMITS, "A string claims more bytes than the decoder holds (DCPINSPECT_MAX_RDB_STRING, 512 MiB): its bytes are passed over unread.", "rdb",
      "Loads the string whole, however long (memory allowing)."),
     ("rdb-duplicate-key", "SNAPSHOT", "error", REDIS + "src/rdb.c#L3635", "A key is serialised twice in one database of one snapshot (every entry exactly once).", "rdb",

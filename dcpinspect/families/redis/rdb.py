@@ -97,6 +97,7 @@ class RdbParser:
             self._seen_count = 0
             self.keys = 0
             self.templates = HashTemplates()
+            self.modules: set[str] = set()  # the modules whose data the file holds (rdb-module, once each)
         self.ending = Ending(None, None)
         self.eof_offset: int | None = None
         self._gen = self._run()
@@ -444,6 +445,14 @@ class RdbParser:
             self._out.append(rec)
         return p
 
+    def module_data(self, name: str, what: str, offset: int) -> None:
+        """Data of module ``name`` (a key's value or a MODULE_AUX): said once a file."""
+        modules = self._state.modules
+        if name not in modules:
+            modules.add(name)
+            self.note("rdb-module", f"{what} holds data of module {name!r}: a server without it refuses the file",
+                      offset)
+
     def _judge(self, rec: KeyRecord) -> None:
         state = self._state
         if rec.elements == 0 and rec.vtype.type in _COLLECTIONS:
@@ -682,6 +691,7 @@ def _module_aux(r, p, rec):
 
     module_id, p = yield from r.get(read_len, p)
     rec.fields["module"], rec.fields["module_encver"] = module_name(module_id)
+    r.module_data(rec.fields["module"], f"the MODULE_AUX at offset {rec.offset}", rec.offset)
     when_opcode, p = yield from r.get(read_len, p)
     if when_opcode != 2:
         raise Corrupt(f"MODULE_AUX's 'when' comes with opcode {when_opcode}, not 2 (UINT)", p)

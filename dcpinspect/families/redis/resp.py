@@ -22,11 +22,15 @@ frame cap or the element cap is passed over as it comes and given as a frame wit
 bytes, so that it is still counted). Journal bytes that are no record (or lost bytes)
 are passed over up to the next SELECT and command that read whole.
 
+Inline commands are split as Redis splits them (:mod:`.inline`); unbalanced quotes are a
+protocol error. A direction joined mid-way, or after lost bytes or bytes that are no RESP,
+goes on at the earliest frame start that reads whole with what follows it (:mod:`.resync`).
+
 Bounded: a line longer than :data:`MAX_LINE`, a length that is no number, nesting deeper
 than :data:`MAX_DEPTH` are a protocol error (a frame of kind ``error``, then the framer
-looks for the next command); a frame that would hold more than the RESP frame cap, or more
-elements than the element cap, is passed over as it comes (a Skipped range), holding none
-of it.
+looks for the next frame start); a frame that would hold more than the RESP frame cap, or
+more elements than the element cap, is passed over as it comes (a Skipped range), holding
+none of it.
 """
 
 from __future__ import annotations
@@ -242,7 +246,7 @@ class RespFramer(Framer):
         self.elements = 0
 
     def _lose(self, at: int) -> None:
-        """The place in the stream is lost: look for a command from ``at`` on."""
+        """The place in the stream is lost: look for a frame start from ``at`` on (resync.py)."""
         self._reset()
         self.state = LOST
         self.expect = False

@@ -35,6 +35,9 @@ from .rdb import RdbParser
 from .records import KeyRecord
 from .resp import RespFrame
 
+#: what a master's stream sends unasked that no reply starts with: a command array of one of
+#: these from the server, when no command waits, shows a replication link joined mid-way
+STREAM_STARTS = frozenset({b"SELECT", b"PING", b"REPLCONF", b"MULTI"})
 #: command boundaries remembered for checking ACKs (an ACK lags the stream by about a second)
 MAX_BOUNDS = 1 << 16
 
@@ -142,6 +145,8 @@ class Replication:
             return False
         if direction == self.master and self.start is not None and rec.offset >= self.start:
             return True
+        if not self.link and not self.pairing.waiting and rec.verb in STREAM_STARTS:
+            self.link = True  # a master's stream joined mid-way, before the replica's first ACK
         return self.link and not self.pairing.waiting
 
     # -- the handshake, the stream and ACKs ----------------------------------------------------

@@ -539,6 +539,7 @@ def module_body(r, p):
 def module(r, p, rec):
     module_id, p = yield from r.get(read_len, p)
     rec.extra["module"], rec.extra["module_encver"] = module_name(module_id)
+    r.module_data(rec.extra["module"], f"key {r.key_text(rec)}", rec.offset)
     values, p = yield from module_body(r, p)
     rec.elements = None
     if r.keeping:
