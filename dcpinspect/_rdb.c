@@ -1069,25 +1069,69 @@ static int lane_skip(Lane *L, size_t *q) {
     return lane_string(L, q, 0, &data, &len, &kind, num);
 }
 
-/* a packed layout's entries counted (scores: every second string plainly a number) */
-static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *count) {
+/* a packed layout's entries counted (scores: every second string plainly a number); its
+ * bytes in *blen when asked */
+static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *count, size_t *blen) {
     const uint8_t *data;
     size_t len;
     int kind;
     char num[24];
     if (!lane_string(L, q, 1, &data, &len, &kind, num) || kind == S_INT)
         return 0;
+    if (blen)
+        *blen = len;
     return (ziplist ? ziplist_run : listpack_run)(data, len, NULL, count, scores) == 1;
 }
 
+/* What the memory model (families/redis/memory.py) asks of each key when scan measures:
+ * a table of allocations of an SDS string of each length under T, one of allocations of
+ * each size under T, and a rule for each type byte (what to sum, and when to leave the
+ * key to the readers, which keep its value): the model's facts stay in Python. */
+enum { MR_DECLINE = 0, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET };
+typedef struct {
+    const uint32_t *sds, *alloc;
+    size_t T;
+    const int64_t *rules; /* 3 a type byte: mode, a, b */
+} Measure;
+typedef struct {
+    uint64_t sum, largest, packed;
+    int bad, numeric; /* numeric: every element so far is '-'/digits of at most 20 bytes */
+} Measured;
+
+/* whether an element might be a decimal integer (as_int in memory.py says whether it is) */
+static int m_numeric(const uint8_t *d, size_t len, int kind) {
+    if (kind == S_INT)
+        return 1;
+    if (kind != S_RAW || len == 0 || len > 20)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!((d[i] >= '0' && d[i] <= '9') || (i == 0 && d[i] == '-')))
+            return 0;
+    return 1;
+}
+
+/* one element's SDS allocation (elements: the largest kept too) or one node's allocation */
+static void m_add(const Measure *M, Measured *m, size_t len, int elements) {
+    if (M == NULL)
+        return;
+    if (len >= M->T) {
+        m->bad = 1;
+        return;
+    }
+    m->sum += (elements ? M->sds : M->alloc)[len];
+    if (elements && len > m->largest)
+        m->largest = len;
+}
+
 /* an intset's integers counted: layouts.intset's checks */
-static int lane_intset(Lane *L, size_t *q, Py_ssize_t *count) {
+static int lane_intset(Lane *L, size_t *q, Py_ssize_t *count, size_t *blen) {
     const uint8_t *d;
     size_t len;
     int kind;
     char num[24];
     if (!lane_string(L, q, 1, &d, &len, &kind, num) || kind == S_INT || len < 8)
         return 0;
+    *blen = len;
     uint32_t width = le32(d), n = le32(d + 4);
     if ((width != 2 && width != 4 && width != 8) || 8 + (uint64_t)width * n != len)
         return 0;
@@ -1107,16 +1151,19 @@ static int lane_intset(Lane *L, size_t *q, Py_ssize_t *count) {
 
 /* The value of layout `code` at *q: 1 with its elements (and *extra: value_length for a
  * string, nodes for a quicklist; -1 for none, *kind the string's kind), or 0. */
-static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t *extra, int *kind) {
+static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t *extra, int *kind,
+                      const Measure *M, Measured *m) {
     uint64_t n, i;
     Py_ssize_t count;
+    size_t blen = 0;
+    const uint8_t *data;
+    size_t len;
+    int k;
+    char num[24];
     *extra = -1;
     *kind = -1;
     switch (code) {
     case L_STRING: {
-        const uint8_t *data;
-        size_t len;
-        char num[24];
         if (!lane_string(L, q, 0, &data, &len, kind, num))
             return 0;
         *elements = 1;
@@ -1129,10 +1176,16 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
         if (!lane_count(L, q, &n, code == L_STRINGS ? 1 : code == L_HASH ? 2 : 9))
             return 0;
         for (i = 0; i < n; i++) {
-            if (!lane_skip(L, q))
+            if (!lane_string(L, q, 0, &data, &len, &k, num))
                 return 0;
-            if (code == L_HASH && !lane_skip(L, q))
-                return 0;
+            m_add(M, m, len, 1);
+            if (M && m->numeric && !m_numeric(data, len, k))
+                m->numeric = 0;
+            if (code == L_HASH) {
+                if (!lane_string(L, q, 0, &data, &len, &k, num))
+                    return 0;
+                m_add(M, m, len, 1);
+            }
             if (code == L_ZSET2) {
                 if (L->n - *q < 8)
                     return 0;
@@ -1143,23 +1196,26 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
         return 1;
     case L_ZIPLIST:
     case L_LISTPACK:
-        if (!lane_packed(L, q, code == L_ZIPLIST, 0, &count))
+        if (!lane_packed(L, q, code == L_ZIPLIST, 0, &count, &blen))
             return 0;
         *elements = (uint64_t)count;
+        m->packed = blen;
         return 1;
     case L_INTSET:
-        if (!lane_intset(L, q, &count))
+        if (!lane_intset(L, q, &count, &blen))
             return 0;
         *elements = (uint64_t)count;
+        m->packed = blen;
         return 1;
     case L_ZIPLIST_ZSET:
     case L_ZIPLIST_HASH:
     case L_LISTPACK_ZSET:
     case L_LISTPACK_HASH:
         if (!lane_packed(L, q, code == L_ZIPLIST_ZSET || code == L_ZIPLIST_HASH,
-                         code == L_ZIPLIST_ZSET || code == L_LISTPACK_ZSET, &count) || count % 2)
+                         code == L_ZIPLIST_ZSET || code == L_LISTPACK_ZSET, &count, &blen) || count % 2)
             return 0;
         *elements = (uint64_t)count / 2;
+        m->packed = blen;
         return 1;
     case L_QUICKLIST:
     case L_QUICKLIST2: {
@@ -1168,7 +1224,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
             return 0;
         for (i = 0; i < n; i++) {
             if (code == L_QUICKLIST) {
-                if (!lane_packed(L, q, 1, 0, &count))
+                if (!lane_packed(L, q, 1, 0, &count, NULL))
                     return 0;
                 total += (uint64_t)count;
                 continue;
@@ -1177,12 +1233,14 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
             if (!lane_len(L, q, &container))
                 return 0;
             if (container == 1) {
-                if (!lane_skip(L, q))
+                if (!lane_string(L, q, 0, &data, &len, &k, num))
                     return 0;
+                m_add(M, m, len, 0);
                 total += 1;
             } else if (container == 2) {
-                if (!lane_packed(L, q, 0, 0, &count))
+                if (!lane_packed(L, q, 0, 0, &count, &blen))
                     return 0;
+                m_add(M, m, blen, 0);
                 total += (uint64_t)count;
             } else {
                 return 0;
@@ -1331,6 +1389,7 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
 
 /* the names scan() gives the records' extra values, and a string value's kinds */
 static PyObject *s_value_length, *s_nodes, *s_kinds[3], *s_stream, *s_length, *s_groups;
+static PyObject *s_alloc, *s_largest, *s_packed, *s_head;
 
 /* scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes, salt[, want]) -> (index,
  * records): the index of the first record not read here, and the KeyRecord of each key
@@ -1338,17 +1397,39 @@ static PyObject *s_value_length, *s_nodes, *s_kinds[3], *s_stream, *s_length, *s
  * None when keys are no longer remembered; ctime_ms:
  * None when the snapshot has none; base: the input offset of buf[0]; vtypes: the value
  * type of each type byte the table names; want: None, or want(key, type byte, expiry ms
- * or None), true for a key whose value the caller keeps, before which scan stops). */
+ * or None), true for a key whose value the caller keeps, before which scan stops;
+ * measure: None, or (sds table, allocation table, rules) of a Measure: each key's extra
+ * then has what the memory model needs of it, "alloc", "largest", "packed_bytes", "head",
+ * and scan stops before a key its rule leaves to the readers). */
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view, table;
     Py_ssize_t p, room, base;
     unsigned long long cap;
-    PyObject *seen_arg, *ctime_arg, *db, *vtypes, *want = Py_None;
+    PyObject *seen_arg, *ctime_arg, *db, *vtypes, *want = Py_None, *measure = Py_None;
     Maker *maker;
     long long salt;
-    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L|O", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
-                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &salt, &want))
+    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L|OO", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
+                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &salt, &want, &measure))
         return NULL;
+    Measure Mst;
+    const Measure *M = NULL;
+    if (measure != Py_None) {
+        PyObject *a, *b, *c;
+        if (!PyTuple_Check(measure) || PyTuple_GET_SIZE(measure) != 3 ||
+            !PyBytes_Check(a = PyTuple_GET_ITEM(measure, 0)) || !PyBytes_Check(b = PyTuple_GET_ITEM(measure, 1)) ||
+            !PyBytes_Check(c = PyTuple_GET_ITEM(measure, 2)) || PyBytes_GET_SIZE(a) != PyBytes_GET_SIZE(b) ||
+            PyBytes_GET_SIZE(a) % 4 || PyBytes_GET_SIZE(c) != 256 * 3 * 8) {
+            PyBuffer_Release(&view);
+            PyBuffer_Release(&table);
+            PyErr_SetString(PyExc_ValueError, "scan: measure is (sds table, allocation table, 256 rules)");
+            return NULL;
+        }
+        Mst.sds = (const uint32_t *)PyBytes_AS_STRING(a);
+        Mst.alloc = (const uint32_t *)PyBytes_AS_STRING(b);
+        Mst.T = (size_t)PyBytes_GET_SIZE(a) / 4;
+        Mst.rules = (const int64_t *)PyBytes_AS_STRING(c);
+        M = &Mst;
+    }
     if (PyList_GET_SIZE(vtypes) != 256) {
         PyBuffer_Release(&view);
         PyBuffer_Release(&table);
@@ -1447,6 +1528,12 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             }
         }
         uint64_t nodes = 0, groups = 0;
+        Measured m = {0, 0, 0, 0, 1};
+        const int64_t *rule = M ? M->rules + 3 * op : NULL;
+        if (rule && rule[0] == MR_DECLINE) {
+            Py_DECREF(key);
+            break;
+        }
         if (code >= L_STREAM1) {
             int r = lane_stream(&L, &q, code - L_STREAM1 + 1, &sink, &elements, &nodes, &groups);
             extra = -1;
@@ -1457,9 +1544,31 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                     goto error;
                 break;
             }
-        } else if (!lane_value(&L, code, &q, &elements, &extra, &kind) || (elements == 0 && code != L_STRING)) {
+        } else if (!lane_value(&L, code, &q, &elements, &extra, &kind, M, &m) || (elements == 0 && code != L_STRING)) {
             Py_DECREF(key);
             break; /* an empty collection is the readers' to judge (rdb-empty-key, or an empty intset's rdb-corrupt) */
+        }
+        const uint8_t *head = NULL;
+        size_t head_len = 0;
+        if (rule) { /* what the model's rule for this type says: left to the readers, or measured */
+            int decline = m.bad;
+            if (rule[0] == MR_ELEMENTS)
+                decline |= (int64_t)elements <= rule[1] && (int64_t)m.largest <= rule[2];
+            else if (rule[0] == MR_SET)
+                decline |= (int64_t)elements <= rule[1] && m.numeric;
+            else if (rule[0] == MR_PACKED)
+                decline |= (int64_t)elements > rule[1];
+            else if (rule[0] == MR_STRING && kind != S_INT && extra <= rule[1]) {
+                size_t r = vstart;
+                int k2;
+                char num2[24];
+                if (kind != S_RAW || !lane_string(&L, &r, 0, &head, &head_len, &k2, num2))
+                    decline = 1;
+            }
+            if (decline) {
+                Py_DECREF(key);
+                break;
+            }
         }
         if (has_expire && has_ctime && expire < ctime) {
             Py_DECREF(key);
@@ -1505,6 +1614,29 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             if (v == NULL || PyDict_SetItem(made[M_EXTRA], kind >= 0 ? s_value_length : s_nodes, v) < 0)
                 Py_CLEAR(made[M_EXTRA]);
             Py_XDECREF(v);
+        }
+        if (made[M_EXTRA] != NULL && rule) {
+            int r = 0;
+            PyObject *v = NULL;
+            if (rule[0] == MR_ELEMENTS || rule[0] == MR_NODES || rule[0] == MR_SET) {
+                r = (v = PyLong_FromUnsignedLongLong(m.sum)) == NULL || PyDict_SetItem(made[M_EXTRA], s_alloc, v) < 0;
+                Py_XDECREF(v);
+                if (!r && rule[0] != MR_NODES) {
+                    r = (v = PyLong_FromUnsignedLongLong(m.largest)) == NULL ||
+                        PyDict_SetItem(made[M_EXTRA], s_largest, v) < 0;
+                    Py_XDECREF(v);
+                }
+            } else if (rule[0] == MR_PACKED) {
+                r = (v = PyLong_FromUnsignedLongLong(m.packed)) == NULL ||
+                    PyDict_SetItem(made[M_EXTRA], s_packed, v) < 0;
+                Py_XDECREF(v);
+            } else if (head != NULL) {
+                r = (v = PyBytes_FromStringAndSize((const char *)head, (Py_ssize_t)head_len)) == NULL ||
+                    PyDict_SetItem(made[M_EXTRA], s_head, v) < 0;
+                Py_XDECREF(v);
+            }
+            if (r)
+                Py_CLEAR(made[M_EXTRA]);
         }
         PyObject *rec = maker_make(maker, made);
         if (rec == NULL)
@@ -1605,6 +1737,12 @@ PyMODINIT_FUNC PyInit__rdb(void) {
         return NULL;
     s_value_length = PyUnicode_InternFromString("value_length");
     s_nodes = PyUnicode_InternFromString("nodes");
+    s_alloc = PyUnicode_InternFromString("alloc");
+    s_largest = PyUnicode_InternFromString("largest");
+    s_packed = PyUnicode_InternFromString("packed_bytes");
+    s_head = PyUnicode_InternFromString("head");
+    if (!s_alloc || !s_largest || !s_packed || !s_head)
+        return NULL;
     s_kinds[0] = PyUnicode_InternFromString("raw");
     s_kinds[1] = PyUnicode_InternFromString("int");
     s_kinds[2] = PyUnicode_InternFromString("lzf");

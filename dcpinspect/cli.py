@@ -242,6 +242,7 @@ class SnapshotFormat(str, Enum):
     jsonl = "jsonl"
     summary = "summary"
     resp = "resp"
+    csv = "csv"
 
 
 @app.command("rdb")
@@ -249,7 +250,7 @@ def rdb_command(
     files: list[Path] = typer.Argument(..., help="RDB files (Redis, Valkey, Dragonfly; gzip allowed)."),
     fmt: SnapshotFormat = typer.Option(SnapshotFormat.table, "--format", "-f",
                                        help="table, jsonl, summary, or resp (the data as commands for "
-                                            "redis-cli --pipe)."),
+                                            "redis-cli --pipe); csv with --report."),
     key: Optional[str] = typer.Option(None, "--key", help="Show this key's fields and bytes."),
     offset: Optional[int] = typer.Option(None, "--offset", min=0, help="Show the key whose bytes cover this offset."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 on findings of this severity or worse."),
@@ -282,15 +283,29 @@ def rdb_command(
     at: Optional[str] = typer.Option(None, "--at", metavar="TIME",
                                      help="When expiries are judged: Unix seconds or ISO 8601 (default: the "
                                           "snapshot's ctime, else now)."),
+    report: list[str] = typer.Option([], "--report", "-r", metavar="NAME",
+                                     help="Memory reports: memory, bigkeys, prefix, types, expiry (several allowed)."),
+    top: int = typer.Option(20, "--top", "-n", min=1, help="Rows of the memory and prefix reports."),
+    sep: list[str] = typer.Option([], "--sep", metavar="TEXT", help="Prefix separator (several allowed; default :)."),
+    depth: int = typer.Option(2, "--depth", min=1, help="Prefix levels of the prefix report and the plot."),
+    config: Optional[Path] = typer.Option(None, "--config", metavar="FILE",
+                                          help="The server's redis.conf (its encoding thresholds; default the server's defaults)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", metavar="FILE.svg", help="Draw memory by prefix as a flame graph."),
 ) -> None:
-    """Decode RDB snapshots: keys with type, encoding, size and expiry; checksum and damage as findings."""
+    """Decode RDB snapshots: keys with type, encoding, size and expiry; checksum and damage as findings; memory reports."""
     from .engines.snapshots import snapshot_files
 
     select = {"match": match, "regex": regex, "type": tuple(key_type), "db": tuple(db), "min_size": min_size,
               "max_size": max_size, "min_elements": min_elements, "max_elements": max_elements,
               "expiring": expiring, "persistent": persistent, "expired": expired, "at": at}
+    reports = None
+    if report or plot is not None:
+        reports = {"names": tuple(report) or (("memory",) if plot is None else ()), "top": top, "seps": tuple(sep),
+                   "depth": depth, "at": at, "config": config, "plot": plot}
+    elif fmt is SnapshotFormat.csv:
+        fail("--format csv is the memory reports' (--report NAME)")
     _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value,
-                                select, values, digest))
+                                select, values, digest, reports))
 
 
 @app.command("diff")

@@ -10,6 +10,8 @@ follows the header. For any input the decoder must:
   summary's way: strings passed over, packed layouts counted, and where the C module is
   built, whole records read by its record lane);
 - hold no more than the string cap plus one chunk, whatever the lengths claim;
+- give the same records, values aside, when the C lane measures keys for the memory model
+  (``measure``), and the same memory estimate of each key as from its kept value;
 - give records that the jsonl and table outputs turn into text, values and digests too;
 - give, with a key selection, the keys it admits (values kept, the lane passing over the
   others), the same records as without it.
@@ -25,10 +27,10 @@ HEADERS = (b"REDIS0011", b"REDIS0009", b"VALKEY080", b"REDIS0003", b"")
 CAP = 4096
 
 
-def _run(data: bytes, chunk: int | None, keep: bool = True, select=None) -> tuple[list, int]:
+def _run(data: bytes, chunk: int | None, keep: bool = True, select=None, measure=None) -> tuple[list, int]:
     from dcpinspect.families.redis.rdb import RdbParser
 
-    parser = RdbParser(keep=keep, cap=CAP, select=select)
+    parser = RdbParser(keep=keep, cap=CAP, select=select, measure=measure)
     out, held = [], 0
     if chunk is None:
         out += parser.feed(data)
@@ -56,7 +58,7 @@ def _signature(out: list, values: bool = True) -> list:
 
 
 def check_rdb(data: bytes) -> None:
-    from dcpinspect.families.redis import report
+    from dcpinspect.families.redis import memory, report
     from dcpinspect.families.redis.data import function_json
     from dcpinspect.families.redis.digest import Digester
     from dcpinspect.families.redis.records import AuxRecord, Ending, KeyRecord, OpRecord
@@ -76,6 +78,12 @@ def check_rdb(data: bytes) -> None:
     lean, _ = _run(stream, chunk if data[0] & 4 else None, keep=False)
     assert _signature(lean, values=False) == _signature(whole, values=False)
     assert held <= CAP + 64 + chunk + 16, held
+    measured, _ = _run(stream, chunk if data[0] & 2 else None, measure=memory.LaneMeasure())
+    assert _signature(measured, values=False) == _signature(whole, values=False)
+    for a, b in zip(measured, whole):
+        if isinstance(a, KeyRecord):
+            x, y = memory.key_memory(a), memory.key_memory(b)
+            assert (x.usage, x.expires, x.encoding) == (y.usage, y.expires, y.encoding), (a.key, a.vtype, x, y)
     summary = report.Summary("fuzz")
     digester = Digester()
     summary.digest = digester.snapshot

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import rdbgen
+from dcpinspect.families.redis.values import KEPT_ONLY
 from dcpinspect.families.redis import crc64 as crc_module
 from dcpinspect.families.redis import layouts, lzf, native, primitives, rdb
 from dcpinspect.families.redis.primitives import Corrupt
@@ -215,7 +216,7 @@ def test_packed_layouts_in_c_decline_exactly_where_python_raises(layout, draw):
 
 def _signature(records: list) -> list:
     """Everything a record says but its value (and a stream's metadata, summed up when values
-    are not kept)."""
+    are not kept, and a list's node sizes are there only when they are)."""
     out = []
     for r in records:
         if isinstance(r, Finding):
@@ -223,7 +224,7 @@ def _signature(records: list) -> list:
         elif isinstance(r, Ending):
             out.append(("end", r.checksum, r.eof_offset, r.stopped, r.bytes_read, r.trailing))
         else:
-            extra = {k: v for k, v in getattr(r, "extra", {}).items() if k != "stream"}
+            extra = {k: v for k, v in getattr(r, "extra", {}).items() if k not in KEPT_ONLY}
             out.append((r.kind, r.offset, r.length, getattr(r, "size", None), getattr(r, "elements", None),
                         getattr(r, "encoding", None), getattr(r, "expire_ms", None), getattr(r, "key", None),
                         repr(extra), [(f.rule, f.offset, f.message) for f in r.findings],

@@ -19,12 +19,13 @@ HEAD = 16
 
 def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
                    shown: Shown | None = None, fail_on: str = "error", select: dict | None = None,
-                   values: bool = False, digest: bool = False) -> bool:
+                   values: bool = False, digest: bool = False, reports: dict | None = None) -> bool:
     """Print each file (or set of files read as one snapshot) as its family prints its
     snapshots (``fmt``: "table", "jsonl" or "summary"; or the keys named by ``key`` /
     covering ``offset``), of its keys those ``select`` (the key selection's options by
     name, which the family reads) chooses, with each key's value (``values``) and digests
-    (``digest``) where asked; returns whether a finding of ``fail_on``'s severity or worse
+    (``digest``) where asked, or the memory ``reports`` asked (a dict of their names and
+    options the family reads; ``fmt`` "csv" too); returns whether a finding of ``fail_on``'s severity or worse
     was made. A file no family can read is :class:`Unusable`. A file given alone (``-``, a
     pipe, a FIFO too) is opened once: its family is told from the first bytes of that one
     handle (inflated when gzip), which the family then reads from the start."""
@@ -32,7 +33,8 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
     select = {k: v for k, v in (select or {}).items() if v not in (None, (), [], False)}
     worst = -1
     for item in _gathered(files):
-        extra = {k: v for k, v in (("select", select), ("values", values), ("digest", digest)) if v}
+        extra = {k: v for k, v in (("select", select), ("values", values), ("digest", digest),
+                                   ("reports", reports)) if v}
         try:
             if isinstance(item, tuple):
                 worst = max(worst, _family_of(_head_of(item[0])).snapshots(item, fmt, key, offset, shown, **extra))

@@ -316,13 +316,13 @@ def _number(raw: bytes) -> int | None:
     return value if value >= 0 else None
 
 
-def read_set(members: list[Member], checks: SetChecks, keep=False, select=None):
+def read_set(members: list[Member], checks: SetChecks, keep=False, select=None, measure=None):
     """The records of each member in turn, as ``(index, record)``, the set's findings on the
     key records and after each member, and the whole set's last (a file that is no RDB at all
     is an InputError)."""
     judge = checks.key
     for i, member in enumerate(members):
-        for rec in records(member.path, keep, select):
+        for rec in records(member.path, keep, select, measure=measure):
             kind = type(rec)
             if kind is KeyRecord:
                 finding = judge(i, rec)

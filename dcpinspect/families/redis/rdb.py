@@ -59,11 +59,13 @@ class RdbParser:
     stream), not a finding; ``nested``: the decompressed content of a Dragonfly blob, read
     with the state of the parser given; ``select``: a :class:`~.selection.KeySelection`,
     whose keys alone are given (the others are read, counted and judged for duplicates,
-    their values passed over unmade)."""
+    their values passed over unmade); ``measure``: a :class:`~.memory.LaneMeasure`, with
+    which the C lane gives the keys it can measure for the memory model without values
+    (what the model needs in their ``extra``), the readers the others."""
 
     def __init__(self, keep: bool | Callable[[bytes], bool] = False, cap: int | None = None,
                  trailing_ok: bool = False, nested: "RdbParser | None" = None, select=None,
-                 depth: int = 0) -> None:
+                 depth: int = 0, measure=None) -> None:
         self.buf = bytearray()
         self.base = 0  # the input offset of buf[0]
         self.cap = RDB_STRING.value() if cap is None else cap
@@ -71,6 +73,8 @@ class RdbParser:
         self._keep = keep if self._keep_test else bool(keep)
         self.keeping = False
         self.select = select
+        #: what the memory model asks the C lane to measure (memory.LaneMeasure), or None
+        self.measure = measure
         self.trailing_ok = trailing_ok
         self._out: list = []
         self._need = 1
@@ -88,7 +92,8 @@ class RdbParser:
         #: the C record lane (see _lane), when values are not kept or are kept of some keys
         #: only (those it leaves to the readers): its table of layouts and
         #: the value types it names, for the (vendor, version) they were made for
-        self._lane_on = C is not None and (self._keep is False or select is not None or self._keep_test)
+        self._lane_on = C is not None and (self._keep is False or select is not None or self._keep_test
+                                           or measure is not None)
         self._lane_for: tuple | None = None
         self._lane_table: tuple | None = None
         self.nested = nested
@@ -419,8 +424,10 @@ class RdbParser:
         db, remembered = state.db, state._seen_count
         seen = state._seen if remembered < self._keys_cap else None
         select = self.select
-        want = None
-        if self._keep is not False:  # values are kept: the lane reads only the keys passed over
+        want = measured = None
+        if self.measure is not None:  # the lane measures the keys it can, the readers keep the others
+            measured = self.measure(vtypes)
+        elif self._keep is not False:  # values are kept: the lane reads only the keys passed over
             keep, keep_test, ctime = self._keep, self._keep_test, state.ctime_ms
 
             def wanted(key, op, expire):
@@ -428,7 +435,7 @@ class RdbParser:
                                                          select.wanted(db, key, vtypes[op].type, expire, ctime))
             want = wanted
         q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms,
-                          _MAKER, self.base, db, vtypes, db_salt(db), want)
+                          _MAKER, self.base, db, vtypes, db_salt(db), want, measured)
         state.keys += len(found)
         if seen is not None:
             state._seen_count += len(found)
@@ -815,7 +822,7 @@ def _df_blob(r: RdbParser, p: int, rec: OpRecord):
                                   "decoded: passed over", rec.offset)
         return (yield from r.skip(q, size))
     data, p = yield from r.get(_raw, q, size)
-    child = RdbParser(r._keep, r.cap, nested=r._state, select=r.select, depth=r.depth + 1)
+    child = RdbParser(r._keep, r.cap, nested=r._state, select=r.select, depth=r.depth + 1, measure=r.measure)
     handed = False  # records of the blob were handed on: its own findings come on their own
     problem = None
     try:

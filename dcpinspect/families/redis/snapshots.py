@@ -51,7 +51,7 @@ def is_snapshot(head: bytes) -> bool:
 
 def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None,
          shown: Shown | None = None, select: dict | None = None, values: bool = False,
-         digest: bool = False) -> int:
+         digest: bool = False, reports: dict | None = None) -> int:
     """Decode one file and print it as ``fmt`` ("table", "jsonl", "summary", or "resp": its
     data as Redis commands, see :mod:`.export`), or the
     keys named by ``key`` / covering ``offset``; returns the worst severity found (its
@@ -62,8 +62,11 @@ def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None
     (:meth:`.selection.KeySelection.from_options`; a value it cannot take is an
     InputError); ``values``: jsonl key objects carry their values and digests (and
     functions their code); ``digest``: the keys' and the snapshot's digests are computed
-    (``values`` implies it)."""
+    (``values`` implies it); ``reports``: the memory reports asked for instead (see
+    :func:`show_reports`)."""
     how = Reading(selection_of(select), values, digest or values)
+    if reports:
+        return show_reports(path, fmt, reports, how.select)
     if isinstance(path, tuple):
         from . import dfs
 
@@ -115,17 +118,19 @@ def selection_of(select: dict | None):
         raise InputError(str(exc)) from None
 
 
-def records(path, keep=False, select=None, recent: "_Recent | None" = None):
+def records(path, keep=False, select=None, recent: "_Recent | None" = None, measure=None):
     """The records of one file, as they complete (the :class:`Ending` last); only the keys
     ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given. ``path``: a
     path, or an input opened already (``sources.inputs.Contents``: read on from its start,
-    never opened again); ``recent`` keeps the last bytes read, for a stream's record anatomy."""
+    never opened again); ``recent`` keeps the last bytes read, for a stream's record anatomy;
+    with ``measure`` (a :class:`~.memory.LaneMeasure`), the keys the C lane measures for
+    the memory model come without their values."""
     opened = hasattr(path, "read")
     try:
         fh = path if opened else gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
     except OSError as exc:
         raise _problem(path, exc) from None
-    parser = RdbParser(keep=keep, select=select)
+    parser = RdbParser(keep=keep, select=select, measure=measure)
     at = 0
     try:
         while True:
@@ -143,6 +148,116 @@ def records(path, keep=False, select=None, recent: "_Recent | None" = None):
         if not opened:
             fh.close()
     yield from parser.close()
+
+
+def show_reports(path, fmt: str, asked: dict, select=None) -> int:
+    """The memory reports of one file or ``.dfs`` set (:mod:`.usage`), printed as a table,
+    JSON Lines or CSV (``fmt``), of the keys ``select`` (a
+    :class:`~.selection.KeySelection`) admits; ``asked``: the report names and their
+    options (:func:`usage_options`), and ``plot``, a path for the flame graph."""
+    from . import dfs, usage
+
+    from .memory import LaneMeasure
+
+    options = usage_options(asked)
+    reports = usage.Reports(options)
+    measure = LaneMeasure(options.config)
+    plot = None
+    if asked.get("plot"):
+        from .flame import Flame
+
+        plot = reports.plot = Flame(options.prefix_cap)
+    csv_all = fmt == "csv" and "memory" in options.names
+    out = _csv_writer() if fmt == "csv" else None
+    if csv_all:
+        out.writerow(usage.CSV_COLUMNS)
+    worst = -1
+    if isinstance(path, tuple):
+        members = dfs.members_of(path)
+        checks = dfs.SetChecks(members)
+        stream = ((members[i].shard, rec)
+                  for i, rec in dfs.read_set(members, checks, keep=True, select=select, measure=measure))
+    else:
+        stream = ((None, rec) for rec in records(path, keep=True, select=select, measure=measure))
+    for shard, rec in stream:
+        kind = type(rec)
+        if kind is KeyRecord:
+            m = reports.measure(rec, shard)
+            reports.add(m)
+            if csv_all:
+                out.writerow(_csv_cells(m.csv_row()))
+        else:
+            _unusable(path[0] if isinstance(path, tuple) else path, rec)
+            if kind is AuxRecord:
+                reports.aux(rec)
+        for f in report.findings_of(rec):
+            worst = max(worst, LEVELS[f.severity])
+    if fmt == "jsonl":
+        for obj in reports.json_objects():
+            sys.stdout.buffer.write(dumps_line(obj))
+    elif fmt == "csv":
+        for name, (title, headers, rows) in zip(options.names, reports.tables()):
+            if name == "memory":
+                continue
+            if csv_all or name != options.names[0]:
+                out.writerow(())
+            out.writerow(headers)
+            out.writerows(_csv_cells(r) for r in rows)
+    else:
+        console = make_console()
+        for title, headers, rows in reports.tables():
+            console.print(safe(title))
+            print_rows(console, headers, [tuple("" if c is None else safe(str(c)) for c in r) for r in rows])
+            console.print()
+        console.print(f"{reports.keys:,} keys, {reports.memory:,} bytes estimated (Redis 7.0's structures, "
+                      f"the server's thresholds{' of the config given' if asked.get('config') else ''})")
+    sys.stdout.flush()
+    if plot is not None:
+        try:
+            Path(asked["plot"]).write_text(plot.svg(), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"--plot {asked['plot']}: {exc.strerror or exc}") from None
+    return worst
+
+
+def usage_options(asked: dict):
+    """:class:`.usage.Options` from the command line's words: ``names``, ``top``, ``seps``
+    (text), ``depth``, ``at`` (Unix seconds or ISO 8601, as the key selection takes it),
+    ``config`` (a redis.conf path)."""
+    from . import usage
+    from .memory import DEFAULTS, Config
+    from .selection import parse_time
+
+    names = tuple(dict.fromkeys(asked.get("names") or ("memory",)))
+    unknown = [n for n in names if n not in usage.NAMES]
+    if unknown:
+        raise InputError(f"--report {unknown[0]!r}: one of {', '.join(usage.NAMES)}")
+    seps = tuple(s.encode("utf-8", "surrogateescape") for s in asked.get("seps") or (":",) if s)
+    if not seps:
+        raise InputError("--sep needs a separator")
+    try:
+        config = Config.read(asked["config"]) if asked.get("config") else DEFAULTS
+    except OSError as exc:
+        raise InputError(f"--config {asked['config']}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    try:
+        at_ms = parse_time(asked["at"]) if asked.get("at") else None
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return usage.Options(names=names, top=asked.get("top") or 20, seps=seps, depth=asked.get("depth") or 2,
+                         at_ms=at_ms, config=config)
+
+
+def _csv_cells(row) -> tuple:
+    """A CSV row with its text made safe for a terminal (keys come from the file)."""
+    return tuple(safe(c) if isinstance(c, str) else c for c in row)
+
+
+def _csv_writer():
+    import csv
+
+    return csv.writer(sys.stdout, lineterminator="\n")
 
 
 class _Recent:
@@ -410,8 +525,8 @@ def _print_anatomy(console, path: Path, rec: KeyRecord, shown: Shown, recent: _R
     if recent is not None:
         data = recent.get(rec.offset, min(n, RECORD_READ))
         if data is None:
-            console.print(f"(the record's bytes were read from a stream and are no longer held: give a file "
-                          f"to see them)")
+            console.print("(the record's bytes were read from a stream and are no longer held: give a file "
+                          "to see them)")
             return
     else:
         name = getattr(path, "path", path)

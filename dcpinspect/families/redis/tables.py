@@ -22,7 +22,7 @@ KEYS = Table("keys", "key", ("rdb",), (
     ("type", "string", "type"),
     ("encoding", "string", "encoding"), ("elements", "bigint", "elements"), ("value_length", "bigint", "value_length"),
     ("size", "bigint", "size"), ("expire_ms", "bigint", "expire_ms"), ("offset", "bigint", "offset"),
-    ("digest", "string", "digest"),
+    ("digest", "string", "digest"), ("memory", "bigint", "memory"),
 ))
 TABLES = (COMMANDS, KEYS)
 #: bytes read from a snapshot file at a time
@@ -31,18 +31,21 @@ CHUNK = 1 << 20
 
 def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
     """What ``rdb -f jsonl --digest`` writes of the RDB file open as ``fh``: its keys (each
-    with its ``DEBUG DIGEST-VALUE``), aux fields and findings as they complete, then its
-    summary (with ``DEBUG DIGEST``). A file that is no RDB raises ``InputError`` (from
-    ``sources.inputs``)."""
+    with its ``DEBUG DIGEST-VALUE``, and its ``memory`` in the server too, :mod:`.memory`'s
+    estimate, as ``rdb --report memory`` gives it), aux fields and findings as they
+    complete, then its summary (with ``DEBUG DIGEST``). A file that is no RDB raises
+    ``InputError`` (from ``sources.inputs``). The keys the C lane cannot measure are
+    measured from their values, one key at a time."""
     from ...findings import Finding
     from ...sources.inputs import InputError
     from . import report
     from .digest import Digester
+    from .memory import LaneMeasure, key_memory
     from .rdb import RdbParser
     from .records import AuxRecord, KeyRecord
     from .snapshots import _unusable
 
-    parser = RdbParser(keep=True)
+    parser = RdbParser(keep=True, measure=LaneMeasure())
     summary = report.Summary(name)
     digester = Digester()
     summary.digest = digester.snapshot
@@ -52,7 +55,9 @@ def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
             _unusable(name, rec)
             summary.add(rec)
             if isinstance(rec, KeyRecord):
-                yield report.key_json(rec, digester)
+                obj = report.key_json(rec, digester)
+                obj["memory"] = key_memory(rec).total
+                yield obj
             elif isinstance(rec, AuxRecord):
                 digester.see(rec)
                 yield report.aux_json(rec)

@@ -28,6 +28,10 @@ MODULE_CHARSET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 MODULE_EOF, MODULE_SINT, MODULE_UINT, MODULE_FLOAT, MODULE_DOUBLE, MODULE_STRING = 0, 1, 2, 3, 4, 5
 
 READERS: dict[str, Callable] = {}
+#: the record extras that differ when values are kept: a stream's metadata is whole, and a
+#: list's node sizes and a packed value's bytes (what the memory model needs) are there
+#: only then
+KEPT_ONLY = frozenset({"stream", "node_bytes", "node_entries", "packed_bytes"})
 
 
 def reader(*layouts_: str):
@@ -96,9 +100,9 @@ def _strings(r, p: int, n: int, items: list | None):
     return p
 
 
-def _packed(r, p: int, rec: KeyRecord, decode, what: str):
+def _packed(r, p: int, rec: KeyRecord, decode, what: str, sizes: list | None = None):
     """A string holding a packed layout: (``decode`` of it — its entries, or their count —
-    or None when damaged, next index)."""
+    or None when damaged, next index); its length appended to ``sizes`` if given."""
     start = r.base + p
     try:
         raw, p = read_string(r.buf, p, r.cap)
@@ -106,6 +110,10 @@ def _packed(r, p: int, rec: KeyRecord, decode, what: str):
         raw, p = yield from r.string(p)
     if raw is None:
         return None, p
+    if sizes is not None:
+        sizes.append(len(raw))
+    elif r.keeping:  # a value's one blob: what the server allocates for it when it keeps it
+        rec.extra["packed_bytes"] = len(raw)
     try:
         return decode(raw), p
     except Corrupt as exc:
@@ -318,7 +326,7 @@ def packed_hash(r, p, rec):
 @reader("quicklist")
 def quicklist(r, p, rec):
     nodes, p = yield from r.get(read_len, p)
-    items, count, damaged = [], 0, False
+    items, count, damaged, per_node = [], 0, False, []
     decode = layouts.ziplist if r.keeping else layouts.ziplist_count
     for _ in range(nodes):
         entries, p = yield from _packed(r, p, rec, decode, "quicklist node")
@@ -329,8 +337,11 @@ def quicklist(r, p, rec):
             count += entries
             continue
         count += len(entries)
+        per_node.append(len(entries))
         items.extend(_text(e) for e in entries)
     rec.extra["nodes"] = nodes
+    if r.keeping:
+        rec.extra["node_entries"] = per_node
     rec.elements = None if damaged else count
     rec.value = items if r.keeping else None
     return p
@@ -340,6 +351,7 @@ def quicklist(r, p, rec):
 def quicklist2(r, p, rec):
     nodes, p = yield from r.get(read_len, p)
     items, count, damaged = [], 0, False
+    sizes = [] if r.keeping else None
     for _ in range(nodes):
         at = r.base + p
         container, p = yield from r.get(read_len, p)
@@ -349,10 +361,12 @@ def quicklist2(r, p, rec):
         elif container == 1:  # PLAIN: one element, as it is
             raw, p = yield from r.string(p)
             entries = None if raw is None else [raw]
+            if raw is not None:
+                sizes.append(len(raw))
         elif container == 2 and not r.keeping:
             entries, p = yield from _packed(r, p, rec, layouts.listpack_count, "quicklist node")
         elif container == 2:  # PACKED: a listpack
-            entries, p = yield from _packed(r, p, rec, layouts.listpack, "quicklist node")
+            entries, p = yield from _packed(r, p, rec, layouts.listpack, "quicklist node", sizes)
         else:
             _, p = yield from r.string(p)
             r.note("rdb-corrupt", f"quicklist node container {container} of key {r.key_text(rec)} is neither "
@@ -367,6 +381,8 @@ def quicklist2(r, p, rec):
         count += len(entries)
         items.extend(_text(e) for e in entries)
     rec.extra["nodes"] = nodes
+    if r.keeping:
+        rec.extra["node_bytes"] = sizes
     rec.elements = None if damaged else count
     rec.value = items if r.keeping else None
     return p
@@ -611,20 +627,27 @@ def stream(r, p, rec):
     version = int(rec.vtype.layout[-1])
     nodes, p = yield from r.get(read_len, p)
     entries, live = [], 0
+    node_keys: list = []
+    node_bytes: list | None = [] if r.keeping else None
     for _ in range(nodes):
         at = r.base + p
         key, p = yield from r.string(p)
-        items, p = yield from _packed(r, p, rec, layouts.listpack, "stream node")
+        items, p = yield from _packed(r, p, rec, layouts.listpack, "stream node", node_bytes)
         if key is None or items is None:
             continue
+        if r.keeping:
+            node_keys.append(key)
         try:
-            n, _, got = _stream_node(stream_id_of(key), items, r.keeping)
+            # measuring for the memory model, a stream's entries are counted, not made
+            n, _, got = _stream_node(stream_id_of(key), items, r.keeping and r.measure is None)
         except Corrupt as exc:
             r.note("rdb-corrupt", f"stream node of key {r.key_text(rec)}: {exc.args[0]}", at)
             continue
         live += n
         entries.extend(got)
     meta: dict = {"nodes": nodes}
+    if r.keeping:  # what the server's memory of it needs (memory.stream_usage)
+        meta["node_keys"], meta["node_bytes"] = node_keys, node_bytes
     meta["length"], p = yield from r.get(read_len, p)
     meta["last_id"], p = yield from _len2(r, p)
     if version >= 2:

@@ -1,0 +1,578 @@
+"""Where a key's memory goes in the server: the model of what Redis 7.0 (64-bit, jemalloc
+5.3) allocates for a key loaded from an RDB file, written as the server's
+``MEMORY USAGE key SAMPLES 0`` counts it (``object.c`` ``objectComputeSize`` and
+``memoryCommand``), plus the key's entry in the expires dict, which ``MEMORY USAGE``
+leaves out.
+
+The facts, each named after the server's structure (``src/server.h``, ``sds.h``,
+``dict.h``, ``quicklist.h``, ``stream.h``, ``rax.h``):
+
+* every key: its ``dictEntry`` in the db's dict (:data:`DICT_ENTRY`) and its name as an
+  SDS string (:func:`sds_alloc`: the header of its length class, the bytes and the NUL,
+  rounded up to jemalloc's size class, :func:`jemalloc`); a key with an expiry also has a
+  ``dictEntry`` in the expires dict (:data:`EXPIRES_ENTRY`; the name is shared).
+* strings (``tryObjectEncoding``): an integer of at most 20 characters is the ``robj``
+  alone (:data:`ROBJ`); up to :data:`EMBSTR_MAX` bytes one allocation of ``robj``, SDS
+  header and bytes (embstr); longer, the ``robj`` and its SDS (raw).
+* listpacks (hashes, sorted sets) and intsets: the ``robj`` and the blob's allocation. A
+  ziplist of an older file is converted on load (``lpAppend`` entry by entry): its size is
+  that of the listpack the same entries make (:func:`listpack_bytes`).
+* hash tables (hashes, sets): the ``robj``, the ``dict``, a bucket pointer per slot (the
+  next power of two at or above the elements, at least 4, :func:`dict_slots`) and per
+  element a ``dictEntry`` and its SDS strings.
+* sorted sets as skiplists: the ``robj``, ``zset``, ``zskiplist``, the dict with its
+  buckets, the header node of :data:`ZSKIPLIST_MAXLEVEL` levels, and per element its SDS,
+  a ``dictEntry`` and a node whose level is random (p = 1/4): the expected allocation of
+  one (:data:`ZSKIPLIST_NODE_EXPECTED`).
+* lists (quicklists): the ``robj``, the ``quicklist``, and per node a ``quicklistNode``
+  and its listpack (or its one element, for a plain node), as the file has them; a list
+  from an older file (ziplist nodes, plain lists) is cut into nodes of at most 8 KB as
+  ``quicklistPushTail`` does (``list-max-listpack-size -2``).
+* streams: the ``robj``, the ``stream``, the rax of its nodes (``MEMORY USAGE``'s own
+  estimate: :data:`STREAM_ID` a key plus :data:`RAX_NODE_ESTIMATE` a rax node, the nodes
+  counted as the radix tree of those keys has them, :func:`rax_nodes`), every node's
+  listpack, and per consumer group a ``streamCG``, its PEL's rax and a ``streamNACK`` per
+  pending entry, and per consumer a ``streamConsumer``, its name and its PEL's rax.
+
+Where the server holds a key differently than the file (a listpack with more entries than
+``hash-max-listpack-entries``, a plain set of integers, a small sorted set written as a
+skiplist), the model converts it as ``rdbLoadObject`` does, by the thresholds of
+:class:`Config`: the server's defaults, or those of a ``redis.conf``. Modules' and
+Dragonfly's own types are counted as their serialised size.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from pathlib import Path
+
+from .layouts import _backlen_size
+
+# --------------------------------------------------------------------------- allocator
+
+#: jemalloc's smallest size classes (the quantum is 16 bytes; 8 is the tiny class)
+JEMALLOC_TINY = 8
+JEMALLOC_QUANTUM = 16
+#: size classes per doubling above the quantum (``LG_SIZE_CLASS_GROUP`` = 2)
+JEMALLOC_CLASSES_PER_DOUBLING = 4
+
+
+def jemalloc(n: int) -> int:
+    """The size class jemalloc gives a request of ``n`` bytes (``malloc_usable_size``):
+    8, 16, 32, 48, 64, 80, ... 128, 160, 192, 224, 256, 320, ...: four classes between
+    each power of two and the next, the same pattern for small, large and huge sizes."""
+    if n <= JEMALLOC_TINY:
+        return JEMALLOC_TINY
+    if n <= JEMALLOC_QUANTUM:
+        return JEMALLOC_QUANTUM
+    delta = max(JEMALLOC_QUANTUM, 1 << ((n - 1).bit_length() - 1 - 2))
+    return (n + delta - 1) // delta * delta
+
+
+# --------------------------------------------------------------------------- structures (64-bit)
+
+#: ``robj``: type, encoding, lru (4 bytes), refcount, ptr
+ROBJ = 16
+#: ``dictEntry``: key, value, next
+DICT_ENTRY = 24
+#: the expires dict's entry of a key with an expiry (its key is the main dict's SDS)
+EXPIRES_ENTRY = DICT_ENTRY
+#: ``dict``: type, two tables, their used counts and size exponents, rehashidx, pauserehash
+DICT = 56
+#: a bucket: one ``dictEntry *`` slot of a table
+DICT_BUCKET = 8
+#: ``DICT_HT_INITIAL_SIZE``
+DICT_MIN_SLOTS = 4
+#: SDS headers by length class (``sdsReqType``): type 5 (length in the flags byte) under
+#: 32 bytes, sdshdr8 under 256, sdshdr16 under 64 KiB, sdshdr32 under 4 GiB, sdshdr64
+SDS_HEADERS = ((1 << 5, 1), (1 << 8, 3), (1 << 16, 5), (1 << 32, 9))
+SDSHDR64 = 17
+#: ``OBJ_ENCODING_EMBSTR_SIZE_LIMIT``: the longest string kept in the ``robj``'s allocation
+EMBSTR_MAX = 44
+#: the SDS header of an embstr (``sdshdr8``)
+EMBSTR_HEADER = 3
+#: the longest string ``tryObjectEncoding`` tries as an integer
+INT_STRING_MAX = 20
+#: ``zset``: dict, zsl
+ZSET = 16
+#: ``zskiplist``: header, tail, length, level
+ZSKIPLIST = 32
+#: ``zskiplistNode``: ele, score, backward; then a ``zskiplistLevel`` (forward, span) a level
+ZSKIPLIST_NODE = 24
+ZSKIPLIST_LEVEL = 16
+ZSKIPLIST_MAXLEVEL = 32
+ZSKIPLIST_P = 0.25
+#: ``quicklist``: head, tail, count, len, fill/compress/bookmark bit fields
+QUICKLIST = 40
+#: ``quicklistNode``: prev, next, entry, sz, count/encoding/container bit fields
+QUICKLIST_NODE = 40
+#: ``SIZE_SAFETY_LIMIT``/``optimization_level[1]``: a node's listpack stays under 8 KB
+#: (``list-max-listpack-size -2``); ``SIZE_ESTIMATE_OVERHEAD`` bytes are allowed an entry
+QUICKLIST_NODE_BYTES = (4096, 8192, 16384, 32768, 65536)
+QUICKLIST_ENTRY_OVERHEAD = 8
+#: ``stream``: rax, length, last_id, first_id, max_deleted_entry_id, entries_added, cgroups
+STREAM = 80
+#: ``streamID``: ms and seq, the 16 bytes of a stream rax's keys
+STREAM_ID = 16
+#: ``streamRadixTreeMemoryUsage``: a ``raxNode`` header (4) and "30 longs" of pointers a node
+RAX_NODE_ESTIMATE = 4 + 8 * 30
+#: ``streamCG``: last_id, entries_read, pel, consumers
+STREAM_CG = 40
+#: ``streamNACK``: delivery_time, delivery_count, consumer
+STREAM_NACK = 24
+#: ``streamConsumer``: seen_time, name, pel
+STREAM_CONSUMER = 24
+#: a listpack's header (total bytes, entries) and end byte
+LP_HEADER = 6
+LP_END = 1
+#: an intset's header (encoding, length)
+INTSET_HEADER = 8
+
+
+def _zskiplist_node_expected() -> float:
+    """The expected allocation of a skiplist node: level L with probability
+    (1 - p) p^(L-1) (``zslRandomLevel``), capped at the maximum level."""
+    total, stay = 0.0, 1.0
+    for level in range(1, ZSKIPLIST_MAXLEVEL + 1):
+        share = stay if level == ZSKIPLIST_MAXLEVEL else stay * (1 - ZSKIPLIST_P)
+        total += share * jemalloc(ZSKIPLIST_NODE + level * ZSKIPLIST_LEVEL)
+        stay *= ZSKIPLIST_P
+    return total
+
+
+ZSKIPLIST_NODE_EXPECTED = _zskiplist_node_expected()
+ZSKIPLIST_HEADER = jemalloc(ZSKIPLIST_NODE + ZSKIPLIST_MAXLEVEL * ZSKIPLIST_LEVEL)
+
+
+# --------------------------------------------------------------------------- the server's thresholds
+
+@dataclass(frozen=True)
+class Config:
+    """The thresholds by which the server converts encodings on load, its defaults unless
+    a ``redis.conf`` says otherwise (:meth:`read`; the older ``ziplist`` names too)."""
+
+    hash_max_listpack_entries: int = 512
+    hash_max_listpack_value: int = 64
+    zset_max_listpack_entries: int = 128
+    zset_max_listpack_value: int = 64
+    set_max_intset_entries: int = 512
+    list_max_listpack_size: int = -2
+
+    @classmethod
+    def read(cls, path: str | Path) -> "Config":
+        """The thresholds a ``redis.conf`` sets (others keep their defaults); a line that
+        names none of them is passed over. Raises ValueError on a value that is no number."""
+        names = {f.name.replace("_", "-"): f.name for f in fields(cls)}
+        for f in list(names):
+            if "listpack" in f:
+                names[f.replace("listpack", "ziplist")] = names[f]
+        given = {}
+        for line in Path(path).read_text(errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0].lower() in names:
+                try:
+                    given[names[parts[0].lower()]] = int(parts[1])
+                except ValueError:
+                    raise ValueError(f"{path}: {parts[0]} {parts[1]!r} is not a number") from None
+        return cls(**given)
+
+
+DEFAULTS = Config()
+
+
+# --------------------------------------------------------------------------- pieces
+
+def sds_header(n: int) -> int:
+    for limit, size in SDS_HEADERS:
+        if n < limit:
+            return size
+    return SDSHDR64
+
+
+def _sds_alloc(n: int) -> int:
+    return jemalloc((sds_header(n) if n else 3) + n + 1)
+
+
+#: the allocations of short SDS strings, looked up
+_SDS_SHORT = [_sds_alloc(n) for n in range(4096)]
+
+
+def sds_alloc(n: int) -> int:
+    """The allocation of an SDS string of ``n`` bytes made to measure (``sdsnewlen``: an
+    empty one is sdshdr8)."""
+    return _SDS_SHORT[n] if n < 4096 else _sds_alloc(n)
+
+
+def dict_slots(n: int) -> int:
+    """Slots of a dict made for ``n`` elements (``dictExpand``: the next power of two)."""
+    return max(DICT_MIN_SLOTS, 1 << (n - 1).bit_length()) if n > 0 else 0
+
+
+def as_int(s: bytes) -> int | None:
+    """``s`` as the integer ``string2ll``/``lpStringToInt64`` read it (no sign but '-', no
+    leading zero, no space, 64-bit), else None."""
+    if not s or len(s) > INT_STRING_MAX:
+        return None
+    if s == b"0":
+        return 0
+    digits = s[1:] if s[:1] == b"-" else s
+    if not digits or not digits.isdigit() or digits[:1] == b"0" or not digits.isascii():
+        return None
+    v = int(s)
+    return v if -(1 << 63) <= v < (1 << 63) else None
+
+
+def lp_entry(e) -> int:
+    """Bytes of one listpack entry (encoding, data, backlen) holding ``e`` (bytes, or an
+    int), as ``lpAppend`` encodes it: a string that is an integer is stored as one."""
+    v = e if isinstance(e, int) else as_int(e)
+    if v is not None:
+        if 0 <= v <= 127:
+            size = 1
+        elif -4096 <= v <= 4095:
+            size = 2
+        elif -(1 << 15) <= v < 1 << 15:
+            size = 3
+        elif -(1 << 23) <= v < 1 << 23:
+            size = 4
+        elif -(1 << 31) <= v < 1 << 31:
+            size = 5
+        else:
+            size = 9
+    else:
+        n = len(e)
+        size = n + (1 if n < 64 else 2 if n < 4096 else 5)
+    return size + _backlen_size(size)
+
+
+def listpack_bytes(entries) -> int:
+    """The bytes of the listpack these entries make."""
+    return LP_HEADER + LP_END + sum(map(lp_entry, entries))
+
+
+def score_entry(score: float):
+    """A sorted set's score as ``zzlInsertAt`` puts it in a listpack: an integer when it
+    is one (``double2ll``), else its ``%.17g`` text."""
+    if math.isfinite(score) and score == int(score) and abs(score) < (1 << 62):
+        return int(score)
+    if math.isnan(score):
+        return b"nan"
+    if math.isinf(score):
+        return b"inf" if score > 0 else b"-inf"
+    return b"%.17g" % score
+
+
+def intset_bytes(values) -> int:
+    """An intset's bytes: the header and each value in the width the widest needs."""
+    width, n = 2, 0
+    for v in values:
+        n += 1
+        if not -(1 << 15) <= v < 1 << 15:
+            width = max(width, 4 if -(1 << 31) <= v < 1 << 31 else 8)
+    return INTSET_HEADER + n * width
+
+
+def rax_nodes(keys) -> int:
+    """The nodes of a rax holding these byte-string keys (sorted or not): the root, each
+    key's end, each point where keys branch and the first node of each branch (a compressed
+    node runs up to the next of these)."""
+    keys = sorted(set(keys))
+    if not keys:
+        return 1
+    starts = {b""}
+    starts.update(keys)
+    for a, b in zip(keys, keys[1:]):
+        common = 0
+        for x, y in zip(a, b):
+            if x != y:
+                break
+            common += 1
+        if common < len(a):  # a and b part at a[:common]: a branch there, a child each side
+            starts.add(a[:common])
+            starts.add(a[:common + 1])
+            starts.add(b[:common + 1])
+    # a key that is a prefix of the next does not branch; a branch point may be seen twice
+    return len(starts)
+
+
+# --------------------------------------------------------------------------- per type
+
+def string_usage(raw: bytes | None, length: int) -> tuple[int, str]:
+    """(bytes, encoding) of a string value: int, embstr or raw."""
+    if raw is not None and length <= INT_STRING_MAX and as_int(raw) is not None:
+        return ROBJ, "int"
+    if length <= EMBSTR_MAX:
+        return jemalloc(ROBJ + EMBSTR_HEADER + length + 1), "embstr"
+    return ROBJ + sds_alloc(length), "raw"
+
+
+def listpack_usage(entries, blob: int | None = None) -> int:
+    """A listpack of these entries; ``blob``: the bytes of the one the file holds, which
+    the server keeps as it is."""
+    return ROBJ + jemalloc(listpack_bytes(entries) if blob is None else blob)
+
+
+def hashtable_usage(elements: int, element_bytes: int) -> int:
+    """A dict-encoded set or hash: ``element_bytes`` is the SDS allocations of all."""
+    return ROBJ + DICT + DICT_BUCKET * dict_slots(elements) + DICT_ENTRY * elements + element_bytes
+
+
+def hash_usage(pairs: list, cfg: Config, packed: bool, blob: int | None = None) -> tuple[int, str]:
+    """A hash's field-value pairs; ``packed``: the file holds a listpack or ziplist, which
+    the server converts by its number of pairs alone (a plain hash also by its lengths);
+    ``blob``: the bytes of a listpack the server keeps as it is."""
+    longest = max((len(x) for p in pairs for x in p[:2]), default=0)
+    if len(pairs) <= cfg.hash_max_listpack_entries and (packed or longest <= cfg.hash_max_listpack_value):
+        return listpack_usage([x for p in pairs for x in p[:2]], blob), "listpack"
+    sizes = sum(sds_alloc(len(p[0])) + sds_alloc(len(p[1])) for p in pairs)
+    return hashtable_usage(len(pairs), sizes), "hashtable"
+
+
+def set_usage(members: list, cfg: Config, intset: bool, blob: int | None = None) -> tuple[int, str]:
+    """A set's members (bytes); ``intset``: the file holds an intset (of ``blob`` bytes)."""
+    if len(members) <= cfg.set_max_intset_entries:
+        ints = [as_int(m) for m in members]
+        if intset or None not in ints:
+            return ROBJ + jemalloc(intset_bytes(ints) if blob is None else blob), "intset"
+    return hashtable_usage(len(members), sum(sds_alloc(len(m)) for m in members)), "hashtable"
+
+
+def zset_usage(pairs: list, cfg: Config, packed: bool, blob: int | None = None) -> tuple[int, str]:
+    """A sorted set's (member, score) pairs; ``packed``: the file holds a listpack or
+    ziplist (converted by its length alone), else the skiplist of a plain one is made a
+    listpack when small enough, after loading; ``blob``: the bytes of a listpack the
+    server keeps as it is."""
+    longest = max((len(m) for m, _ in pairs), default=0)
+    if len(pairs) <= cfg.zset_max_listpack_entries and (packed or longest <= cfg.zset_max_listpack_value):
+        entries = []
+        for m, s in pairs:
+            entries.append(m)
+            entries.append(score_entry(s))
+        return listpack_usage(entries, blob), "listpack"
+    return skiplist_usage(len(pairs), sum(sds_alloc(len(m)) for m, _ in pairs)), "skiplist"
+
+
+def skiplist_usage(n: int, member_bytes: int) -> int:
+    """A skiplist-encoded sorted set of ``n`` members whose SDS allocations are ``member_bytes``."""
+    fixed = ROBJ + ZSET + ZSKIPLIST + DICT + DICT_BUCKET * dict_slots(n) + ZSKIPLIST_HEADER
+    return round(fixed + member_bytes + n * (DICT_ENTRY + ZSKIPLIST_NODE_EXPECTED))
+
+
+def quicklist_nodes(items, cfg: Config) -> list[int]:
+    """The listpack bytes of each node ``quicklistPushTail`` makes of these elements."""
+    fill = cfg.list_max_listpack_size
+    limit = QUICKLIST_NODE_BYTES[min(-fill, len(QUICKLIST_NODE_BYTES)) - 1] if fill < 0 else None
+    nodes: list[int] = []
+    size = count = 0
+    for e in items:
+        n = lp_entry(e)
+        fits = count and (size + len(e) + QUICKLIST_ENTRY_OVERHEAD <= limit if limit else count < fill)
+        if not fits:
+            if count:
+                nodes.append(size)
+            size, count = LP_HEADER + LP_END, 0
+        size += n
+        count += 1
+    if count:
+        nodes.append(size)
+    return nodes
+
+
+def quicklist_usage(node_bytes: list[int]) -> int:
+    """A quicklist whose nodes hold listpacks (or plain elements) of these byte sizes."""
+    return quicklist_nodes_usage(len(node_bytes), sum(map(jemalloc, node_bytes)))
+
+
+def quicklist_nodes_usage(nodes: int, allocated: int) -> int:
+    """A quicklist of ``nodes`` nodes whose listpacks' allocations are ``allocated``."""
+    return ROBJ + QUICKLIST + QUICKLIST_NODE * nodes + allocated
+
+
+def stream_usage(meta: dict) -> int:
+    """A stream: ``meta`` is the reader's (its node keys and listpack bytes, its groups
+    with their PELs and consumers)."""
+    keys = meta.get("node_keys", [])
+    total = ROBJ + STREAM + STREAM_ID * len(keys) + RAX_NODE_ESTIMATE * rax_nodes(keys)
+    total += sum(jemalloc(b) for b in meta.get("node_bytes", []))
+    for g in meta.get("groups", []) if isinstance(meta.get("groups"), list) else []:
+        pel = [_id_bytes(e["id"]) for e in g["pel"]]
+        total += STREAM_CG + STREAM_NACK * len(pel) + _rax_usage(pel)
+        for c in g["consumers"]:
+            total += STREAM_CONSUMER + len(c["name"] or b"") + _rax_usage([_id_bytes(i) for i in c["pel"]])
+    return total
+
+
+def _rax_usage(keys: list[bytes]) -> int:
+    return STREAM_ID * len(keys) + RAX_NODE_ESTIMATE * rax_nodes(keys)
+
+
+def _id_bytes(sid) -> bytes:
+    ms, seq = sid
+    return ms.to_bytes(8, "big") + seq.to_bytes(8, "big")
+
+
+# --------------------------------------------------------------------------- a key
+
+@dataclass(slots=True)
+class KeyMemory:
+    """A key's memory: ``usage`` as ``MEMORY USAGE key SAMPLES 0`` counts it, ``expires``
+    (its expires dict entry), the ``encoding`` the server holds it in, and the length of
+    its largest element (``largest``; None where the C lane measured a packed value or a
+    list's nodes without reading their elements)."""
+
+    usage: int
+    expires: int
+    encoding: str
+    largest: int | None
+
+    @property
+    def total(self) -> int:
+        return self.usage + self.expires
+
+
+def key_overhead(key: bytes) -> int:
+    """The key's entry in the db's dict and its name."""
+    return DICT_ENTRY + sds_alloc(len(key))
+
+
+def key_memory(rec, cfg: Config = DEFAULTS) -> KeyMemory:
+    """The memory of a key record read with its value kept."""
+    usage, encoding, largest = value_usage(rec, cfg)
+    return KeyMemory(key_overhead(rec.key) + usage, EXPIRES_ENTRY if rec.expire_ms is not None else 0,
+                     encoding, largest)
+
+
+def _whole(x):
+    if x is None:
+        return b""
+    if isinstance(x, tuple):
+        return tuple(b"" if y is None else y for y in x)
+    return x
+
+
+def _longest(items) -> int:
+    return max((len(x) for x in items), default=0)
+
+
+def value_usage(rec, cfg: Config) -> tuple[int, str, int | None]:
+    """(bytes, encoding in the server, largest element's length) of a record's value."""
+    layout, value, t = rec.vtype.layout, rec.value, rec.type
+    if value is None:  # measured by the C lane (LaneMeasure), or not kept, or damaged
+        return _shape_usage(rec)
+    if isinstance(value, list):  # an element too long to hold, or damaged, counts as empty
+        value = [_whole(x) for x in value]
+    if t == "string" and layout == "string":
+        length = len(value)
+        usage, enc = string_usage(value, length)
+        return usage, enc, length
+    blob = rec.extra.get("packed_bytes") if layout in ("listpack_hash", "listpack_zset", "intset") else None
+    if t == "hash" and layout in ("hash", "ziplist_hash", "listpack_hash", "zipmap"):
+        usage, enc = hash_usage(value, cfg, packed=layout != "hash", blob=blob)
+        return usage, enc, _longest(x for p in value for x in p[:2])
+    if t == "set" and layout in ("set", "intset", "listpack_set"):
+        usage, enc = set_usage(value, cfg, intset=layout == "intset", blob=blob)
+        return usage, enc, _longest(value)
+    if t == "zset" and layout in ("zset", "zset2", "ziplist_zset", "listpack_zset"):
+        usage, enc = zset_usage(value, cfg, packed=layout not in ("zset", "zset2"), blob=blob)
+        return usage, enc, _longest(m for m, _ in value)
+    if t == "list":
+        nodes = rec.extra.get("node_bytes")
+        if layout == "quicklist2" and nodes is not None:
+            return quicklist_usage(nodes), "quicklist", _longest(value)
+        if layout == "quicklist" and rec.extra.get("node_entries") is not None:
+            sizes, at = [], 0
+            for n in rec.extra["node_entries"]:
+                if n:
+                    sizes.append(listpack_bytes(value[at:at + n]))
+                at += n
+            return quicklist_usage(sizes), "quicklist", _longest(value)
+        return quicklist_usage(quicklist_nodes(value, cfg)), "quicklist", _longest(value)
+    if t == "stream" and isinstance(rec.extra.get("stream"), dict):
+        return stream_usage(rec.extra["stream"]), "stream", None
+    return ROBJ + rec.size, rec.encoding, None
+
+
+# --------------------------------------------------------------------------- measured without values
+
+#: element and allocation sizes the C lane looks up (longer ones leave the key to the readers)
+LANE_TABLE = 1 << 16
+#: the C lane's rules (``_rdb.c`` ``MR_*``): leave the key to the readers; sum its
+#: elements' SDS allocations (left when it has at most ``a`` elements of at most ``b``
+#: bytes: the server may pack it); its packed blob's bytes (left past ``a`` elements: the
+#: server unpacks it); its quicklist nodes' allocations; a string (its bytes given up to
+#: ``a``); a set's elements' allocations (left when it has at most ``a`` elements that all
+#: look like decimal integers: the server may make it an intset, as_int decides)
+MR_DECLINE, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET = range(6)
+_NEVER = (1 << 63) - 1
+
+
+@lru_cache(maxsize=1)
+def _lane_tables() -> tuple[bytes, bytes]:
+    return (struct.pack(f"<{LANE_TABLE}I", *map(sds_alloc, range(LANE_TABLE))),
+            struct.pack(f"<{LANE_TABLE}I", *map(jemalloc, range(LANE_TABLE))))
+
+
+def lane_rule(vtype, cfg: Config) -> tuple[int, int, int]:
+    """What the C lane does with a key of this value type: (rule, a, b)."""
+    if vtype is None:
+        return MR_DECLINE, 0, 0
+    layout, t = vtype.layout, vtype.type
+    if layout == "string" and t == "string":
+        return MR_STRING, INT_STRING_MAX, 0
+    if layout == "hash":
+        return MR_ELEMENTS, cfg.hash_max_listpack_entries, cfg.hash_max_listpack_value
+    if layout == "set" and t == "set":
+        return MR_SET, cfg.set_max_intset_entries, 0
+    if layout == "zset2":
+        return MR_ELEMENTS, cfg.zset_max_listpack_entries, cfg.zset_max_listpack_value
+    if layout == "intset":
+        return MR_PACKED, cfg.set_max_intset_entries, 0
+    if layout == "listpack_hash":
+        return MR_PACKED, cfg.hash_max_listpack_entries, 0
+    if layout == "listpack_zset":
+        return MR_PACKED, cfg.zset_max_listpack_entries, 0
+    if layout == "quicklist2":
+        return MR_NODES, 0, 0
+    return MR_DECLINE, 0, 0
+
+
+class LaneMeasure:
+    """What the memory model asks of the C record lane (``RdbParser(measure=...)``): given
+    the lane's value type of each type byte, the tables and rules ``scan`` takes."""
+
+    def __init__(self, cfg: Config = DEFAULTS) -> None:
+        self.cfg = cfg
+        self._made: dict[tuple, tuple] = {}
+
+    def __call__(self, vtypes: list) -> tuple[bytes, bytes, bytes]:
+        got = self._made.get(tuple(map(id, vtypes)))
+        if got is None:
+            rules = [x for v in vtypes for x in lane_rule(v, self.cfg)]
+            got = (*_lane_tables(), struct.pack("<768q", *rules))
+            self._made[tuple(map(id, vtypes))] = got
+        return got
+
+
+def _shape_usage(rec) -> tuple[int, str, int | None]:
+    """A record the C lane measured (what ``extra`` holds), else what the file holds of it."""
+    extra, vtype = rec.extra, rec.vtype
+    layout = vtype.layout
+    if layout == "string" and vtype.type == "string" and "value_length" in extra:
+        length = extra["value_length"]
+        if rec.encoding == "int":
+            return ROBJ, "int", length
+        usage, enc = string_usage(extra.get("head"), length)
+        return usage, enc, length
+    n = rec.elements or 0
+    if "alloc" in extra and layout in ("hash", "set"):  # MR_ELEMENTS, MR_SET
+        return hashtable_usage(n, extra["alloc"]), "hashtable", extra["largest"]
+    if "alloc" in extra and layout == "zset2":
+        return skiplist_usage(n, extra["alloc"]), "skiplist", extra["largest"]
+    if "packed_bytes" in extra:
+        return ROBJ + jemalloc(extra["packed_bytes"]), "intset" if layout == "intset" else "listpack", None
+    if "alloc" in extra and layout == "quicklist2":
+        return quicklist_nodes_usage(extra.get("nodes", 0), extra["alloc"]), "quicklist", None
+    return ROBJ + rec.size, rec.encoding, None

@@ -1,0 +1,296 @@
+"""Where the memory goes: the memory reports of a snapshot, gathered key by key from the
+estimates of :mod:`.memory` in memory that stays flat in the number of keys.
+
+* ``memory``: the top ``n`` keys by memory (a heap of ``n``);
+* ``bigkeys``: per type, the biggest key by elements and by memory, and each type's
+  totals, as ``redis-cli --bigkeys --memkeys`` gives them;
+* ``prefix``: memory, keys and elements by key prefix (cut at any of the separators, up
+  to ``depth`` levels), in a table of at most ``prefix_cap`` prefixes: exact until it
+  fills, then it keeps the heavier half and says that it pruned;
+* ``types``: keys and memory per db, type and encoding;
+* ``expiry``: keys and memory by time to expiry at the snapshot's ``ctime`` (or ``at``).
+
+Plain data: :mod:`.snapshots` feeds the records and prints what :meth:`Reports.rows`
+gives."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Iterator
+
+from ...messages.keys import key_text
+from .memory import DEFAULTS, Config, KeyMemory, key_memory
+from .records import AuxRecord, KeyRecord
+
+NAMES = ("memory", "bigkeys", "prefix", "types", "expiry")
+#: the columns of rdbtools' memory CSV (``rdb -c memory``), which ``--format csv`` writes
+CSV_COLUMNS = ("database", "type", "key", "size_in_bytes", "encoding", "num_elements", "len_largest_element",
+               "expiry")
+#: prefixes a ``prefix`` report holds before it prunes to the heavier half
+PREFIX_CAP = 100_000
+#: ``expiry``'s buckets: (name, below this many ms to expiry)
+HOUR_MS = 3_600_000
+EXPIRY_BUCKETS = (("expired", 0), ("<1h", HOUR_MS), ("<1day", 24 * HOUR_MS), ("<1week", 7 * 24 * HOUR_MS),
+                  ("later", None))
+#: what ``bigkeys`` counts of each type, as redis-cli names it
+UNITS = {"string": "bytes", "list": "items", "set": "members", "hash": "fields", "zset": "members",
+         "stream": "entries"}
+
+
+@dataclass
+class Options:
+    """What the reports are asked: their names, the top ``n``, the prefix separators and
+    depth, the time expiries are measured from (ms; None: the snapshot's ctime), the
+    server's thresholds. Which keys count is the decoder's key selection's to say."""
+
+    names: tuple[str, ...] = ("memory",)
+    top: int = 20
+    seps: tuple[bytes, ...] = (b":",)
+    depth: int = 2
+    at_ms: int | None = None
+    config: Config = DEFAULTS
+    prefix_cap: int = PREFIX_CAP
+
+
+@dataclass(slots=True)
+class Measured:
+    """One key as the reports see it."""
+
+    db: int
+    key: bytes
+    type: str
+    encoding: str
+    elements: int
+    memory: KeyMemory
+    expire_ms: int | None
+    shard: int | None = None
+
+    def csv_row(self) -> tuple:
+        from .report import expiry_text
+
+        return (self.db, self.type, key_text(self.key), self.memory.total, self.memory.encoding, self.elements,
+                self.memory.largest, expiry_text(self.expire_ms))
+
+
+def prefixes(key: bytes, seps: tuple[bytes, ...], depth: int) -> list[bytes]:
+    """The prefixes of ``key`` up to ``depth`` levels, each ending with its separator
+    (``a:b:c`` by ``:`` gives ``a:``, ``a:b:``)."""
+    out: list[bytes] = []
+    at = 0
+    if len(seps) == 1:
+        sep = seps[0]
+        find, step = key.find, len(sep)
+        while len(out) < depth:
+            cut = find(sep, at)
+            if cut < 0:
+                break
+            at = cut + step
+            out.append(key[:at])
+        return out
+    while len(out) < depth:
+        cut = min((i for i in (key.find(s, at) for s in seps) if i >= 0), default=-1)
+        if cut < 0:
+            break
+        end = cut + next(len(s) for s in seps if key.startswith(s, cut))
+        out.append(key[:end])
+        at = end
+    return out
+
+
+class PrefixTable:
+    """Memory, keys and elements by (db, prefix), at most ``cap`` prefixes: exact until it
+    fills, then the lighter half is dropped (and counted), so that a heavy prefix seen
+    early stays; one seen only after a pruning counts from then on."""
+
+    def __init__(self, cap: int = PREFIX_CAP) -> None:
+        self.cap = cap
+        self.table: dict[tuple[int, bytes], list[int]] = {}
+        self.pruned = 0
+
+    def add(self, db: int, prefix: bytes, memory: int, elements: int) -> None:
+        row = self.table.get((db, prefix))
+        if row is None:
+            if len(self.table) >= self.cap:
+                self._prune()
+            self.table[(db, prefix)] = [memory, 1, elements]
+        else:
+            row[0] += memory
+            row[1] += 1
+            row[2] += elements
+
+    def _prune(self) -> None:
+        keep = heapq.nlargest(self.cap // 2, self.table.items(), key=lambda kv: kv[1][0])
+        self.pruned += len(self.table) - len(keep)
+        self.table = dict(keep)
+
+    def heaviest(self, n: int | None = None) -> list[tuple[tuple[int, bytes], list[int]]]:
+        items = self.table.items()
+        return heapq.nlargest(n, items, key=lambda kv: kv[1][0]) if n else sorted(items, key=lambda kv: -kv[1][0])
+
+
+@dataclass
+class _Big:
+    """One type's figures for ``bigkeys``."""
+
+    keys: int = 0
+    elements: int = 0
+    memory: int = 0
+    by_elements: Measured | None = None
+    by_memory: Measured | None = None
+
+
+class Reports:
+    """The reports asked for, fed key by key (:meth:`add`) and aux field by aux field."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.keys = 0
+        self.memory = 0
+        self.key_bytes = 0
+        self.ctime_ms: int | None = None
+        self._top: list[tuple[int, int, Measured]] = []
+        self._seq = 0
+        self.big: dict[str, _Big] = {}
+        self.prefixes = PrefixTable(options.prefix_cap)
+        self.types: dict[tuple[int, str, str], list[int]] = {}
+        self.expiring: list = []  # (ms to expiry, Measured) are bucketed at the end, see expiry_rows
+        self._expiry: dict[str, list[int]] = {}
+        self.plot = None
+
+    def measure(self, rec: KeyRecord, shard: int | None = None) -> Measured:
+        """The key's figures."""
+        km = key_memory(rec, self.options.config)
+        return Measured(rec.db, rec.key, rec.type, km.encoding, rec.elements or 0, km, rec.expire_ms, shard)
+
+    def aux(self, rec: AuxRecord) -> None:
+        if rec.key == b"ctime":
+            try:
+                self.ctime_ms = int(rec.value) * 1000
+            except ValueError:
+                pass
+
+    def add(self, m: Measured) -> None:
+        total = m.memory.total
+        self.keys += 1
+        self.memory += total
+        self.key_bytes += len(m.key)
+        names = self.options.names
+        if "memory" in names:
+            self._seq += 1
+            item = (total, -self._seq, m)
+            if len(self._top) < self.options.top:
+                heapq.heappush(self._top, item)
+            elif item > self._top[0]:
+                heapq.heapreplace(self._top, item)
+        if "bigkeys" in names:
+            b = self.big.setdefault(m.type, _Big())
+            b.keys += 1
+            b.elements += self._count(m)
+            b.memory += total
+            if b.by_elements is None or self._count(m) > self._count(b.by_elements):
+                b.by_elements = m
+            if b.by_memory is None or total > b.by_memory.memory.total:
+                b.by_memory = m
+        if "prefix" in names or self.plot is not None:
+            cut = prefixes(m.key, self.options.seps, self.options.depth)
+            if "prefix" in names:
+                for p in cut:
+                    self.prefixes.add(m.db, p, total, m.elements)
+        if "types" in names:
+            row = self.types.setdefault((m.db, m.type, m.memory.encoding), [0, 0])
+            row[0] += 1
+            row[1] += total
+        if "expiry" in names:
+            self._expiry_add(m, total)
+        if self.plot is not None:
+            self.plot.add(m, cut)
+
+    @staticmethod
+    def _count(m: Measured) -> int:
+        """What redis-cli --bigkeys measures a key by: a string's length, else its elements."""
+        return m.memory.largest if m.type == "string" else m.elements
+
+    def _expiry_add(self, m: Measured, total: int) -> None:
+        at = self.options.at_ms if self.options.at_ms is not None else self.ctime_ms
+        if m.expire_ms is None:
+            name = "none"
+        elif at is None:
+            name = "unknown"
+        else:
+            left = m.expire_ms - at
+            name = next(n for n, below in EXPIRY_BUCKETS if below is None or left < below)
+        row = self._expiry.setdefault(name, [0, 0])
+        row[0] += 1
+        row[1] += total
+
+    # ------------------------------------------------------------------ what is shown
+
+    def top(self) -> list[Measured]:
+        return [m for _, _, m in sorted(self._top, reverse=True)]
+
+    def share(self, memory: int) -> str:
+        return f"{100 * memory / self.memory:.1f}%" if self.memory else "-"
+
+    def tables(self) -> Iterator[tuple[str, tuple[str, ...], list[tuple]]]:
+        """Each report as (title, headers, rows of plain values), in the order asked."""
+        for name in self.options.names:
+            yield getattr(self, f"_{name}_table")()
+
+    def _memory_table(self):
+        from .report import expiry_text
+
+        rows = [(m.db, key_text(m.key), m.type, m.memory.encoding, m.elements, m.memory.largest, m.memory.total,
+                 self.share(m.memory.total), expiry_text(m.expire_ms)) for m in self.top()]
+        return (f"Top {self.options.top} keys by memory",
+                ("db", "key", "type", "encoding", "elements", "largest", "memory", "share", "expiry"), rows)
+
+    def _bigkeys_table(self):
+        rows = []
+        for t, b in sorted(self.big.items()):
+            unit = UNITS.get(t, "elements")
+            e, mm = b.by_elements, b.by_memory
+            rows.append((t, key_text(e.key), e.db, self._count(e), unit, key_text(mm.key), mm.db, mm.memory.total,
+                         b.keys, b.elements, b.memory, f"{100 * b.keys / self.keys:.2f}%",
+                         f"{b.elements / b.keys:.2f}"))
+        return ("Biggest keys per type", ("type", "biggest by elements", "its db", "its elements", "unit",
+                                          "biggest by memory", "db of it", "its memory", "keys", "elements",
+                                          "memory", "share of keys", "avg elements"), rows)
+
+    def _prefix_table(self):
+        rows = [(db, key_text(p), n, e, mem, self.share(mem))
+                for (db, p), (mem, n, e) in self.prefixes.heaviest(self.options.top)]
+        title = f"Top {self.options.top} prefixes by memory (depth {self.options.depth})"
+        if self.prefixes.pruned:
+            title += (f"; the table held {self.prefixes.cap:,} prefixes and pruned "
+                      f"{self.prefixes.pruned:,} lighter ones, so prefixes first seen late may be undercounted")
+        return title, ("db", "prefix", "keys", "elements", "memory", "share"), rows
+
+    def _types_table(self):
+        rows = [(db, t, enc, n, mem, self.share(mem))
+                for (db, t, enc), (n, mem) in sorted(self.types.items(), key=lambda kv: (kv[0][0], -kv[1][1]))]
+        return "Keys and memory per db, type and encoding", ("db", "type", "encoding", "keys", "memory", "share"), rows
+
+    def _expiry_table(self):
+        order = ["none", *(n for n, _ in EXPIRY_BUCKETS), "unknown"]
+        rows = [(n, *self._expiry[n], self.share(self._expiry[n][1])) for n in order if n in self._expiry]
+        at = self.options.at_ms if self.options.at_ms is not None else self.ctime_ms
+        from .report import expiry_text
+
+        title = f"Keys by time to expiry at {expiry_text(at) if at is not None else '(no ctime: unknown)'}"
+        return title, ("expires", "keys", "memory", "share"), rows
+
+    def json_objects(self) -> Iterator[dict]:
+        """Each report's rows as JSON Lines objects (``kind``: the report's name)."""
+        for name, (title, headers, rows) in zip(self.options.names, self.tables()):
+            names = _json_names(headers)
+            for row in rows:
+                yield {"kind": name, "protocol": "rdb", **dict(zip(names, row))}
+            if name == "prefix" and self.prefixes.pruned:
+                yield {"kind": "prefix-pruned", "protocol": "rdb", "cap": self.prefixes.cap,
+                       "pruned": self.prefixes.pruned}
+        yield {"kind": "memory-total", "protocol": "rdb", "keys": self.keys, "memory": self.memory}
+
+
+def _json_names(headers: tuple[str, ...]) -> list[str]:
+    return [h.replace(" ", "_") for h in headers]
