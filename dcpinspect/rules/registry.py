@@ -90,7 +90,7 @@ STREAM_RULES = _rules(
     ("oso-below-start", "ERANGE", "error", "dcp.md §11.1 R5", "An OSO item is not above the seqno the stream had before OSO started.", "stream"),
     ("rollback-ignored", "ROLLBACK", "error", "dcp.md §11.6", "After a ROLLBACK answer the client re-requested above the rollback seqno.", "stream"),
     ("noop-unanswered", "LIVENESS", "warning", "dcp.md §8.12, §11.9", "A DCP_NOOP was never answered with the same opaque.", "stream"),
-    ("buffer-overrun", "FLOW_CONTROL", "warning", "dcp.md §11.8", "The producer kept sending with the consumer's buffer full.", "stream"),
+    ("buffer-overrun", "FLOW_CONTROL", "warning", "dcp.md §11.8", "The producer kept sending with the consumer's buffer full (once an episode: again only after an acknowledgement brought the bytes below the buffer).", "stream"),
     ("buffer-ack-excess", "FLOW_CONTROL", "error", "dcp.md §11.8", "The consumer acknowledged more bytes than it received.", "stream"),
     ("answered-error", "PEER_ERROR", "warning", "dcp.md §11.5", "A request was answered with an error status (shown with the request).", "stream"),
     ("manifest-regression", "COLLECTIONS", "warning", "dcp.md §9.2", "System event manifest uids went backwards on a stream.", "stream"),
