@@ -164,10 +164,21 @@ class FindingRow:
         return rec
 
     @property
+    def frame_cell(self) -> str:
+        """The frame the table names: the finding's frame, or for a connection's end the
+        frame it relates to."""
+        f = self.finding
+        return str(self.frame) if self.framed else (str(f.frame) if f.frame else "-")
+
+    @property
+    def fold_key(self) -> tuple:
+        """What a repeat is the same in: the file, the connection, the stream, the rule."""
+        return self.source, self.flow, self.vbucket, self.finding.stream_id, self.finding.rule
+
+    @property
     def cells(self) -> tuple[str, ...]:
         f, vb = self.finding, self.vbucket
-        frame = str(self.frame) if self.framed else (str(f.frame) if f.frame else "-")
-        return (frame, self.stamp(self.ts) if self.ts else "-", self.flow or "-", "-" if vb is None else str(vb),
+        return (self.frame_cell, self.stamp(self.ts) if self.ts else "-", self.flow or "-", "-" if vb is None else str(vb),
                 "-" if f.stream_id is None else str(f.stream_id), f.severity, f.cls, f.rule, f.message)
 
 

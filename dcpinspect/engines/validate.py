@@ -3,69 +3,65 @@ as files, as a table or JSON Lines, and whether any reaches the severity that fa
 
 from __future__ import annotations
 
-import sys
 from functools import partial
 from pathlib import Path
+from typing import Callable, Iterator
 
 from ..families import VALUES
+from ..findings import LEVELS
 from ..outputs.console import make_console
 from ..outputs.escape import safe
-from ..outputs.jsonl import dumps
-from ..outputs.rows import print_rows
+from ..outputs.findings_stream import FindingsStream
+from ..outputs.progress import progress_for
 from ..sources.capture import CaptureError
 from .inputs import CAPTURE, Unusable, capture_unusable, dump_items, kind_of, sink_run
 from .parallel import WorkerCrash, run_sink, worker_count
-from ..findings import LEVELS
+from .show import clear
 from .sinks import FindingRow, make_sink
-
-HEADERS = ("frame", "time", "flow", "vb", "sid", "severity", "class", "rule", "message")
 
 
 def validate_files(files: list[Path], jsonl: bool, fail_on: str, ports: set[int], collections: bool | None,
                    show_info: bool, jobs: int) -> bool:
-    """Print the findings of every file (damage to a file itself on stderr, as decode says
-    it); returns whether one is of ``fail_on``'s severity or worse."""
-    rows: list[FindingRow] = []
+    """Print the findings of every file as they are found, in capture order (damage to a
+    file itself on stderr, as decode says it); returns whether one is of ``fail_on``'s
+    severity or worse."""
     frames = 0
     err = make_console(stderr=True)
+    out = FindingsStream(jsonl, None if jsonl else make_console())
     for path in files:
-        got, checked = findings_of(path, ports, collections, jobs, show_info)
-        for row in got:
-            if isinstance(row, str):
-                err.print(safe(f"note: {path}: {row}"), markup=False)
-            else:
-                rows.append(row)
-        frames += checked
-    _print_findings(rows, frames, jsonl)
+        progress = progress_for(path, "jsonl" if jsonl else "table", printed_between=True)
+        out.before_print = lambda: clear(progress)
+        payloads, results = findings_of(path, ports, collections, jobs, show_info, progress)
+        try:
+            for batch in payloads:
+                for row in batch:
+                    if isinstance(row, str):
+                        clear(progress)
+                        err.print(safe(f"note: {path}: {row}"), markup=False)
+                    else:
+                        out.add(row)
+            frames += sum(results())
+        except (CaptureError, WorkerCrash) as exc:
+            raise capture_unusable(path, exc) from None
+        finally:
+            clear(progress)
+    out.close(frames)
     if frames == 0:
         raise Unusable("no frame found in the input")
-    return max((LEVELS[r.severity] for r in rows), default=-1) >= LEVELS[fail_on]
+    return out.worst >= LEVELS[fail_on]
 
 
-def findings_of(path: Path, ports: set[int], collections: bool | None, jobs: int,
-                show_info: bool) -> tuple[list[FindingRow | str], int]:
-    """Findings rows of a capture file (over ``jobs`` processes when it pays), or of a hex dump
-    given as a file; returns (rows in order, frames checked)."""
+def findings_of(path: Path, ports: set[int], collections: bool | None, jobs: int, show_info: bool,
+                progress=None) -> tuple[Iterator[list[FindingRow | str]], Callable[[], list[int]]]:
+    """Batches of findings rows of a capture file (over ``jobs`` processes when it pays), or
+    of a hex dump given as a file, in order as they are found, and a function giving the
+    frames checked (a list to sum) once they are all read."""
     recipe = partial(make_sink, "findings", str(path), show_info)
     if kind_of(path) == CAPTURE:
         kw = dict(ports=ports, collections=collections, detail=VALUES)  # no field rows
         try:
-            payloads, results = sink_run(path, worker_count(jobs, path, True), recipe, kw)
-            rows = [row for batch in payloads for row in batch]
-            return rows, sum(results())
+            return sink_run(path, worker_count(jobs, path, True), recipe, kw, progress)
         except (CaptureError, WorkerCrash) as exc:
             raise capture_unusable(path, exc) from None
     sink = recipe()
-    rows = [row for batch in run_sink(sink, dump_items(path, collections)) for row in batch]
-    return rows, sink.result()
-
-
-def _print_findings(rows: list[FindingRow], frames: int, jsonl: bool) -> None:
-    if jsonl:
-        sys.stdout.write("".join(dumps(r.record) + "\n" for r in rows))
-        return
-    console = make_console()
-    if rows:
-        print_rows(console, HEADERS, (tuple(map(safe, r.cells)) for r in rows))
-    errors = sum(1 for r in rows if r.severity == "error")
-    console.print(f"{frames} frames checked: {errors} errors, {len(rows) - errors} other findings")
+    return run_sink(sink, dump_items(path, collections)), lambda: [sink.result()]
