@@ -12,7 +12,7 @@ import typer
 
 from .limits import DIAGRAM_SHOWN, VALUE_SHOWN, LimitError, check_environment
 
-EXIT_OK, EXIT_VIOLATIONS, EXIT_UNUSABLE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_VIOLATIONS, EXIT_UNUSABLE, EXIT_TRUNCATED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 app = typer.Typer(
     add_completion=False,
@@ -56,12 +56,14 @@ def fail(message: str, code: int = EXIT_UNUSABLE) -> None:
 def _run(call: Callable[[], bool]) -> None:
     """Exit with what an engine function found: 1 when it found violations, 0 when not, 2
     (its one line on stderr) when an input or option is unusable."""
-    from .engines.inputs import Unusable
+    from .engines.inputs import Truncated, Unusable
 
     try:
         failed = call()
     except Unusable as exc:
         fail(str(exc))
+    except Truncated as exc:
+        fail(str(exc), EXIT_TRUNCATED)
     raise typer.Exit(EXIT_VIOLATIONS if failed else EXIT_OK)
 
 

@@ -18,16 +18,21 @@ from ..sessions.captured import Captured, DumpFile, Note
 from ..sources.capture import CaptureError, read_records
 from ..sources.inputs import CAPTURE, TEXT, InputError, input_kind, read_text, stdin_binary
 from .capture import concluded, merge_correlators
-from .files import CONCLUDED_KEY, decode_capture_file, keyed_items
+from .files import CONCLUDED_KEY, keyed_items
 from .hexinput import decode_hex_text
 from .parallel import Partitioned, WorkerCrash, run_sink
 
-__all__ = ["Unusable", "CAPTURE", "TEXT", "text_of", "kind_of", "dump_items", "items_of", "keyed", "sink_run",
+__all__ = ["Unusable", "Truncated", "CAPTURE", "TEXT", "text_of", "kind_of", "dump_items", "items_of", "keyed", "sink_run",
            "capture_unusable", "tap", "pure"]
 
 
 class Unusable(Exception):
     """An input or option a command cannot use: its message is the one line on stderr."""
+
+
+class Truncated(Exception):
+    """The input ended inside a frame: everything before it was printed; the message is the
+    one line on stderr (exit status 3)."""
 
 
 def text_of(path: Path | None) -> str:
@@ -76,14 +81,18 @@ def dump_items(path: Path, collections: bool | None) -> Iterator[tuple[int, Capt
         yield n, Captured(None, source, "", msg, n)
 
 
-def items_of(path: Path, ports: set[int], collections: bool | None) -> Iterator[Captured | Note]:
+def items_of(path: Path, ports: set[int], collections: bool | None, progress=None) -> Iterator[Captured | Note]:
     """Captured frames and notes of a capture file or of a hex dump given as a file, decoded
-    without field rows."""
+    without field rows; ``progress`` (if any) told of each, and of the reader's position."""
     if kind_of(path) == TEXT:
         yield from (item for _, item in dump_items(path, collections))
         return
     try:
-        yield from decode_capture_file(path, ports=ports, collections=collections, detail=VALUES)
+        pairs = keyed(path, dict(ports=ports, collections=collections, detail=VALUES), progress)
+        if progress is not None:
+            pairs = tap(pairs, progress)
+        for _, item in pairs:
+            yield item
     except CaptureError as exc:
         raise capture_unusable(path, exc) from None
 

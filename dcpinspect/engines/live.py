@@ -15,7 +15,7 @@ from ..sources.live import LiveError, check_interface, sniff_records
 from .files import keyed_items
 from .filters import frame_filter
 from .inputs import Unusable
-from .show import show_capture
+from .show import judged_failed, recipe, show_capture
 
 #: records waiting for the decoder before the sniffing thread waits for it
 QUEUED = 10000
@@ -60,15 +60,25 @@ def live_capture(iface: str, bpf: str | None, count: int, duration: float | None
         raise Unusable(str(exc)) from None
     keep = frame_filter(criteria)
     sniffer = Sniffer(iface, bpf, count, duration)
+    keyed = keyed_items(iter(sniffer), ports=ports, collections=collections)
+    if fmt == "summary":  # the output: whatever stops the capture (Ctrl-C too), it is printed
+        sink = recipe("summary", keep)()
+        try:
+            for key, item in keyed:
+                sink.take(key, item)
+        except KeyboardInterrupt:
+            pass
+        if sniffer.errors:
+            raise Unusable(sniffer.errors[0])
+        sink.summary.render(make_console())
+        return judged_failed(sink.tally, strict)
     summary = CaptureSummary()
     failed = False
     try:
-        keyed = keyed_items(iter(sniffer), ports=ports, collections=collections)
         failed = show_capture(keyed, fmt, keep, None, strict, progress=summary.add, shown=shown)
     except KeyboardInterrupt:
         pass
     if sniffer.errors:
         raise Unusable(sniffer.errors[0])
-    if fmt != "summary":
-        summary.render(make_console(stderr=True))
+    summary.render(make_console(stderr=True))
     return failed

@@ -72,26 +72,37 @@ class JsonlSink:
 
 @dataclass
 class SummarySink:
-    """``decode --format summary``: no payloads; totals: per-connection counts."""
+    """``decode --format summary``: no payloads; totals: per-connection counts of the frames
+    ``keep`` selects (None: every frame), the first ``limit`` of them, and a :class:`Tally`
+    of every frame read (``--strict`` judges them all)."""
 
     summary: "CaptureSummary" = field(default_factory=lambda: _summary())
     tally: Tally = field(default_factory=Tally)
     began: dict = field(default_factory=dict)  # flow → key of its first item
     judged: bool = True  # the frames went through the rules (False: headers only)
+    keep: Callable[[Captured], bool] | None = None
+    limit: int | None = None
 
     def __post_init__(self) -> None:
         self.summary.judged = self.judged
 
     def take(self, key: int, item: Captured | Note) -> None:
-        if item.flow is not None and item.flow not in self.began:
-            self.began[item.flow] = key
+        summary = self.summary
         if isinstance(item, Captured):
             self.tally.add_message(item.msg)
-        self.summary.add(item)
+            if self.keep is not None and not self.keep(item):
+                summary.passed_over += 1
+                return None
+            summary.shown += 1
+        elif self.keep is not None and item.flow is not None and item.flow not in summary.flows:
+            return None  # a note of a connection none of whose frames is counted
+        if item.flow is not None and item.flow not in self.began:
+            self.began[item.flow] = key
+        summary.add(item)
         return None
 
     def done(self) -> bool:
-        return False
+        return self.limit is not None and self.summary.shown >= self.limit
 
     def result(self) -> "SummarySink":
         return self
@@ -124,6 +135,8 @@ def combine_summaries(parts: list[SummarySink]) -> SummarySink:
             have.last_ts = fs.last_ts if have.last_ts is None else max(have.last_ts, fs.last_ts)
     for p in parts:
         out.summary.notes.extend(p.summary.notes)
+        out.summary.passed_over += p.summary.passed_over
+        out.summary.shown += p.summary.shown
     return out
 
 

@@ -13,10 +13,12 @@ from typing import Any
 from ..families import families
 from ..outputs.console import make_console
 from ..outputs.escape import safe
+from ..outputs.progress import progress_for
 from ..outputs.stats import StatsView, report_json
 from ..outputs.stats import render as render_report
 from ..sessions.stats import StatsCollector
 from .inputs import Unusable, items_of
+from .show import clear
 
 
 def stats_views() -> tuple[StatsView, ...]:
@@ -45,8 +47,12 @@ def stats_files(files: list[Path], json: bool, plot_path: Path | None, chart: bo
     nothing in it fails a run, so this returns False."""
     collector = StatsCollector()
     for path in files:
-        for item in items_of(path, ports, collections):
-            collector.add(item)
+        progress = progress_for(path)  # the report is printed at the end
+        try:
+            for item in items_of(path, ports, collections, progress):
+                collector.add(item)
+        finally:
+            clear(progress)
     report = collector.report()
     if not report["capture"].get("frames"):
         raise Unusable("no frame found in the input")

@@ -93,14 +93,14 @@ class Progress:
         """What the bar says at ``now``."""
         elapsed = max(1e-6, (self.clock() if now is None else now) - self.began)
         rate = self.read / elapsed
-        items = f"{self.n:,} items"
+        items = f", {self.n:,} items" if self.n else ""  # (none counted: bytes alone)
         if self.size is None:
-            return f"{_bytes(self.read)} read, {_bytes(rate)}/s, {items}"
+            return f"{_bytes(self.read)} read, {_bytes(rate)}/s{items}"
         part = min(1.0, self.read / self.size)
         bar = "#" * int(part * self.WIDTH)
         left = f"{_clock((self.size - self.read) / rate)} left" if rate > 0 and self.read else "-:-- left"
         return (f"[{bar:-<{self.WIDTH}}] {part:4.0%} {_bytes(self.read)} of {_bytes(self.size)}, "
-                f"{_bytes(rate)}/s, {left}, {items}")
+                f"{_bytes(rate)}/s, {left}{items}")
 
     def close(self) -> None:
         """Clear the line (before anything else is printed to the terminal)."""

@@ -34,6 +34,9 @@ class CaptureSummary:
     notes: list = field(default_factory=list)
     #: the frames went through the rules (False: headers only, so no findings to count)
     judged: bool = True
+    #: frames counted, and frames read that a filter passed over (not counted)
+    shown: int = 0
+    passed_over: int = 0
 
     def add(self, item: Captured | Note) -> None:
         if item.flow is None:
@@ -107,7 +110,8 @@ class CaptureSummary:
             console.print(ft)
         for note in self.notes:
             console.print(f"note: {safe(note.message)}")
-        console.print(f"{self.total_frames()} frames in {len(self.flows)} connections")
+        console.print(f"{self.total_frames()} frames in {len(self.flows)} connections"
+                      + (f" (selected by the filters; {self.passed_over} other frames read)" if self.passed_over else ""))
         if unjudged or not (self.judged or self.flows):
             which = "frames" if unjudged in (0, len(self.flows)) else \
                 f"the frames of {unjudged} of the {len(self.flows)} connections ('-')"

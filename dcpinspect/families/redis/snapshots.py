@@ -13,6 +13,7 @@ from ...findings import LEVELS, Finding
 from ...outputs.console import make_console
 from ...outputs.escape import safe
 from ...outputs.jsonl import dumps_line
+from ...outputs.progress import progress_for
 from ...outputs.rows import print_rows
 from ...outputs.diagram import bytes_diagram_lines
 from ...outputs.shown import Lines, Shown
@@ -57,14 +58,16 @@ def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None
     return _one(path, fmt, key, offset, shown or Shown())
 
 
-def records(path: Path, keep=False):
-    """The records of one file, as they complete (the :class:`Ending` last)."""
+def records(path: Path, keep=False, progress=None):
+    """The records of one file, as they complete (the :class:`Ending` last); ``progress``
+    (if any) told of the bytes of the file read after each chunk."""
     try:
-        fh = gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
+        raw = open(path, "rb")
+        fh = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped(path) else raw
     except OSError as exc:
         raise _problem(path, exc) from None
     parser = RdbParser(keep=keep)
-    with fh:
+    with raw, fh:
         while True:
             try:
                 chunk = fh.read(CHUNK)
@@ -73,6 +76,8 @@ def records(path: Path, keep=False):
             if not chunk:
                 break
             yield from parser.feed(chunk)
+            if progress is not None:
+                progress(0, raw.tell())
     yield from parser.close()
 
 
@@ -88,10 +93,19 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
     summary = report.Summary(str(path))
     if key is not None or offset is not None:
         return _detail(path, key, offset, shown, summary)
+    progress = progress_for(path, fmt)
+    try:
+        return _all(path, fmt, shown, summary, progress)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def _all(path: Path, fmt: str, shown: Shown, summary: report.Summary, progress) -> int:
     keep = False
     if fmt == "jsonl":
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
-        for rec in records(path, keep):
+        for rec in records(path, keep, progress):
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
             summary.add(rec)
@@ -103,16 +117,18 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
         write(line) if write else sys.stdout.write(line.decode("ascii"))
         sys.stdout.flush()
     elif fmt == "summary":
-        for rec in records(path, keep):
+        for rec in records(path, keep, progress):
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
             summary.add(rec)
+        if progress is not None:
+            progress.close()
         _print_summary(summary)
     else:
         console = make_console()
         rows: list[tuple[str, ...]] = []
         loose: list[Finding] = []
-        for rec in records(path, keep):
+        for rec in records(path, keep, progress):
             _unusable(path, rec)
             summary.add(rec)
             if isinstance(rec, KeyRecord):
