@@ -7,16 +7,17 @@ user sees (exit status 2).
 
 from __future__ import annotations
 
+import gzip
 import os
 import sys
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..families import VALUES
+from ..families import VALUES, Family, families
 from ..framing.framer import Skipped
 from ..sessions.captured import Captured, DumpFile, Note
 from ..sources.capture import CaptureError, read_records
-from ..sources.inputs import CAPTURE, TEXT, InputError, input_kind, read_text, stdin_binary
+from ..sources.inputs import CAPTURE, TEXT, InputError, gzipped, input_kind, read_text, stdin_binary
 from .capture import concluded, merge_correlators
 from .files import CONCLUDED_KEY, keyed_items
 from .hexinput import decode_hex_text
@@ -52,11 +53,34 @@ def text_of(path: Path | None) -> str:
 
 
 def kind_of(path: Path) -> str:
-    """What a named input holds (:data:`CAPTURE` or :data:`TEXT`)."""
+    """What a named input holds (:data:`CAPTURE` or :data:`TEXT`); a family's snapshot file
+    is :class:`Unusable`, with the command that reads it."""
+    family = snapshot_family(path)
+    if family is not None:
+        raise Unusable(f"{path}: a snapshot file ({family.name}), not a capture or a hex dump: "
+                       f"read it with `dcpinspect rdb {path}`")
     try:
         return input_kind(path)
     except InputError as exc:
         raise Unusable(str(exc)) from None
+
+
+#: bytes of a file a family is shown to tell its snapshot files
+SNAPSHOT_HEAD = 16
+
+
+def snapshot_family(path: Path) -> Family | None:
+    """The family whose snapshot file ``path`` is, by its first bytes (inflated, when it is
+    gzip); None when no family says so, or when it cannot be read (the caller says why)."""
+    readers = [f for f in families() if f.snapshots is not None and f.is_snapshot is not None]
+    if not readers or str(path) == "-":
+        return None
+    try:
+        with (gzip.open(path, "rb") if gzipped(path) else open(path, "rb")) as fh:
+            head = fh.read(SNAPSHOT_HEAD)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None
+    return next((f for f in readers if f.is_snapshot(head)), None)
 
 
 def capture_unusable(path: Path, exc: Exception) -> Unusable:

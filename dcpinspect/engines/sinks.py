@@ -72,7 +72,8 @@ class JsonlSink:
 
 @dataclass
 class SummarySink:
-    """``decode --format summary``: no payloads; totals: per-connection counts of the frames
+    """``decode --format summary``: no payloads (but True at the ``limit``-th frame counted);
+    totals: per-connection counts of the frames
     ``keep`` selects (None: every frame), the first ``limit`` of them, and a :class:`Tally`
     of every frame read (``--strict`` judges them all)."""
 
@@ -99,7 +100,8 @@ class SummarySink:
         if item.flow is not None and item.flow not in self.began:
             self.began[item.flow] = key
         summary.add(item)
-        return None
+        # at the limit a payload, so that the loop asks done() and stops here
+        return True if summary.shown == self.limit else None
 
     def done(self) -> bool:
         return self.limit is not None and self.summary.shown >= self.limit

@@ -10,10 +10,10 @@ from ..families import Family, families
 from ..findings import LEVELS
 from ..outputs.shown import Shown
 from ..sources.inputs import InputError, _problem, gzipped
-from .inputs import Unusable
+from ..framing.framer import Skipped
+from ..sources.inputs import CAPTURE, input_kind, read_text
+from .inputs import SNAPSHOT_HEAD, Unusable
 
-#: bytes a family is shown to tell its snapshot files
-HEAD = 16
 
 
 def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
@@ -44,16 +44,39 @@ def _gathered(files: list[Path]) -> list:
 
 
 def _family_of(path: Path) -> Family:
-    """The family whose snapshot ``path`` is; if none says so, the first that has snapshot
-    files, which says what is wrong with it."""
+    """The family whose snapshot ``path`` is; if none says so, a capture or hex dump is
+    :class:`Unusable` with the commands that read it, and anything else goes to the first
+    family that has snapshot files, which says what is wrong with it."""
     readers = [f for f in families() if f.snapshots is not None]
     if not readers:
         raise Unusable("no protocol family reads snapshot files")
     try:
         with (gzip.open(path, "rb") if gzipped(path) else open(path, "rb")) as fh:
-            head = fh.read(HEAD)
+            head = fh.read(SNAPSHOT_HEAD)
     except OSError as exc:
         raise Unusable(str(_problem(path, exc))) from None
     except EOFError:
         head = b""
-    return next((f for f in readers if f.is_snapshot(head)), readers[0])
+    family = next((f for f in readers if f.is_snapshot(head)), None)
+    if family is not None:
+        return family
+    if _readable_as_frames(path, head):
+        raise Unusable(f"{path}: a capture or hex dump, not a snapshot file: read it with "
+                       f"`dcpinspect decode {path}` (or validate, stats)")
+    return readers[0]
+
+
+def _readable_as_frames(path: Path, head: bytes) -> bool:
+    """Whether ``path`` is a capture, or text (no NUL in its first bytes) that reads as a
+    hex dump of frames."""
+    try:
+        if input_kind(path) == CAPTURE:
+            return True
+        if b"\0" in head:
+            return False
+        text = read_text(path)
+    except InputError:
+        return False
+    from .hexinput import decode_hex_text
+
+    return any(not isinstance(i, Skipped) for i in decode_hex_text(text[:1 << 16], None).items)
