@@ -274,3 +274,33 @@ def test_table_closing_line_speaks_of_the_frames_shown(inputs):
     assert r.stdout.count("DCP_MUTATION request") == 1
     whole = servers.dcpinspect("decode", str(inputs["pcap"])).stdout.strip().splitlines()[-1]
     assert re.fullmatch(rf"{len(every)} frames, \d+ errors, \d+ warnings", whole), whole
+
+
+# -- the words a new user reads first ---------------------------------------------------------
+
+def test_version():
+    import dcpinspect
+
+    for flag in ("--version", "-V"):
+        r = servers.dcpinspect(flag)
+        assert r.returncode == 0 and r.stdout == f"dcpinspect {dcpinspect.__version__}\n"
+    assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()  # one home for the number
+
+
+def test_shell_completion_is_offered():
+    r = servers.dcpinspect("--help")
+    assert "--install-completion" in r.stdout and "--show-completion" in r.stdout
+    shown = subprocess.run(servers.dcpinspect_argv() + ["--show-completion", "bash"], capture_output=True, text=True,
+                           timeout=120)
+    assert shown.returncode == 0 and "complete" in shown.stdout and "dcpinspect" in shown.stdout
+
+
+def test_help_names_every_family():
+    top = servers.dcpinspect("--help").stdout
+    for word in ("MCBP", "DCP", "TAP", "Redis", "Valkey", "RESP", "RDB", "Dragonfly"):
+        assert word in top, word
+    for command, words in {"decode": ("MCBP", "DCP", "TAP", "Redis", "RESP"), "validate": ("DCP", "TAP", "Redis"),
+                           "stats": ("DCP", "Redis"), "rdb": ("Redis", "Valkey", "Dragonfly")}.items():
+        text = " ".join(servers.dcpinspect(command, "--help").stdout.split())
+        for word in words:
+            assert word in text, (command, word)

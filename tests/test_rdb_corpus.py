@@ -55,8 +55,9 @@ def _s(raw: bytes) -> str:
     return raw.decode("latin-1")  # librdb writes each byte as itself or as \u00XX
 
 
-def _sid(sid) -> str:
-    return f"{sid[0]}-{sid[1]}"
+def _sid(sid: str) -> str:
+    assert isinstance(sid, str) and sid.count("-") == 1  # written as Redis writes it
+    return sid
 
 
 def as_librdb(rec: KeyRecord):

@@ -338,9 +338,10 @@ def _score(raw: bytes) -> float:
     return float(raw.decode())  # "inf" and "-inf" included
 
 
-def _sid(text: bytes | str) -> tuple[int, int]:
+def _sid(text: bytes | str) -> str:
+    """An ID as the server gives it, which is how the decoder writes one: ``ms-seq``."""
     ms, seq = (text.decode() if isinstance(text, bytes) else text).split("-")
-    return int(ms), int(seq)
+    return f"{int(ms)}-{int(seq)}"
 
 
 def test_values_are_the_servers(snapshot):

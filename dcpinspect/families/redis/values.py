@@ -576,7 +576,7 @@ def _stream_node(master: tuple[int, int], items: list, keep: bool) -> tuple[int,
                 continue
             live += 1
             if keep:
-                out.append(((master[0] + ms_delta, master[1] + seq_delta),
+                out.append((stream_id_text(master[0] + ms_delta, master[1] + seq_delta),
                             [(_text(f), _text(v)) for f, v in pairs]))
     except IndexError:
         raise Corrupt("a stream entry passes the end of its node", len(items)) from None
@@ -587,9 +587,15 @@ def _stream_node(master: tuple[int, int], items: list, keep: bool) -> tuple[int,
 
 
 def _len2(r, p):
+    """A stream ID written as two lengths, as Redis writes IDs: ``ms-seq``."""
     a, p = yield from r.get(read_len, p)
     b, p = yield from r.get(read_len, p)
-    return (a, b), p
+    return stream_id_text(a, b), p
+
+
+def stream_id_text(ms: int, seq: int) -> str:
+    """A stream ID as Redis writes it (``XADD``, ``XINFO``): ``1795757513708-0``."""
+    return f"{ms}-{seq}"
 
 
 @reader("stream1", "stream2", "stream3", "stream4")
@@ -629,6 +635,7 @@ def stream(r, p, rec):
         pel = []
         for _ in range(npel):
             sid, p = yield from r.get(read_stream_id, p)
+            sid = stream_id_text(*sid)
             delivered, p = yield from r.get(read_ms, p)
             count, p = yield from r.get(read_len, p)
             if r.keeping:
@@ -646,7 +653,7 @@ def stream(r, p, rec):
             cpel = []
             for _ in range(ncpel):
                 sid, p = yield from r.get(read_stream_id, p)
-                cpel.append(sid)
+                cpel.append(stream_id_text(*sid))
             consumer["pel"] = cpel
             consumers.append(consumer)
         group["consumers"] = consumers
