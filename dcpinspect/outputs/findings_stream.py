@@ -104,12 +104,15 @@ class FindingsStream:
     def _print_folded(self, rows: list[tuple[str, ...]]) -> None:
         """Each finding on a few lines: its frame and rule, then its time, flow and stream,
         then its message, each wrapped to the terminal."""
+        self._print_lines([(f"frame {frame}  {severity}  {cls}  {rule}",
+                            "  ".join(x for x in (ts if ts != "-" else "", flow, _stream(vb, sid)) if x), message)
+                           for frame, ts, flow, vb, sid, severity, cls, rule, message in rows])
+
+    def _print_lines(self, entries: list[tuple[str, ...]]) -> None:
+        """Each entry's lines wrapped to the terminal, all but the first indented."""
         width = max(20, self.console.width)
         out = []
-        for frame, ts, flow, vb, sid, severity, cls, rule, message in rows:
-            where = f"vb {vb}" + (f" sid {sid}" if sid != "-" else "") if vb != "-" else ""
-            lines = [f"frame {frame}  {severity}  {cls}  {rule}",
-                     "  ".join(x for x in (ts if ts != "-" else "", flow, where) if x), message]
+        for lines in entries:
             for i, text in enumerate(lines):
                 out.extend(textwrap.wrap(text, width, initial_indent="" if i == 0 else "    ",
                                          subsequent_indent="    ", break_on_hyphens=False) or [""])
@@ -129,5 +132,16 @@ class FindingsStream:
             console.print(f"Repeats: {self._folded:,} findings folded into the first of each rule and stream above")
             table = RowWindows(console, REPEAT_HEADERS)
             for start in range(0, len(repeated), WINDOW_ROWS):
-                table.print([tuple(safe(str(x)) for x in r) for r in repeated[start:start + WINDOW_ROWS]])
+                rows = [tuple(safe(str(x)) for x in r) for r in repeated[start:start + WINDOW_ROWS]]
+                if self._folded_view:
+                    self._print_lines([(f"{rule}  {severity}  {count} times, frames {first} to {last}",
+                                        "  ".join(x for x in (flow, _stream(vb, sid)) if x))
+                                       for rule, flow, vb, sid, severity, count, first, last in rows])
+                else:
+                    table.print(rows)
         console.print(f"{frames} frames checked: {self.errors} errors, {self.total - self.errors} other findings")
+
+
+def _stream(vb: str, sid: str) -> str:
+    """``vb 5 sid 1`` (the parts there are)."""
+    return "" if vb == "-" else f"vb {vb}" + (f" sid {sid}" if sid != "-" else "")
