@@ -1325,19 +1325,20 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
 /* the names scan() gives the records' extra values, and a string value's kinds */
 static PyObject *s_value_length, *s_nodes, *s_kinds[3], *s_stream, *s_length, *s_groups;
 
-/* scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes) -> (index,
+/* scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes[, want]) -> (index,
  * records): the index of the first record not read here, and the KeyRecord of each key
  * before it (seen: the db's Seen, or None when keys are no longer remembered; ctime_ms:
  * None when the snapshot has none; base: the input offset of buf[0]; vtypes: the value
- * type of each type byte the table names). */
+ * type of each type byte the table names; want: None, or want(key, type byte, expiry ms
+ * or None), true for a key whose value the caller keeps, before which scan stops). */
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view, table;
     Py_ssize_t p, room, base;
     unsigned long long cap;
-    PyObject *seen_arg, *ctime_arg, *db, *vtypes;
+    PyObject *seen_arg, *ctime_arg, *db, *vtypes, *want = Py_None;
     Maker *maker;
-    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
-                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes))
+    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!|O", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
+                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &want))
         return NULL;
     if (PyList_GET_SIZE(vtypes) != 256) {
         PyBuffer_Release(&view);
@@ -1423,6 +1424,19 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyObject *key = PyBytes_FromStringAndSize((const char *)kd, (Py_ssize_t)klen);
         if (key == NULL)
             goto error;
+        if (want != Py_None) { /* a key whose value is wanted is left to the readers */
+            PyObject *exp = has_expire ? PyLong_FromLongLong(expire) : Py_NewRef(Py_None);
+            PyObject *got = exp == NULL ? NULL : PyObject_CallFunction(want, "OIO", key, op, exp);
+            Py_XDECREF(exp);
+            int yes = got == NULL ? -1 : PyObject_IsTrue(got);
+            Py_XDECREF(got);
+            if (yes) {
+                Py_DECREF(key);
+                if (yes < 0)
+                    goto error;
+                break;
+            }
+        }
         uint64_t nodes = 0, groups = 0;
         if (code >= L_STREAM1) {
             int r = lane_stream(&L, &q, code - L_STREAM1 + 1, &sink, &elements, &nodes, &groups);
@@ -1434,9 +1448,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                     goto error;
                 break;
             }
-        } else if (!lane_value(&L, code, &q, &elements, &extra, &kind)) {
+        } else if (!lane_value(&L, code, &q, &elements, &extra, &kind) || (elements == 0 && code != L_STRING)) {
             Py_DECREF(key);
-            break;
+            break; /* an empty collection is the readers' to judge (rdb-empty-key, or an empty intset's rdb-corrupt) */
         }
         if (has_expire && has_ctime && expire < ctime) {
             Py_DECREF(key);
@@ -1557,7 +1571,7 @@ static PyMethodDef methods[] = {
     {"lzf_ok", lzf_ok, METH_VARARGS, "lzf_ok(data, ulen): whether data decompresses to exactly ulen bytes."},
     {"lzf_fast", lzf_fast, METH_VARARGS, "lzf_fast(data, ulen): lzf() as the record lane decodes (for tests)."},
     {"scan", scan, METH_VARARGS,
-     "scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes): (index, KeyRecords) read "
+     "scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes[, want]): (index, KeyRecords) read "
      "straight from the buffer."},
     {"skip_strings", skip_strings, METH_VARARGS,
      "skip_strings(buf, p, n, cap, tail): (index, count) after the strings in a row it could pass over."},

@@ -88,6 +88,27 @@ MAX_VALUE_OPTION = typer.Option(None, "--max-value", min=1, metavar="BYTES",
                                 help=f"Bytes of each value the table shows (default {VALUE_SHOWN.default}).")
 
 
+#: which connections of a capture are decoded: the same three options on every command that
+#: reads captures (``decode``, ``validate``, ``stats``, ``live``, ``analyze``), made into one
+#: :class:`~.engines.options.CaptureOptions` by :func:`_capture`
+PORT_OPTION = typer.Option([], "--port", "-p", min=1, max=65535, metavar="PORT",
+                           help="Also decode this server port as MCBP (repeatable).")
+DECODE_AS_OPTION = typer.Option([], "--decode-as", metavar="PORT=FAMILY",
+                                help="Decode this server port as that protocol family (mcbp, redis; repeatable).")
+NO_HEURISTIC_OPTION = typer.Option(False, "--no-heuristic",
+                                   help="Decode only known ports and those given, never guess from the first bytes.")
+
+
+def _capture(port: list[int], decode_as: list[str], no_heuristic: bool):
+    """``--port``, ``--decode-as`` and ``--no-heuristic`` as the engines take them."""
+    from .engines.options import OptionError, capture_options
+
+    try:
+        return capture_options(port, decode_as, no_heuristic)
+    except OptionError as exc:
+        fail(str(exc))
+
+
 def _shown(full: bool, max_value: int | None, max_diagram: int | None = None):
     """What the table and diagram show of each frame: ``--full``, ``--max-value``, ``--max-diagram``."""
     from .outputs.shown import Shown
@@ -134,23 +155,25 @@ def decode_command(
     command: list[str] = typer.Option([], "--command", help="Only these commands (RESP: SET, REPLCONF, +FULLRESYNC, ...)."),
     flow: str = typer.Option("", "--flow", help="Only flows whose 'ip:port-ip:port' label contains this."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Stop after printing this many frames."),
-    port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
-    decode_as: list[str] = typer.Option([], "--decode-as", help="PORT=FAMILY: decode this port as that protocol family (mcbp, redis)."),
-    no_heuristic: bool = typer.Option(False, "--no-heuristic", help="Only decode known ports."),
+    port: list[int] = PORT_OPTION,
+    decode_as: list[str] = DECODE_AS_OPTION,
+    no_heuristic: bool = NO_HEURISTIC_OPTION,
     collections: Collections = typer.Option(Collections.auto, help="Key collection prefix: auto (from HELO), on, off."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any frame has an error finding."),
     jobs: int = typer.Option(0, "--jobs", "-j", min=0,
                              help="Worker processes for jsonl and summary (0: one per CPU on files over 16 MiB)."),
     full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
     max_value: Optional[int] = MAX_VALUE_OPTION,
+    values: bool = typer.Option(False, "--values", help="jsonl: the keys of snapshots sent over connections (a "
+                                                        "full sync's RDB payload) with their values and digests."),
 ) -> None:
     """Decode the frames of capture files (or hex dumps), in capture order: Couchbase MCBP, DCP and TAP, Redis and Valkey RESP and replication (Dragonfly's too)."""
-    from .engines.decode import decode_files, decode_ports
+    from .engines.decode import decode_files
     from .engines.filters import frame_filter
 
+    capture = _capture(port, decode_as, no_heuristic)
     _run(lambda: decode_files(files, fmt.value, frame_filter(dict(opcode=opcode, vbucket=vbucket, command=command), flow), limit, strict, jobs,
-                              _shown(full, max_value), decode_ports(port, decode_as), _collections(collections),
-                              not no_heuristic))
+                              _shown(full, max_value), capture, _collections(collections), values))
 
 
 @app.command("live")
@@ -163,18 +186,22 @@ def live_command(
     opcode: list[str] = typer.Option([], "--opcode", "-o"),
     vbucket: list[int] = typer.Option([], "--vbucket"),
     command: list[str] = typer.Option([], "--command"),
-    port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
+    port: list[int] = PORT_OPTION,
+    decode_as: list[str] = DECODE_AS_OPTION,
+    no_heuristic: bool = NO_HEURISTIC_OPTION,
     collections: Collections = typer.Option(Collections.auto),
     strict: bool = typer.Option(False, "--strict"),
     full: bool = typer.Option(False, "--full", help="Show values whole (the table caps them)."),
     max_value: Optional[int] = MAX_VALUE_OPTION,
+    write: Optional[Path] = typer.Option(None, "--write", "-w", metavar="FILE",
+                                         help="Also keep every packet sniffed in this pcapng file."),
 ) -> None:
     """Sniff an interface and decode frames as they arrive; a summary at the end or on Ctrl-C."""
     from .engines.live import live_capture
 
     _run(lambda: live_capture(iface, bpf, count, duration, fmt.value,
-                              dict(opcode=opcode, vbucket=vbucket, command=command), set(port),
-                              _collections(collections), strict, _shown(full, max_value)))
+                              dict(opcode=opcode, vbucket=vbucket, command=command), _capture(port, decode_as, no_heuristic),
+                              _collections(collections), strict, _shown(full, max_value), write))
 
 
 class FailOn(str, Enum):
@@ -187,7 +214,9 @@ def validate_command(
     files: list[Path] = typer.Argument(..., help="Captures (pcap, pcapng, gzip) or hex dumps."),
     fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or jsonl."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 on findings of this severity or worse."),
-    port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
+    port: list[int] = PORT_OPTION,
+    decode_as: list[str] = DECODE_AS_OPTION,
+    no_heuristic: bool = NO_HEURISTIC_OPTION,
     collections: Collections = typer.Option(Collections.auto),
     show_info: bool = typer.Option(False, "--info", help="Also list info-level findings."),
     jobs: int = typer.Option(0, "--jobs", "-j", min=0,
@@ -196,7 +225,8 @@ def validate_command(
     """Check conversations against the protocols' rules (DCP and TAP streams, MCBP frames, Redis replication), printing findings as they are found: exit 0 clean, 1 violations, 2 unusable input."""
     from .engines.validate import validate_files
 
-    _run(lambda: validate_files(files, fmt is ListFormat.jsonl, fail_on.value, set(port), _collections(collections),
+    _run(lambda: validate_files(files, fmt is ListFormat.jsonl, fail_on.value, _capture(port, decode_as, no_heuristic),
+                                _collections(collections),
                                 show_info, jobs))
 
 
@@ -209,21 +239,35 @@ class StatsFormat(str, Enum):
 def stats_command(
     files: list[Path] = typer.Argument(..., help="Captures (pcap, pcapng, gzip) or hex dumps."),
     fmt: StatsFormat = typer.Option(StatsFormat.table, "--format", "-f", help="table or json."),
-    plot_path: Optional[Path] = typer.Option(None, "--plot", help="Write seqno-over-time and throughput to this PNG."),
+    plot_path: Optional[Path] = typer.Option(
+        None, "--plot", help="Write each protocol's panels over time (DCP seqnos, Redis offsets and ACK lag), the "
+                             "throughput and where findings happened to this PNG (SVG, PDF: by the name's suffix)."),
     chart: Optional[bool] = typer.Option(None, "--chart/--no-chart", help="Terminal chart (default: when a terminal)."),
-    port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
+    port: list[int] = PORT_OPTION,
+    decode_as: list[str] = DECODE_AS_OPTION,
+    no_heuristic: bool = NO_HEURISTIC_OPTION,
     collections: Collections = typer.Option(Collections.auto),
 ) -> None:
     """Statistics of captures: per connection bytes, rates and timings; DCP vbuckets and streams (snapshots, items, seqno ranges and gaps); Redis replication syncs."""
     from .engines.stats import stats_files
 
-    _run(lambda: stats_files(files, fmt is StatsFormat.json, plot_path, chart, set(port), _collections(collections)))
+    _run(lambda: stats_files(files, fmt is StatsFormat.json, plot_path, chart, _capture(port, decode_as, no_heuristic),
+                             _collections(collections)))
+
+
+class SnapshotFormat(str, Enum):
+    table = "table"
+    jsonl = "jsonl"
+    summary = "summary"
+    resp = "resp"
 
 
 @app.command("rdb")
 def rdb_command(
     files: list[Path] = typer.Argument(..., help="RDB files (Redis, Valkey, Dragonfly; gzip allowed)."),
-    fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary."),
+    fmt: SnapshotFormat = typer.Option(SnapshotFormat.table, "--format", "-f",
+                                       help="table, jsonl, summary, or resp (the data as commands for "
+                                            "redis-cli --pipe)."),
     key: Optional[str] = typer.Option(None, "--key", help="Show this key's fields and bytes."),
     offset: Optional[int] = typer.Option(None, "--offset", min=0, help="Show the key whose bytes cover this offset."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 on findings of this severity or worse."),
@@ -231,11 +275,40 @@ def rdb_command(
     max_value: Optional[int] = MAX_VALUE_OPTION,
     max_diagram: Optional[int] = typer.Option(None, "--max-diagram", min=1, metavar="BYTES",
                                               help=f"Bytes of a key's record the diagram draws (default {DIAGRAM_SHOWN.default})."),
+    match: Optional[str] = typer.Option(None, "--match", metavar="GLOB",
+                                        help="Keys matching this pattern, as SCAN MATCH takes it (* ? [a-z] [^a] \\x)."),
+    regex: Optional[str] = typer.Option(None, "--regex", metavar="RE",
+                                        help="Keys in which this regular expression (Python's) is found."),
+    key_type: list[str] = typer.Option([], "--type", metavar="TYPE",
+                                       help="Keys of this type (string, list, set, zset, hash, stream, module, ...)."),
+    db: list[int] = typer.Option([], "--db", min=0, help="Keys of this db."),
+    min_size: Optional[int] = typer.Option(None, "--min-size", min=0, metavar="BYTES",
+                                           help="Keys whose serialised value has at least this many bytes."),
+    max_size: Optional[int] = typer.Option(None, "--max-size", min=0, metavar="BYTES",
+                                           help="Keys whose serialised value has at most this many bytes."),
+    min_elements: Optional[int] = typer.Option(None, "--min-elements", min=0, metavar="N",
+                                               help="Keys of at least this many elements."),
+    max_elements: Optional[int] = typer.Option(None, "--max-elements", min=0, metavar="N",
+                                               help="Keys of at most this many elements."),
+    expiring: bool = typer.Option(False, "--expiring", help="Keys with an expiry still ahead (at --at)."),
+    persistent: bool = typer.Option(False, "--persistent", help="Keys without an expiry."),
+    expired: bool = typer.Option(False, "--expired", help="Keys whose expiry is past (at --at)."),
+    values: bool = typer.Option(False, "--values", help="jsonl: each key's value and digest (DEBUG DIGEST-VALUE), "
+                                                        "and functions' code."),
+    digest: bool = typer.Option(False, "--digest", help="The snapshot's digest, as DEBUG DIGEST gives it, on the "
+                                                        "summary (reads every value)."),
+    at: Optional[str] = typer.Option(None, "--at", metavar="TIME",
+                                     help="When expiries are judged: Unix seconds or ISO 8601 (default: the "
+                                          "snapshot's ctime, else now)."),
 ) -> None:
     """Decode RDB snapshot files (Redis, Valkey, Dragonfly): keys with type, encoding, size and expiry; checksum and damage as findings."""
     from .engines.snapshots import snapshot_files
 
-    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value))
+    select = {"match": match, "regex": regex, "type": tuple(key_type), "db": tuple(db), "min_size": min_size,
+              "max_size": max_size, "min_elements": min_elements, "max_elements": max_elements,
+              "expiring": expiring, "persistent": persistent, "expired": expired, "at": at}
+    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value,
+                                select, values, digest))
 
 
 @app.command("analyze")
@@ -253,7 +326,9 @@ def analyze_command(
     spark_conf: list[str] = typer.Option([], "--spark-conf", metavar="KEY=VALUE", help="A Spark setting."),
     range_size: int = typer.Option(128 << 20, "--range-size", min=4096, metavar="BYTES",
                                    help="Input bytes a task takes: a larger capture is read by several tasks."),
-    port: list[int] = typer.Option([], "--port", "-p", help="Also decode these server ports as MCBP."),
+    port: list[int] = PORT_OPTION,
+    decode_as: list[str] = DECODE_AS_OPTION,
+    no_heuristic: bool = NO_HEURISTIC_OPTION,
     collections: Collections = typer.Option(Collections.auto),
 ) -> None:
     """Decode and validate captures and RDB files on Spark (the spark extra) into Parquet tables: exit 0 clean, 1 errors, 2 unusable."""
@@ -261,7 +336,8 @@ def analyze_command(
 
     if split not in ("auto", "connections", "ranges"):
         fail(f"--split {split!r}: one of auto, connections, ranges")
-    _run(lambda: analyze_paths(paths, out, master, spark_conf, range_size, set(port), _collections(collections),
+    _run(lambda: analyze_paths(paths, out, master, spark_conf, range_size, _capture(port, decode_as, no_heuristic),
+                               _collections(collections),
                                split, remote))
 
 

@@ -127,8 +127,18 @@ RESP_ELEMENTS = Limit(
     "Elements of one RESP frame (all its arrays, maps and sets together) held; a frame that "
     "claims more is passed over as it comes, as a skipped range")
 
+RESP_WAITING = Limit(
+    "Redis commands awaiting replies", 100_000, "commands",
+    "Commands of one Redis connection remembered until their replies come (to pair each reply "
+    "with its command); a client that pipelines more is paired afresh from the next command")
+RESP_LATENCIES = Limit(
+    "Redis latencies kept", 1 << 16, "latencies",
+    "Latencies kept per command name for the p50 and p99 of stats; past it every other one "
+    "goes and one in two is kept from then on (the count, mean and max stay exact)")
+
 LIMITS = (FRAME_BODY, RECORD, TEXT_INPUT, INFLATE, JSON_DEPTH, VALUE_TEXT, ENTRY_ROWS, VALUE_SHOWN, DIAGRAM_SHOWN,
-          ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS, FOLDED, RDB_STRING, RDB_KEYS, RESP_FRAME, RESP_ELEMENTS)
+          ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS, FOLDED, RDB_STRING, RDB_KEYS, RESP_FRAME,
+          RESP_ELEMENTS, RESP_WAITING, RESP_LATENCIES)
 
 
 def check_environment() -> None:

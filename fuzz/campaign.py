@@ -54,21 +54,28 @@ MAX_LEN = {"hex": 2048, "frame": 512, "pcap": 2048, "pcapng": 2048, "conversatio
 DATAFLOW = os.environ.get("DCPINSPECT_FUZZ_DATAFLOW", "") not in ("", "0")
 
 
-def main(entry: str) -> None:
-    for name, value in CAMPAIGN_DEFAULTS.items():  # before harness reads them
-        os.environ.setdefault(name, value)
+def fuzz(load, check_of, max_len: int) -> None:
+    """An atheris campaign: what ``load()`` imports is instrumented, then ``check_of()``
+    (the harness's check, looked up once loaded) runs on each input, at most ``max_len``
+    bytes long unless the command line says."""
     import atheris
     from atheris.import_hook import HookManager
 
-    import harness
-
     # atheris.instrument_imports, with the choice of tracing comparisons
     with HookManager({"dcpinspect"}, set(NOT_INSTRUMENTED), True, trace_dataflow=DATAFLOW):
-        harness.load()
-    check = harness.CHECKS[entry]
+        load()
+    check = check_of()
     argv = list(sys.argv)
-    for option, value in (("-rss_limit_mb", RSS_LIMIT_MB), ("-max_len", MAX_LEN[entry])):
+    for option, value in (("-rss_limit_mb", RSS_LIMIT_MB), ("-max_len", max_len)):
         if not any(a.startswith(option + "=") for a in argv):
             argv.insert(1, f"{option}={value}")
     atheris.Setup(argv, check)
     atheris.Fuzz()
+
+
+def main(entry: str) -> None:
+    for name, value in CAMPAIGN_DEFAULTS.items():  # before harness reads them
+        os.environ.setdefault(name, value)
+    import harness
+
+    fuzz(harness.load, lambda: harness.CHECKS[entry], MAX_LEN[entry])

@@ -10,7 +10,9 @@ follows the header. For any input the decoder must:
   summary's way: strings passed over, packed layouts counted, and where the C module is
   built, whole records read by its record lane);
 - hold no more than the string cap plus one chunk, whatever the lengths claim;
-- give records that the jsonl and table outputs turn into text.
+- give records that the jsonl and table outputs turn into text, values and digests too;
+- give, with a key selection, the keys it admits (values kept, the lane passing over the
+  others), the same records as without it.
 
 Run as a campaign with ``python3 fuzz/rdb.py`` (fuzz/campaign.py's options); the test
 suite runs it in tests/test_fuzz_rdb.py.
@@ -23,10 +25,10 @@ HEADERS = (b"REDIS0011", b"REDIS0009", b"VALKEY080", b"REDIS0003", b"")
 CAP = 4096
 
 
-def _run(data: bytes, chunk: int | None, keep: bool = True) -> tuple[list, int]:
+def _run(data: bytes, chunk: int | None, keep: bool = True, select=None) -> tuple[list, int]:
     from dcpinspect.families.redis.rdb import RdbParser
 
-    parser = RdbParser(keep=keep, cap=CAP)
+    parser = RdbParser(keep=keep, cap=CAP, select=select)
     out, held = [], 0
     if chunk is None:
         out += parser.feed(data)
@@ -55,7 +57,10 @@ def _signature(out: list, values: bool = True) -> list:
 
 def check_rdb(data: bytes) -> None:
     from dcpinspect.families.redis import report
-    from dcpinspect.families.redis.records import AuxRecord, Ending, KeyRecord
+    from dcpinspect.families.redis.data import function_json
+    from dcpinspect.families.redis.digest import Digester
+    from dcpinspect.families.redis.records import AuxRecord, Ending, KeyRecord, OpRecord
+    from dcpinspect.families.redis.selection import KeySelection
     from dcpinspect.outputs.escape import safe
     from dcpinspect.outputs.jsonl import dumps
 
@@ -72,12 +77,23 @@ def check_rdb(data: bytes) -> None:
     assert _signature(lean, values=False) == _signature(whole, values=False)
     assert held <= CAP + 64 + chunk + 16, held
     summary = report.Summary("fuzz")
+    digester = Digester()
+    summary.digest = digester.snapshot
     for rec in whole:
         summary.add(rec)
         if isinstance(rec, KeyRecord):
             dumps(report.key_json(rec))
+            dumps(report.key_json(rec, digester, values=True))
             "".join(safe(c) for c in report.key_row(rec))
             report.detail_rows(rec, 64)
         elif isinstance(rec, AuxRecord):
+            digester.see(rec)
             dumps(report.aux_json(rec))
+        elif isinstance(rec, OpRecord):
+            dumps(function_json(rec))
     dumps(summary.to_json())
+    # a selection: the keys it admits, and no others, whatever the bytes
+    select = KeySelection.from_options({"match": "*a*", "min_elements": 1})
+    chosen, _ = _run(stream, chunk, keep=True, select=select)
+    assert [r.offset for r in chosen if isinstance(r, KeyRecord)] == \
+        [r.offset for r in whole if isinstance(r, KeyRecord) and select.admits(r, None)]

@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 need=()
 command -v tshark >/dev/null || need+=(tshark)
 command -v memcached >/dev/null || need+=(memcached)
-command -v redis-server >/dev/null || need+=(redis-server)  # real master→replica syncs
+command -v redis-server >/dev/null || need+=(redis-server)  # real master→replica syncs, the judge of RDB files
+command -v redis-check-rdb >/dev/null || need+=(redis-tools)  # the second judge of RDB files
 command -v tcpdump >/dev/null || need+=(tcpdump)
 command -v memccapable >/dev/null || need+=(libmemcached-tools)
 command -v xxd >/dev/null || need+=(xxd)

@@ -139,3 +139,31 @@ def rdb(body: bytes, version: int = 11, checksum: bool = True, magic: bytes | No
 def key(type_: int, name: bytes | str, value: bytes, expire_ms: int | None = None) -> bytes:
     prefix = b"\xfc" + struct.pack("<q", expire_ms) if expire_ms is not None else b""
     return prefix + bytes([type_]) + string(name) + value
+
+
+def zipmap(pairs: list[tuple[bytes, bytes]]) -> bytes:
+    """§6.3: a count byte, then each field and value with their lengths (a free byte after
+    each value), and 0xff."""
+    body = bytearray([min(len(pairs), 254)])
+    for field, value in pairs:
+        body += bytes([len(field)]) + field + bytes([len(value), 0]) + value
+    return bytes(body) + b"\xff"
+
+
+def stream_node(ms: int, seq: int, fields: list[str], entries: list[tuple[int, int, list]]) -> bytes:
+    """§6.4: one stream node as a RDB stream stores it, the 16-byte master ID (big-endian)
+    and the listpack: the master entry (count, deleted 0, the fields, 0), then each entry
+    with the master's fields (flags SAMEFIELDS, the ID as deltas, the values, lp-count)."""
+    items: list = [len(entries), 0, len(fields), *fields, 0]
+    for ms_delta, seq_delta, values in entries:
+        items += [2, ms_delta, seq_delta, *values, len(values) + 3]
+    return string(struct.pack(">QQ", ms, seq)) + string(listpack(items))
+
+
+def stream(nodes: list[bytes], length: int, last: tuple[int, int]) -> bytes:
+    """A STREAM_LISTPACKS value (type 15): the nodes, the stream's length and last ID, no
+    consumer groups."""
+    return length_(len(nodes)) + b"".join(nodes) + length_(length) + length_(last[0]) + length_(last[1]) + length_(0)
+
+
+length_ = length

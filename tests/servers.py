@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -78,6 +79,20 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((LOOPBACK, 0))
         return s.getsockname()[1]
+
+
+def server_port() -> int:
+    """A free TCP port on 127.0.0.1 below the kernel's ephemeral range: in a capture that
+    starts after the connection opened (no SYN), the lower port is taken as the server's,
+    and a client's port is an ephemeral one."""
+    for port in random.Random().sample(range(20000, 32000), 200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def _connectable(port: int) -> bool:
@@ -537,3 +552,128 @@ def peak_rss(*args: str, env: dict | None = None, timeout: float = 600) -> tuple
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(args, code, out.read(), err.read()), peak
+
+
+# --- redis-server ------------------------------------------------------------------
+
+
+class Redis:
+    """``redis-server`` on a free loopback port, without persistence, for a ``with`` block."""
+
+    def __init__(self, workdir, *args: str, port: int | None = None) -> None:
+        self.port = free_port() if port is None else port
+        self.dir = workdir / f"redis-{self.port}"
+        self.dir.mkdir(parents=True)
+        self.args = args
+
+    def __enter__(self) -> "Redis":
+        binary = require("redis-server")["redis-server"]
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", LOOPBACK, "--save", "", "--appendonly", "no",
+             "--dir", str(self.dir), "--daemonize", "no", *self.args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert wait_until(lambda: _connectable(self.port), 10), "redis-server did not start"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _stop(self.proc)
+
+
+def _resp(*words: str) -> bytes:
+    return b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%s\r\n" % (len(w.encode()), w.encode()) for w in words)
+
+
+class RedisClient:
+    """Just enough RESP to write keys and read INFO."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection((LOOPBACK, port), timeout=5)
+        self.buf = b""
+
+    def call(self, *words: str) -> bytes:
+        self.sock.sendall(_resp(*words))
+        while b"\r\n" not in self.buf:
+            self.buf += self.sock.recv(65536)
+        line, _, rest = self.buf.partition(b"\r\n")
+        if line.startswith(b"$") and int(line[1:]) >= 0:
+            n = int(line[1:])
+            while len(rest) < n + 2:
+                rest += self.sock.recv(65536)
+            self.buf = rest[n + 2:]
+            return rest[:n]
+        self.buf = rest
+        return line
+
+    def info(self, field: str) -> str:
+        for line in self.call("INFO", "replication").decode().splitlines():
+            if line.startswith(field + ":"):
+                return line.split(":", 1)[1]
+        return ""
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+# --- redis-server as the judge of an RDB file ------------------------------------------
+
+
+@dataclass
+class RedisLoad:
+    """What ``redis-server`` did with an RDB file at start: whether it came up serving, its
+    DBSIZE of each db it reports (``INFO keyspace``), its log, and its exit status when
+    it refused the file; and what ``redis-check-rdb`` said of the same file."""
+
+    serving: bool
+    keyspace: dict[int, int]
+    log: str
+    returncode: int | None
+    check_code: int
+    check_out: str
+    asked: object = None
+
+    @property
+    def keys(self) -> int:
+        return sum(self.keyspace.values())
+
+
+def redis_load(rdb: Path, workdir: Path, *config: str, ask: Callable[[int], object] | None = None,
+               timeout: float = 20) -> RedisLoad:
+    """Start ``redis-server --dir WORKDIR --dbfilename f.rdb`` on a copy of ``rdb`` (on a free
+    loopback port, nothing saved back), wait until it serves or exits, read its keyspace
+    (and what ``ask(port)`` returns), stop it; then run ``redis-check-rdb`` on the same copy."""
+    found = require("redis-server", "redis-check-rdb")
+    workdir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(rdb, workdir / "f.rdb")
+    log_path = workdir / "redis.log"
+    port = free_port()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([found["redis-server"], "--port", str(port), "--bind", LOOPBACK, "--save", "",
+                                 "--appendonly", "no", "--dir", str(workdir), "--dbfilename", "f.rdb",
+                                 "--daemonize", "no", *config],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    keyspace: dict[int, int] = {}
+    serving, asked = False, None
+    try:
+        assert wait_until(lambda: proc.poll() is not None or b"Ready to accept" in log_path.read_bytes(), timeout), \
+            "redis-server neither served nor exited"
+        if proc.poll() is None:
+            with socket.create_connection((LOOPBACK, port), timeout=10) as s:
+                s.sendall(b"INFO keyspace\r\n")
+                reply = b""
+                while not reply.startswith(b"$") or reply.count(b"\r\n") < 2 or \
+                        len(reply) < reply.index(b"\r\n") + 2 + int(reply[1:reply.index(b"\r\n")]) + 2:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    reply += chunk
+            serving = reply.startswith(b"$")
+            for db, keys in re.findall(rb"^db(\d+):keys=(\d+),", reply, re.M):
+                keyspace[int(db)] = int(keys)
+            if serving and ask is not None:
+                asked = ask(port)
+    finally:
+        code = _stop(proc) if proc.poll() is None else proc.returncode
+    check = subprocess.run([found["redis-check-rdb"], str(workdir / "f.rdb")], capture_output=True, text=True,
+                           timeout=60)
+    return RedisLoad(serving, keyspace, log_path.read_text(errors="replace"), None if serving else code,
+                     check.returncode, check.stdout + check.stderr, asked)

@@ -1,4 +1,3 @@
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -15,8 +14,9 @@ from dcpinspect.messages.codecs.frameinfo import (
     parse_frame_infos,
     server_duration_us,
 )
+from corpus import corpus
 
-CORPUS = Path("/work/shared/corpora/dcp-gomemcached")
+CORPUS = corpus("dcp-gomemcached")
 
 
 def test_name_tables():
@@ -56,8 +56,6 @@ def test_stream_id_frame():
 
 def test_real_system_event_framing():
     paths = [CORPUS / "unitTestData_header.0x5f.bin", CORPUS / "unitTestData_body.0x5f.bin"]
-    if not all(path.exists() for path in paths):
-        pytest.skip(f"{CORPUS} absent")
     header, body = (path.read_bytes() for path in paths)
     assert header[0] == 0x08 and header[2] == 3
     (fi,) = parse_frame_infos(body[:header[2]])

@@ -1,6 +1,5 @@
 import base64
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -12,8 +11,9 @@ from dcpinspect.messages.codecs.leb128 import (
     encode_uleb128,
     split_collection_key,
 )
+from corpus import corpus
 
-CORPUS = Path("/work/shared/corpora/dcp-gomemcached")
+CORPUS = corpus("dcp-gomemcached")
 ROW_38 = (
     "0857031b1f01036a000000940001036a15c7c2b955ab0000220001000000000000001800000000"
     "00000001000000000000000000000000000002087864637250726f76436f6c6c656374696f6e73"
@@ -125,8 +125,6 @@ def test_split_collection_key_allow_reserved():
 )
 def test_split_real_keys(name, cid):
     path = CORPUS / name
-    if not path.exists():
-        pytest.skip(f"{path} absent")
     doc = json.loads(path.read_text())
     key = base64.b64decode(doc["Key"])
     assert len(key) == doc["Keylen"]

@@ -1,4 +1,4 @@
-"""Real DCP traffic from couchbase/gomemcached's unit-test data (tests/data/corpora/dcp-gomemcached).
+"""Real DCP traffic from couchbase/gomemcached's unit-test data (tests/corpora/dcp-gomemcached).
 
 * ``header.0xNN.bin`` + ``body.0xNN.bin`` = one captured frame (0x56, 0x57, 0x5f);
 * ``flexSnapOpHdr.bin`` is a header alone: a truncated frame whose header decodes;
@@ -22,12 +22,10 @@ import pytest
 from dcpinspect.engines.streaming import decode_bytes
 from dcpinspect.framing.mcbp import RawFrame, split_frames
 from dcpinspect.messages.frame import Message
-from frames import DATA, VECTORS, decode, errors, frame, frame_errors, judge, rules
+from corpus import corpus
+from frames import VECTORS, decode, errors, frame, frame_errors, judge, rules
 
-CORPUS = DATA / "corpora" / "dcp-gomemcached"
-
-if not CORPUS.is_dir():  # pragma: no cover - the copy ships with the tests
-    pytest.skip(f"corpus {CORPUS} is missing", allow_module_level=True)
+CORPUS = corpus("dcp-gomemcached")
 
 
 def read(name: str) -> bytes:

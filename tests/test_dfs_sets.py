@@ -332,7 +332,7 @@ def test_key_detail_in_a_set(tmp_path):
     out = got.stdout.decode()
     assert got.returncode == 0 and f"{files[2]}: key at offset" in out and "Offsets (in the file)" in out
     got = invoke_cli("rdb", "--key", "nowhere", str(files["summary"]))
-    assert "no key at key 'nowhere' in any file of the set" in got.stdout.decode()
+    assert got.returncode == 2 and "no key at key 'nowhere' in any file of the set" in got.stderr.decode()
 
 
 # ------------------------------------------------------------------------- streaming

@@ -11,9 +11,10 @@ from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
 from rdb_harness import CAP, HEADERS, check_rdb  # noqa: E402
+from corpus import corpus
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "rdb-librdb"
-SMALL = sorted(p for p in CORPUS.glob("*.rdb") if p.stat().st_size < 2000) if CORPUS.is_dir() else []
+CORPUS = corpus("rdb-librdb")
+SMALL = sorted(p for p in CORPUS.glob("*.rdb") if p.stat().st_size < 2000)
 
 
 @pytest.mark.parametrize("path", SMALL, ids=lambda p: p.name)

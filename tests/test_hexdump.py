@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dcpinspect.sources.hexdump import Caption, HexDump, detect_format, parse_hexdump
 
 DATA = Path(__file__).parent / "data" / "hexdump"
-SEEDS = Path("/work/shared/seeds")
+SEEDS = Path(__file__).parent / "data" / "seeds"
 FORMATS = {"plain", "xxd", "hexdump-C", "od", "tcpdump-X", "tcpdump-xx", "wireshark",
            "diagram", "empty"}
 
@@ -335,10 +335,7 @@ def test_large_input_is_fast() -> None:
 # ---------------------------------------------------------------- diagrams
 
 def _seed_texts(name: str, seed: str) -> list[str]:
-    texts = [(DATA / name).read_text()]
-    if (SEEDS / seed).exists():
-        texts.append((SEEDS / seed).read_text())
-    return texts
+    return [(DATA / name).read_text(), (SEEDS / seed).read_text()]
 
 
 SNAPSHOT_V1_CAPTIONS = [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes.util
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -237,3 +238,49 @@ def test_live_unknown_interface_is_one_line_exit_2():
     assert len(lines) == 1, res.stderr
     assert lines[0].startswith("dcpinspect: ") and "nosuch0" in lines[0]
     assert res.stdout == ""
+
+
+@pytest.mark.live
+@pytest.mark.server
+def test_live_write_keeps_what_it_sniffed_as_pcapng(memcached, live, tmp_path):
+    """``--write`` keeps every packet as pcapng while decoding, as ``tshark -w`` does: the
+    file read back by dcpinspect gives the frames live printed, and tshark reads it too."""
+    port = memcached.port
+    kept = tmp_path / "kept.pcapng"
+    lv = live("-i", "lo", "--filter", f"tcp port {port}", "--port", str(port), "--duration", str(DURATION),
+              "--format", "jsonl", "--write", str(kept))
+    client = paced_session(port)
+    lv.wait(DURATION + 15)
+    assert lv.proc.returncode == 0, lv.err.read_text()
+    assert kept.read_bytes()[:4] == b"\x0a\x0d\x0d\x0a"
+    live_frames = [(f["direction"], f["opcode"], f["opaque"]) for f in servers.frames_of(lv.records())]
+    assert len(live_frames) == len(client.sent) + len(client.received) == 31
+    back = servers.dcpinspect("decode", "-f", "jsonl", "--port", str(port), kept)
+    assert back.returncode == 0, back.stderr
+    assert [(f["direction"], f["opcode"], f["opaque"]) for f in servers.frames_of(servers.jsonl(back.stdout))] == \
+        live_frames
+    packets = int(re.search(r"wrote (\d+) packets", lv.err.read_text()).group(1))
+    assert packets >= 31  # the handshake and acks too
+    servers.require("tshark")
+    shark = subprocess.run(["tshark", "-r", str(kept), "-T", "fields", "-e", "frame.number", "-e", "tcp.dstport"],
+                           capture_output=True, text=True, timeout=120)
+    assert shark.returncode == 0, shark.stderr
+    rows = [line.split("\t") for line in shark.stdout.splitlines()]
+    assert len(rows) == packets and {int(r[1]) for r in rows} >= {port}
+
+
+@pytest.mark.live
+@pytest.mark.server
+@pytest.mark.parametrize("options, decoded", [(("--no-heuristic",), False),
+                                              (("--no-heuristic", "--decode-as", "{port}=mcbp"), True)])
+def test_live_takes_the_capture_options(memcached, live, options, decoded):
+    """memcached's port here is one no family claims: ``--no-heuristic`` leaves it undecoded,
+    ``--decode-as PORT=mcbp`` decodes it, as decode, validate and stats do."""
+    port = memcached.port
+    lv = live("-i", "lo", "--filter", f"tcp port {port}", "--duration", "3", "--format", "jsonl",
+              *(o.format(port=port) for o in options))
+    client = paced_session(port)
+    lv.wait(20)
+    assert lv.proc.returncode == 0, lv.err.read_text()
+    frames = servers.frames_of(lv.records())
+    assert len(frames) == (len(client.sent) + len(client.received) if decoded else 0)

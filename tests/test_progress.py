@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import os
 
-from dcpinspect.outputs.progress import Progress, input_size
+from dcpinspect.outputs.progress import Progress
 
 
 class Clock:
@@ -60,15 +60,3 @@ def test_long_runs_print_hours():
     clock.now += 60
     p(1, 1 << 30)
     assert "17:03:00 left" in p.line()
-
-
-def test_size_of_a_pipe_is_unknown(tmp_path):
-    path = tmp_path / "f"
-    path.write_bytes(b"x" * 10)
-    assert input_size(path) == 10
-    r, w = os.pipe()
-    try:
-        assert input_size(f"/proc/self/fd/{r}") is None
-    finally:
-        os.close(r)
-        os.close(w)

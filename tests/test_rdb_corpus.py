@@ -1,4 +1,4 @@
-"""Every RDB file of ../shared/corpora/rdb-librdb decodes, and where librdb gives the JSON its
+"""Every RDB file of tests/corpora/rdb-librdb decodes, and where librdb gives the JSON its
 converter prints for a file (``*_data.json`` and friends, at the "data" level), the keys,
 types and values decoded here are the ones that JSON gives, and so are the aux fields,
 functions, slot info and database sizes it lists."""
@@ -13,10 +13,10 @@ import pytest
 from dcpinspect.families.redis.rdb import RdbParser
 from dcpinspect.families.redis.records import AuxRecord, Ending, KeyRecord, OpRecord
 from dcpinspect.findings import Finding
+from corpus import corpus
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "rdb-librdb"
-FILES = sorted(CORPUS.glob("*.rdb")) if CORPUS.is_dir() else []
-pytestmark = pytest.mark.skipif(not FILES, reason="the rdb-librdb corpus is not here")
+CORPUS = corpus("rdb-librdb")
+FILES = sorted(CORPUS.glob("*.rdb"))
 
 #: librdb's tests (test/test_rdb_to_json.c, test_rdb_to_redis.c): expected JSON → the file it is for
 EXPECTED = {

@@ -4,7 +4,6 @@ cut or a damage, and no exception or hang for any bytes (hypothesis, bounded bud
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -12,8 +11,9 @@ import rdbgen
 from dcpinspect.families.redis.rdb import RdbParser
 from dcpinspect.families.redis.records import Ending, KeyRecord
 from dcpinspect.findings import Finding
+from corpus import corpus
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "rdb-librdb"
+CORPUS = corpus("rdb-librdb")
 
 
 def run(data: bytes, sizes: list[int] | None = None, keep: bool = True) -> list:
@@ -74,8 +74,6 @@ def test_any_chunking_gives_the_same_records():
      "plain_zset_v6.rdb", "hash_zm_v2.rdb", "module_aux_v12.rdb"]))
 def test_corpus_files_in_random_chunks_give_the_same_records(sizes, name):
     path = CORPUS / name
-    if not path.exists():
-        return
     data = path.read_bytes()
     assert signature(run(data, sizes)) == signature(run(data))
 
@@ -131,8 +129,7 @@ def test_arbitrary_bytes_after_a_header_never_raise(tail, chunk):
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 10_000), st.binary(min_size=1, max_size=4))
 def test_damaged_corpus_bytes_never_raise(position, junk):
-    data = bytearray((CORPUS / "misc_with_stream.rdb").read_bytes()) if (CORPUS / "misc_with_stream.rdb").exists() \
-        else bytearray(mixed_file())
+    data = bytearray((CORPUS / "misc_with_stream.rdb").read_bytes())
     at = position % len(data)
     data[at:at + len(junk)] = junk
     out = run(bytes(data), [97])

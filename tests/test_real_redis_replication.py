@@ -6,83 +6,26 @@ end at the master's own ``master_repl_offset``, and the replica's ACKs add up.""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import time
 
 import pytest
 
 import servers
-from servers import LOOPBACK, TcpDump, free_port, require, wait_until
-
-
-def _resp(*words: str) -> bytes:
-    return b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%s\r\n" % (len(w.encode()), w.encode()) for w in words)
-
-
-class Client:
-    """Just enough RESP to write keys and read INFO."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection((LOOPBACK, port), timeout=5)
-        self.buf = b""
-
-    def call(self, *words: str) -> bytes:
-        self.sock.sendall(_resp(*words))
-        while b"\r\n" not in self.buf:
-            self.buf += self.sock.recv(65536)
-        line, _, rest = self.buf.partition(b"\r\n")
-        if line.startswith(b"$") and int(line[1:]) >= 0:
-            n = int(line[1:])
-            while len(rest) < n + 2:
-                rest += self.sock.recv(65536)
-            self.buf = rest[n + 2:]
-            return rest[:n]
-        self.buf = rest
-        return line
-
-    def info(self, field: str) -> str:
-        for line in self.call("INFO", "replication").decode().splitlines():
-            if line.startswith(field + ":"):
-                return line.split(":", 1)[1]
-        return ""
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-class Redis:
-    """``redis-server`` on a free loopback port, without persistence, for a ``with`` block."""
-
-    def __init__(self, workdir, *args: str) -> None:
-        self.port = free_port()
-        self.dir = workdir / f"redis-{self.port}"
-        self.dir.mkdir(parents=True)
-        self.args = args
-
-    def __enter__(self) -> "Redis":
-        binary = require("redis-server")["redis-server"]
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", LOOPBACK, "--save", "", "--appendonly", "no",
-             "--dir", str(self.dir), "--daemonize", "no", *self.args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        assert wait_until(lambda: servers._connectable(self.port), 10), "redis-server did not start"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        servers._stop(self.proc)
+from servers import LOOPBACK, Redis, TcpDump, require, wait_until
+from servers import RedisClient as Client
 
 
 @pytest.mark.parametrize("diskless", [False, True], ids=["disk", "diskless"])
 def test_a_real_full_sync_and_live_writes(tmp_path, diskless):
     require("redis-server", "tcpdump", root=True)
     sync = ["--repl-diskless-sync", "yes" if diskless else "no", "--repl-diskless-sync-delay", "0"]
-    with Redis(tmp_path, *sync) as master:
+    with Redis(tmp_path, *sync, "--enable-debug-command", "yes") as master:
         mc = Client(master.port)
         before = {f"before:{i}": f"value-{i}" for i in range(50)}
         for k, v in before.items():
             mc.call("SET", k, v)
         mc.call("RPUSH", "list", "a", "b", "c")
+        digest = mc.call("DEBUG", "DIGEST").decode().lstrip("+")  # of the data the full sync sends
         path = tmp_path / "sync.pcap"
         dump = TcpDump(path, master.port).start()
         try:
@@ -120,5 +63,41 @@ def test_a_real_full_sync_and_live_writes(tmp_path, diskless):
     acks = [r["ack_offset"] for r in rows if r.get("ack_offset") is not None]
     assert acks and acks[-1] == offset
     assert not [f for r in rows for f in r.get("findings", [])]
+    # with --values: the payload's keys with their values, and the master's own digest
+    res = servers.dcpinspect("decode", "-f", "jsonl", "--values", str(path))
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    keys = {r["key"]: r for r in rows if r["kind"] == "key"}
+    assert {k: keys[k]["value"] for k in before} == before and keys["list"]["value"] == ["a", "b", "c"]
+    assert [r["digest"] for r in rows if r["kind"] == "summary"] == [digest]
     res = servers.dcpinspect("validate", str(path))
     assert res.returncode == 0 and " 0 errors" in res.stdout, res.stdout
+    _stats_of_the_sync(tmp_path, path, len(before) + 1, offset, acks)
+
+
+def _stats_of_the_sync(tmp_path, path, keys: int, offset: int, acks: list[int]) -> None:
+    """``stats``: the sync's phases in order, the payload's keys, the stream up to the
+    master's offset, the ACKs and their lag; the plot's panels by their titles."""
+    res = servers.dcpinspect("stats", "--format", "json", str(path))
+    assert res.returncode == 0, res.stderr
+    links = json.loads(res.stdout)["redis"]["replication"]
+    assert len(links) == 1
+    link = next(iter(links.values()))
+    ph = link["phases"]
+    assert link["resync"] == "FULLRESYNC"
+    order = [ph["handshake"]["start"], ph["handshake"]["end"], ph["transfer"]["start"], ph["transfer"]["end"],
+             ph["load"]["end"], ph["stable"]["end"]]
+    assert None not in order and order == sorted(order)
+    assert ph["transfer"]["keys"] == keys and ph["transfer"]["bytes"] > 0
+    assert ph["stable"]["seconds"] > 0 and ph["stable"]["commands_per_s"] is not None
+    assert link["master_offset"] == offset and link["acks"] == len(acks) and link["lag"] == offset - acks[-1] == 0
+    series = link["series"]
+    assert series["master_offset"][-1][1] == offset and series["replica_offset"][-1][1] == acks[-1]
+    assert [p[1] for p in series["replica_offset"]] == sorted(p[1] for p in series["replica_offset"])
+    svg = tmp_path / "sync.svg"
+    res = servers.dcpinspect("stats", "--no-chart", "--plot", str(svg), str(path))
+    assert res.returncode == 0, res.stderr
+    text = svg.read_text()
+    assert "Redis replication offset over time" in text and "replica ACK lag" in text and "throughput" in text
+    assert "seqno over time per vbucket" not in text  # no DCP here
+    assert "Redis replication" in res.stdout and "FULLRESYNC" in res.stdout

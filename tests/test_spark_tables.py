@@ -15,12 +15,13 @@ import pytest
 
 import servers
 from test_redis_replication import RDB, STREAM, capture, conversation, rdb
+from corpus import corpus
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "rdb-librdb"
+CORPUS = corpus("rdb-librdb")
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 RDB_FILES = ["hash_zl_v6.rdb", "invalid_chksum_v8.rdb"]
 
@@ -38,9 +39,6 @@ def rows(out: Path, name: str) -> list[dict]:
 def analysed(spark, tmp_path_factory):
     from dcpinspect.engines.spark.job import run_analysis
 
-    missing = [n for n in RDB_FILES if not (CORPUS / n).exists()]
-    if missing:
-        pytest.skip(f"no {missing} in {CORPUS}")
     root = tmp_path_factory.mktemp("spark-redis")
     payload = rdb(("user:1", "ada"), ("user:2", "bob"), ("user:3", "cy"))
     repl = capture(root, conversation(payload, acks=[1000 + sum(map(len, STREAM))]))

@@ -17,6 +17,7 @@ import pytest
 
 import dcpgen
 import servers
+from corpus import corpus
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark")
@@ -25,7 +26,7 @@ moto_server = pytest.importorskip("moto.server")
 boto3 = pytest.importorskip("boto3")
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-RDB = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "rdb-librdb" / "hash_zl_v6.rdb"
+RDB = corpus("rdb-librdb") / "hash_zl_v6.rdb"
 KEY, SECRET, BUCKET = "testing", "testing-secret", "captures"
 
 
@@ -45,8 +46,7 @@ def local(tmp_path_factory) -> Path:
     long = dcpgen.busy_collections_connection(800, seed=6).frames
     dcpgen.write_capture(long, root / "b-long.pcap", client=("10.0.0.9", 40100))
     shutil.copy(SAMPLES / "dcp-session.pcap", root / "c-session.pcap")
-    if RDB.exists():
-        shutil.copy(RDB, root / "d-hash.rdb")
+    shutil.copy(RDB, root / "d-hash.rdb")
     (root / "notes.txt").write_text("not a capture")
     return root
 
@@ -98,9 +98,8 @@ def test_s3a_prefix_reads_every_capture_and_snapshot(spark, local, s3, tmp_path)
         name = f.rsplit("/", 1)[1].split("?")[0]
         if name.endswith(".pcap"):
             assert got[i] == decode_frames(local / name), name
-    if RDB.exists():
-        keys = pq.read_table(tmp_path / "t" / "keys").to_pylist()
-        assert keys and {k["file"] for k in keys} == {f for f in result.files if ".rdb" in f}
+    keys = pq.read_table(tmp_path / "t" / "keys").to_pylist()
+    assert keys and {k["file"] for k in keys} == {f for f in result.files if ".rdb" in f}
     findings = pq.read_table(tmp_path / "t" / "findings").to_pylist()
     assert findings and all(SECRET not in r["file"] and SECRET not in r["json"] for r in findings)
 

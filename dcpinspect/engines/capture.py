@@ -170,6 +170,7 @@ class CaptureDecoder:
         heuristic: bool = True,
         detail: str = FIELDS,
         value_text: int | None = None,
+        data: bool = False,
         max_buffer: int = 4 * 1024 * 1024,
         lane: bool = False,
         max_flows: int | None = None,
@@ -194,7 +195,7 @@ class CaptureDecoder:
         self.reassembler = Reassembler(server_ports=self.ports | frozenset(self.encrypted), max_buffer=max_buffer,
                                        max_flows=self.max_flows, flow_type=FlowDecoder)
         #: what every connection's session is asked (families.Options)
-        self.options = Options(detail, collections, value_text)
+        self.options = Options(detail, collections, value_text, data)
         #: bytes held for frames not yet whole, all connections together (see _shed)
         self.max_held = held_cap() if max_held is None else max_held
         self.held = 0
@@ -388,7 +389,7 @@ class CaptureDecoder:
             if sniffing is None:
                 sniffing = fd.pending[ev.direction] = _Sniffing(self.families, fd.midstream)
             before = len(sniffing)
-            won = sniffing.add(ev.data, ev.index)
+            won = sniffing.add(ev.data, ev.index, ev.ts)
             self.held += len(sniffing) - before
             if won is None and sniffing.sniffers:
                 return
@@ -399,11 +400,25 @@ class CaptureDecoder:
                 return
             family, sniffer = won
             self._decode_as(fd, family)
-            for direction, sn in pending.items():  # the framers, made in the order the bytes came
+            # every direction's bytes held meanwhile, record by record in capture order (the
+            # framers made in the order the bytes came): a reply held while the other
+            # direction's command decided comes after that command, as it came
+            chunks = []
+            for direction, sn in pending.items():
+                held = sniffer.data if direction == ev.direction else \
+                    next((s.data for f, s in sn.sniffers if f is family), None)
+                at = 0
+                for size, index, ts in sn.marks:
+                    chunks.append((index, direction, None if held is None else bytes(held[at:at + size]), size, ts))
+                    at += size
+            for index, direction, data, size, ts in sorted(chunks, key=lambda c: c[0]):
                 sd = fd.side(direction)
-                for size, index in sn.marks:
+                if data is None:  # its sniffer had said no: the bytes are gone
+                    sd.lost(size)
+                    self._items(fd, direction, sd.gap(size), ts, out)
+                else:
                     sd.carried(size, index)
-            self._items(fd, ev.direction, fd.side(ev.direction).feed(bytes(sniffer.data)), ev.ts, out)
+                    self._items(fd, direction, sd.feed(data), ts, out)
             return
         if fd.state is not DECODING:
             return
@@ -517,16 +532,16 @@ class _Sniffing:
 
     def __init__(self, families: tuple[Family, ...], midstream: bool) -> None:
         self.sniffers: list[tuple[Family, Sniffer]] = [(f, f.sniffer(midstream)) for f in families]
-        self.marks: list[tuple[int, int]] = []  # (bytes, record), in order
+        self.marks: list[tuple[int, int, float]] = []  # (bytes, record, its time), in order
         self.size = 0
 
     def __len__(self) -> int:
         return sum(len(sn) for _, sn in self.sniffers)
 
-    def add(self, data: bytes, index: int) -> tuple[Family, Sniffer] | None:
+    def add(self, data: bytes, index: int, ts: float = 0.0) -> tuple[Family, Sniffer] | None:
         """The family whose sniffer says yes, with its sniffer; None while undecided, and
         once every family has said no (no sniffer is left)."""
-        self.marks.append((len(data), index))
+        self.marks.append((len(data), index, ts))
         self.size += len(data)
         left = []
         for family, sniffer in self.sniffers:

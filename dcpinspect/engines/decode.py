@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..families import FIELDS, HEADERS, VALUES, family_named, stream_families
+from ..families import FIELDS, HEADERS, VALUES, stream_families
 from ..outputs.progress import progress_for
 from ..outputs.shown import Shown
 from ..sources.capture import CaptureError
 from .hexinput import decode_hex_text
-from .inputs import TEXT, Truncated, Unusable, capture_unusable, dump_items, keyed, kind_of, pure, sink_run, text_of
-from .parallel import WorkerCrash, worker_count
+from .inputs import (TEXT, Input, Truncated, Unusable, capture_unusable, dump_items, jobs_for, keyed, kind_of, opened, pure,
+                     sink_run, text_of)
+from .options import CaptureOptions
+from .parallel import WorkerCrash
 from .show import judged_failed, recipe, show_capture, show_sinks
 
 
@@ -51,50 +53,36 @@ def decode_hex_dump(path: Path | None, fmt: str, collections: bool | None, shown
     return failed
 
 
-def decode_ports(ports: list[int], decode_as: list[str]) -> dict[int, str]:
-    """The server ports to decode besides the known ones, with the family of each:
-    ``--port`` (the first family), and ``--decode-as PORT=FAMILY``."""
-    first = stream_families()[0].name
-    out = dict.fromkeys(ports, first)
-    for spec in decode_as:
-        port, _, name = spec.partition("=")
-        family = family_named(name)
-        if family is None or family.framer is None:
-            known = ", ".join(f.name for f in stream_families())
-            raise Unusable(f"--decode-as {spec!r}: {name!r} is no protocol family (they are {known})")
-        try:
-            out[int(port)] = family.name
-        except ValueError:
-            raise Unusable(f"--decode-as {spec!r}: {port!r} is not a port number") from None
-    return out
-
-
 def decode_files(files: list[Path], fmt: str, keep, limit: int | None, strict: bool, jobs: int, shown: Shown,
-                 ports: set[int], collections: bool | None, heuristic: bool) -> bool:
-    """Every file in turn, in ``fmt`` (table, jsonl or summary): a capture over ``jobs``
-    worker processes when that pays, a hex dump as one connection named by the file."""
+                 capture: CaptureOptions, collections: bool | None, values: bool = False) -> bool:
+    """Every input in turn (a file, ``-``, a pipe), in ``fmt`` (table, jsonl or summary): a
+    capture over ``jobs`` worker processes when that pays, a hex dump as one connection
+    named by the file; ``values``: records carry the data they move whole (:attr:`Options.data`)."""
     headers_only = fmt == "summary" and not strict  # summary counts headers (judged only for --strict)
     detail = HEADERS if headers_only else VALUES if fmt != "table" else FIELDS  # jsonl needs no field rows
-    kw = dict(ports=ports, collections=collections, heuristic=heuristic, detail=detail,
-              lane=fmt == "jsonl" and keep.empty and limit is None and not pure(), follow=not pure())
+    kw = dict(collections=collections, detail=detail, **capture.decoder(),
+              lane=fmt == "jsonl" and keep.empty and limit is None and not pure() and not values, follow=not pure())
+    if values:
+        kw["data"] = True
     failed = False
     for path in files:
-        if kind_of(path) == TEXT:  # a hex dump: one connection, frames by position
-            failed |= show_capture(dump_items(path, collections), fmt, keep, limit, strict, shown=shown)
-            continue
-        sink = recipe(fmt, keep, limit, not headers_only)
-        failed |= _decode_capture(path, fmt, keep, limit, strict, jobs, shown, sink, kw)
+        with opened(path) as inp:
+            if kind_of(inp) == TEXT:  # a hex dump: one connection, frames by position
+                failed |= show_capture(dump_items(inp, collections), fmt, keep, limit, strict, shown=shown)
+                continue
+            sink = recipe(fmt, keep, limit, not headers_only)
+            failed |= _decode_capture(inp, fmt, keep, limit, strict, jobs, shown, sink, kw)
     return failed
 
 
-def _decode_capture(path: Path, fmt: str, keep, limit: int | None, strict: bool, jobs: int, shown: Shown,
+def _decode_capture(inp: Input, fmt: str, keep, limit: int | None, strict: bool, jobs: int, shown: Shown,
                     sink, kw: dict) -> bool:
-    """One capture file: tables in this process, sinks' output over workers when it pays."""
-    progress = progress_for(path, fmt)
+    """One capture: tables in this process, sinks' output over workers when it pays."""
+    progress = progress_for(inp, fmt)
     try:
         if fmt == "table":
-            return show_capture(keyed(path, kw, progress), fmt, keep, limit, strict, progress, shown)
-        payloads, results = sink_run(path, worker_count(jobs, path, limit is None), sink, kw, progress)
+            return show_capture(keyed(inp, kw, progress), fmt, keep, limit, strict, progress, shown)
+        payloads, results = sink_run(inp, jobs_for(inp, jobs, limit is None), sink, kw, progress)
         return show_sinks(fmt, payloads, results, strict, progress)
     except (CaptureError, WorkerCrash) as exc:
-        raise capture_unusable(path, exc) from None
+        raise capture_unusable(inp, exc) from None

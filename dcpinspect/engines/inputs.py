@@ -1,5 +1,6 @@
 """The commands' inputs, as the engine reads them: a named file (a capture, or a hex dump
-given as a file) or a dump pasted on stdin, turned into text, items or sink payloads.
+given as a file; ``-``, ``/dev/stdin``, a FIFO or a process substitution alike, each opened
+once) or a dump pasted on stdin, turned into text, items or sink payloads.
 
 What cannot be used at all is an :class:`Unusable`, whose message is the one line the
 user sees (exit status 2).
@@ -7,24 +8,26 @@ user sees (exit status 2).
 
 from __future__ import annotations
 
-import gzip
 import os
 import sys
+import zlib
 from pathlib import Path
 from typing import Callable, Iterator
 
 from ..families import VALUES, Family, families
 from ..framing.framer import Skipped
 from ..sessions.captured import Captured, DumpFile, Note
-from ..sources.capture import CaptureError, read_records
-from ..sources.inputs import CAPTURE, TEXT, InputError, gzipped, input_kind, read_text, stdin_binary
+from ..sources.capture import GZIP_MAGIC, CaptureError, read_records
+from ..sources.inputs import (CAPTURE, TEXT, Input, InputError, is_stdin, kind_of_head, open_input, read_text,
+                              stdin_binary)
 from .capture import concluded, merge_correlators
 from .files import CONCLUDED_KEY, keyed_items
 from .hexinput import decode_hex_text
-from .parallel import Partitioned, WorkerCrash, run_sink
+from .options import CaptureOptions
+from .parallel import Partitioned, WorkerCrash, run_sink, worker_count
 
-__all__ = ["Unusable", "Truncated", "CAPTURE", "TEXT", "text_of", "kind_of", "dump_items", "items_of", "keyed", "sink_run",
-           "capture_unusable", "tap", "pure"]
+__all__ = ["Unusable", "Truncated", "snapshot_family", "CAPTURE", "TEXT", "Input", "opened", "text_of", "kind_of", "dump_items", "items_of", "keyed",
+           "jobs_for", "sink_run", "capture_unusable", "tap", "pure"]
 
 
 class Unusable(Exception):
@@ -36,11 +39,21 @@ class Truncated(Exception):
     one line on stderr (exit status 3)."""
 
 
-def text_of(path: Path | None) -> str:
-    """A text input: the named file, or (none or ``-``) what is pasted on stdin, with a
-    prompt when stdin is a terminal."""
+def opened(path) -> Input:
+    """A named input (``-`` for stdin) opened once; an :class:`Input` is itself."""
+    if isinstance(path, Input):
+        return path
+    try:
+        return open_input(path)
+    except InputError as exc:
+        raise Unusable(str(exc)) from None
+
+
+def text_of(path) -> str:
+    """A text input: the named file (or an opened :class:`Input`), or (none or ``-``) what
+    is pasted on stdin, with a prompt when stdin is a terminal."""
     stdin = None
-    if path is None or str(path) == "-":
+    if not isinstance(path, Input) and is_stdin(path):
         stdin = stdin_binary()
         if stdin is not None and sys.stdin.isatty():
             from ..outputs.console import make_console
@@ -52,83 +65,98 @@ def text_of(path: Path | None) -> str:
         raise Unusable(str(exc)) from None
 
 
-def kind_of(path: Path) -> str:
-    """What a named input holds (:data:`CAPTURE` or :data:`TEXT`); a family's snapshot file
-    is :class:`Unusable`, with the command that reads it."""
-    family = snapshot_family(path)
+def kind_of(inp: Input) -> str:
+    """What an opened input holds (:data:`CAPTURE` or :data:`TEXT`), by its first bytes; a
+    family's snapshot file is :class:`Unusable`, with the command that reads it."""
+    family = snapshot_family(inp)
     if family is not None:
-        raise Unusable(f"{path}: a snapshot file ({family.name}), not a capture or a hex dump: "
-                       f"read it with `dcpinspect rdb {path}`")
+        raise Unusable(f"{inp.name}: a snapshot file ({family.name}), not a capture or a hex dump: "
+                       f"read it with `dcpinspect rdb {inp.name}`")
     try:
-        return input_kind(path)
+        return kind_of_head(inp)
     except InputError as exc:
         raise Unusable(str(exc)) from None
 
 
-#: bytes of a file a family is shown to tell its snapshot files
+#: bytes of an input a family is shown to tell its snapshot files
 SNAPSHOT_HEAD = 16
 
 
-def snapshot_family(path: Path) -> Family | None:
-    """The family whose snapshot file ``path`` is, by its first bytes (inflated, when it is
-    gzip); None when no family says so, or when it cannot be read (the caller says why)."""
+def snapshot_family(inp: Input) -> Family | None:
+    """The family whose snapshot file the opened input is, by its first bytes (inflated,
+    when they are gzip); None when no family says so."""
     readers = [f for f in families() if f.snapshots is not None and f.is_snapshot is not None]
-    if not readers or str(path) == "-":
+    if not readers:
         return None
-    try:
-        with (gzip.open(path, "rb") if gzipped(path) else open(path, "rb")) as fh:
-            head = fh.read(SNAPSHOT_HEAD)
-    except (OSError, EOFError, gzip.BadGzipFile):
-        return None
-    return next((f for f in readers if f.is_snapshot(head)), None)
+    head = inp.peek(64)
+    if head[:2] == GZIP_MAGIC:
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNAPSHOT_HEAD)
+        except zlib.error:
+            return None
+    return next((f for f in readers if f.is_snapshot(head[:SNAPSHOT_HEAD])), None)
 
 
-def capture_unusable(path: Path, exc: Exception) -> Unusable:
+def capture_unusable(path, exc: Exception) -> Unusable:
     """A capture file that cannot be read, or whose worker failed, said with its name."""
+    name = path.name if isinstance(path, Input) else str(path)
     if isinstance(exc, WorkerCrash):
-        return Unusable(f"{path}: a worker process failed: {exc}")
+        return Unusable(f"{name}: a worker process failed: {exc}")
     text = str(exc)
-    return Unusable(text if str(path) in text else f"{path}: {text}")
+    return Unusable(text if name in text else f"{name}: {text}")
 
 
-def dump_items(path: Path, collections: bool | None) -> Iterator[tuple[int, Captured]]:
+def dump_items(inp: Input, collections: bool | None) -> Iterator[tuple[int, Captured]]:
     """A hex dump given as a file, as ``(number, item)``: its frames, numbered in order, of
     one connection named by the file (:class:`DumpFile`); a dump has no times."""
-    text = text_of(path)
+    inp = opened(inp)
+    text = text_of(inp)
     result = decode_hex_text(text, collections)
     if not result.dump.data:
-        raise Unusable(f"{path}: " + ("empty file" if not text.strip()
-                                      else "neither a capture (pcap, pcapng, gzip) nor a hex dump"))
-    source = DumpFile(str(path))
+        raise Unusable(f"{inp.name}: " + ("empty file" if not text.strip()
+                                          else "neither a capture (pcap, pcapng, gzip) nor a hex dump"))
+    source = DumpFile(inp.name)
     frames = (i for i in result.items if not isinstance(i, Skipped))
     for n, msg in enumerate(frames, 1):
         yield n, Captured(None, source, "", msg, n)
 
 
-def items_of(path: Path, ports: set[int], collections: bool | None, progress=None) -> Iterator[Captured | Note]:
-    """Captured frames and notes of a capture file or of a hex dump given as a file, decoded
-    without field rows; ``progress`` (if any) told of each, and of the reader's position."""
-    if kind_of(path) == TEXT:
-        yield from (item for _, item in dump_items(path, collections))
-        return
-    try:
-        pairs = keyed(path, dict(ports=ports, collections=collections, detail=VALUES), progress)
-        if progress is not None:
-            pairs = tap(pairs, progress)
-        for _, item in pairs:
-            yield item
-    except CaptureError as exc:
-        raise capture_unusable(path, exc) from None
+def items_of(path, capture: CaptureOptions, collections: bool | None, progress=None) -> Iterator[Captured | Note]:
+    """Captured frames and notes of a capture or of a hex dump given as a file (a path,
+    ``-``, a pipe), decoded without field rows; ``progress(inp)``, if given, makes the
+    progress line (or None), which hears of each item and of the reader's position."""
+    with opened(path) as inp:
+        if kind_of(inp) == TEXT:
+            yield from (item for _, item in dump_items(inp, collections))
+            return
+        bar = progress(inp) if progress is not None else None
+        try:
+            pairs = keyed(inp, dict(collections=collections, detail=VALUES, **capture.decoder()), bar)
+            if bar is not None:
+                pairs = tap(pairs, bar)
+            for _, item in pairs:
+                yield item
+        except CaptureError as exc:
+            raise capture_unusable(inp, exc) from None
+        finally:
+            if bar is not None:
+                bar.close()
 
 
-def keyed(path: Path, kw: dict, progress=None) -> Iterator[tuple[int, Captured | Note]]:
-    """``(key, item)`` pairs of a whole capture file in this process; the progress bar, if
-    any, follows the reader's position."""
-    records = read_records(path)
+def keyed(inp: Input, kw: dict, progress=None) -> Iterator[tuple[int, Captured | Note]]:
+    """``(key, item)`` pairs of a whole capture in this process; the progress bar, if any,
+    follows the reader's position."""
+    records = read_records(inp)
     if progress is not None:
         progress.where = records.tell
         records.on_read(lambda: progress(0))  # moves on through stretches that yield nothing
     return keyed_items(records, **kw)
+
+
+def jobs_for(inp: Input, jobs: int, eligible: bool) -> int:
+    """Worker processes for one input: as :func:`worker_count` says for a regular file
+    named by a path (each worker opens it again); one for a stream, read once."""
+    return worker_count(jobs, inp.path, eligible) if inp.path is not None else 1
 
 
 def tap(keyed: Iterator[tuple[int, Captured | Note]], progress: Callable) -> Iterator[tuple[int, Captured | Note]]:
@@ -141,8 +169,10 @@ def tap(keyed: Iterator[tuple[int, Captured | Note]], progress: Callable) -> Ite
 def sink_run(path: Path, jobs: int, recipe: Callable, kw: dict, progress=None):
     """A capture file's sink payloads, over ``jobs`` worker processes or in this one, and a
     function giving every sink's result once the payloads are read."""
-    if jobs > 1:
-        parts = Partitioned(path, jobs, recipe, progress=progress, **kw)
+    inp = opened(path)
+    if jobs > 1 and inp.path is not None:
+        inp.close()
+        parts = Partitioned(inp.path, jobs, recipe, progress=progress, **kw)
         last: list = []  # the result of the sink that takes what the merged correlators find
 
         def payloads() -> Iterator:
@@ -153,7 +183,7 @@ def sink_run(path: Path, jobs: int, recipe: Callable, kw: dict, progress=None):
             last.append(sink.result())
 
         return payloads(), lambda: parts.results + last
-    pairs = keyed(path, kw, progress)
+    pairs = keyed(inp, kw, progress)
     if progress is not None:
         pairs = tap(pairs, progress)
     sink = recipe()

@@ -1,33 +1,50 @@
 """Snapshot files: a file goes to the protocol family whose snapshot it is (told by its
-first bytes), which reads it as a stream and prints it."""
+first bytes, peeked from the one handle it is read through), which reads it as a stream and
+prints it."""
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
 from ..families import Family, families
 from ..findings import LEVELS
 from ..outputs.shown import Shown
-from ..sources.inputs import InputError, _problem, gzipped
 from ..framing.framer import Skipped
-from ..sources.inputs import CAPTURE, input_kind, read_text
-from .inputs import SNAPSHOT_HEAD, Unusable
+from ..sources.capture import looks_like_capture
+from ..sources.inputs import Contents, InputError
+from .inputs import Unusable, opened
 
+#: bytes a family is shown to tell its snapshot files
+HEAD = 16
 
 
 def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
-                   shown: Shown | None = None, fail_on: str = "error") -> bool:
+                   shown: Shown | None = None, fail_on: str = "error", select: dict | None = None,
+                   values: bool = False, digest: bool = False) -> bool:
     """Print each file (or set of files read as one snapshot) as its family prints its
     snapshots (``fmt``: "table", "jsonl" or "summary"; or the keys named by ``key`` /
-    covering ``offset``); returns whether a finding of ``fail_on``'s severity or worse was
-    made. A file no family can read is :class:`Unusable`."""
+    covering ``offset``), of its keys those ``select`` (the key selection's options by
+    name, which the family reads) chooses, with each key's value (``values``) and digests
+    (``digest``) where asked; returns whether a finding of ``fail_on``'s severity or worse
+    was made. A file no family can read is :class:`Unusable`. A file given alone (``-``, a
+    pipe, a FIFO too) is opened once: its family is told from the first bytes of that one
+    handle (inflated when gzip), which the family then reads from the start."""
     shown = shown or Shown()
+    select = {k: v for k, v in (select or {}).items() if v not in (None, (), [], False)}
     worst = -1
     for item in _gathered(files):
-        family = _family_of(item[0] if isinstance(item, tuple) else item)
+        extra = {k: v for k, v in (("select", select), ("values", values), ("digest", digest)) if v}
         try:
-            worst = max(worst, family.snapshots(item, fmt, key, offset, shown))
+            if isinstance(item, tuple):
+                worst = max(worst, _family_of(_head_of(item[0])).snapshots(item, fmt, key, offset, shown, **extra))
+                continue
+            with Contents(opened(item)) as contents:
+                head = _peek(contents)
+                if not any(f.is_snapshot(head) for f in families() if f.snapshots is not None) \
+                        and _frames_instead(contents, head):
+                    raise Unusable(f"{contents.name}: a capture or hex dump, not a snapshot file: read it with "
+                                   f"`dcpinspect decode {contents.name}` (or validate, stats)")
+                worst = max(worst, _family_of(head).snapshots(contents, fmt, key, offset, shown, **extra))
         except InputError as exc:
             raise Unusable(str(exc)) from None
     return worst >= LEVELS[fail_on]
@@ -43,40 +60,38 @@ def _gathered(files: list[Path]) -> list:
     return items
 
 
-def _family_of(path: Path) -> Family:
-    """The family whose snapshot ``path`` is; if none says so, a capture or hex dump is
-    :class:`Unusable` with the commands that read it, and anything else goes to the first
-    family that has snapshot files, which says what is wrong with it."""
-    readers = [f for f in families() if f.snapshots is not None]
-    if not readers:
-        raise Unusable("no protocol family reads snapshot files")
+def _peek(contents: Contents) -> bytes:
     try:
-        with (gzip.open(path, "rb") if gzipped(path) else open(path, "rb")) as fh:
-            head = fh.read(SNAPSHOT_HEAD)
-    except OSError as exc:
-        raise Unusable(str(_problem(path, exc))) from None
-    except EOFError:
-        head = b""
-    family = next((f for f in readers if f.is_snapshot(head)), None)
-    if family is not None:
-        return family
-    if _readable_as_frames(path, head):
-        raise Unusable(f"{path}: a capture or hex dump, not a snapshot file: read it with "
-                       f"`dcpinspect decode {path}` (or validate, stats)")
-    return readers[0]
+        return contents.peek(HEAD)
+    except (OSError, EOFError):
+        return b""  # the family's reader says what is wrong
 
 
-def _readable_as_frames(path: Path, head: bytes) -> bool:
-    """Whether ``path`` is a capture, or text (no NUL in its first bytes) that reads as a
-    hex dump of frames."""
+def _frames_instead(contents: Contents, head: bytes) -> bool:
+    """Whether what no family takes for a snapshot is a capture, or text (no NUL in its
+    first bytes) that reads as a hex dump of frames: what the other commands read."""
+    if looks_like_capture(head[:4]):
+        return True
     try:
-        if input_kind(path) == CAPTURE:
-            return True
-        if b"\0" in head:
-            return False
-        text = read_text(path)
-    except InputError:
+        text = contents.peek(1 << 16)
+    except (OSError, EOFError):
+        return False
+    if b"\0" in text:
         return False
     from .hexinput import decode_hex_text
 
-    return any(not isinstance(i, Skipped) for i in decode_hex_text(text[:1 << 16], None).items)
+    return any(not isinstance(i, Skipped) for i in decode_hex_text(text.decode("utf-8", "replace"), None).items)
+
+
+def _head_of(path: Path) -> bytes:
+    with Contents(opened(path)) as contents:
+        return _peek(contents)
+
+
+def _family_of(head: bytes) -> Family:
+    """The family whose snapshot starts with ``head``; if none says so, the first that has
+    snapshot files, which says what is wrong with it."""
+    readers = [f for f in families() if f.snapshots is not None]
+    if not readers:
+        raise Unusable("no protocol family reads snapshot files")
+    return next((f for f in readers if f.is_snapshot(head)), readers[0])

@@ -18,7 +18,7 @@ from ..outputs.stats import StatsView, report_json
 from ..outputs.stats import render as render_report
 from ..sessions.stats import StatsCollector
 from .inputs import Unusable, items_of
-from .show import clear
+from .options import CaptureOptions
 
 
 def stats_views() -> tuple[StatsView, ...]:
@@ -41,18 +41,15 @@ def plot(report_or_collector: Any, path: str | os.PathLike, **options: Any) -> P
     return draw(report_or_collector, path, views=stats_views(), **options)
 
 
-def stats_files(files: list[Path], json: bool, plot_path: Path | None, chart: bool | None, ports: set[int],
+def stats_files(files: list[Path], json: bool, plot_path: Path | None, chart: bool | None, capture: CaptureOptions,
                 collections: bool | None) -> bool:
     """Print the report of all ``files`` together (and write its plot to ``plot_path``);
     nothing in it fails a run, so this returns False."""
     collector = StatsCollector()
     for path in files:
-        progress = progress_for(path)  # the report is printed at the end
-        try:
-            for item in items_of(path, ports, collections, progress):
-                collector.add(item)
-        finally:
-            clear(progress)
+        # the report is printed at the end: a progress line while each input is read
+        for item in items_of(path, capture, collections, progress_for):
+            collector.add(item)
     report = collector.report()
     if not report["capture"].get("frames"):
         raise Unusable("no frame found in the input")

@@ -1,5 +1,6 @@
-"""The ``validate`` command: the validator's findings of capture files and hex dumps given
-as files, as a table or JSON Lines, and whether any reaches the severity that fails."""
+"""The ``validate`` command: the validator's findings of captures and hex dumps given as
+files, printed as they are found (a table or JSON Lines), and whether any reaches the
+severity that fails."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from ..outputs.escape import safe
 from ..outputs.findings_stream import FindingsStream
 from ..outputs.progress import progress_for
 from ..sources.capture import CaptureError
-from .inputs import CAPTURE, Unusable, capture_unusable, dump_items, kind_of, sink_run
-from .parallel import WorkerCrash, run_sink, worker_count
+from .inputs import CAPTURE, Input, Unusable, capture_unusable, dump_items, jobs_for, kind_of, opened, sink_run
+from .options import CaptureOptions
+from .parallel import WorkerCrash, run_sink
 from .show import clear
 from .sinks import FindingRow, make_sink
 
 
-def validate_files(files: list[Path], jsonl: bool, fail_on: str, ports: set[int], collections: bool | None,
+def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: CaptureOptions, collections: bool | None,
                    show_info: bool, jobs: int) -> bool:
     """Print the findings of every file as they are found, in capture order (damage to a
     file itself on stderr, as decode says it); returns whether one is of ``fail_on``'s
@@ -29,39 +31,40 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, ports: set[int]
     err = make_console(stderr=True)
     out = FindingsStream(jsonl, None if jsonl else make_console())
     for path in files:
-        progress = progress_for(path, "jsonl" if jsonl else "table", printed_between=True)
-        out.before_print = lambda: clear(progress)
-        payloads, results = findings_of(path, ports, collections, jobs, show_info, progress)
-        try:
-            for batch in payloads:
-                for row in batch:
-                    if isinstance(row, str):
-                        clear(progress)
-                        err.print(safe(f"note: {path}: {row}"), markup=False)
-                    else:
-                        out.add(row)
-            frames += sum(results())
-        except (CaptureError, WorkerCrash) as exc:
-            raise capture_unusable(path, exc) from None
-        finally:
-            clear(progress)
+        with opened(path) as inp:
+            progress = None
+            try:
+                captured = kind_of(inp) == CAPTURE
+                if captured:
+                    progress = progress_for(inp, "jsonl" if jsonl else "table", printed_between=True)
+                out.before_print = lambda: clear(progress)
+                payloads, results = findings_of(inp, capture, collections, jobs, show_info, progress)
+                for batch in payloads:
+                    for row in batch:
+                        if isinstance(row, str):
+                            clear(progress)
+                            err.print(safe(f"note: {path}: {row}"), markup=False)
+                        else:
+                            out.add(row)
+                frames += sum(results())
+            except (CaptureError, WorkerCrash) as exc:
+                raise capture_unusable(inp, exc) from None
+            finally:
+                clear(progress)
     out.close(frames)
     if frames == 0:
         raise Unusable("no frame found in the input")
     return out.worst >= LEVELS[fail_on]
 
 
-def findings_of(path: Path, ports: set[int], collections: bool | None, jobs: int, show_info: bool,
+def findings_of(inp: Input, capture: CaptureOptions, collections: bool | None, jobs: int, show_info: bool,
                 progress=None) -> tuple[Iterator[list[FindingRow | str]], Callable[[], list[int]]]:
-    """Batches of findings rows of a capture file (over ``jobs`` processes when it pays), or
-    of a hex dump given as a file, in order as they are found, and a function giving the
-    frames checked (a list to sum) once they are all read."""
-    recipe = partial(make_sink, "findings", str(path), show_info)
-    if kind_of(path) == CAPTURE:
-        kw = dict(ports=ports, collections=collections, detail=VALUES)  # no field rows
-        try:
-            return sink_run(path, worker_count(jobs, path, True), recipe, kw, progress)
-        except (CaptureError, WorkerCrash) as exc:
-            raise capture_unusable(path, exc) from None
+    """Batches of findings rows of a capture (over ``jobs`` processes when it pays) or of a
+    hex dump given as a file, in order as they are found, and a function giving the frames
+    checked (a list to sum) once they are all read."""
+    recipe = partial(make_sink, "findings", inp.name, show_info)
+    if kind_of(inp) == CAPTURE:
+        kw = dict(collections=collections, detail=VALUES, **capture.decoder())  # no field rows
+        return sink_run(inp, jobs_for(inp, jobs, True), recipe, kw, progress)
     sink = recipe()
-    return run_sink(sink, dump_items(path, collections)), lambda: [sink.result()]
+    return run_sink(sink, dump_items(inp, collections)), lambda: [sink.result()]

@@ -115,6 +115,9 @@ class Options:
     collections: bool | None = None
     #: the longest value text a record keeps (None: the cap's default, limits.VALUE_TEXT)
     value_text: int | None = None
+    #: records carry the data they move whole (``decode --values``: the keys' values of a
+    #: snapshot sent over a connection, with their digests)
+    data: bool = False
 
 
 @dataclass(frozen=True)

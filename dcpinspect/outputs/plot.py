@@ -22,6 +22,8 @@ MAX_COLUMNS = 200
 PALETTE = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
            "tab:cyan", "navy")  # throughput steps across the panel
 _MB = 1e6
+#: the formats a plot's file name may ask for by its suffix (any other: PNG)
+FORMATS = {".svg": "svg", ".pdf": "pdf", ".png": "png"}
 
 
 class PlotUnavailable(RuntimeError):
@@ -40,7 +42,8 @@ def _matplotlib():
 
 def plot(report_or_collector: Any, path: str | os.PathLike, *, views: Sequence[StatsView] = (), width: int = 1200,
          height: int = 800, dpi: int = 100, title: str | None = None) -> Path:
-    """Write a ``width`` × ``height`` pixel PNG of a stats report (or a ``StatsCollector``) to ``path``.
+    """Write a ``width`` × ``height`` pixel PNG of a stats report (or a ``StatsCollector``) to
+    ``path`` (SVG or PDF when its name ends in ``.svg`` or ``.pdf``).
 
     A panel for each view that has one (a value over capture time, one line per key: the
     ``LEGEND_LINES`` busiest named in the legend, the rest thin and grey), above the
@@ -48,7 +51,7 @@ def plot(report_or_collector: Any, path: str | os.PathLike, *, views: Sequence[S
     """
     report = report_or_collector.report() if hasattr(report_or_collector, "report") else report_or_collector
     Figure, FigureCanvasAgg, FuncFormatter, MaxNLocator = _matplotlib()
-    panels = [v.panel for v in views if v.panel is not None]
+    panels = [p for v in views if v.shown(report) for p in v.panels(report)]
 
     fig = Figure(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
@@ -61,12 +64,13 @@ def plot(report_or_collector: Any, path: str | os.PathLike, *, views: Sequence[S
         _lines_panel(ax, report, panel, FuncFormatter, MaxNLocator)
     _throughput_panel(ax_tp, report, FuncFormatter)
     ax_tp.set_xlabel("time since first frame (s)")
+    _finding_marks(axes, report)
     for ax in axes:
         ax.grid(True, alpha=0.3, linewidth=0.6)
         ax.margins(x=0.01)
 
     out = Path(path)
-    fig.savefig(out, format="png", dpi=dpi)
+    fig.savefig(out, format=FORMATS.get(out.suffix.lower(), "png"), dpi=dpi)
     return out
 
 
@@ -78,7 +82,7 @@ def _title(report: dict, views: Sequence[StatsView]) -> str:
 
 
 def _lines_panel(ax, report: dict, panel: Panel, FuncFormatter, MaxNLocator) -> None:
-    series = report.get(panel.entry) or {}
+    series = (report.get(panel.entry) or {}) if panel.lines is None else panel.lines
     ranks = (report.get(panel.rank) or {}) if panel.rank else {}
     ax.set_title(panel.title, fontsize="small", loc="left")
     ax.set_ylabel(panel.ylabel)
@@ -133,6 +137,18 @@ def _throughput_panel(ax, report: dict, FuncFormatter) -> None:
     ax2.set_ylim(bottom=0)
     ax.legend(handles=[l1, l2], loc="upper left", bbox_to_anchor=(1.07, 1.0), fontsize="small", frameon=False,
               title=f"per {_seconds(col)}", title_fontsize="small")
+
+
+def _finding_marks(axes, report: dict) -> None:
+    """A thin red line on every panel where a finding happened, named once in the throughput's legend."""
+    marks = report.get("findings_at") or []
+    if not marks:
+        return
+    for ax in axes:
+        for t, _ in marks:
+            ax.axvline(t, color="tab:red", linewidth=0.6, alpha=0.5, zorder=0)
+    axes[-1].text(1.07, 0.0, f"red: {len(marks)} finding{'s' if len(marks) != 1 else ''}", transform=axes[-1].transAxes,
+                  fontsize="small", color="tab:red", va="bottom")
 
 
 def _label(text: object) -> str:

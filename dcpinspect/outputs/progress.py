@@ -3,41 +3,28 @@ the time left; where the size is not known (a pipe), the bytes read and the rate
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 import time
-from pathlib import Path
 
-from ..sources.inputs import gzipped
+from ..sources.capture import GZIP_MAGIC
 
 #: files this big get a progress bar; gzip files sooner, since they may inflate a thousandfold
 PROGRESS_BYTES, PROGRESS_GZIP_BYTES = 32 * 1024 * 1024, 1024 * 1024
 
 
-def input_size(path: Path) -> int | None:
-    """Bytes in a named input, or None where that is not known before it is read (a pipe,
-    a character device, standard input)."""
-    try:
-        st = os.stat(path)
-    except OSError:
+def progress_for(inp, fmt: str = "summary", printed_between: bool = False) -> "Progress | None":
+    """A progress line on stderr for a long input and for a stream (an opened input,
+    ``sources/inputs.Input``: a stream has no size, its line says the bytes read and the
+    rate), when stderr is a terminal. ``fmt`` names what is printed on standard output: a
+    line only goes beside output printed at the end ("summary") or not to the terminal,
+    or, with ``printed_between``, that the caller takes the line off before it prints."""
+    if not sys.stderr.isatty() or (fmt != "summary" and sys.stdout.isatty() and not printed_between):
         return None
-    return st.st_size if stat.S_ISREG(st.st_mode) else None
-
-
-def progress_for(path: Path, fmt: str = "summary", printed_between: bool = False) -> "Progress | None":
-    """A progress line on stderr for a long input (of unknown size: always), when stderr is
-    a terminal. ``fmt`` names what is printed on standard output: a bar only goes beside
-    output that is printed at the end ("summary") or not to the terminal, or, with
-    ``printed_between``, that the caller takes the bar off the line before it prints."""
-    if not sys.stderr.isatty():
+    if not inp.regular:
+        return Progress(None)
+    if inp.size < (PROGRESS_GZIP_BYTES if inp.peek(2) == GZIP_MAGIC else PROGRESS_BYTES):
         return None
-    size = None if str(path) == "-" else input_size(path)
-    if size is not None and size < (PROGRESS_GZIP_BYTES if gzipped(path) else PROGRESS_BYTES):
-        return None
-    if fmt != "summary" and sys.stdout.isatty() and not printed_between:
-        return None
-    return Progress(size)
+    return Progress(inp.size)
 
 
 def _bytes(n: float) -> str:

@@ -77,7 +77,9 @@ class Panel:
     of the report's ``entry`` (key → ``[[seconds, value], ...]``), titled ``title`` with
     ``ylabel`` on its axis. The busiest lines (by the ``items`` of the key in the report's
     ``rank`` entry, else by their points) are named ``label`` with the key in its braces,
-    the rest drawn grey and counted as other ``plural``; ``empty`` when no line has a point."""
+    the rest drawn grey and counted as other ``plural``; ``empty`` when no line has a point.
+    ``lines``: the lines themselves (key → points), when they are not one entry of the
+    report (a view that makes its panels from the report, :meth:`StatsView.panels`)."""
 
     entry: str
     title: str
@@ -86,6 +88,7 @@ class Panel:
     plural: str
     empty: str
     rank: str | None = None
+    lines: dict | None = None
 
 
 class StatsView:
@@ -128,6 +131,11 @@ class StatsView:
 
     def sections(self, report: dict[str, Any], console: Console, max_rows: int) -> None:
         """Print the family's tables of ``report`` (each at most ``max_rows`` rows)."""
+
+    def panels(self, report: dict[str, Any]) -> tuple[Panel, ...]:
+        """The plot's panels of ``report`` (drawn when the family's part is shown): its
+        :attr:`panel`, if it has one."""
+        return () if self.panel is None else (self.panel,)
 
     def totals(self, capture: dict[str, Any]) -> str | None:
         """The closing line's count of the report's ``capture`` part, when the family's part is shown."""

@@ -141,7 +141,8 @@ def later(a: Any, b: Any) -> bool:
 
 
 class Timeline:
-    """Items and bytes per time bin, in total and per vbucket; at most ``max_bins`` bins.
+    """Items and bytes per time bin, in total and per vbucket, and operations per name (a
+    memcached client's GET, SET, ...); at most ``max_bins`` bins.
 
     All bins share one width, which doubles (merging neighbours) whenever a
     timestamp would fall beyond the last bin.  The bins start at ``t0``: the first
@@ -156,6 +157,7 @@ class Timeline:
         self.items: list[int] = []
         self.bytes: list[int] = []
         self.vbuckets: dict[int, list[int]] = {}
+        self.ops: dict[str, list[int]] = {}
 
     def _index(self, ts: float) -> int:
         if self.t0 is None:
@@ -180,6 +182,7 @@ class Timeline:
         self.items = merge(self.items)
         self.bytes = merge(self.bytes)
         self.vbuckets = {vb: merge(b) for vb, b in self.vbuckets.items()}
+        self.ops = {op: merge(b) for op, b in self.ops.items()}
 
     @staticmethod
     def _bump(bins: list[int], i: int, n: int) -> None:
@@ -195,11 +198,19 @@ class Timeline:
         self._bump(self.items, i, 0)
 
     def add_item(self, ts: float, vbucket: int) -> None:
+        self._count(self.vbuckets, vbucket, ts, 1)
+
+    def add_op(self, ts: float, name: str) -> None:
+        """An operation called ``name`` at ``ts`` (counted apart from the items)."""
+        self._count(self.ops, name, ts, 0)
+
+    def _count(self, table: dict, key: Any, ts: float, items: int) -> None:
+        """One more in ``key``'s bins of ``table`` at ``ts``, and ``items`` more items."""
         i = self._index(ts)
-        self._bump(self.items, i, 1)
-        bins = self.vbuckets.get(vbucket)
+        self._bump(self.items, i, items)
+        bins = table.get(key)
         if bins is None:
-            bins = self.vbuckets[vbucket] = []
+            bins = table[key] = []
         self._bump(bins, i, 1)
 
     def merge(self, other: "Timeline") -> None:
@@ -214,6 +225,7 @@ class Timeline:
             self.t0, self.t0_key, self.width = other.t0, other.t0_key, other.width
             self.items, self.bytes = list(other.items), list(other.bytes)
             self.vbuckets = {vb: list(b) for vb, b in other.vbuckets.items()}
+            self.ops = {op: list(b) for op, b in other.ops.items()}
             return
         if self.t0 == other.t0 and _power_of_two(max(self.width, other.width) / min(self.width, other.width)):
             if other.width > self.width:
@@ -225,19 +237,22 @@ class Timeline:
             _add_into(self.bytes, regroup(other.bytes))
             for vb, bins in other.vbuckets.items():
                 _add_into(self.vbuckets.setdefault(vb, []), regroup(bins))
+            for op, bins in other.ops.items():
+                _add_into(self.ops.setdefault(op, []), regroup(bins))
             while max(len(self.items), len(self.bytes)) > self.max_bins:
                 self._merge(2)
             return
         if later(self.t0_key, other.t0_key):  # the other one began first: its bins lead
             mine = Timeline(self.max_bins, self.width, self.t0)
-            mine.items, mine.bytes, mine.vbuckets = self.items, self.bytes, self.vbuckets
+            mine.items, mine.bytes, mine.vbuckets, mine.ops = self.items, self.bytes, self.vbuckets, self.ops
             self.t0, self.t0_key, self.width = other.t0, other.t0_key, other.width
             self.items, self.bytes = list(other.items), list(other.bytes)
             self.vbuckets = {vb: list(b) for vb, b in other.vbuckets.items()}
+            self.ops = {op: list(b) for op, b in other.ops.items()}
             other = mine
         # each of other's bins at its start on these bins: the last one first, so that the
         # width these bins end with is the one every index is taken at
-        n = max(len(other.items), len(other.bytes), *map(len, other.vbuckets.values()))
+        n = max(len(other.items), len(other.bytes), *map(len, other.vbuckets.values()), *map(len, other.ops.values()))
         last = self._index(other.t0 + (n - 1) * other.width)
         where = [self._index(other.t0 + i * other.width) for i in range(n - 1)] + [last]
         _add_at(self.bytes, where, other.bytes)
@@ -245,6 +260,8 @@ class Timeline:
         _add_at(self.items, where, [0] * len(other.bytes))  # (a bin with bytes has an items count)
         for vb, bins in other.vbuckets.items():
             _add_at(self.vbuckets.setdefault(vb, []), where, bins)
+        for op, bins in other.ops.items():
+            _add_at(self.ops.setdefault(op, []), where, bins)
 
     def json(self) -> dict[str, Any]:
         n = max(len(self.items), len(self.bytes))
@@ -255,6 +272,7 @@ class Timeline:
             "items": pad(list(self.items)),
             "bytes": pad(list(self.bytes)),
             "vbuckets": {str(vb): pad(list(b)) for vb, b in sorted(self.vbuckets.items())},
+            "ops": {op: pad(list(b)) for op, b in sorted(self.ops.items())},
         }
 
 

@@ -37,6 +37,10 @@ class Decoded:
     #: its session ran the rules on it, whatever the decoding context (a summary that
     #: counts MCBP frames by their headers alone still counts these records' findings)
     judged: bool = True
+    #: the family's part of the ``stats`` report that counts these records, if it has one:
+    #: a class whose ``name`` is the report's entry it makes, made once a collector, with
+    #: ``add(captured, ts, key)``, ``merge(other)`` and ``report(t0)`` (a JSON-ready value)
+    stats_part = None
     #: what MCBP messages carry and these do not
     spec = None
     opcode = None

@@ -75,6 +75,7 @@ SCHEMA_VERSION = 1
 MCBP = "mcbp"
 MAX_STREAM_RECORDS = 10_000  # per-stream rows kept for the report; aggregates keep counting
 MAX_PENDING = 100_000  # outstanding STREAM_REQ opaques remembered
+MAX_MARKS = 1000  # where findings happened, kept for the plot
 
 #: the report's key that counts each kind of stream message, in the report's order
 COUNT_KEYS = ("mutations", "deletions", "expirations", "prepares", "commits", "aborts", "system_events",
@@ -295,6 +296,10 @@ class StatsCollector:
         #: TAP connections: each its own session (sessions.tap), which counts what the report shows
         self._tap: dict[Any, TapSession] = {}
         self._tap_keys: dict[Any, Any] = {}
+        #: the parts of other families' records (Decoded.stats_part), by the report entry they make
+        self.parts: dict[str, Any] = {}
+        #: where findings happened: (time, rule), evenly thinned past MAX_MARKS
+        self.finding_marks = DecimatedSeries(MAX_MARKS)
 
     def feed(self, items: Iterable[Captured | Note]) -> "StatsCollector":
         for item in items:
@@ -348,6 +353,8 @@ class StatsCollector:
         cs.note_bytes[note.kind] += note.size
         if note.kind == "finding":
             cs.findings += 1
+            if note.ts and note.finding is not None:
+                self.finding_marks.add(note.ts, note.finding.rule, self._key)
 
     def _conn(self, flow: Any) -> ConnStats:
         cs = self.connections.get(flow)
@@ -403,6 +410,15 @@ class StatsCollector:
         cs.protocols[msg.protocol if isinstance(msg, Decoded) else MCBP] += 1
         if msg.findings:
             cs.findings += len(msg.findings)
+            if ts is not None:
+                for f in msg.findings:
+                    self.finding_marks.add(ts, f.rule, self._key)
+        part_of = getattr(msg, "stats_part", None)
+        if part_of is not None:
+            part = self.parts.get(part_of.name)
+            if part is None:
+                part = self.parts[part_of.name] = part_of()
+            part.add(item, ts, self._key)
         spec = msg.spec
         if spec is None or spec.family != "dcp":
             if spec is not None and (spec.family == "tap" or (msg.opcode == OP.NOOP and item.flow in self._tap)):
@@ -411,6 +427,8 @@ class StatsCollector:
                     tap = self._tap[item.flow] = TapSession()
                     self._tap_keys[item.flow] = self._key
                 tap.apply(msg, item.direction or None, ts, item.number)
+            elif spec is not None and request and ts is not None:  # a memcached operation
+                self.timeline.add_op(ts, msg.name)
             return
         op = msg.opcode
         if op == OP.DCP_STREAM_REQ:
@@ -677,6 +695,12 @@ class StatsCollector:
         self._tap.update(other._tap)
         self._tap_keys.update(other._tap_keys)
         self._tap = in_order(self._tap, lambda flow, tap: self._tap_keys.get(flow))
+        self.finding_marks.merge(other.finding_marks)
+        for name, part in other.parts.items():
+            if name in self.parts:
+                self.parts[name].merge(part)
+            else:
+                self.parts[name] = part
         return self
 
     # -- output ----------------------------------------------------------------------------
@@ -715,9 +739,13 @@ class StatsCollector:
                 for vb, vs in sorted(self.vbuckets.items())
                 if vs.series.last is not None
             },
+            "findings_at": [[round(t - t0, 6), rule] for t, rule in self.finding_marks.values()] if t0 is not None
+            else [],
         }
         if self._tap:  # TAP connections: per connection and vbucket (sessions.tap computes them)
             out["tap"] = {flow_label(flow): tap.stats() for flow, tap in self._tap.items()}
+        for name, part in self.parts.items():  # other families' entries, each its part's report
+            out[name] = part.report(t0)
         return out
 
 

@@ -98,17 +98,19 @@ class CaptureError(Exception):
 class _Gunzip:
     """Streaming gzip reader that returns what decompresses before a cut or error."""
 
-    def __init__(self, raw: BinaryIO):
+    def __init__(self, raw: BinaryIO, stream: bool = False):
         self._raw = raw
         self._z = zlib.decompressobj(wbits=47)
         self._pending = b""
         self.error: str | None = None
+        #: a pipe: ``read`` returns once anything has inflated, not when ``n`` bytes have
+        self._stream = stream
 
     def read(self, n: int) -> bytes:
         out = [self._pending] if self._pending else []
         have = len(self._pending)
         self._pending = b""
-        while have < n and self.error is None:
+        while have < n and self.error is None and not (self._stream and have):
             if self._z.eof:
                 rest = self._z.unused_data
                 if not rest:
@@ -276,10 +278,10 @@ def read_records(path: str | os.PathLike, max_record: int | None = None) -> "Rec
     cap = record_cap() if max_record is None else max_record
     f = _open(path)
     try:
-        head = f.read(24)
+        head = _read_full(f, 24)
     except OSError as exc:
         f.close()
-        raise CaptureError(f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from None
+        raise CaptureError(f"cannot read {_name(path)}: {exc.strerror or exc}") from None
     magic = head[:4]
     if magic in _PCAP_MAGICS:
         skip, watch = _Skip(), _Watch()
@@ -289,7 +291,11 @@ def read_records(path: str | os.PathLike, max_record: int | None = None) -> "Rec
         return Records(f, _pcapng(f, head, cap, watch), None, watch)
     why = getattr(f, "error", None) or ("empty file" if not head else f"unknown magic {magic.hex()}")
     f.close()
-    raise CaptureError(f"{os.fspath(path)}: not a pcap or pcapng capture ({why})")
+    raise CaptureError(f"{_name(path)}: not a pcap or pcapng capture ({why})")
+
+
+def _name(path) -> str:
+    return path.name if hasattr(path, "peek") else os.fspath(path)
 
 
 class Records:
@@ -355,7 +361,28 @@ def _records(f, gen):
         f.close()
 
 
+def _read_full(f, n: int) -> bytes:
+    """``n`` bytes (fewer only at the end): a stream's ``read`` gives what has arrived."""
+    data = f.read(n)
+    while len(data) < n:
+        piece = f.read(n - len(data))
+        if not piece:
+            break
+        data += piece
+    return data
+
+
 def _open(path):
+    """The bytes of a capture: ``path`` a local path, a URI (sources/uris.py), or an input
+    opened already whose first bytes were peeked (``sources/inputs.Input``: a pipe, a FIFO,
+    stdin), which is read on from its start, never opened again."""
+    if hasattr(path, "peek"):
+        raw = path.handle()
+        try:
+            gz = path.peek(2) == GZIP_MAGIC
+        except OSError as exc:
+            raise CaptureError(f"cannot read {path.name}: {exc.strerror or exc}") from None
+        return _Gunzip(raw, stream=not path.regular) if gz else raw
     try:
         raw = open_binary(path)  # a local path, or a URI (sources/uris.py)
     except OSError as exc:

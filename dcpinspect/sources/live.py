@@ -11,6 +11,8 @@ LINKTYPE_ETHERNET, LINKTYPE_SLL, LINKTYPE_RAW, LINKTYPE_NULL = 1, 113, 101, 0
 SOCKET_BUFFER = 32 * 1024 * 1024
 MAX_FRAME = 262144
 BPF_RET_K, SO_ATTACH_FILTER = 0x06, 26
+#: most packets dropped from the socket's queue once its filter is attached
+DRAINED = 100_000
 
 
 class LiveError(Exception):
@@ -41,6 +43,21 @@ def _attach_filter(sock, bpf: str, iface: str) -> None:
     sock.ins.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, program)
 
 
+def _drain(sock) -> None:
+    """Drop what the socket queued before its filter was attached (as libpcap does when it
+    sets a filter): packets the filter would have refused must not reach the decoder, nor
+    the file ``--write`` keeps."""
+    import select
+
+    for _ in range(DRAINED):  # bounded: on a busy interface new packets keep coming
+        if not select.select([sock], [], [], 0)[0]:
+            break
+        try:
+            sock.ins.recv(MAX_FRAME)
+        except (BlockingIOError, InterruptedError):
+            break
+
+
 def _linktype_of(cls) -> int:
     name = getattr(cls, "__name__", "")
     return {"Ether": LINKTYPE_ETHERNET, "CookedLinux": LINKTYPE_SLL, "Loopback": LINKTYPE_NULL}.get(
@@ -69,6 +86,7 @@ def sniff_records(
         sock = conf.L2listen(iface=iface)
         if bpf:
             _attach_filter(sock, bpf, iface)
+            _drain(sock)
     except (PermissionError, OSError, Scapy_Exception, ImportError) as exc:
         raise LiveError(f"cannot capture on {iface}: {exc}") from exc
     deadline = None if timeout is None else time.monotonic() + timeout

@@ -34,6 +34,7 @@ from ...sources.uris import UriError, is_uri, shown
 from ..capture import concluded, merge_correlators
 from ..files import CONCLUDED_KEY
 from ..inputs import Unusable
+from ..options import CaptureOptions
 from .partition import OUT_DDL, Output, decode_batches, part_batches
 from .plan import Plan, make_plan
 from .progress import Progress
@@ -63,7 +64,7 @@ class Analysis:
         return sum(n for (_, _, severity), n in self.findings.items() if severity == "error")
 
 
-def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE, ports=(),
+def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE, capture: CaptureOptions | None = None,
                  collections: bool | None = None, split: str = "auto", progress: Progress | None = None,
                  limits: dict | None = None) -> Analysis:
     """Analyse ``paths`` on ``spark`` into Parquet tables under ``out``. Raises
@@ -86,7 +87,7 @@ def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE
     result.phases["plan"] = time.monotonic() - began
     out = out if is_uri(out) else os.path.abspath(out)
     clear(out, [s.name for s in specs()] + [t.name for t in REPORT_TABLES])
-    kw = dict(ports=set(ports), collections=collections, detail=VALUES, **(limits or {}))
+    kw = dict(collections=collections, detail=VALUES, **(capture or CaptureOptions()).decoder(), **(limits or {}))
     try:
         rows = _rows(spark, plan, out, kw, progress).collect()
     except Exception as exc:  # noqa: BLE001 - a task's error reaches here as Spark's, whatever it was
@@ -237,8 +238,8 @@ def _write_text(target: str, text: str) -> None:
 
 
 def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: list[str] = (),
-                  range_size: int = RANGE_SIZE, ports=(), collections: bool | None = None, split: str = "auto",
-                  remote: str | None = None) -> bool:
+                  range_size: int = RANGE_SIZE, capture: CaptureOptions | None = None,
+                  collections: bool | None = None, split: str = "auto", remote: str | None = None) -> bool:
     """The ``analyze`` command: run, print the summary of findings by rule and class, and
     return whether one is an error (what cannot be used raises :class:`Unusable`)."""
     from ...limits import FLOWS, HELD
@@ -262,7 +263,7 @@ def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: l
     startup = time.monotonic() - began
     limits = dict(max_held=HELD.value(), max_flows=FLOWS.value())
     with Progress(_context(spark)) as progress:
-        result = run_analysis(spark, paths, out, range_size, ports, collections, split, progress, limits)
+        result = run_analysis(spark, paths, out, range_size, capture, collections, split, progress, limits)
     result.phases["startup"] = startup
     err = make_console(stderr=True)
     for path, note in result.notes:

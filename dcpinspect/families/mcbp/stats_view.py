@@ -25,6 +25,7 @@ from ...outputs.stats import (
     fmt_seconds,
     key_order,
     plural,
+    regroup,
 )
 from ...sessions.streams import MAX_SEQNO
 
@@ -48,6 +49,9 @@ _TAP_CONN_COLS = (Col("connection", 0, wrap=True), Col("name", 2), Col("connect 
 _TAP_VB_COLS = (Col("connection", 3, wrap=True), Col("vb", 0, True), Col("phase", 1), Col("states", 2, wrap=True),
                 Col("mut/del", 0, True), Col("other events", 3, wrap=True), Col("backfill", 1, True),
                 Col("checkpoints", 2, True), Col("acks", 2, True), Col("nacks", 1, True), Col("bytes", 2, True))
+
+#: time columns of the operations panel at most
+OPS_COLUMNS = 200
 
 _SHORT_TYPES = {"memory": "mem", "checkpoint": "ckpt", "history": "hist", "may-duplicate": "dup"}
 
@@ -91,6 +95,22 @@ class McbpStats(StatsView):
             _render_streams(report, console, max_rows)
         if report.get("tap"):
             render_tap(report["tap"], console, max_rows)
+
+    def panels(self, report: dict[str, Any]) -> tuple[Panel, ...]:
+        """Seqno per vbucket (when the capture has DCP items, or nothing else to draw), and
+        memcached's operations per second by opcode (when it has any)."""
+        tl = report.get("timeline") or {}
+        ops, width = tl.get("ops") or {}, tl.get("bin_width") or 0
+        out = [self.panel] if report.get("series") or not ops else []
+        if ops and width > 0:
+            columns = max(1, min(OPS_COLUMNS, len(next(iter(ops.values())))))
+            lines = {}
+            for name, bins in sorted(ops.items(), key=lambda kv: (-sum(kv[1]), kv[0])):
+                rates, col = regroup(bins, width, columns)
+                lines[name] = [[round(i * col, 6), round(r, 3)] for i, r in enumerate(rates)]
+            out.append(Panel("timeline", "memcached operations per second by opcode", "ops/s", "{}", "opcodes",
+                             "no operations", lines=lines))
+        return tuple(out)
 
     def totals(self, capture: dict[str, Any]) -> str:
         """``39 frames, 18 items in 4 streams, 3 vbuckets, 2 connections``."""

@@ -69,6 +69,12 @@ def _snapshot_sets(items: list) -> list:
     return gather(items)
 
 
+def _stats_view():
+    from .stats_view import VIEW  # rich: only for a command that prints statistics
+
+    return VIEW
+
+
 def _snapshot_rows(fh, name: str):
     from .tables import snapshot_rows
 
@@ -78,4 +84,4 @@ def _snapshot_rows(fh, name: str):
 FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=_snapshots,
                 is_snapshot=_is_snapshot, filters=FILTERS, aliases=("resp", "rdb", "valkey", "dragonfly"),
                 correlator=_correlator, tables=TABLES, snapshot_rows=_snapshot_rows,
-                snapshot_sets=_snapshot_sets)
+                snapshot_sets=_snapshot_sets, stats_view=_stats_view)

@@ -41,7 +41,10 @@ from ...rules.registry import DFS_RULES
 from . import report
 from .rdb import Seen
 from .records import AuxRecord, Ending, KeyRecord
-from .snapshots import TABLE_BATCH, _cut, _print_summary, _unusable, records, show_key
+from ...sources.inputs import InputError
+from .snapshots import (
+    ALL, TABLE_BATCH, Reading, _cut, _json, _print_summary, _unusable, export, key_test, records, show_key,
+)
 from .syncs import key_digest
 
 #: a member of a set: ``<name>-summary.dfs`` or ``<name>-<shard, 4 digits or more>.dfs``, gzip'd or not
@@ -294,13 +297,13 @@ def _number(raw: bytes) -> int | None:
     return value if value >= 0 else None
 
 
-def read_set(members: list[Member], checks: SetChecks, keep=False):
+def read_set(members: list[Member], checks: SetChecks, keep=False, select=None):
     """The records of each member in turn, as ``(index, record)``, the set's findings on the
     key records and after each member, and the whole set's last (a file that is no RDB at all
     is an InputError)."""
     judge = checks.key
     for i, member in enumerate(members):
-        for rec in records(member.path, keep):
+        for rec in records(member.path, keep, select):
             kind = type(rec)
             if kind is KeyRecord:
                 finding = judge(i, rec)
@@ -421,42 +424,59 @@ def members_of(paths) -> list[Member]:
 
 
 def show_set(paths, fmt: str, key: str | None = None, offset: int | None = None,
-             shown: Shown | None = None) -> int:
+             shown: Shown | None = None, how: Reading = ALL) -> int:
     """Read the files of a set (a tuple from :func:`gather`) as one snapshot and print it as
     ``fmt`` ("table", "jsonl" or "summary"), or the keys named by ``key`` / covering
-    ``offset`` in any member; returns the worst severity found (its rank in
-    findings.LEVELS, -1 for none)."""
+    ``offset`` in any member, read as ``how`` says (:class:`.snapshots.Reading`); returns
+    the worst severity found (its rank in findings.LEVELS, -1 for none)."""
     members = members_of(paths)
+    select = how.select
     checks = SetChecks(members)
     figures = SetFigures(members, checks)
     shown = shown or Shown()
     if key is not None or offset is not None:
-        _detail(members, checks, figures, key, offset, shown)
+        _detail(members, checks, figures, key, offset, shown, how, fmt)
+    elif fmt == "resp":
+        export((rec for i, rec in _figured(read_set(members, checks, True, select), figures)), figures.total,
+               lambda rec: None)  # read_set checks each member
+        figures.close()
     elif fmt == "jsonl":
-        _jsonl(members, checks, figures)
+        _jsonl(members, checks, figures, how)
     elif fmt == "summary":
-        for i, rec in read_set(members, checks):
+        digester = how.digester()
+        if digester is not None:
+            figures.total.digest = digester.snapshot
+        for i, rec in read_set(members, checks, digester is not None, select):
             figures.add(i, rec)
+            if digester is not None:
+                digester.key(rec) if type(rec) is KeyRecord else digester.see(rec)
         figures.close()
         _print_set_summary(figures)
     else:
-        _table(members, checks, figures, shown)
+        _table(members, checks, figures, shown, select)
     return figures.worst()
 
 
-def _jsonl(members: list[Member], checks: SetChecks, figures: SetFigures) -> None:
+def _figured(pairs, figures: SetFigures):
+    """The ``(index, record)`` pairs of :func:`read_set`, each added to the set's figures."""
+    for i, rec in pairs:
+        figures.add(i, rec)
+        yield i, rec
+
+
+def _jsonl(members: list[Member], checks: SetChecks, figures: SetFigures, how: Reading = ALL) -> None:
     write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else (lambda b: sys.stdout.write(b.decode()))
     files = [str(m.path) for m in members]
-    for i, rec in read_set(members, checks):
+    digester = how.digester()
+    if digester is not None:
+        figures.total.digest = digester.snapshot
+    for i, rec in read_set(members, checks, digester is not None, how.select):
         figures.add(i, rec)
         member = members[i]
-        if type(rec) is KeyRecord:
-            obj = report.key_json(rec)
-        elif isinstance(rec, AuxRecord):
-            obj = report.aux_json(rec)
-        elif isinstance(rec, Finding):
-            obj = report.finding_json(rec, files[i])
-        else:
+        if type(rec) is not KeyRecord and digester is not None:
+            digester.see(rec)
+        obj = _json(rec, files[i], digester, how.values)
+        if obj is None:
             continue
         obj["shard"] = member.shard
         obj["file"] = files[i]
@@ -466,13 +486,13 @@ def _jsonl(members: list[Member], checks: SetChecks, figures: SetFigures) -> Non
     sys.stdout.flush()
 
 
-def _table(members: list[Member], checks: SetChecks, figures: SetFigures, shown: Shown) -> None:
+def _table(members: list[Member], checks: SetChecks, figures: SetFigures, shown: Shown, select=None) -> None:
     console = make_console()
     headers = ("shard", *report.KEY_HEADERS)
     rows: list[tuple[str, ...]] = []
     loose: list[tuple[int, Finding]] = []
     printed = False
-    for i, rec in read_set(members, checks):
+    for i, rec in read_set(members, checks, False, select):
         figures.add(i, rec)
         if type(rec) is KeyRecord:
             rows.append((members[i].label, *(safe(_cut(c, shown.value)) for c in report.key_row(rec))))
@@ -507,17 +527,32 @@ def _print_set_summary(figures: SetFigures) -> None:
 
 
 def _detail(members: list[Member], checks: SetChecks, figures: SetFigures, key: str | None, offset: int | None,
-            shown: Shown) -> None:
-    """The keys named ``key`` or whose bytes cover ``offset``, in any member, as
-    ``rdb FILE --key`` shows them, each under its file's name."""
+            shown: Shown, how: Reading = ALL, fmt: str = "table") -> None:
+    """The keys named ``key`` (by their bytes or the text the table shows) or whose bytes
+    cover ``offset``, in any member, as ``rdb FILE --key`` shows them, each under its
+    file's name (as jsonl: each key's object with its value and digest); none found is an
+    InputError."""
     console = make_console()
-    want = key.encode("utf-8", "surrogateescape") if key is not None else None
-    keep = (lambda k: k == want) if want is not None else True
+    keep = key_test(key) if key is not None else True
+    digester = Reading(digest=True).digester()
     found = 0
-    for i, rec in read_set(members, checks, keep):
+    for i, rec in read_set(members, checks, keep, how.select):
         figures.add(i, rec)
-        found += show_key(console, members[i].path, rec, want, offset, shown)
+        if type(rec) is not KeyRecord:
+            digester.see(rec)
+            continue
+        if (key is not None and not keep(rec.key)) or (
+                offset is not None and not rec.offset <= offset < rec.offset + max(rec.length, 1)):
+            continue
+        found += 1
+        if fmt == "jsonl":
+            obj = report.key_json(rec, digester, True)
+            obj["shard"], obj["file"] = members[i].shard, str(members[i].path)
+            sys.stdout.write(dumps_line(obj).decode("ascii"))
+        else:
+            show_key(console, members[i].path, rec, None, offset, shown)
     figures.close()
     if not found:
         what = f"key {key!r}" if key is not None else f"offset {offset}"
-        console.print(safe(f"{figures.total.file}: no key at {what} in any file of the set"))
+        raise InputError(f"{figures.total.file}: no key at {what} in any file of the set")
+    sys.stdout.flush()

@@ -15,6 +15,8 @@ from ...messages.keys import key_text
 from ...outputs.escape import safe
 from ...sessions.decoded import Decoded
 from . import report
+from .stats import RedisStats
+from .data import function_json, value_json
 from .journal import OP_NAMES, JournalEntry
 from .records import AuxRecord, KeyRecord, OpRecord
 from .types import DF_FULLSYNC_END, DF_JOURNAL_BLOB, DF_JOURNAL_OFFSET
@@ -70,8 +72,9 @@ class RespRecord(Decoded):
     command stream's bytes before it) and what the handshake or an ACK says in ``fields``."""
 
     __slots__ = ("offset", "size", "type", "value", "command", "repl_offset", "fields", "findings", "truncated",
-                 "name", "is_request")
+                 "name", "is_request", "role", "reply_to", "answers", "latency_ms")
 
+    stats_part = RedisStats
     protocol = "resp"
 
     def __init__(self, offset: int, size: int, type_: str, value: tuple | None, truncated: bool = False) -> None:
@@ -81,12 +84,24 @@ class RespRecord(Decoded):
         self.fields: dict[str, Any] = {}
         self.findings: list[Finding] = []
         self.is_request = self.command is not None
+        #: what the frame is to its connection: a command, a reply (or a RESP3 push, a
+        #: published message, a MONITOR line: see pairing.py); "" when not known (a hex dump)
+        self.role = ""
+        self.reply_to: int | None = None  # the frame of the command a reply answers
+        self.answers: str | None = None  # and its name
+        self.latency_ms: float | None = None
         if self.command is not None:
             self.name = safe(text(self.command[0], NAME_CHARS).upper())
-        elif value is not None and value[0] in "+-" and isinstance(value[1], bytes):
-            self.name = safe(value[0] + text(value[1].split(b" ", 1)[0], NAME_CHARS))
         else:
-            self.name = TYPE_NAMES.get(type_, type_)
+            self.name = _value_name(value, type_)
+
+    def as_reply(self, role: str) -> None:
+        """The frame is the server's: a reply (or a push, a message, a MONITOR line), not a command."""
+        self.role = role
+        if self.command is not None:
+            self.command, self.is_request = None, False
+            self.name = _value_name(self.value, self.type)
+        self.is_request = False
 
     @property
     def verb(self) -> bytes:
@@ -105,6 +120,10 @@ class RespRecord(Decoded):
         elif self.value is not None and self.type not in ("keepalive",):
             row["value"] = json_value(self.value)
         row["repl_offset"] = self.repl_offset
+        if self.role:
+            row["role"] = self.role
+        if self.role == "reply":
+            row["reply_to"], row["latency_ms"] = self.reply_to, self.latency_ms
         row.update(self.fields)
         row["truncated"] = self.truncated
         row["findings"] = [f.to_json() for f in self.findings]
@@ -118,12 +137,51 @@ class RespRecord(Decoded):
             rows.append(("value", str(json_value(self.value))))
         if self.repl_offset is not None:
             rows.append(("replication offset", f"{self.repl_offset} to {self.repl_offset + self.size}"))
+        if self.reply_to is not None:
+            latency = "" if self.latency_ms is None else f" after {self.latency_ms} ms"
+            rows.append(("reply to", f"{self.answers} in frame {self.reply_to}{latency}"))
         rows += [(k.replace("_", " "), str(v)) for k, v in self.fields.items()]
         return rows
 
     def title(self) -> str:
-        kind = "command" if self.is_request else "reply"
-        return f"RESP {self.name} {kind}  {self.size} bytes at {self.offset}" + ("  (truncated)" * self.truncated)
+        if self.is_request:
+            what = f"{self.name} command"
+        elif self.value is None:
+            what = f"{self.name} reply" if self.role == "reply" or not self.role else self.name
+        else:
+            what = f"{self.role or 'reply'} {safe(shape(self.value))}"
+        return f"RESP {what}  {self.size} bytes at {self.offset}" + ("  (truncated)" * self.truncated)
+
+
+#: what a RESP3 aggregate is called in a reply's title
+AGGREGATE_NAMES = {"*": "array", "%": "map", "~": "set", ">": "push", "|": "attribute"}
+
+
+def shape(value: tuple) -> str:
+    """A server's value in short, as redis-cli users read it: ``+OK``, ``-ERR``, ``$5``,
+    ``:42``, ``array of 2``, ``map of 1``, ``null``."""
+    kind, payload = value
+    if kind in AGGREGATE_NAMES:
+        if payload is None:
+            return "null array"
+        n = len(payload) // 2 if kind in "%|" else len(payload)
+        return f"{AGGREGATE_NAMES[kind]} of {n}"
+    if payload is None:
+        return "null" if kind == "_" else f"{kind}-1"
+    if kind in "+-":
+        return kind + text(payload, 40)
+    if kind in "$!=":
+        return f"{kind}{len(payload)}"
+    if kind == "#":
+        return "#t" if payload else "#f"
+    return f"{kind}{text(payload, 40) if isinstance(payload, bytes) else payload}"
+
+
+def _value_name(value: tuple | None, type_: str) -> str:
+    """What summaries count a value that is no command under: a line's first word, else its type."""
+    if value is not None and value[0] in "+-" and isinstance(value[1], bytes):
+        return safe(value[0] + text(value[1].split(b" ", 1)[0], NAME_CHARS))
+    return TYPE_NAMES.get(type_, type_)
 
 
 class PayloadRecord(Decoded):
@@ -133,6 +191,7 @@ class PayloadRecord(Decoded):
 
     __slots__ = ("offset", "size", "head", "records", "summary", "findings", "truncated", "repl_offset")
 
+    stats_part = RedisStats
     protocol = "rdb"
     name = "RDB payload"
 
@@ -163,11 +222,15 @@ class PayloadRecord(Decoded):
                          "findings": [f.to_json() for f in self.findings]})
         for rec in self.records:
             if isinstance(rec, KeyRecord):
-                rows.append(report.key_json(rec))
+                row = report.key_json(rec)
+                if "digest" in rec.extra:  # read with Options.data: its value whole
+                    row["digest"] = rec.extra["digest"]
+                    row["value"] = value_json(rec)
+                rows.append(row)
             elif isinstance(rec, AuxRecord):
                 rows.append(report.aux_json(rec))
             elif isinstance(rec, OpRecord):
-                rows.append(opcode_json(rec))
+                rows.append(function_json(rec) or opcode_json(rec))
             else:
                 rows.append({"kind": "finding", "protocol": "rdb", **rec.to_json()})
         if self.summary is not None:
@@ -237,6 +300,7 @@ class JournalRecord(Decoded):
 
     __slots__ = ("offset", "size", "entry", "lsn", "db", "fields", "findings", "truncated", "name")
 
+    stats_part = RedisStats
     protocol = "journal"
 
     def __init__(self, offset: int, size: int, entry: JournalEntry | None, truncated: bool = False) -> None:

@@ -250,6 +250,8 @@ def intset(blob: bytes) -> list[int]:
         raise Corrupt(f"intset encoding {width} is none of 2, 4, 8", 0)
     if 8 + width * count != len(blob):
         raise Corrupt(f"{count} integers of {width} bytes do not fill the {len(blob) - 8} bytes after the header", 4)
+    if not count:
+        raise Corrupt("an intset holds no integer (the server's integrity check refuses an empty one)", 4)
     values = list(struct.unpack_from(f"<{count}{fmt}", blob, 8))
     if values != sorted(set(values)):  # not strictly increasing: say where
         for i in range(1, count):
@@ -297,6 +299,8 @@ def zipmap(blob: bytes) -> list[bytes]:
         p += size + free
     if p != len(blob):
         raise Corrupt(f"{len(blob) - p} bytes after the zipmap's end", p)
+    if not out:
+        raise Corrupt("a zipmap holds no pair (the server's integrity check refuses an empty one)", 0)
     if zmlen < 254 and zmlen != len(out) // 2:
         raise Corrupt(f"zmlen says {zmlen} pairs, the zipmap holds {len(out) // 2}", 0)
     return out

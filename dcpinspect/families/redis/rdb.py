@@ -48,16 +48,19 @@ class RdbParser:
     False, or a test of the key's bytes); ``cap``: the longest string held (the RDB string
     limit); ``trailing_ok``: bytes after the checksum are the caller's (a replication
     stream), not a finding; ``nested``: the decompressed content of a Dragonfly blob, read
-    with the state of the parser given."""
+    with the state of the parser given; ``select``: a :class:`~.selection.KeySelection`,
+    whose keys alone are given (the others are read, counted and judged for duplicates,
+    their values passed over unmade)."""
 
     def __init__(self, keep: bool | Callable[[bytes], bool] = False, cap: int | None = None,
-                 trailing_ok: bool = False, nested: "RdbParser | None" = None) -> None:
+                 trailing_ok: bool = False, nested: "RdbParser | None" = None, select=None) -> None:
         self.buf = bytearray()
         self.base = 0  # the input offset of buf[0]
         self.cap = RDB_STRING.value() if cap is None else cap
         self._keep_test = callable(keep)
         self._keep = keep if self._keep_test else bool(keep)
         self.keeping = False
+        self.select = select
         self.trailing_ok = trailing_ok
         self._out: list = []
         self._need = 1
@@ -72,9 +75,10 @@ class RdbParser:
         #: what is being decoded, for messages: text, or the parts of it (see ``what``)
         self._what: str | tuple = "the header"
         self._keys_cap = RDB_KEYS.value()
-        #: the C record lane (see _lane), when values are not kept: its table of layouts and
+        #: the C record lane (see _lane), when values are not kept or are kept of some keys
+        #: only (those it leaves to the readers): its table of layouts and
         #: the value types it names, for the (vendor, version) they were made for
-        self._lane_on = C is not None and self._keep is False
+        self._lane_on = C is not None and (self._keep is False or select is not None or self._keep_test)
         self._lane_for: tuple | None = None
         self._lane_table: tuple | None = None
         self.nested = nested
@@ -368,12 +372,24 @@ class RdbParser:
             return p  # a ctime no expiry can be compared with in C
         db, remembered = state.db, state._seen_count
         seen = state._seen_of(db) if remembered < self._keys_cap else None
+        select = self.select
+        want = None
+        if self._keep is not False:  # values are kept: the lane reads only the keys passed over
+            keep, keep_test, ctime = self._keep, self._keep_test, state.ctime_ms
+
+            def want(key, op, expire):
+                return (not keep_test or keep(key)) and (select is None or
+                                                         select.wanted(db, key, vtypes[op].type, expire, ctime))
         q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms,
-                          _MAKER, self.base, db, vtypes)
-        self._out += found
+                          _MAKER, self.base, db, vtypes, want)
         state.keys += len(found)
         if seen is not None:
             state._seen_count += len(found)
+        if select is None:
+            self._out += found
+        else:
+            admits, ctime = select.admits, state.ctime_ms
+            self._out += [rec for rec in found if admits(rec, ctime)]
         return q
 
     def _seen_of(self, db: int):
@@ -398,13 +414,6 @@ class RdbParser:
         rec = KeyRecord(state.db, key if key is not None else b"", op, vtype, start, encoding=vtype.encoding)
         self._what = ("value", rec, start)
         self._current = rec
-        keep = self._keep
-        self.keeping = keep(rec.key) if self._keep_test else keep
-        value_start = self.base + p
-        p = yield from READERS[vtype.layout](self, p, rec)
-        end = self.base + p
-        rec.size = end - value_start
-        rec.length = end - start
         if pending:
             rec.expire_ms = pending.get("expire_ms")
             rec.idle = pending.get("idle")
@@ -412,13 +421,25 @@ class RdbParser:
             for name in ("flags", "mc_flags", "slot", "key_meta"):
                 if name in pending:
                     rec.extra[name] = pending[name]
+        keep, select = self._keep, self.select
+        self.keeping = keep(rec.key) if self._keep_test else keep
+        if self.keeping and select is not None:
+            self.keeping = select.wanted(rec.db, rec.key, vtype.type, rec.expire_ms, state.ctime_ms)
+        value_start = self.base + p
+        p = yield from READERS[vtype.layout](self, p, rec)
+        end = self.base + p
+        rec.size = end - value_start
+        rec.length = end - start
         self._judge(rec)
         self._current = None
-        self._out.append(rec)
+        if select is None or select.admits(rec, state.ctime_ms):
+            self._out.append(rec)
         return p
 
     def _judge(self, rec: KeyRecord) -> None:
         state = self._state
+        if rec.elements == 0 and rec.vtype.type in _COLLECTIONS:
+            self.note("rdb-empty-key", f"{rec.vtype.type} {self.key_text(rec)} holds no element", rec.offset)
         if rec.expire_ms is not None and state.ctime_ms is not None and rec.expire_ms < state.ctime_ms:
             self.note("rdb-expired-key", f"key {self.key_text(rec)} expired at {rec.expire_ms} ms, before the "
                                          f"snapshot's ctime {state.ctime_ms // 1000} s", rec.offset)
@@ -591,6 +612,8 @@ def _raw4(buf, p):
     return bytes(buf[p:p + 4]), p + 4
 
 
+#: the types whose keys a server skips when they hold no element (``rdb-empty-key``)
+_COLLECTIONS = frozenset(("list", "set", "zset", "hash"))
 _BLOBS = (types.DF_LZ4_BLOB, types.DF_ZSTD_BLOB)
 _PREFIXES = {types.EXPIRETIME_MS: _expire_ms, types.EXPIRETIME: _expire_s, types.IDLE: _idle, types.FREQ: _freq,
              types.ENT_RAM_LRU: _ent_len, types.ENT_SLOT_NUM: _ent_len, types.DF_MASK: _df_mask}
@@ -726,7 +749,7 @@ def _df_blob(r: RdbParser, p: int, rec: OpRecord):
                                       "passed over", rec.offset)
         return (yield from r.skip(q, size))
     data, p = yield from r.get(_raw, q, size)
-    child = RdbParser(r._keep, r.cap, nested=r._state if r.nested is None else r.nested)
+    child = RdbParser(r._keep, r.cap, nested=r._state if r.nested is None else r.nested, select=r.select)
     out: list = []
     try:
         for piece in _inflate(rec.opcode, data, r.cap):  # the content goes to the child as it inflates

@@ -4,12 +4,14 @@ fields). Plain data: the engine prints it with the outputs' printers."""
 
 from __future__ import annotations
 
+import base64
 import heapq
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 
 from ...findings import Finding
 from ...messages.keys import key_text
+from .data import value_json, value_length
 from .records import AuxRecord, Ending, KeyRecord, OpRecord
 
 PROTOCOL = "rdb"
@@ -31,15 +33,28 @@ def _text(raw: bytes | None) -> str | None:
     return None if raw is None else key_text(raw)
 
 
-def key_json(rec: KeyRecord) -> dict:
-    """One key, in the schema of issue 13: kind, protocol, db, key, type, encoding,
-    elements, size, expire_ms, offset, length, findings."""
-    out = {"kind": "key", "protocol": PROTOCOL, "db": rec.db, "key": key_text(rec.key), "type": rec.type,
-           "encoding": rec.encoding, "elements": rec.elements, "size": rec.size, "expire_ms": rec.expire_ms,
-           "offset": rec.offset, "length": rec.length,
+def key_json(rec: KeyRecord, digester=None, values: bool = False) -> dict:
+    """One key: kind, protocol, db, key (``key_base64`` too when the name is not UTF-8: the
+    ``key`` text then escapes its bytes), type, encoding, elements, ``value_length``
+    (STRLEN of a string, else the elements), size (bytes serialised), expire_ms, offset,
+    length (of the record), findings; with a ``digester`` (:class:`.digest.Digester`,
+    values kept) its ``digest``; with ``values``, the ``value`` (:mod:`.data`)."""
+    key = rec.key
+    out = {"kind": "key", "protocol": PROTOCOL, "db": rec.db, "key": key_text(key), "type": rec.type,
+           "encoding": rec.encoding, "elements": rec.elements, "value_length": value_length(rec), "size": rec.size,
+           "expire_ms": rec.expire_ms, "offset": rec.offset, "length": rec.length,
            "findings": [f.to_json() for f in rec.findings]}
+    if not key.isascii():
+        try:
+            key.decode("utf-8")
+        except UnicodeDecodeError:
+            out["key_base64"] = base64.b64encode(key).decode("ascii")
     if rec.blob_offset is not None:
         out["blob_offset"] = rec.blob_offset
+    if digester is not None:
+        out["digest"] = digester.key(rec)
+    if values:
+        out["value"] = value_json(rec)
     return out
 
 
@@ -82,6 +97,8 @@ class Summary:
         self.findings: Counter = Counter()
         self.severities: Counter = Counter()
         self.ending: Ending | None = None
+        #: the snapshot's digest when values are read (a :class:`.digest.SnapshotDigest`)
+        self.digest = None
 
     def add(self, rec) -> None:
         if type(rec) is KeyRecord:  # the common case, first
@@ -167,7 +184,16 @@ class Summary:
             "expiring": self.expiring, "expired": self.expired,
             "biggest": self.biggest_keys(), "aux": self.aux, "opcodes": dict(sorted(self.opcodes.items())),
             "findings": dict(sorted(self.findings.items())),
+            **self.digest_json(),
         }
+
+    def digest_json(self) -> dict:
+        """``digest`` (as ``DEBUG DIGEST`` gives it) and ``digest_unknown`` (keys of module
+        values, whose digest only their module makes: with any, the digest is not the
+        server's), when values were read."""
+        if self.digest is None:
+            return {}
+        return {"digest": self.digest.hexdigest(), "digest_unknown": self.digest.unknown}
 
 
 def detail_rows(rec: KeyRecord, value_limit: int | None) -> list[tuple[str, str]]:
@@ -176,6 +202,7 @@ def detail_rows(rec: KeyRecord, value_limit: int | None) -> list[tuple[str, str]
     rows = [("offset", str(rec.offset)), ("length", str(rec.length)), ("db", str(rec.db)),
             ("key", key_text(rec.key)), ("type", f"{rec.type} (RDB type {rec.type_id}, {rec.vtype.rdb_name})"),
             ("encoding", rec.encoding), ("elements", "" if rec.elements is None else str(rec.elements)),
+            ("value length", "" if value_length(rec) is None else str(value_length(rec))),
             ("size", f"{rec.size} bytes serialised")]
     if rec.blob_offset is not None:
         rows.append(("offset in blob", str(rec.blob_offset)))

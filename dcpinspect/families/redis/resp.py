@@ -31,34 +31,23 @@ of it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from ...framing.framer import Framer, RawFrame, Skipped
 from ...limits import RESP_ELEMENTS, RESP_FRAME
-from . import journal
+from . import journal, resync
+from .inline import split_args
 from .primitives import Corrupt, NeedMore, read_len
+from .resync import AGGREGATE_TYPES, BULK_TYPES, LINE_TYPES, MAX_COUNT, MAX_DEPTH, MAX_LINE, TYPES  # noqa: F401
+from .resync import line_problem as _line_problem
+from .resync import number as _number
 from .types import header
 
-#: the type bytes of RESP2 and RESP3 (anything else starting a frame is an inline command)
-LINE_TYPES = frozenset(b"+-:_,#(")
-BULK_TYPES = frozenset(b"$!=")
-AGGREGATE_TYPES = frozenset(b"*~>%|")
-TYPES = LINE_TYPES | BULK_TYPES | AGGREGATE_TYPES
-#: Redis's PROTO_INLINE_MAX_SIZE: the longest line (inline command, simple string, header)
-MAX_LINE = 64 * 1024
-MAX_DEPTH = 64
-#: Redis's own bound on an aggregate's count (INT_MAX) and a bulk's length (LLONG_MAX)
-MAX_COUNT = (1 << 31) - 1
 #: payload bytes a piece holds at most; pieces are cut at multiples of it from the payload's start
 PIECE = 64 * 1024
 #: the length of the diskless payload's end mark
 MARK = 40
-#: where a framer that lost its place looks for a command again: an array of bulk strings
-RESYNC = re.compile(rb"\*[1-9][0-9]{0,6}\r\n\$[0-9]{1,9}\r\n")
-RESYNC_KEEP = 24  # longer than any match's start, so a match cut by a segment is found whole
-
 NORMAL, LOST, PAYLOAD_LEN, PAYLOAD_EOF = "normal", "lost", "payload-len", "payload-eof"
 #: a Dragonfly flow's stable sync: journal records, one passed over, the place lost
 JOURNAL, JOURNAL_SKIP, JOURNAL_LOST = "journal", "journal-skip", "journal-lost"
@@ -104,7 +93,7 @@ class RespFramer(Framer):
 
     __slots__ = ("buf", "base", "pos", "stack", "bulk", "doomed", "elements", "state", "expect", "left", "paid",
                  "mark", "searched", "resumed", "skip_from", "skip_size", "frame_cap", "elements_cap", "_doomed_bytes",
-                 "then", "need", "passing")
+                 "then", "need", "passing", "edge")
 
     def __init__(self, synced: bool = True, runs: bool = False) -> None:
         Framer.__init__(self)
@@ -130,6 +119,7 @@ class RespFramer(Framer):
         self.then = NORMAL  # the state after the payload's end mark
         self.need = 0  # the buffer's length a journal record needs at least
         self.passing: list | None = None  # a journal record passed over: [entry, strings left, bytes left]
+        self.edge = not synced  # while lost: the buffer's first byte may start a frame (see resync.py)
 
     # -- the Framer interface --------------------------------------------------------------
 
@@ -200,6 +190,9 @@ class RespFramer(Framer):
             self.skip_size += len(buf)
             self.base += len(buf)
             self._skipped(out, "no journal record found")
+        elif self.state == LOST and buf and self._resync(out, True):
+            out += self.close()  # the frames from the place taken, and how the stream ends
+            return out
         elif self.state == LOST:
             self.skip_size += len(buf)
             self.base += len(buf)
@@ -254,6 +247,7 @@ class RespFramer(Framer):
         self.state = LOST
         self.expect = False
         self.skip_from, self.skip_size = at, 0
+        self.edge = True
 
     def _skipped(self, out: list, reason: str) -> None:
         if self.skip_size:
@@ -288,20 +282,18 @@ class RespFramer(Framer):
             elif not self._journal_resync(out):
                 return
 
-    def _resync(self, out: list) -> bool:
+    def _resync(self, out: list, final: bool = False) -> bool:
+        """Look for the earliest place a reply or command starts that reads whole (resync.py;
+        ``final``: no more bytes will come)."""
         buf = self.buf
-        m = RESYNC.search(buf)
-        if m is None:
-            drop = max(0, len(buf) - RESYNC_KEEP)
-            if drop:
-                self.skip_size += drop
-                del buf[:drop]
-                self.base += drop
+        at, drop = resync.start(buf, self.edge, final)
+        if drop:
+            self.edge = buf[drop - 1] == 10
+            self.skip_size += drop
+            del buf[:drop]
+            self.base += drop
+        if at is None:
             return False
-        start = m.start()
-        self.skip_size += start
-        del buf[:start]
-        self.base += start
         self._skipped(out, "resynchronising: no RESP frame start")
         self.state = NORMAL
         return True
@@ -393,7 +385,9 @@ class RespFramer(Framer):
         if end is None:
             return WAIT if self.state == NORMAL else DONE
         line = bytes(self.buf[:end])
-        words = line.rstrip(b"\r\n").split()
+        words = split_args(line[:-2] if line.endswith(b"\r\n") else line[:-1])
+        if words is None:
+            return self._error(out, end, "Protocol error: unbalanced quotes in request")
         self._emit(out, end, RespFrame(self.base, line, kind="inline" if words else "keepalive",
                                        value=("inline", words)))
         return DONE
@@ -734,26 +728,6 @@ def flow_answer(value: tuple) -> tuple[bytes, bytes] | None:
 def _command_name(args: list[bytes]) -> bool:
     """A journal command's first string looks like a command's name."""
     return bool(args) and 0 < len(args[0]) <= 32 and args[0].replace(b".", b"").replace(b"_", b"").isalpha()
-
-
-def _number(text: bytes) -> int | None:
-    """A RESP length or count: an optional minus and at most 19 digits."""
-    digits = text[1:] if text[:1] == b"-" else text
-    if not digits or len(digits) > 19 or not digits.isdigit():
-        return None
-    return int(text)
-
-
-def _line_problem(t: int, text: bytes) -> str:
-    if t == 58 and _number(text) is None:  # :
-        return f"{text[:40]!r} is no RESP integer"
-    if t == 95 and text:  # _
-        return "a RESP3 null carries bytes"
-    if t == 35 and text not in (b"t", b"f"):  # #
-        return f"{text[:40]!r} is no RESP3 boolean"
-    if t == 40 and not (text[1:] if text[:1] in (b"-", b"+") else text).isdigit():  # (
-        return f"{text[:40]!r} is no RESP3 big number"
-    return ""
 
 
 def _line_value(t: int, text: bytes):

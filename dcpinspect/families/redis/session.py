@@ -15,6 +15,11 @@ A Dragonfly replica's connections (§13) are followed by :mod:`.dragonfly` once 
 Dragonfly command or answer shows them (a control connection, or a FLOW connection with
 its snapshot and journal), reporting to the capture's correlator (:class:`~.syncs.Syncs`)
 when the engine gives one.
+
+Every connection's replies are paired with the commands they answer (:mod:`.pairing`):
+what the client sends is a command, what the server sends a reply (a push, a published
+message, a MONITOR line), except the master's replication stream; a line from the server
+that is no RESP value is a protocol error, never a command.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ from bisect import bisect_left
 from ...findings import Finding
 from ...framing.framer import RawFrame
 from ...rules.registry import REDIS_RULES
-from . import dragonfly, report
-from .frames import JournalRecord, PayloadRecord, RespRecord
+from . import dragonfly, pairing, report
+from .frames import JournalRecord, PayloadRecord, RespRecord, text
 from .rdb import RdbParser
+from .records import KeyRecord
 from .resp import RespFrame
 
 #: command boundaries remembered for checking ACKs (an ACK lags the stream by about a second)
@@ -58,6 +64,11 @@ class Replication:
         self.acked: int | None = None
         self.correlator, self.flow = correlator, flow  # the capture's Dragonfly syncs, this connection
         self.dragonfly: dragonfly.Control | dragonfly.Flow | None = None
+        self.pairing = pairing.Pairing()
+        self.link = False  # a replication link: the replica ACKs (what the master sends unasked are commands)
+        #: the payload's keys are read with their values, and digested (Options.data)
+        self.data = bool(getattr(options, "data", False))
+        self.digester = None
 
     # -- the Session interface -------------------------------------------------------------
 
@@ -79,10 +90,23 @@ class Replication:
         type_ = kind if kind in ("inline", "keepalive") else (value[0] if value else "invalid")
         rec = RespRecord(raw.offset, len(raw.data), type_, value, raw.truncated)
         if raw.truncated:
+            what = {"c2s": "a command", "s2c": "a reply"}.get(direction or "", "a RESP frame")
             rec.findings.append(REDIS_RULES["resp-truncated"].finding(
-                f"the stream ends {len(raw.data)} bytes into a RESP frame", raw.offset))
-        if value is not None:
-            self._judge(rec, direction, index)
+                f"the capture ends {len(raw.data)} bytes into {what} (bytes {raw.offset} to "
+                f"{raw.offset + len(raw.data)} of its direction)", raw.offset))
+            if direction == "s2c":
+                rec.role = "reply"
+        if value is None:
+            return rec
+        if direction == "s2c" and kind == "inline":
+            rec.type, rec.command, rec.is_request, rec.role = "invalid", None, False, "invalid"
+            rec.name = "invalid"
+            rec.findings.append(REDIS_RULES["resp-protocol-error"].finding(
+                f"the server sent a line that is no RESP reply: {text(raw.data, 60)}", raw.offset))
+            return rec
+        if direction in ("c2s", "s2c") and kind != "keepalive":
+            self._pair(rec, direction, ts, index)
+        self._judge(rec, direction, index)
         return rec
 
     def gap(self) -> None:
@@ -90,6 +114,35 @@ class Replication:
 
     def finish(self) -> list[Finding]:
         return []
+
+    # -- commands and their replies -------------------------------------------------------
+
+    def _pair(self, rec: RespRecord, direction: str, ts: float | None, index: int | None) -> None:
+        """A command remembered, or a reply given the command it answers (pairing.py)."""
+        if direction == "c2s":
+            if rec.command is not None:
+                rec.role = "command"
+                if rec.verb == b"REPLCONF" and rec.args[:1] and rec.args[0].upper() == b"ACK":
+                    self.link = True
+                self.pairing.command(rec.command, rec.name, index or 0, ts)
+            return
+        if self._streamed(rec, direction):
+            rec.role = "command"
+            return
+        role, waiting = self.pairing.reply(rec.value)
+        rec.as_reply(role)
+        if waiting is not None:
+            rec.reply_to, rec.answers = waiting.frame, waiting.name
+            if ts and waiting.ts and ts >= waiting.ts:
+                rec.latency_ms = round((ts - waiting.ts) * 1000, 3)
+
+    def _streamed(self, rec: RespRecord, direction: str) -> bool:
+        """Whether a command-shaped frame from the server is the master's replication stream."""
+        if rec.command is None:
+            return False
+        if direction == self.master and self.start is not None and rec.offset >= self.start:
+            return True
+        return self.link and not self.pairing.waiting
 
     # -- the handshake, the stream and ACKs ----------------------------------------------------
 
@@ -173,13 +226,20 @@ class Replication:
 
     def _payload(self, raw: RespFrame, direction: str | None, kind: str) -> PayloadRecord:
         if kind == "payload-start":
+            self.pairing.take(b"SYNC")
             form, what = raw.value
             head = {"form": form, "payload_length": what} if form == "length" else {"form": form, **_mark(what)}
             rec = PayloadRecord(raw.offset, len(raw.data), head)
             rec.repl_offset = self.resync
             self.master = self.master or direction
-            self.parser = RdbParser(keep=False)
+            self.parser = RdbParser(keep=self.data)
             self.summary = report.Summary("replication payload")
+            self.digester = None
+            if self.data:
+                from .digest import Digester
+
+                self.digester = Digester()
+                self.summary.digest = self.digester.snapshot
             self.cut = False
             return rec
         rec = PayloadRecord(raw.offset, len(raw.data), truncated=raw.truncated)
@@ -204,8 +264,14 @@ class Replication:
             if not self.cut:
                 got += parser.close()
             self.parser = None
+        digester = self.digester
         for r in got:
             summary.add(r)
+            if digester is not None:
+                if isinstance(r, KeyRecord):
+                    r.extra["digest"] = digester.key(r)
+                else:
+                    digester.see(r)
         rec.add(got)
         if last:
             rec.summary = report.payload_json(summary, got, self.cut)

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import gzip
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...findings import LEVELS, Finding
+from ...messages.keys import key_text
 from ...outputs.console import make_console
 from ...outputs.escape import safe
 from ...outputs.jsonl import dumps_line
@@ -22,7 +25,7 @@ from ...sources.inputs import InputError, _problem, gzipped
 from . import report
 from .anatomy import anatomy
 from .rdb import RdbParser
-from .records import AuxRecord, Ending, KeyRecord
+from .records import AuxRecord, Ending, KeyRecord, OpRecord
 from .types import header
 
 #: bytes read from the file at a time
@@ -39,35 +42,81 @@ def is_snapshot(head: bytes) -> bool:
 
 
 def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None,
-         shown: Shown | None = None) -> int:
-    """Decode one file and print it as ``fmt`` ("table", "jsonl" or "summary"), or the
+         shown: Shown | None = None, select: dict | None = None, values: bool = False,
+         digest: bool = False) -> int:
+    """Decode one file and print it as ``fmt`` ("table", "jsonl", "summary", or "resp": its
+    data as Redis commands, see :mod:`.export`), or the
     keys named by ``key`` / covering ``offset``; returns the worst severity found (its
-    rank in findings.LEVELS, -1 for none). A file that is no RDB at all is an InputError.
-    A tuple of paths is a Dragonfly ``.dfs`` set, read as one snapshot (see :mod:`.dfs`); a
-    shard file of one given alone is read as itself, with a note naming its set."""
+    rank in findings.LEVELS, -1 for none). A file that is no RDB at all is an InputError,
+    and so is a ``key`` it does not hold. A tuple of paths is a Dragonfly ``.dfs`` set,
+    read as one snapshot (see :mod:`.dfs`); a shard file of one given alone is read as
+    itself, with a note naming its set. ``select``: the key selection's options by name
+    (:meth:`.selection.KeySelection.from_options`; a value it cannot take is an
+    InputError); ``values``: jsonl key objects carry their values and digests (and
+    functions their code); ``digest``: the keys' and the snapshot's digests are computed
+    (``values`` implies it)."""
     from . import dfs
 
+    how = Reading(selection_of(select), values, digest or values)
     if isinstance(path, tuple):
-        return dfs.show_set(path, fmt, key, offset, shown)
-    note = dfs.set_note(path)
+        return dfs.show_set(path, fmt, key, offset, shown, how)
+    name = path if isinstance(path, (str, Path)) else getattr(path, "path", None)  # None: a stream
+    note = dfs.set_note(Path(name)) if name else None
     if note is not None:
         if fmt == "jsonl" and key is None and offset is None:
             sys.stderr.write(note + "\n")
         else:
             make_console().print(safe(note))
-    return _one(path, fmt, key, offset, shown or Shown())
+    return _one(path, fmt, key, offset, shown or Shown(), how)
 
 
-def records(path: Path, keep=False, progress=None):
-    """The records of one file, as they complete (the :class:`Ending` last); ``progress``
-    (if any) told of the bytes of the file read after each chunk."""
+@dataclass(frozen=True)
+class Reading:
+    """How a snapshot is read: which keys (a :class:`~.selection.KeySelection`, or None
+    for all), whether jsonl carries values, whether digests are computed."""
+
+    select: Any = None
+    values: bool = False
+    digest: bool = False
+
+    def digester(self):
+        """A :class:`~.digest.Digester` when digests are asked for, else None."""
+        if not self.digest:
+            return None
+        from .digest import Digester
+
+        return Digester()
+
+
+ALL = Reading()
+
+
+def selection_of(select: dict | None):
+    """The :class:`~.selection.KeySelection` of the options ``select`` gives, or None."""
+    if not select:
+        return None
+    from .selection import KeySelection
+
     try:
-        raw = open(path, "rb")
-        fh = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped(path) else raw
+        return KeySelection.from_options(select)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def records(path, keep=False, select=None, recent: "_Recent | None" = None, progress=None):
+    """The records of one file, as they complete (the :class:`Ending` last); only the keys
+    ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given. ``path``: a
+    path, or an input opened already (``sources.inputs.Contents``: read on from its start,
+    never opened again); ``recent`` keeps the last bytes read, for a stream's record anatomy;
+    ``progress`` (if any) hears of the bytes read after each chunk."""
+    opened = hasattr(path, "read")
+    try:
+        fh = path if opened else gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
     except OSError as exc:
         raise _problem(path, exc) from None
-    parser = RdbParser(keep=keep)
-    with raw, fh:
+    parser = RdbParser(keep=keep, select=select)
+    at = 0
+    try:
         while True:
             try:
                 chunk = fh.read(CHUNK)
@@ -75,10 +124,38 @@ def records(path: Path, keep=False, progress=None):
                 raise InputError(f"{path}: cannot read ({exc})") from None
             if not chunk:
                 break
+            if recent is not None:
+                recent.add(at, chunk)
+            at += len(chunk)
             yield from parser.feed(chunk)
             if progress is not None:
-                progress(0, raw.tell())
+                progress(0, at)
+    finally:
+        if not opened:
+            fh.close()
     yield from parser.close()
+
+
+class _Recent:
+    """The last bytes read from a stream, which cannot be read again: enough for a record
+    of up to :data:`RECORD_READ` bytes that ends in the chunk just read."""
+
+    def __init__(self, keep: int = RECORD_READ + 2 * CHUNK) -> None:
+        self.keep = keep
+        self.parts: list[tuple[int, bytes]] = []
+
+    def add(self, start: int, chunk: bytes) -> None:
+        self.parts.append((start, chunk))
+        while sum(len(c) for _, c in self.parts[1:]) >= self.keep:
+            self.parts.pop(0)
+
+    def get(self, offset: int, n: int) -> bytes | None:
+        """``n`` bytes from ``offset`` (fewer at the end), or None when they are no longer held."""
+        if not self.parts or offset < self.parts[0][0]:
+            return None
+        first = self.parts[0][0]
+        data = b"".join(c for _, c in self.parts)
+        return data[offset - first:offset - first + n]
 
 
 def _unusable(path: Path, rec) -> None:
@@ -89,27 +166,43 @@ def _unusable(path: Path, rec) -> None:
         raise InputError(f"{path}: {rec.bytes_read} bytes, too short to be an RDB file")
 
 
-def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown) -> int:
+def _progress(path, fmt: str):
+    """The progress line of an opened input read whole (not inflated: its bytes read are
+    its position), or None."""
+    inp = getattr(path, "_input", None)
+    if inp is None or getattr(path, "gzipped", True):
+        return None
+    return progress_for(inp, fmt)
+
+
+def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown, how: Reading = ALL) -> int:
     summary = report.Summary(str(path))
     if key is not None or offset is not None:
-        return _detail(path, key, offset, shown, summary)
-    progress = progress_for(path, fmt)
+        return _detail(path, key, offset, shown, summary, how, fmt)
+    progress = _progress(path, fmt)
     try:
-        return _all(path, fmt, shown, summary, progress)
+        return _all(path, fmt, shown, summary, how, progress)
     finally:
         if progress is not None:
             progress.close()
 
 
-def _all(path: Path, fmt: str, shown: Shown, summary: report.Summary, progress) -> int:
-    keep = False
-    if fmt == "jsonl":
+def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, progress) -> int:
+    select, digester = how.select, how.digester()
+    keep = digester is not None
+    if digester is not None:
+        summary.digest = digester.snapshot
+    if fmt == "resp":
+        export(records(path, True, select), summary, lambda rec: _unusable(path, rec))
+    elif fmt == "jsonl":
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
-        for rec in records(path, keep, progress):
+        for rec in records(path, keep, select, progress=progress):
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
+                if digester is not None:
+                    digester.see(rec)
             summary.add(rec)
-            obj = _json(rec, str(path))
+            obj = _json(rec, str(path), digester, how.values)
             if obj is not None:
                 line = dumps_line(obj)
                 write(line) if write else sys.stdout.write(line.decode("ascii"))
@@ -117,9 +210,11 @@ def _all(path: Path, fmt: str, shown: Shown, summary: report.Summary, progress) 
         write(line) if write else sys.stdout.write(line.decode("ascii"))
         sys.stdout.flush()
     elif fmt == "summary":
-        for rec in records(path, keep, progress):
+        for rec in records(path, keep, select, progress=progress):
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
+            if digester is not None:
+                digester.key(rec) if type(rec) is KeyRecord else digester.see(rec)
             summary.add(rec)
         if progress is not None:
             progress.close()
@@ -128,10 +223,12 @@ def _all(path: Path, fmt: str, shown: Shown, summary: report.Summary, progress) 
         console = make_console()
         rows: list[tuple[str, ...]] = []
         loose: list[Finding] = []
-        for rec in records(path, keep, progress):
+        for rec in records(path, keep, select, progress=progress):
             _unusable(path, rec)
             summary.add(rec)
             if isinstance(rec, KeyRecord):
+                if digester is not None:
+                    digester.key(rec)
                 rows.append(tuple(safe(_cut(c, shown.value)) for c in report.key_row(rec)))
                 if len(rows) >= TABLE_BATCH:
                     print_rows(console, report.KEY_HEADERS, rows)
@@ -139,6 +236,8 @@ def _all(path: Path, fmt: str, shown: Shown, summary: report.Summary, progress) 
             elif isinstance(rec, Finding):
                 loose.append(rec)
             elif not isinstance(rec, Ending):
+                if digester is not None:
+                    digester.see(rec)
                 loose.extend(report.findings_of(rec))
         if rows or not summary.keys:
             print_rows(console, report.KEY_HEADERS, rows)
@@ -147,19 +246,55 @@ def _all(path: Path, fmt: str, shown: Shown, summary: report.Summary, progress) 
     return max((LEVELS[s] for s, n in summary.severities.items() if n), default=-1)
 
 
+def export(recs, summary: report.Summary, check) -> None:
+    """The records (values kept) as RESP commands on stdout (:mod:`.export`); ``check`` is
+    given each record that is no key first; the findings and what was exported, on stderr."""
+    from .export import Exporter
+
+    if sys.stdout.isatty():
+        raise InputError("--format resp writes the data as it is: send it to a file or a pipe "
+                         "(| redis-cli --pipe), not to a terminal")
+    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+    exporter = Exporter(out.write if out is not None else (lambda b: sys.stdout.write(b.decode("latin-1"))))
+    loose: list[Finding] = []
+    for rec in recs:
+        kind = type(rec)
+        if kind is KeyRecord:
+            exporter.key(rec)
+        else:
+            check(rec)
+            if kind is OpRecord:
+                exporter.op(rec)
+            if kind is not Ending:
+                loose.extend(report.findings_of(rec))
+        summary.add(rec)
+        if kind is KeyRecord and rec.findings:
+            loose.extend(rec.findings)
+    sys.stdout.flush()
+    for f in loose:
+        sys.stderr.write(safe(f"{f.severity}: {f.rule} at offset {f.offset}: {f.message}") + "\n")
+    skipped = f", {exporter.skipped} keys not exported (module values)" if exporter.skipped else ""
+    sys.stderr.write(safe(f"{summary.file}: {exporter.keys} keys exported in {exporter.commands} commands{skipped}")
+                     + "\n")
+
+
 def _cut(text: str, limit: int | None) -> str:
     if limit is None or len(text) <= limit:
         return text
     return text[:limit] + f"… ({len(text) - limit:,} more)"
 
 
-def _json(rec, file: str) -> dict | None:
+def _json(rec, file: str, digester=None, values: bool = False) -> dict | None:
     if isinstance(rec, KeyRecord):
-        return report.key_json(rec)
+        return report.key_json(rec, digester, values)
     if isinstance(rec, AuxRecord):
         return report.aux_json(rec)
     if isinstance(rec, Finding):
         return report.finding_json(rec, file)
+    if values and isinstance(rec, OpRecord):
+        from .data import function_json
+
+        return function_json(rec)
     return None
 
 
@@ -168,8 +303,11 @@ def _closing_line(s: report.Summary) -> str:
     dbs = len(s.per_db)
     where = f"{s.file}: {end.vendor} RDB version {end.version}, " if end and end.vendor else f"{s.file}: "
     errors = s.severities.get("error", 0)
-    return (f"{where}{s.keys} keys in {dbs} db{'s' * (dbs != 1)}, checksum {end.checksum if end else 'unchecked'}: "
-            f"{errors} errors, {sum(s.severities.values()) - errors} other findings")
+    digest = s.digest_json()
+    said = (f", digest {digest['digest']}" + (f" ({digest['digest_unknown']} module values unknown)"
+                                               if digest["digest_unknown"] else "")) if digest else ""
+    return (f"{where}{s.keys} keys in {dbs} db{'s' * (dbs != 1)}, checksum {end.checksum if end else 'unchecked'}"
+            f"{said}: {errors} errors, {sum(s.severities.values()) - errors} other findings")
 
 
 def _print_findings(console, findings: list[Finding]) -> None:
@@ -205,25 +343,54 @@ def _print_summary(s: report.Summary) -> None:
                    title="Findings")
 
 
-def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summary: report.Summary) -> int:
+def _detail(path: Path, key: str | None, offset: int | None, shown: Shown, summary: report.Summary,
+            how: Reading = ALL, fmt: str = "table") -> int:
     """The keys named ``key`` or whose bytes cover ``offset``: what the decoder made of
     each, then its bytes as the spec-style offset table and the byte diagram (each capped
-    as MCBP frames' are)."""
+    as MCBP frames' are); as jsonl, each key's object with its value and digest. A key
+    is found by its bytes or by the text the table shows of it; none found is an InputError."""
     console = make_console()
-    want = key.encode("utf-8", "surrogateescape") if key is not None else None
-    keep = (lambda k: k == want) if want is not None else True
+    keep = key_test(key) if key is not None else True
+    digester = how.digester() or Reading(digest=True).digester()
     found = 0
-    for rec in records(path, keep):
+    recent = _Recent() if getattr(path, "path", "") is None else None  # a stream: its bytes come once
+    for rec in records(path, keep, how.select, recent):
         _unusable(path, rec)
         summary.add(rec)
-        found += show_key(console, path, rec, want, offset, shown)
+        if type(rec) is not KeyRecord:
+            digester.see(rec)
+            continue
+        if key is not None and not keep(rec.key):
+            continue
+        if offset is not None and not rec.offset <= offset < rec.offset + max(rec.length, 1):
+            continue
+        found += 1
+        if fmt == "jsonl":
+            sys.stdout.write(dumps_line(report.key_json(rec, digester, True)).decode("ascii"))
+        else:
+            show_key(console, path, rec, None, offset, shown, recent)
     if not found:
         what = f"key {key!r}" if key is not None else f"offset {offset}"
-        console.print(safe(f"{path}: no key at {what}"))
+        raise InputError(f"{path}: no key at {what}")
+    sys.stdout.flush()
     return max((LEVELS[s] for s, n in summary.severities.items() if n), default=-1)
 
 
-def show_key(console, path: Path, rec, want: bytes | None, offset: int | None, shown: Shown) -> bool:
+def key_test(key: str):
+    """The test of a key's bytes against a name given on the command line: its bytes
+    (surrogate escapes undone), or the text the table and jsonl show of them."""
+    want = key.encode("utf-8", "surrogateescape")
+    if "\\" not in key:  # every escaped form has a backslash
+        return want.__eq__
+
+    def test(raw: bytes) -> bool:
+        return raw == want or key_text(raw) == key or safe(key_text(raw)) == key
+
+    return test
+
+
+def show_key(console, path: Path, rec, want: bytes | None, offset: int | None, shown: Shown,
+             recent: _Recent | None = None) -> bool:
     """If ``rec`` is a key named ``want`` (any, if None) whose bytes cover ``offset`` (any,
     if None): print what the decoder made of it, then its anatomy; whether it was."""
     if type(rec) is not KeyRecord or (want is not None and rec.key != want):
@@ -234,23 +401,32 @@ def show_key(console, path: Path, rec, want: bytes | None, offset: int | None, s
                [(safe(a), safe(b)) for a, b in report.detail_rows(rec, shown.value)],
                title=safe(f"{path}: key at offset {rec.offset}"))
     if rec.blob_offset is None:
-        _print_anatomy(console, path, rec, shown)
+        _print_anatomy(console, path, rec, shown, recent)
     else:
         console.print(f"(at offset {rec.blob_offset} of the blob inflated from offset {rec.offset}: "
                       "its bytes are not the file's)")
     return True
 
 
-def _print_anatomy(console, path: Path, rec: KeyRecord, shown: Shown) -> None:
+def _print_anatomy(console, path: Path, rec: KeyRecord, shown: Shown, recent: _Recent | None = None) -> None:
     """The record's fields with their file offsets, and its bytes four a row, from the file
-    (at most :data:`RECORD_READ` bytes of it unless everything is shown)."""
+    (at most :data:`RECORD_READ` bytes of it unless everything is shown); of a stream, from
+    the bytes last read (``recent``), when they still hold the record."""
     n = rec.length if shown.rows is None else min(rec.length, max(RECORD_READ, shown.diagram or 0))
-    try:
-        with gzip.open(path, "rb") if gzipped(path) else open(path, "rb") as fh:
-            fh.seek(rec.offset)
-            data = fh.read(n)
-    except (OSError, EOFError):
-        return
+    if recent is not None:
+        data = recent.get(rec.offset, min(n, RECORD_READ))
+        if data is None:
+            console.print(f"(the record's bytes were read from a stream and are no longer held: give a file "
+                          f"to see them)")
+            return
+    else:
+        name = getattr(path, "path", path)
+        try:
+            with gzip.open(name, "rb") if gzipped(name) else open(name, "rb") as fh:
+                fh.seek(rec.offset)
+                data = fh.read(n)
+        except (OSError, EOFError):
+            return
     record = anatomy(data, rec.offset, rec.length, rec.vtype, shown.rows, shown.value)
     console.print()
     console.print("Offsets (in the file)")

@@ -679,9 +679,13 @@ def stream(r, p, rec):
         meta["idmp"] = idmp
     meta["groups"] = groups if r.keeping else len(groups)
     rec.extra["stream"] = meta if r.keeping else {k: meta[k] for k in ("nodes", "length", "groups")}
-    if live != meta["length"]:
-        r.note("rdb-corrupt", f"stream {r.key_text(rec)} says {meta['length']} entries, its nodes hold {live}",
-               rec.offset)
+    if live != meta["length"]:  # the server keeps the field as the stream's length, unless no node holds it
+        if nodes:
+            r.note("rdb-stream-length", f"stream {r.key_text(rec)} says {meta['length']} entries, its nodes hold "
+                                        f"{live}", rec.offset)
+        else:
+            r.note("rdb-corrupt", f"stream {r.key_text(rec)} says {meta['length']} entries and has no node",
+                   rec.offset)
     rec.elements = meta["length"]
     if r.keeping:
         rec.value = entries

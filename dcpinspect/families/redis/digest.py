@@ -1,0 +1,168 @@
+"""Digests of RDB data as the server computes them (``DEBUG DIGEST-VALUE key`` and ``DEBUG
+DIGEST``, redis/src/debug.c ``xorObjectDigest`` and ``computeDatasetDigest``), from the
+values the decoder keeps, so that a snapshot can be compared with a live server, a replica
+or another snapshot without loading it.
+
+The server's two ways of adding data to a 20-byte digest: ``xor`` (SHA1 of the data XORed
+in: the order of elements does not count: sets, a hash's fields, a zset's members, the keys
+of a db) and ``mix`` (XOR, then the digest becomes the SHA1 of itself: the order counts:
+a list, a stream). A key's digest: mix of its type (4 bytes, big-endian), then by type:
+
+- string: mix of its bytes (an integer as its decimal text);
+- list: mix of each element, in order;
+- set: xor of each member;
+- zset: xor, for each member, of its own digest (from zero: mix of the member, mix of its
+  score as text);
+- hash: xor, for each field, of its own digest (from zero: mix of the field, mix of the
+  value, and xor of ``!!hexpire!!`` when the field has an expiry);
+- stream: mix of each live entry's id as ``ms.seq``, then of each field and value;
+  consumer groups do not count;
+- module: the module's own digest, which only the module knows: None here;
+
+then xor of ``!!expire!!`` when the key has an expiry. The snapshot's digest: for each db
+holding keys, in order, the running digest mixed with the db number (4 bytes, big-endian),
+then the xor of each key's own digest (from zero: mix of its name, then its value's as
+above, going on from there).
+
+A score's text is the server version's: ``%.17g`` before Redis 7.2, the shortest digits
+(:func:`.data.redis_double`) since; the snapshot's ``redis-ver`` aux field says which.
+"""
+
+from __future__ import annotations
+
+from hashlib import sha1
+
+from .data import g17, redis_double
+from .records import AuxRecord, KeyRecord
+
+#: the server's type numbers (OBJ_STRING ...)
+OBJ_TYPES = {"string": 0, "list": 1, "set": 2, "zset": 3, "hash": 4, "module": 5, "stream": 6}
+_HEXPIRE = int.from_bytes(sha1(b"!!hexpire!!").digest(), "big")
+_EXPIRE = int.from_bytes(sha1(b"!!expire!!").digest(), "big")
+_TYPE_H = {t: int.from_bytes(sha1(n.to_bytes(4, "big")).digest(), "big") for t, n in OBJ_TYPES.items()}
+_FROM = int.from_bytes
+
+
+def _h(data: bytes) -> int:
+    return _FROM(sha1(data).digest(), "big")
+
+
+def _mix(d: int, data: bytes) -> int:
+    return _FROM(sha1((d ^ _FROM(sha1(data).digest(), "big")).to_bytes(20, "big")).digest(), "big")
+
+
+def _mixh(d: int, h: int) -> int:
+    return _FROM(sha1((d ^ h).to_bytes(20, "big")).digest(), "big")
+
+
+def scores_of(redis_ver: bytes | str | None):
+    """How a score is written into digests by the server of ``redis_ver`` (an aux field)."""
+    if isinstance(redis_ver, bytes):
+        redis_ver = redis_ver.decode("ascii", "replace")
+    try:
+        major, minor = (int(x) for x in (redis_ver or "").split(".")[:2])
+    except ValueError:
+        return redis_double
+    return g17 if (major, minor) < (7, 2) else redis_double
+
+
+def _b(v) -> bytes:
+    return v if isinstance(v, bytes) else str(v).encode()
+
+
+def digests(rec: KeyRecord, score=redis_double) -> tuple[int, int] | None:
+    """(``DEBUG DIGEST-VALUE`` of the key, its part of ``DEBUG DIGEST``) as integers; None for
+    a module's value or a value the decoder did not keep whole."""
+    t = rec.vtype.type
+    if t not in OBJ_TYPES or t == "module":
+        return None
+    v = rec.value
+    if v is None and not (t == "stream" and rec.elements == 0):
+        return None
+    if t == "hash" and rec.vtype.layout in ("hash_tmpl_lp_ref", "hash_tmpl_array_ref") \
+            and any(f is None for f, _ in v):
+        return None
+    ordered: list | None = None
+    unordered = 0
+    if t == "string":
+        ordered = [v]
+    elif t == "list":
+        ordered = v
+    elif t == "stream":
+        ordered = []
+        for (ms, seq), fields in v or ():
+            ordered.append(b"%d.%d" % (ms, seq))
+            for f, x in fields:
+                ordered += (f, x)
+    elif t == "set":
+        for e in v:
+            unordered ^= _h(e[0] if isinstance(e, tuple) else e)
+    elif t == "zset":
+        for m, s in v:
+            unordered ^= _h(_mix(_mix(0, m), score(s).encode()).to_bytes(20, "big"))
+    else:  # hash
+        for e in v:
+            ed = _mix(_mix(0, _b(e[0])), _b(e[1]))
+            if len(e) > 2 and e[2] is not None:
+                ed ^= _HEXPIRE
+            unordered ^= _h(ed.to_bytes(20, "big"))
+    tail = unordered ^ (_EXPIRE if rec.expire_ms is not None else 0)
+    type_h = _TYPE_H[t]
+
+    def from_(d: int) -> int:
+        d = _mixh(d, type_h)
+        if ordered is not None:
+            for e in ordered:
+                d = _mix(d, e)
+        return d ^ tail
+
+    return from_(0), _h(from_(_mix(0, rec.key)).to_bytes(20, "big"))
+
+
+def hexdigest(d: int | None) -> str | None:
+    return None if d is None else f"{d:040x}"
+
+
+class SnapshotDigest:
+    """``DEBUG DIGEST`` of a snapshot, added to key by key; ``unknown``: keys whose digest
+    could not be made (module values), which leave it incomplete."""
+
+    def __init__(self) -> None:
+        self.per_db: dict[int, int] = {}
+        self.unknown = 0
+
+    def add(self, db: int, part: int | None) -> None:
+        """A key of ``db`` whose part of the digest is ``part`` (None: not known)."""
+        if part is None:
+            self.unknown += 1
+            return
+        self.per_db[db] = self.per_db.get(db, 0) ^ part
+
+    def value(self) -> int:
+        final = 0
+        for db in sorted(self.per_db):
+            final = _mix(final, db.to_bytes(4, "big")) ^ self.per_db[db]
+        return final
+
+    def hexdigest(self) -> str:
+        return f"{self.value():040x}"
+
+
+class Digester:
+    """The digests of one snapshot's keys as they come: each key's (``key``), and the
+    snapshot's (``snapshot``), with scores written as the server named by the snapshot's
+    ``redis-ver`` aux field writes them (``see`` each aux record)."""
+
+    def __init__(self) -> None:
+        self.score = redis_double
+        self.snapshot = SnapshotDigest()
+
+    def see(self, rec) -> None:
+        if type(rec) is AuxRecord and rec.key == b"redis-ver":
+            self.score = scores_of(rec.value)
+
+    def key(self, rec: KeyRecord) -> str | None:
+        """``DEBUG DIGEST-VALUE`` of the key (None: not known), added to the snapshot's."""
+        both = digests(rec, self.score)
+        self.snapshot.add(rec.db, None if both is None else both[1])
+        return None if both is None else f"{both[0]:040x}"

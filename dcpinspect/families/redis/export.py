@@ -1,0 +1,141 @@
+"""A snapshot's data as Redis commands in RESP (``rdb --format resp``), ready for
+``redis-cli --pipe``: a server that runs them holds what the snapshot holds (the same
+``DEBUG DIGEST``).
+
+Per key, after ``SELECT`` when its db is not the last one's: ``SET``; ``RPUSH``; ``SADD``;
+``ZADD`` (scores as Redis writes doubles, ``inf`` and ``-inf`` included); ``HSET``, and
+``HPEXPIREAT ... FIELDS`` for fields with an expiry (Redis 7.4 and later take it); a stream
+as ``XADD`` of each entry with its id, ``XSETID`` with its last id, entries added and
+largest deleted id (an empty stream made by ``XADD ... MAXLEN 0`` first), each consumer
+group by ``XGROUP CREATE ... ENTRIESREAD``, its consumers by ``XGROUP CREATECONSUMER`` and
+its pending entries by ``XCLAIM ... TIME RETRYCOUNT FORCE JUSTID``; then ``PEXPIREAT`` for
+a key with an expiry. Function libraries by ``FUNCTION LOAD``. A collection goes in
+commands of at most :data:`BATCH_ARGS` elements and about :data:`BATCH_BYTES` bytes each.
+A module's value, which only its module can write back, is not exported (counted in
+``skipped``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .data import redis_double
+from .records import KeyRecord, OpRecord
+
+#: a group's entries_read when the server does not know it (SCG_INVALID_ENTRIES_READ)
+UNKNOWN_READ = (1 << 64) - 1
+#: most elements (members, fields, pairs) one command carries
+BATCH_ARGS = 512
+#: about the most bytes of elements one command carries (one larger element goes alone)
+BATCH_BYTES = 1 << 20
+
+
+def command(*parts: bytes) -> bytes:
+    """One command as a RESP array of bulk strings."""
+    out = [b"*%d\r\n" % len(parts)]
+    for p in parts:
+        out.append(b"$%d\r\n%s\r\n" % (len(p), p))
+    return b"".join(out)
+
+
+def _b(v) -> bytes:
+    return v if isinstance(v, bytes) else str(v).encode()
+
+
+def _id(sid) -> bytes:
+    return b"%d-%d" % sid
+
+
+class Exporter:
+    """Writes each key record (values kept) as commands through ``write``; ``keys``,
+    ``commands`` and ``skipped`` count what it did."""
+
+    def __init__(self, write: Callable[[bytes], object]) -> None:
+        self.write = write
+        self.db: int | None = None
+        self.keys = self.commands = self.skipped = 0
+
+    def _send(self, *parts: bytes) -> None:
+        self.write(command(*parts))
+        self.commands += 1
+
+    def _batched(self, head: tuple, items, width: int = 1) -> None:
+        """``head`` then the items' parts, as many commands as the batch bounds need."""
+        parts: list[bytes] = []
+        size = n = 0
+        for item in items:
+            parts.extend(item)
+            size += sum(len(p) for p in item)
+            n += 1
+            if n >= BATCH_ARGS or size >= BATCH_BYTES:
+                self._send(*head, *parts)
+                parts, size, n = [], 0, 0
+        if parts:
+            self._send(*head, *parts)
+
+    def op(self, rec: OpRecord) -> None:
+        """A record that is no key: a function library is loaded."""
+        code = rec.fields.get("code")
+        if rec.name == "FUNCTION2" and isinstance(code, bytes):
+            self._send(b"FUNCTION", b"LOAD", code)
+
+    def key(self, rec: KeyRecord) -> None:
+        t, v, k = rec.vtype.type, rec.value, rec.key
+        layout = rec.vtype.layout
+        if t == "module" or (v is None and t != "stream") or (t == "hash" and any(e[0] is None for e in v)):
+            self.skipped += 1
+            return
+        if rec.db != self.db:
+            self._send(b"SELECT", b"%d" % rec.db)
+            self.db = rec.db
+        self.keys += 1
+        if t in ("string", "ReJSON-RL"):
+            self._send(b"SET", k, v)
+        elif t == "list":
+            self._batched((b"RPUSH", k), ((e,) for e in v))
+        elif t == "set":
+            self._batched((b"SADD", k), ((e[0] if isinstance(e, tuple) else e,) for e in v))
+        elif t == "zset":
+            self._batched((b"ZADD", k), ((redis_double(s).encode(), m) for m, s in v))
+        elif t == "hash":
+            self._batched((b"HSET", k), ((_b(e[0]), _b(e[1])) for e in v))
+            expiring = [e for e in v if len(e) > 2 and e[2] is not None]
+            for e in expiring:
+                self._send(b"HPEXPIREAT", k, b"%d" % e[2], b"FIELDS", b"1", _b(e[0]))
+        elif t == "stream" and layout.startswith("stream"):
+            self._stream(rec)
+        else:
+            self.keys -= 1
+            self.skipped += 1
+            return
+        if rec.expire_ms is not None:
+            self._send(b"PEXPIREAT", k, b"%d" % rec.expire_ms)
+
+    def _stream(self, rec: KeyRecord) -> None:
+        k = rec.key
+        meta = rec.extra.get("stream", {})
+        entries = rec.value or []
+        last = meta.get("last_id", (0, 0))
+        for sid, fields in entries:
+            self._send(b"XADD", k, _id(sid), *(p for f, x in fields for p in (f, x)))
+        if not entries:  # an empty stream: made, then emptied
+            self._send(b"XADD", k, b"MAXLEN", b"0", _id(last) if last != (0, 0) else b"0-1", b"f", b"v")
+        setid = [b"XSETID", k, _id(last)]
+        if "entries_added" in meta:
+            setid += [b"ENTRIESADDED", b"%d" % meta["entries_added"], b"MAXDELETEDID", _id(meta["max_deleted_id"])]
+        self._send(*setid)
+        for g in meta.get("groups") or ():
+            name = g["name"]
+            create = [b"XGROUP", b"CREATE", k, name, _id(g["last_id"])]
+            if g.get("entries_read", UNKNOWN_READ) != UNKNOWN_READ:
+                create += [b"ENTRIESREAD", b"%d" % g["entries_read"]]
+            self._send(*create)
+            owner = {sid: c["name"] for c in g.get("consumers", ()) for sid in c.get("pel", ())}
+            for c in g.get("consumers", ()):
+                self._send(b"XGROUP", b"CREATECONSUMER", k, name, c["name"])
+            for e in g.get("pel", ()):
+                consumer = owner.get(e["id"])
+                if consumer is None:
+                    continue
+                self._send(b"XCLAIM", k, name, consumer, b"0", _id(e["id"]), b"TIME", b"%d" % e["delivery_time"],
+                           b"RETRYCOUNT", b"%d" % e["delivery_count"], b"FORCE", b"JUSTID")

@@ -1,0 +1,219 @@
+"""Every RDB rule against the real server: for each, a file that triggers it is loaded by
+``redis-server`` (at its default ``sanitize-dump-payload no`` and with ``yes``, the deep
+checks ``redis-check-rdb`` makes too) and read by ``redis-check-rdb``, and the tests assert
+what the server does (serves or exits, its keys, its log line) as well as what the rule
+says. The severities follow the server: a file it refuses in either mode gets an error
+finding, a file it loads in both gets none (a warning says what it changed). Redis's own
+test files (tests/corpora/redis-assets) are judged the same way.
+
+The files are RDB version 9 or 10, so that every Redis from 7.0 reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+
+import rdbgen as g
+import servers
+from corpus import corpus
+from dcpinspect.families.redis.rdb import RdbParser
+from dcpinspect.families.redis.records import AuxRecord, KeyRecord, OpRecord
+from dcpinspect.findings import Finding
+from dcpinspect.rules.registry import RDB_RULES
+from test_real_redis_rdb import Client
+
+ASSETS = corpus("redis-assets")
+CTIME = g.aux("ctime", "1700000000")
+AFTER = g.key(0, "after", g.string("kept"))  # a key after the one judged: loaded when the file is
+
+
+def _file(body: bytes, version: int = 9) -> bytes:
+    return g.rdb(body, version)
+
+
+def _node(n: int) -> bytes:
+    """A stream node of ``n`` entries 1-0 .. 1-(n-1), one field each."""
+    return g.stream_node(1, 0, ["n"], [(0, i, [i]) for i in range(n)])
+
+
+PLAIN = _file(CTIME + g.key(0, "a", g.string("1")) + AFTER)
+_LP_BAD = bytearray(g.listpack([b"f", b"v", b"g", b"w"]))
+_LP_BAD[6] = 0xF5  # the first entry's encoding byte: none a listpack has; header and end mark hold
+
+
+@dataclass
+class Case:
+    """A file, the findings it gets, and what the server does with it."""
+
+    data: bytes
+    rules: set[str]
+    loads: bool  # at sanitize-dump-payload no, the default
+    sanitized_loads: bool  # at sanitize-dump-payload yes
+    log: str  # a line of the server's log (default mode)
+    keys: int | None = None  # the keys it then holds
+    check_ok: bool = False  # redis-check-rdb's verdict
+    check_says: str = ""
+    parser: dict = field(default_factory=dict)  # RdbParser arguments
+    env: dict = field(default_factory=dict)
+
+
+CASES = {
+    "not an RDB": Case(b"RUBBISH00" + PLAIN[9:], {"rdb-magic"}, False, False,
+                       "Wrong signature trying to load DB from file"),
+    "version 16": Case(g.rdb(CTIME, 16), {"rdb-version"}, False, False, "Can't handle RDB format version 16"),
+    "a flipped checksum bit": Case(PLAIN[:-1] + bytes([PLAIN[-1] ^ 1]), {"rdb-checksum"}, False, False,
+                                   "Wrong RDB checksum expected", check_says="RDB CRC error"),
+    "cut in the checksum": Case(PLAIN[:-3], {"rdb-truncated"}, False, False, "Short read or OOM loading DB",
+                                check_says="Unexpected EOF reading RDB file"),
+    "type 8": Case(_file(g.key(8, "x", b"")), {"rdb-unknown-type"}, False, False,
+                   "Unknown RDB encoding type 8"),
+    "a ziplist of zeros": Case(_file(g.key(10, "zl", g.string(b"\x00" * 12)) + AFTER), {"rdb-corrupt"}, False,
+                               False, "List ziplist integrity check failed"),
+    "bad LZF": Case(_file(g.key(0, "s", b"\xc3" + g.length(5) + g.length(40) + b"\x1f\x00\x00\x00\x00") + AFTER),
+                    {"rdb-corrupt"}, False, False, "Invalid LZF compressed string"),
+    "an empty intset": Case(_file(g.key(11, "i", g.string(g.intset([]))) + AFTER), {"rdb-corrupt"}, False, False,
+                            "Intset integrity check failed"),
+    "an empty zipmap": Case(_file(g.key(9, "zm", g.string(g.zipmap([]))) + AFTER), {"rdb-corrupt"}, False, False,
+                            "Zipmap integrity check failed"),
+    "a stream's length with no node": Case(_file(g.key(15, "st", g.stream([], 5, (1, 4))) + AFTER), {"rdb-corrupt"},
+                                           False, False, "Stream length inconsistent with rax entries"),
+    # the listpack's header and end mark hold: only the deep check reads its entries
+    "a listpack entry no listpack has": Case(_file(g.key(16, "h", g.string(bytes(_LP_BAD))) + AFTER, 10),
+                                             {"rdb-corrupt"}, True, False, "keys loaded: 2", keys=2,
+                                             check_says="Hash listpack integrity check failed"),
+    "a key twice": Case(_file(g.key(0, "a", g.string("1")) + g.key(0, "a", g.string("2"))), {"rdb-duplicate-key"},
+                        False, False, "RDB has duplicated key 'a' in DB 0", check_ok=True),
+    "an empty set": Case(_file(g.key(2, "s", g.length(0)) + AFTER), {"rdb-empty-key"}, True, True,
+                         "skipping empty key: s", keys=1),
+    "an empty hash listpack": Case(_file(g.key(16, "h", g.string(g.listpack([]))) + AFTER, 10), {"rdb-empty-key"},
+                                   True, True, "skipping empty key: h", keys=1),
+    "a quicklist of one empty node": Case(_file(g.key(18, "q", g.length(1) + g.length(2)
+                                                     + g.string(g.listpack([]))) + AFTER, 10),
+                                          {"rdb-empty-key"}, True, True, "skipping empty key: q", keys=1),
+    "a stream of 118 entries saying 120": Case(_file(g.key(15, "st", g.stream([_node(118)], 120, (1, 117)))),
+                                               {"rdb-stream-length"}, True, True, "keys loaded: 1", keys=1,
+                                               check_ok=True),
+    "an expired key": Case(_file(CTIME + g.key(0, "old", g.string("1"), expire_ms=1_600_000_000_000) + AFTER),
+                           {"rdb-expired-key"}, True, True, "keys expired: 1", keys=1, check_ok=True),
+    "bytes after the checksum": Case(PLAIN + b"junk", {"rdb-trailing-data"}, True, True, "keys loaded: 2", keys=2,
+                                     check_ok=True),
+    "a string past the cap": Case(_file(g.key(0, "big", g.string(b"x" * 2000)) + AFTER), {"rdb-string-too-long"},
+                                  True, True, "keys loaded: 2", keys=2, check_ok=True, parser={"cap": 1024}),
+    "more keys than the cap": Case(PLAIN, {"rdb-keys-cap"}, True, True, "keys loaded: 2", keys=2, check_ok=True,
+                                   env={"DCPINSPECT_MAX_RDB_KEYS": "1"}),
+    "nothing wrong": Case(PLAIN, set(), True, True, "keys loaded: 2", keys=2, check_ok=True),
+}
+
+
+def findings(data: bytes, monkeypatch, parser: dict | None = None, env: dict | None = None) -> list[Finding]:
+    for name, value in (env or {}).items():
+        monkeypatch.setenv(name, value)
+    p = RdbParser(**(parser or {}))
+    out = p.feed(data) + p.close()
+    return [f for f in out if isinstance(f, Finding)] + [
+        f for r in out if isinstance(r, (KeyRecord, OpRecord, AuxRecord)) for f in r.findings]
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory) -> dict:
+    """Each case's file loaded by the server in both modes (and read by redis-check-rdb)."""
+    out = {}
+    for i, (name, case) in enumerate(CASES.items()):
+        root = tmp_path_factory.mktemp(f"case{i}")
+        (root / "in.rdb").write_bytes(case.data)
+        out[name] = (servers.redis_load(root / "in.rdb", root / "no"),
+                     servers.redis_load(root / "in.rdb", root / "yes", "--sanitize-dump-payload", "yes"))
+    return out
+
+
+def test_every_rdb_rule_is_judged_by_the_server():
+    assert set(RDB_RULES) == {r for c in CASES.values() for r in c.rules}
+    assert all(r.server for r in RDB_RULES.values())
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_what_the_server_does_and_what_the_rule_says(name, judged, monkeypatch):
+    case = CASES[name]
+    plain, sanitized = judged[name]
+    # the server
+    assert plain.serving == case.loads and sanitized.serving == case.sanitized_loads, plain.log[-2000:]
+    assert case.log in plain.log, plain.log[-2000:]
+    if case.loads:
+        assert plain.keys == case.keys
+    else:
+        assert plain.returncode != 0
+    assert (plain.check_code == 0) == case.check_ok, plain.check_out
+    assert case.check_says in plain.check_out
+    # the rule, and its severity by the server's verdict
+    found = findings(case.data, monkeypatch, case.parser, case.env)
+    assert {f.rule for f in found} - ({"rdb-truncated"} if "rdb-magic" in case.rules else set()) == case.rules
+    refused = not (case.loads and case.sanitized_loads)
+    assert any(f.severity == "error" for f in found) == refused
+    for f in found:
+        assert f.severity == RDB_RULES[f.rule].severity
+
+
+def test_the_streams_length_field_is_what_xlen_answers(tmp_path):
+    def ask(port):
+        c = Client(port)
+        try:
+            return c.call("XLEN", "st"), len(c.call("XRANGE", "st", "-", "+"))
+        finally:
+            c.close()
+
+    path = tmp_path / "stream.rdb"
+    path.write_bytes(CASES["a stream of 118 entries saying 120"].data)
+    assert servers.redis_load(path, tmp_path / "srv", ask=ask).asked == (120, 118)
+
+
+def test_redis_corrupt_empty_keys_asset(tmp_path, monkeypatch):
+    """Redis's own nine empty collections: the server skips each and serves none; redis-check-rdb
+    stops at the first; each is an rdb-empty-key warning."""
+    path = ASSETS / "corrupt_empty_keys.rdb"
+    load = servers.redis_load(path, tmp_path / "srv")
+    assert load.serving and load.keys == 0 and "empty keys skipped: 9" in load.log
+    skipped = {line.rsplit("skipping empty key: ", 1)[1] for line in load.log.splitlines()
+               if "skipping empty key: " in line}
+    assert load.check_code != 0 and "RDB ERROR DETECTED" in load.check_out
+    found = findings(path.read_bytes(), monkeypatch)
+    assert [f.rule for f in found] == ["rdb-empty-key"] * 9 and all(f.severity == "warning" for f in found)
+    assert {f.message.split("'")[1] for f in found} == skipped and len(skipped) == 9
+
+
+@pytest.mark.parametrize("name", ["encodings.rdb", "hash-zipmap.rdb", "hash-ziplist.rdb", "zset-ziplist.rdb",
+                                  "list-quicklist.rdb", "scriptbackup.rdb", "corrupt_ziplist.rdb"])
+def test_redis_assets(name, tmp_path):
+    path = ASSETS / name
+    load = servers.redis_load(path, tmp_path / "srv")
+    res = servers.dcpinspect("rdb", "--format", "jsonl", path)
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    keys = [r for r in rows if r["kind"] == "key"]
+    rules = [r["rule"] for r in rows if r["kind"] == "finding"] + [f["rule"] for r in keys for f in r["findings"]]
+    if name == "corrupt_ziplist.rdb":  # the server refuses it
+        assert not load.serving and "Hash ziplist integrity check failed" in load.log
+        assert res.returncode == 1 and "rdb-corrupt" in rules
+    else:
+        assert load.serving and load.check_code == 0, load.log[-2000:]
+        assert res.returncode == 0 and not rules and len(keys) == load.keys
+
+
+def test_the_rule_book_says_what_the_server_does():
+    res = servers.dcpinspect("rules", "-f", "jsonl")
+    rows = {r["rule"]: r for r in map(json.loads, res.stdout.splitlines())}
+    assert res.returncode == 0
+    for rule in RDB_RULES.values():
+        assert rows[rule.id]["server"] == rule.server and rows[rule.id]["severity"] == rule.severity
+    assert "skipping empty key" in rows["rdb-empty-key"]["server"] and rows["rdb-empty-key"]["severity"] == "warning"
+    assert "XLEN" in rows["rdb-stream-length"]["server"] and rows["rdb-stream-length"]["severity"] == "warning"
+
+
+def test_a_stream_node_read_twice_is_no_finding():
+    """The stream builder's own check: a healthy stream of two nodes is clean."""
+    data = _file(g.key(15, "st", g.stream([_node(3), g.stream_node(2, 0, ["n"], [(0, 0, [7])])], 4, (2, 0))))
+    p = RdbParser()
+    out = p.feed(data) + p.close()
+    (rec,) = [r for r in out if isinstance(r, KeyRecord)]
+    assert rec.elements == 4 and not rec.findings and not [f for f in out if isinstance(f, Finding)]
