@@ -986,6 +986,13 @@ static int lane_len(const Lane *L, size_t *q, uint64_t *out) {
     return 1;
 }
 
+/* A count of things at least `per` bytes each (lane_len's reading): 0 also when the bytes
+ * left in the buffer cannot hold that many, so that no count is taken on trust (the
+ * readers, which go on as bytes come, are left to say what is wrong). */
+static int lane_count(const Lane *L, size_t *q, uint64_t *out, uint64_t per) {
+    return lane_len(L, q, out) && *out <= (uint64_t)(L->n - *q) / per;
+}
+
 /* kinds of string */
 enum { S_RAW, S_INT, S_LZF };
 
@@ -1119,7 +1126,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
     case L_STRINGS:
     case L_HASH:
     case L_ZSET2:
-        if (!lane_len(L, q, &n))
+        if (!lane_count(L, q, &n, code == L_STRINGS ? 1 : code == L_HASH ? 2 : 9))
             return 0;
         for (i = 0; i < n; i++) {
             if (!lane_skip(L, q))
@@ -1157,7 +1164,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
     case L_QUICKLIST:
     case L_QUICKLIST2: {
         uint64_t total = 0;
-        if (!lane_len(L, q, &n))
+        if (!lane_count(L, q, &n, code == L_QUICKLIST ? 1 : 2))
             return 0;
         for (i = 0; i < n; i++) {
             if (code == L_QUICKLIST) {
@@ -1249,7 +1256,7 @@ static int lane_ms(Lane *L, size_t *q, size_t n) {
 static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *length, uint64_t *nodes_out,
                        uint64_t *groups_out) {
     uint64_t nodes, live = 0, x;
-    if (!lane_len(L, q, &nodes))
+    if (!lane_count(L, q, &nodes, 2 + 16))
         return 0;
     for (uint64_t k = 0; k < nodes; k++) {
         const uint8_t *d;
@@ -1276,7 +1283,7 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
             if (!lane_len(L, q, &x))
                 return 0;
     uint64_t groups;
-    if (!lane_len(L, q, &groups))
+    if (!lane_count(L, q, &groups, 3))
         return 0;
     for (uint64_t g = 0; g < groups; g++) {
         uint64_t npel, nconsumers;
@@ -1284,16 +1291,16 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
             return 0;
         if (version >= 2 && !lane_len(L, q, &x)) /* entries_read */
             return 0;
-        if (!lane_len(L, q, &npel))
+        if (!lane_count(L, q, &npel, 16 + 8 + 1))
             return 0;
         for (uint64_t e = 0; e < npel; e++) /* id, delivery time, delivery count */
             if (!lane_ms(L, q, 16 + 8) || !lane_len(L, q, &x))
                 return 0;
-        if (!lane_len(L, q, &nconsumers))
+        if (!lane_count(L, q, &nconsumers, 1 + 8 + 1))
             return 0;
         for (uint64_t c = 0; c < nconsumers; c++) {
             uint64_t ncpel;
-            if (!lane_skip(L, q) || !lane_ms(L, q, version >= 3 ? 16 : 8) || !lane_len(L, q, &ncpel))
+            if (!lane_skip(L, q) || !lane_ms(L, q, version >= 3 ? 16 : 8) || !lane_count(L, q, &ncpel, 16))
                 return 0;
             for (uint64_t e = 0; e < ncpel; e++)
                 if (!lane_ms(L, q, 16))
@@ -1302,11 +1309,11 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
     }
     if (version >= 4) {
         uint64_t producers;
-        if (!lane_len(L, q, &x) || !lane_len(L, q, &x) || !lane_len(L, q, &producers)) /* duration, max */
+        if (!lane_len(L, q, &x) || !lane_len(L, q, &x) || !lane_count(L, q, &producers, 2)) /* duration, max */
             return 0;
         for (uint64_t k = 0; k < producers; k++) {
             uint64_t iids;
-            if (!lane_skip(L, q) || !lane_len(L, q, &iids))
+            if (!lane_skip(L, q) || !lane_count(L, q, &iids, 3))
                 return 0;
             for (uint64_t e = 0; e < iids; e++)
                 if (!lane_skip(L, q) || !lane_len(L, q, &x) || !lane_len(L, q, &x))
@@ -1325,9 +1332,10 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
 /* the names scan() gives the records' extra values, and a string value's kinds */
 static PyObject *s_value_length, *s_nodes, *s_kinds[3], *s_stream, *s_length, *s_groups;
 
-/* scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes[, want]) -> (index,
+/* scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes, salt[, want]) -> (index,
  * records): the index of the first record not read here, and the KeyRecord of each key
- * before it (seen: the db's Seen, or None when keys are no longer remembered; ctime_ms:
+ * before it (seen: the snapshot's Seen, which holds each key's hash XOR its db's salt, or
+ * None when keys are no longer remembered; ctime_ms:
  * None when the snapshot has none; base: the input offset of buf[0]; vtypes: the value
  * type of each type byte the table names; want: None, or want(key, type byte, expiry ms
  * or None), true for a key whose value the caller keeps, before which scan stops). */
@@ -1337,8 +1345,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     unsigned long long cap;
     PyObject *seen_arg, *ctime_arg, *db, *vtypes, *want = Py_None;
     Maker *maker;
-    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!|O", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
-                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &want))
+    long long salt;
+    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L|O", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
+                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &salt, &want))
         return NULL;
     if (PyList_GET_SIZE(vtypes) != 256) {
         PyBuffer_Release(&view);
@@ -1458,13 +1467,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         if (seen) {
             Py_hash_t h = PyObject_Hash(key);
-            if (h == -1 || room <= 0 || seen_has(seen, (uint64_t)h)) {
+            if (h == -1 || room <= 0 || seen_has(seen, (uint64_t)h ^ (uint64_t)salt)) {
                 Py_DECREF(key);
                 if (h == -1)
                     goto error;
                 break;
             }
-            if (seen_add(seen, (uint64_t)h) < 0) {
+            if (seen_add(seen, (uint64_t)h ^ (uint64_t)salt) < 0) {
                 Py_DECREF(key);
                 goto error;
             }
@@ -1571,7 +1580,7 @@ static PyMethodDef methods[] = {
     {"lzf_ok", lzf_ok, METH_VARARGS, "lzf_ok(data, ulen): whether data decompresses to exactly ulen bytes."},
     {"lzf_fast", lzf_fast, METH_VARARGS, "lzf_fast(data, ulen): lzf() as the record lane decodes (for tests)."},
     {"scan", scan, METH_VARARGS,
-     "scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes[, want]): (index, KeyRecords) read "
+     "scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes, salt[, want]): (index, KeyRecords) read "
      "straight from the buffer."},
     {"skip_strings", skip_strings, METH_VARARGS,
      "skip_strings(buf, p, n, cap, tail): (index, count) after the strings in a row it could pass over."},

@@ -112,10 +112,25 @@ RDB_STRING = Limit(
     "ziplist or listpack, an LZF string's either size, a Dragonfly blob); a longer claim is an "
     "rdb-string-too-long finding and its bytes are passed over unread",
     env="DCPINSPECT_MAX_RDB_STRING", least=1024)
+RDB_INFLATE_RATIO = Limit(
+    "RDB inflation ratio", 1000, "times",
+    "Bytes Dragonfly's LZ4 and ZSTD blobs of one RDB file or payload (nested at any depth) inflate "
+    "to, all together, against the bytes read so far; past it the rest of the blob is an "
+    "rdb-inflate-cap finding, passed over, and decoding goes on after it (LZF, at most 88-fold by "
+    "its format, stays within it)", env="DCPINSPECT_MAX_RDB_INFLATE_RATIO")
+RDB_INFLATED = Limit(
+    "RDB bytes inflated", 8 << 30, "bytes",
+    "Bytes the compressed blobs of one RDB file or payload inflate to in all, whatever the ratio; "
+    "past it as past the ratio", env="DCPINSPECT_MAX_RDB_INFLATED", least=1024)
+RDB_NESTING = Limit(
+    "RDB blob nesting", 4, "levels",
+    "Compressed blobs decoded inside one another; a deeper one is an rdb-inflate-cap finding, "
+    "passed over, and decoding goes on after it")
 RDB_KEYS = Limit(
     "RDB keys remembered", 2_000_000, "keys",
-    "Keys of one RDB snapshot remembered (as 64-bit hashes) for the duplicate-key rule; past "
-    "it the rest of the snapshot is not checked for duplicates, with a note",
+    "Keys of one RDB snapshot remembered (as 64-bit hashes, all dbs in one table: about 16 "
+    "bytes a key with the C module, 24 at most, some 70 in pure Python) for the duplicate-key "
+    "rule; past it the rest of the snapshot is not checked for duplicates, with a note",
     env="DCPINSPECT_MAX_RDB_KEYS")
 RESP_FRAME = Limit(
     "RESP frame", 16 * 1024 * 1024, "bytes",
@@ -137,8 +152,8 @@ RESP_LATENCIES = Limit(
     "goes and one in two is kept from then on (the count, mean and max stay exact)")
 
 LIMITS = (FRAME_BODY, RECORD, TEXT_INPUT, INFLATE, JSON_DEPTH, VALUE_TEXT, ENTRY_ROWS, VALUE_SHOWN, DIAGRAM_SHOWN,
-          ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS, FOLDED, RDB_STRING, RDB_KEYS, RESP_FRAME,
-          RESP_ELEMENTS, RESP_WAITING, RESP_LATENCIES)
+          ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS, FOLDED, RDB_STRING, RDB_INFLATE_RATIO, RDB_INFLATED,
+          RDB_NESTING,           RDB_KEYS, RESP_FRAME, RESP_ELEMENTS, RESP_WAITING, RESP_LATENCIES)
 
 
 def check_environment() -> None:
@@ -148,6 +163,8 @@ def check_environment() -> None:
 
 
 def _size(n: int, unit: str) -> str:
+    if unit == "bytes" and n >= 1 << 30 and n % (1 << 30) == 0:
+        return f"{n >> 30} GiB"
     if unit == "bytes" and n >= 1 << 20 and n % (1 << 20) == 0:
         return f"{n >> 20} MiB"
     return f"{n:,} {unit}"

@@ -79,3 +79,12 @@ def main(entry: str) -> None:
     import harness
 
     fuzz(harness.load, lambda: harness.CHECKS[entry], MAX_LEN[entry])
+
+
+def redis_main(module: str, check: str, loads: tuple[str, ...], max_len: int = 4096) -> None:
+    """A campaign of a Redis family harness (``module``'s function ``check``), what ``loads``
+    names instrumented."""
+    import importlib
+
+    fuzz(lambda: [importlib.import_module(name) for name in loads],
+         lambda: getattr(importlib.import_module(module), check), max_len)

@@ -141,6 +141,30 @@ def seeds() -> dict[str, dict[str, bytes]]:
         "pcap": captures("pcap"),
         "pcapng": captures("pcapng"),
         "conversation": {f"random-{n}": rng.randbytes(n) for n in (16, 64, 200, 400, 800, 1600)},
+    } | redis_seeds()
+
+
+def redis_seeds() -> dict[str, dict[str, bytes]]:
+    """Seeds of fuzz/redis_harness.py's journal, dfs and flow harnesses: records, sets and
+    syncs as tests/dflygen.py builds them from spec/rdb.md's layouts."""
+    import dflygen
+    import rdbgen
+
+    records = (dflygen.select(0) + dflygen.command("SET", "k", "v") + dflygen.lsn(1) + dflygen.PING
+               + dflygen.select(3) + dflygen.command("DEL", "a", "b", txid=2) + dflygen.lsn(2))
+    snapshot = dflygen.snapshot(0, 2, [dflygen.blob([("user:1", "alice"), ("n", "7")], "lz4"),
+                                       dflygen.blob([("user:2", "bob" * 30)], "zstd"),
+                                       dflygen.blob([("cfg", "y")], None)], 5)
+    summary = (b"REDIS0009" + rdbgen.aux("df-ver", "v1.30.0") + rdbgen.aux("snapshot-id", "s1")
+               + dflygen.aux_int("shard-count", 2) + dflygen.DF_EOF)
+    shard = (b"REDIS0009" + rdbgen.aux("snapshot-id", "s1") + dflygen.aux_int("shard-id", 0)
+             + dflygen.blob([("a", "1"), ("b", "2")], "lz4") + dflygen.DF_EOF)
+    other = shard.replace(b"shard-id\xc0\x00", b"shard-id\xc0\x01").replace(b"a", b"c")
+    return {
+        "journal": {"records": bytes([8]) + records, "one-byte-chunks": bytes([0]) + records},
+        "dfs": {"set": bytes([8]) + summary + shard + other, "far": bytes([12]) + summary + shard + other,
+                "no-summary": bytes([0]) + shard + other},
+        "flow": {"full": bytes([1 | 8 << 3]) + snapshot[9:] + b"t" * 40 + records, "partial": bytes([2 << 3]) + records},
     }
 
 

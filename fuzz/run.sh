@@ -4,7 +4,7 @@
 #   fuzz/run.sh -t SECONDS [ENTRY...]    each campaign for SECONDS
 #   fuzz/run.sh -n RUNS [ENTRY...]       each campaign for RUNS executions
 #
-# ENTRY: hex frame pcap pcapng conversation render rdb (all by default). Seeds are written
+# ENTRY: hex frame pcap pcapng conversation render rdb journal dfs flow (all by default). Seeds are written
 # by fuzz/make_corpus.py into fuzz/corpus/<entry> (kept between runs, growing), crashes
 # into fuzz/artifacts/<entry>/, the log of each run into fuzz/artifacts/<entry>.log.
 # Extra libFuzzer options: FUZZ_OPTS="-rss_limit_mb=1024 -timeout=30".
@@ -16,7 +16,7 @@ case "${1:-}" in
     -n) limit="-atheris_runs=$2"; shift 2 ;;
     *) echo "usage: fuzz/run.sh -t SECONDS | -n RUNS [ENTRY...]" >&2; exit 2 ;;
 esac
-entries="${*:-hex frame pcap pcapng conversation render rdb}"
+entries="${*:-hex frame pcap pcapng conversation render rdb journal dfs flow}"
 [ -d fuzz/corpus ] || python3 fuzz/make_corpus.py >/dev/null
 # campaign speed (fuzz/campaign.py): the commands on one input in 4096, the rich views on
 # one in 64, the gzipped copy on one in 16 (by a hash of the input), memory bounded by
@@ -24,9 +24,9 @@ entries="${*:-hex frame pcap pcapng conversation render rdb}"
 status=0
 for entry in $entries; do
     mkdir -p "fuzz/corpus/$entry" "fuzz/artifacts/$entry"
-    # the RDB campaign starts from librdb's files (fuzz/rdb_harness.py)
-    if [ "$entry" = rdb ] && [ -z "$(ls -A fuzz/corpus/rdb)" ] && [ -d ../shared/corpora/rdb-librdb ]; then
-        cp ../shared/corpora/rdb-librdb/*.rdb fuzz/corpus/rdb/
+    # the RDB campaign starts from the public RDB files of tests/corpora (fuzz/rdb_harness.py)
+    if [ "$entry" = rdb ] && [ -z "$(ls -A fuzz/corpus/rdb)" ]; then
+        cp tests/corpora/rdb-librdb/*.rdb tests/corpora/redis-assets/*.rdb fuzz/corpus/rdb/
     fi
     log="fuzz/artifacts/$entry.log"
     python3 "fuzz/$entry.py" $limit -rss_limit_mb=2048 -timeout=60 ${FUZZ_OPTS:-} \

@@ -400,7 +400,8 @@ def test_non_default_port_heuristic_and_explicit_ports(tmp_path, clean):
     path = write(tmp_path / "odd.pcap", synth.tcp_conversation(conversation(), server=server))
     ref = signature(clean[1], flow=False)
     assert signature(decode(path), flow=False) == ref  # found by the heuristic
-    assert decode(path, "--no-heuristic") == []
+    (note,) = decode(path, "--no-heuristic")  # not decoded, and said so
+    assert note["kind"] == "undecoded" and note["server_port"] == 12345 and note["bytes_c2s"] > 0
     assert signature(decode(path, "--no-heuristic", "--port", "12345"), flow=False) == ref
     assert signature(decode(path, "--no-heuristic", "--decode-as", "12345=mcbp"), flow=False) == ref
     bad = run_decode(path, "--decode-as", "12345=http")
@@ -410,7 +411,8 @@ def test_non_default_port_heuristic_and_explicit_ports(tmp_path, clean):
 def test_heuristic_leaves_other_protocols_alone(tmp_path):
     http = [("c2s", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 3), ("s2c", b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")]
     path = write(tmp_path / "http.pcap", synth.tcp_conversation(http, server=("10.0.0.2", 8080)))
-    assert decode(path) == []
+    assert [(r["kind"], r["server_port"], r["bytes_c2s"], r["bytes_s2c"]) for r in decode(path)] == [
+        ("undecoded", 8080, 81, 38)]
 
 
 # --- filters and formats --------------------------------------------------------------

@@ -12,8 +12,10 @@ from corpus import ROOT, corpus
 FOLDERS = sorted(p for p in ROOT.iterdir() if p.is_dir())
 
 
-def test_the_corpora_are_here():
-    assert [p.name for p in FOLDERS] == ["dcp-gomemcached", "rdb-librdb", "redis-assets"]
+def test_the_index_lists_each_corpus_here():
+    listed = re.findall(r"^\| `([\w.-]+)/` \|", (ROOT / "README.md").read_text(), re.M)
+    assert sorted(listed) == [p.name for p in FOLDERS]
+    assert {"dcp-gomemcached", "rdb-librdb", "redis-assets"} <= set(listed)
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
@@ -21,8 +23,7 @@ def test_each_corpus_names_its_source_commit_and_licence(folder):
     readme = (folder / "README.md").read_text()
     assert re.search(r"^- Source: https://github\.com/[\w.-]+/[\w.-]+, ", readme, re.M), readme
     assert re.search(r"^- Commit: .*\b[0-9a-f]{40}\b", readme, re.M), readme
-    assert re.search(r"^- Licence: (MIT|BSD-3-Clause) ", readme, re.M), readme
-    assert folder.name in (ROOT / "README.md").read_text()
+    assert re.search(r"^- Licence: [A-Z][\w.-]+ ", readme, re.M), readme
     assert any(p.name != "README.md" for p in folder.iterdir())
 
 

@@ -1,8 +1,9 @@
 """Every command the documentation shows is run, and its output compared with what is shown.
 
-A shown example is a fenced block whose first line starts with ``$ ``: the command (it goes
-on over the next lines while its quotes are open or a line ends in a backslash), then the
-output. Lines are compared with runs of white space folded and blank lines left out; a line that is ``...`` alone
+A shown example is a line starting with ``$ `` in a fenced block whose first line is one:
+the command (it goes on over the next lines while its quotes are open or a line ends in a
+backslash), then what it prints (standard output and error, as a terminal shows them), up to the next such line. A block of commands with nothing shown
+for them is written without the ``$ ``. Lines are compared with runs of white space folded and blank lines left out; a line that is ``...`` alone
 stands for any number of lines, and ``...`` inside a line for any text. Commands run from
 the repository's top in bash, with no terminal and no standard input.
 """
@@ -38,19 +39,27 @@ def _open(command: str) -> bool:
 
 
 def examples(path: Path) -> list[tuple[str, str, list[str]]]:
-    """(where, command, shown output lines) for each example in one document."""
+    """(where, command, shown output lines) for each example in one document: each line of
+    a block that starts with ``$ `` begins one, and its output runs to the next."""
     found = []
     text = path.read_text()
     for block in FENCE.finditer(text):
         lines = block.group(1).splitlines()
         if not lines or not lines[0].startswith("$ "):
             continue
-        command = lines[0][2:]
-        rest = lines[1:]
-        while rest and _open(command):
-            command += "\n" + rest.pop(0)
-        line_no = text.count("\n", 0, block.start()) + 1
-        found.append((f"{path.relative_to(TOP)}:{line_no}", command, rest))
+        first = text.count("\n", 0, block.start()) + 2
+        i = 0
+        while i < len(lines):
+            where, command = f"{path.relative_to(TOP)}:{first + i}", lines[i][2:]
+            i += 1
+            while i < len(lines) and _open(command):
+                command += "\n" + lines[i]
+                i += 1
+            shown = []
+            while i < len(lines) and not lines[i].startswith("$ "):
+                shown.append(lines[i])
+                i += 1
+            found.append((where, command, shown))
     return found
 
 
@@ -95,7 +104,7 @@ def run(command: str) -> list[str]:
     env.pop("COLUMNS", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TOP), env.get("PYTHONPATH", "")) if p)
     res = subprocess.run(["bash", "-c", command], cwd=TOP, env=env, stdin=subprocess.DEVNULL,
-                         capture_output=True, text=True, timeout=300)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     return res.stdout.splitlines()
 
 

@@ -476,7 +476,7 @@ def test_a_sync_on_another_port_is_found_by_its_first_bytes(tmp_path):
     """The control connection's PING and each flow's DFLY FLOW tell the sniffer."""
     from dcpinspect.families.redis.sniff import Sniffer
 
-    assert Sniffer(False).add(dflygen.inline("DFLY", "FLOW", REPLID, "SYNC1", "0")) is True
+    assert Sniffer(False).add("c2s", dflygen.inline("DFLY", "FLOW", REPLID, "SYNC1", "0")) is True
     rows = jsonl(sync(tmp_path, port=7001))
     assert {r["flow"][-4:] for r in rows} == {"7001"}
     assert sum(r.get("protocol") == "journal" for r in rows) == 8 and sum(r["kind"] == "key" for r in rows) == 7

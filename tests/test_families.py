@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -85,7 +86,9 @@ class LineSniffer:
     def __len__(self) -> int:
         return len(self.data)
 
-    def add(self, data: bytes) -> bool | None:
+    def add(self, direction: str, data: bytes) -> bool | None:
+        if direction != "c2s":  # the client speaks first
+            return None
         self.data += data
         if len(self.data) < 6:
             return None
@@ -187,9 +190,9 @@ def test_snapshot_files_go_to_the_family_that_tells_them(tmp_path, monkeypatch):
 
     seen = []
 
-    def show(path, fmt, key, offset, shown):
-        seen.append((path.name, fmt))
-        return 2 if b"BAD" in path.read_bytes() else -1
+    def show(contents, fmt, key, offset, shown):
+        seen.append((Path(contents.name).name, fmt))
+        return 2 if b"BAD" in contents.read() else -1
 
     module = types.ModuleType("toy.lines_snapshots")
     module.FAMILY = Family("lines", is_snapshot=lambda head: head.startswith(b"LINES"), snapshots=show)
@@ -232,7 +235,9 @@ def test_decode_as_names_any_family(tmp_path):
         import json
         return [json.loads(line) for line in proc.stdout.splitlines()]
 
-    assert rows() == []
+    assert [r for r in rows() if r["kind"] != "undecoded"] == []
+    assert [(r["flow"], r["server_port"], r["bytes_c2s"] > 0, r["bytes_s2c"] > 0) for r in rows()] == [
+        ("10.0.0.1:40000-10.0.0.2:7001", 7001, True, True), ("10.0.0.1:40001-10.0.0.2:7002", 7002, True, True)]
     got = rows("--decode-as", "7001=resp", "--decode-as", "7002=DCP")
     protocols = {r.get("protocol") for r in got}
     assert {"resp", "rdb", "mcbp"} <= protocols, protocols

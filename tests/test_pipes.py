@@ -257,3 +257,11 @@ def test_progress_of_a_stream_says_bytes_and_rate(capsys):
     progress(5)
     line = capsys.readouterr().err
     assert "3.0 MiB read" in line and "MiB/s" in line and "5 items" in line and "%" not in line
+
+
+@pytest.mark.parametrize("tail", ["head -c 12", "head -c 300; head -c 100 /dev/urandom"])
+def test_a_corrupt_gzip_rdb_on_a_pipe_is_one_line_exit_2(tail, rdb_file):
+    res = bash(f"gzip -c {rdb_file} | {{ {tail}; }} | $DCP rdb - -f summary")
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    (line,) = res.stderr.splitlines()
+    assert line.startswith("dcpinspect: stdin: cannot read (")

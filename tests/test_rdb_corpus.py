@@ -38,6 +38,8 @@ EXPECTED = {
 }
 #: files with damage on purpose, and what is said of them
 DAMAGED = {"invalid_chksum_v8.rdb": {"rdb-checksum"}, "future_v19.rdb": {"rdb-version", "rdb-checksum"}}
+#: sound files holding a module's data, which only a server with the module loads (rdb-module, info)
+MODULES = {"misc_with_stream.rdb", "module.rdb", "module_aux.rdb", "module_aux_empty.rdb", "module_aux_v12.rdb"}
 
 
 def decode(path: Path) -> list:
@@ -98,7 +100,7 @@ def test_every_file_decodes_to_its_end(path: Path):
     assert end.bytes_read == path.stat().st_size and end.trailing == 0
     findings = {f.rule for f in out if isinstance(f, Finding)} | {
         f.rule for r in out if isinstance(r, (KeyRecord, OpRecord, AuxRecord)) for f in r.findings}
-    assert findings == DAMAGED.get(path.name, set())
+    assert findings == DAMAGED.get(path.name, set()) | ({"rdb-module"} if path.name in MODULES else set())
     if path.name not in DAMAGED and end.version >= 5:
         assert end.checksum in ("ok", "not computed")
 

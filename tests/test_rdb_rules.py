@@ -11,6 +11,7 @@ import lz4.frame
 import pytest
 import zstandard
 
+import dflygen
 import rdbgen
 from dcpinspect.families.redis.journal import read_entries
 from dcpinspect.families.redis.rdb import RdbParser
@@ -83,11 +84,15 @@ CASES = {
     "rdb-empty-key": _file(rdbgen.key(2, "s", rdbgen.length(0))),
     "rdb-stream-length": _file(rdbgen.key(15, "st", rdbgen.stream([rdbgen.stream_node(1, 0, ["n"], [(0, 0, [1])])], 2,
                                                                   (1, 0)))),
+    "rdb-module": _file(rdbgen.key(7, "m", rdbgen.length(5) + rdbgen.length(0))),
     "rdb-string-too-long": None,  # with a small cap, below
     "rdb-duplicate-key": _file(rdbgen.key(0, "a", rdbgen.string("1")) + rdbgen.key(0, "a", rdbgen.string("2"))),
     "rdb-expired-key": _file(CTIME + rdbgen.key(0, "old", rdbgen.string("1"), expire_ms=1_600_000_000_000)),
     "rdb-trailing-data": PLAIN + b"junk",
     "rdb-keys-cap": None,  # with a small cap, below
+    # a Dragonfly file whose 94-byte ZSTD blob inflates to 3 MB of aux fields
+    "rdb-inflate-cap": _file(rdbgen.aux("df-ver", "v1.30.0") + dflygen.zstd_blob(rdbgen.aux("k", "v") * 300_000),
+                             9, checksum=False),
 }
 
 
@@ -196,7 +201,9 @@ def test_module_values_and_module_aux_are_passed_over_with_their_name():
     out = run(_file(body))
     (aux,) = [r for r in out if isinstance(r, OpRecord) and r.name == "MODULE_AUX"]
     assert (aux.fields["module"], aux.fields["module_encver"], aux.fields["when"]) == ("AAAAAAAAA", 5, 2)
-    assert keys_of(out)[b"m"].value == [42, 1.0] and not rules_of(out)
+    assert keys_of(out)[b"m"].value == [42, 1.0] and rules_of(out) == {"rdb-module"}
+    (said,) = [f for r in out if isinstance(r, (KeyRecord, OpRecord)) for f in r.findings]
+    assert said.severity == "info" and "'AAAAAAAAA'" in said.message and said.offset == aux.offset  # once a file
 
 
 def test_valkey_numbering_hash_2():

@@ -12,9 +12,6 @@ import subprocess
 import time
 
 import servers
-from dcpinspect.engines.files import decode_capture_file
-from dcpinspect.families import VALUES
-from dcpinspect.sessions.stats import StatsCollector
 from servers import LOOPBACK, Redis, TcpDump, require, server_port, wait_until
 from servers import RedisClient as Client
 
@@ -102,10 +99,9 @@ def test_every_command_and_reply_of_real_clients_joined_midway(tmp_path):
     assert not [f for r in rows for f in r.get("findings", [])]
     assert not [r for r in rows if r["kind"] in ("skipped", "gap")]
 
-    collector = StatsCollector()
-    for item in decode_capture_file(path, ports={port: "redis"}, detail=VALUES):
-        collector.add(item)
-    report = collector.report()
+    res = servers.dcpinspect("stats", "--format", "json", "--decode-as", f"{port}=redis", str(path))
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
     latency = report["redis"]["commands"]
     assert latency["PUBLISH"]["count"] == 2 and latency["GET"]["count"] >= 3
     for entry in latency.values():

@@ -227,3 +227,42 @@ def test_a_public_capture_entered_inside_a_big_nested_reply_pairs_what_follows(t
     assert after == [("c2s", "command", None), ("s2c", "reply", "PING"), ("c2s", "command", None),
                      ("s2c", "reply", "SET"), ("c2s", "command", None), ("s2c", "reply", "GET")]
     assert not [f for i in items for f in i.msg.findings]
+
+
+def test_redis_stats_of_parts_decoded_apart_merge_to_the_whole(tmp_path):
+    """The collector's Redis part pickles and merges: connections counted by two collectors
+    (worker processes, Spark tasks) give the report one collector gives."""
+    import pickle
+
+    from dcpinspect.engines.files import keyed_items
+    from dcpinspect.families import VALUES
+    from dcpinspect.sessions.stats import StatsCollector
+
+    import test_redis_replication as repl
+
+    client = [("c2s", command("GET", "a")), ("s2c", b"$1\r\n1\r\n"), ("c2s", command("INCR", "n")), ("s2c", b":1\r\n")]
+    path = tmp_path / "two.pcap"
+    frames = synth.tcp_conversation(client, client=("10.0.0.3", 40000), server=("10.0.0.2", 6379))
+    frames += synth.tcp_conversation(repl.conversation(acks=[repl.ends()[-1]]), client=("10.0.0.1", 45000),
+                                     server=("10.0.0.2", 6379))
+    synth.write_pcap(path, frames)
+    whole, parts = StatsCollector(), [StatsCollector(), StatsCollector()]
+    for key, item in keyed_items(read_records(path), detail=VALUES):
+        whole.add(item, key)
+        parts[getattr(item, "flow", ("", 0))[1] == 40000].add(item, key)
+    merged = pickle.loads(pickle.dumps(parts[0])).merge(pickle.loads(pickle.dumps(parts[1])))
+    report = whole.report()["redis"]
+    assert merged.report()["redis"] == report
+    assert set(report["commands"]) == {"GET", "INCR", "PING", "REPLCONF", "PSYNC"}
+    (link,) = report["replication"].values()
+    assert link["resync"] == "FULLRESYNC" and link["phases"]["transfer"]["keys"] == 3 and link["lag"] == 0
+
+
+def test_a_master_stream_joined_before_the_replica_s_first_ack_is_commands(tmp_path):
+    # the master's stream shows itself by what only it sends unasked (SELECT, PING, ...)
+    msgs = [("s2c", command("SELECT", "0")), ("s2c", command("SET", "k", "v")), ("s2c", command("PING")),
+            ("c2s", command("REPLCONF", "ACK", "100"))]
+    items = decoded(capture(tmp_path, msgs, handshake=False))
+    assert [(i.direction, i.msg.role, i.msg.name) for i in items] == [
+        ("s2c", "command", "SELECT"), ("s2c", "command", "SET"), ("s2c", "command", "PING"),
+        ("c2s", "command", "REPLCONF")]

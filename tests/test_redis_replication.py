@@ -215,22 +215,34 @@ def test_the_table_view_escapes_the_wire(tmp_path):
 
 # -- detection and the engine's paths ---------------------------------------------------------
 
-@pytest.mark.parametrize("first,verdict", [
-    (command("PING"), True), (command("REPLCONF", "listening-port", "6380"), True),
-    (command("PSYNC", "?", "-1"), True), (b"SYNC\r\n", True), (b"+FULLRESYNC " + REPLID + b" 0\r\n", True),
-    (command("GET", "k"), False), (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", False), (b"\x80\x01\x00\x00", False),
+@pytest.mark.parametrize("chunks,verdict", [
+    ([("c2s", command("REPLCONF", "listening-port", "6380"))], True),
+    ([("c2s", command("PSYNC", "?", "-1"))], True), ([("c2s", b"SYNC\r\n")], True),
+    ([("s2c", b"+FULLRESYNC " + REPLID + b" 0\r\n")], True),
+    ([("c2s", command("PING")), ("s2c", b"+PONG\r\n")], True),  # a command answered
+    ([("c2s", command("PING"))], None),  # a command alone: not yet
+    ([("c2s", command("GET", "k")), ("s2c", b"?garbage\r\n")], False),  # answered by no reply
+    ([("c2s", command("FROBNICATE", "k")), ("s2c", b"+OK\r\n")], False),  # no Redis command
+    ([("c2s", b"GET k\r\n"), ("s2c", b"$1\r\nv\r\n")], False),  # inline: POP3 and SMTP send such lines
+    ([("s2c", b"+OK POP3 server ready\r\n"), ("c2s", b"AUTH\r\n")], False),  # the server spoke first
+    ([("c2s", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")], False), ([("c2s", b"\x80\x01\x00\x00")], False),
 ])
-def test_the_sniffer_tells_replication_from_its_first_bytes(first, verdict):
+def test_the_sniffer_takes_a_connection_on_evidence_alone(chunks, verdict):
     from dcpinspect.families.redis.sniff import Sniffer
 
     sn = Sniffer(False)
     got = None
-    for b in first:  # a byte at a time: undecided until it can tell
-        got = sn.add(bytes([b]))
+    for direction, data in chunks:
+        for b in data:  # a byte at a time: undecided until it can tell
+            got = sn.add(direction, bytes([b]))
+            if got is not None:
+                break
         if got is not None:
             break
-    assert bool(got) is verdict
-    assert Sniffer(True).add(b"some value tail\r\n" + command("SET", "k", "v")) is True  # joined midway
+    assert got is verdict
+    # joined midway: two whole commands in a row, the first after a line's end
+    assert Sniffer(True).add("s2c", b"some value tail\r\n" + command("SET", "k", "v") + command("PING")) is True
+    assert Sniffer(True).add("s2c", b"some value tail\r\n" + command("SET", "k", "v")) is None
 
 
 def test_the_reader_that_follows_connections_in_c_gives_the_same_items(tmp_path):

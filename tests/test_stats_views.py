@@ -18,6 +18,7 @@ from rich.console import Console
 
 from dcpinspect import families as families_module
 from dcpinspect.engines.inputs import items_of
+from dcpinspect.engines.options import CaptureOptions
 from dcpinspect.engines.stats import plot, render, stats_views
 from dcpinspect.families import Family, family_named
 from dcpinspect.outputs.stats import Breakdown, Col, StatsView, cell, fit_table, report_json
@@ -61,7 +62,7 @@ def resp_view(monkeypatch):
 def mixed(tmp_path_factory) -> dict:
     path = capture(tmp_path_factory.mktemp("views") / "mixed.pcap", DCP, REDIS)
     collector = StatsCollector()
-    for item in items_of(Path(path), set(), None):
+    for item in items_of(Path(path), CaptureOptions(), None):
         collector.add(item)
     return collector.report()
 
@@ -109,7 +110,7 @@ def test_without_the_view_its_columns_and_section_are_gone(mixed):
 
 def test_a_view_closes_the_report_when_it_alone_is_shown(resp_view, tmp_path):
     report = StatsCollector()
-    for item in items_of(capture(tmp_path / "redis.pcap", REDIS), set(), None):
+    for item in items_of(capture(tmp_path / "redis.pcap", REDIS), CaptureOptions(), None):
         report.add(item)
     text = _render(report.report(), chart=False)
     assert "Vbuckets" not in text and "RESP connections" in text

@@ -128,11 +128,20 @@ def test_one_bad_file_among_clean_ones_exits_1(files):
     assert {row["file"] for row in rows(r)} == {str(files["bad"])}
 
 
-@pytest.mark.parametrize("name", ["garbage", "elf", "empty", "http"])
+@pytest.mark.parametrize("name", ["garbage", "elf", "empty"])
 def test_unusable_input_exits_2(files, name):
     r = validate(files[name])
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert "dcpinspect:" in r.stderr
+
+
+def test_a_capture_of_another_protocol_is_clean_and_says_so(files):
+    """Nothing of ours is no violation: exit 0, no findings, and the connection not decoded told."""
+    r = validate(files["http"])
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert r.stdout.splitlines() == ["0 frames checked: 0 errors, 0 other findings",
+                                     "1 TCP connection not decoded (65 bytes): server port 80; "
+                                     "--decode-as PORT=FAMILY decodes one"]
 
 
 def test_missing_file_exits_2(tmp_path):

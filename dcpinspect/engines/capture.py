@@ -22,9 +22,11 @@ from ..sources.capture import limit_value
 from ..transport.reassembly import Data, End, Flow, FlowKey, Gap, Reassembler, Start
 
 #: What the decoder does with a connection: ask the families' sniffers about its first
-#: bytes, decode it (its family known), note it as encrypted, pass it over, or nothing
-#: more (its End handled).
-SNIFFING, DECODING, ENCRYPTED, IGNORED, ENDED = "sniffing", "decoding", "encrypted", "ignored", "ended"
+#: bytes, decode it (its family known), note it as encrypted, hold its first bytes (every
+#: family said no, but its server may yet show one), pass it over, or nothing more (its
+#: End handled).
+SNIFFING, DECODING, ENCRYPTED, HOLDING, IGNORED, ENDED = ("sniffing", "decoding", "encrypted", "holding", "ignored",
+                                                          "ended")
 
 
 
@@ -44,6 +46,8 @@ MAX_FLOWS_ENV = FLOWS.env
 FOLLOW_AFTER = 2
 MAX_FOLLOWED = 16384
 FOLLOW_STEP = 1 << 20
+#: undecoded connections told one by one at the end of input (the rest in one note)
+LISTED = FLOWS.default
 def held_cap() -> int:
     """The held-bytes cap: ``$DCPINSPECT_MAX_HELD`` if set, else ``MAX_HELD``."""
     return limit_value(HELD)
@@ -64,7 +68,7 @@ class FlowDecoder(Flow):
     first bytes of a port that needs them."""
 
     __slots__ = ("_session", "_options", "midstream", "state", "family", "c2s_side", "s2c_side", "first",
-                 "pending", "first_index", "_label", "runs", "correlator")
+                 "pending", "first_index", "_label", "runs", "correlator", "watched")
 
     def __init__(self, key: FlowKey, ts: float) -> None:
         Flow.__init__(self, key, ts)
@@ -76,11 +80,14 @@ class FlowDecoder(Flow):
         self.c2s_side: Framer | None = None
         self.s2c_side: Framer | None = None
         self.first = ""  # the direction whose framer was made first
-        self.pending: dict[str, _Sniffing] | None = None  # sniffing buffers of an unknown port
+        self.pending: _Undecided | None = None  # what an undecoded connection carried
         self.first_index = 0  # the capture record that began the connection
         self._label: str | None = None
         self.runs = False  # framers hand whole frames over as runs, for the family's fast path
         self.correlator = None  # the capture's correlator of the family, if it has one
+        #: another decoder's connection (a worker's part of a capture), only sniffed here for
+        #: what it shows of its server: never decoded, never told
+        self.watched = False
 
     def end(self) -> None:
         """The decoder is done with the connection (its End): what it kept goes; the
@@ -215,6 +222,38 @@ class CaptureDecoder:
         #: :meth:`finishing` (else the caller merges and concludes them: see :func:`concluded`)
         self.correlators: dict = {} if correlators is None else correlators
         self.conclude = conclude
+        #: servers (address, port) a connection showed to speak a family: their other
+        #: connections are that family's from their first byte
+        self.servers: dict[tuple[str, int], Family] = {}
+        #: the connections no family took (yet), in the order their bytes began, and by
+        #: server; told at the end of input (:meth:`finishing`) as ``undecoded`` notes
+        self.undecided: dict[int, _Undecided] = {}
+        self.by_server: dict[tuple[str, int], dict[int, _Undecided]] = {}
+        #: the most bytes of a connection held while no family takes it
+        self.hold = max((f.sniff_bytes for f in self.families if f.sniffer is not None), default=0)
+        self._watching = False  # feeding a watched connection's segment (see watch)
+
+    def watch(self, seg: Segment) -> list[Captured | Note]:
+        """A segment of a connection another decoder decodes (another worker's part of the
+        capture): sniffed while undecided, for what it shows of its server, so that every
+        part takes that server's connections as one decoder of the whole capture would.
+        What it returns is of this decoder's own connections (those the evidence let it
+        decode, from what it held)."""
+        fd = self.reassembler.record((seg.src, seg.sport, seg.dst, seg.dport)) or \
+            self.reassembler.record((seg.dst, seg.dport, seg.src, seg.sport))
+        if fd is not None:
+            if not fd.watched or fd.state is ENDED:
+                return []
+            if fd.state is not SNIFFING and fd.state is not HOLDING and not seg.flags & 0x05:
+                return []  # decided: only its end (FIN, RST) is still of use, to let the record go
+        elif (seg.sport in self.ports or seg.dport in self.ports or seg.sport in self.encrypted
+              or seg.dport in self.encrypted or not seg.payload and not seg.flags & 0x02):
+            return []  # a known port, or neither a connection's start nor its bytes
+        self._watching = True
+        try:
+            return self.feed(seg)
+        finally:
+            self._watching = False
 
     def feed(self, seg: Segment) -> list[Captured | Note]:
         tails = self.tails
@@ -257,8 +296,29 @@ class CaptureDecoder:
             self._close_flow(fd, out, None)
             yield from out
             out.clear()
+        yield from self.undecoded()
         if self.conclude:
             yield from concluded(self.correlators)
+
+    def undecoded(self) -> list[Note]:
+        """The connections no family took, an ``undecoded`` note each, in the order they began
+        (``offset``: the capture record that began it; ``size`` and ``sides``: its bytes in
+        all and each way); past :data:`LISTED` of them, one note for the rest."""
+        notes, rest, rest_bytes = [], 0, 0
+        for und in sorted((u for u in self.undecided.values() if not u.watched), key=lambda u: u.first_index):
+            c2s, s2c = und.bytes
+            if len(notes) >= LISTED:
+                rest += 1
+                rest_bytes += c2s + s2c
+                continue
+            notes.append(Note("undecoded", f"{und.why}: {c2s} bytes c2s, {s2c} bytes s2c not decoded", und.ts,
+                              und.flow, None, und.first_index, c2s + s2c, None, (c2s, s2c)))
+        if rest:
+            notes.append(Note("undecoded", f"{rest} more connections not decoded ({rest_bytes} bytes)", None, None,
+                              None, None, rest_bytes))
+        self.undecided.clear()
+        self.by_server.clear()
+        return notes
 
     def _decode_as(self, fd: FlowDecoder, family: Family) -> None:
         correlator = None
@@ -267,6 +327,7 @@ class CaptureDecoder:
             if correlator is None:
                 correlator = self.correlators[family.name] = family.correlator()
         fd.decode_as(family, family in self.fast, correlator)
+        self.servers.setdefault((fd.key[2], fd.key[3]), family)
 
     # -- directions followed by the reader ----------------------------------------------
 
@@ -342,13 +403,18 @@ class CaptureDecoder:
         if isinstance(ev, Start):
             fd = ev.state
             fd.begin(self.options, ev.midstream, ev.index)
+            if self._watching:
+                fd.watched = True
             sport = ev.flow[3]
-            family = self.by_port.get(sport) or self.by_port.get(ev.flow[1])
+            family = self.by_port.get(sport) or self.by_port.get(ev.flow[1]) or self.servers.get(ev.flow[2:])
             if sport in self.encrypted:
                 fd.state = ENCRYPTED
                 out.append(Note("encrypted", f"port {sport} carries TLS: not decoded", ev.ts, ev.flow))
             elif family is not None:
-                self._decode_as(fd, family)
+                if fd.watched:
+                    fd.state = IGNORED
+                else:
+                    self._decode_as(fd, family)
             elif not self.heuristic:
                 fd.state = IGNORED
             return
@@ -376,55 +442,82 @@ class CaptureDecoder:
                 items = sd.gap(ev.missing)
                 sd.lost(ev.missing)
                 self._items(fd, ev.direction, items, ev.ts, out)
-            elif fd.state is SNIFFING and fd.pending:
-                gone = fd.pending.pop(ev.direction, None)
-                if gone is not None:
-                    self.held -= len(gone)
+            elif fd.pending is not None:
+                self._let_go(fd.pending)  # its first bytes are no longer whole
+                fd.state = IGNORED
 
     def _data(self, fd: FlowDecoder, ev: Data, out: list) -> None:
-        if fd.state is SNIFFING:
-            if fd.pending is None:
-                fd.pending = {}
-            sniffing = fd.pending.get(ev.direction)
-            if sniffing is None:
-                sniffing = fd.pending[ev.direction] = _Sniffing(self.families, fd.midstream)
-            before = len(sniffing)
-            won = sniffing.add(ev.data, ev.index, ev.ts)
-            self.held += len(sniffing) - before
-            if won is None and sniffing.sniffers:
-                return
-            pending = fd.pending
-            self._unsniff(fd)
-            if won is None:
-                fd.state = IGNORED
-                return
-            family, sniffer = won
-            self._decode_as(fd, family)
-            # every direction's bytes held meanwhile, record by record in capture order (the
-            # framers made in the order the bytes came): a reply held while the other
-            # direction's command decided comes after that command, as it came
-            chunks = []
-            for direction, sn in pending.items():
-                held = sniffer.data if direction == ev.direction else \
-                    next((s.data for f, s in sn.sniffers if f is family), None)
-                at = 0
-                for size, index, ts in sn.marks:
-                    chunks.append((index, direction, None if held is None else bytes(held[at:at + size]), size, ts))
-                    at += size
-            for index, direction, data, size, ts in sorted(chunks, key=lambda c: c[0]):
-                sd = fd.side(direction)
-                if data is None:  # its sniffer had said no: the bytes are gone
-                    sd.lost(size)
-                    self._items(fd, direction, sd.gap(size), ts, out)
-                else:
-                    sd.carried(size, index)
-                    self._items(fd, direction, sd.feed(data), ts, out)
+        state = fd.state
+        if state is DECODING:
+            sd = fd.side(ev.direction)
+            sd.carried(len(ev.data), ev.index)
+            self._items(fd, ev.direction, sd.feed(ev.data), ev.ts, out)
             return
-        if fd.state is not DECODING:
+        if state is ENCRYPTED or state is ENDED:
             return
-        sd = fd.side(ev.direction)
-        sd.carried(len(ev.data), ev.index)
-        self._items(fd, ev.direction, sd.feed(ev.data), ev.ts, out)
+        und = fd.pending
+        if und is None:
+            und = fd.pending = _Undecided(fd, self.families if state is SNIFFING else (), ev.ts,
+                                          "no family took it" if state is SNIFFING else "no known port")
+            self.undecided[id(und)] = und
+            self.by_server.setdefault(fd.key[2:], {})[id(und)] = und
+        und.bytes[ev.direction == "s2c"] += len(ev.data)
+        if und.chunks is None:
+            return
+        before = len(und)
+        won = und.add(ev.direction, ev.data, ev.index, ev.ts, self.hold)
+        self.held += len(und) - before
+        if won is not None:
+            self.servers.setdefault(fd.key[2:], won)
+            self._take(und, won, out)
+            self._server_known(fd.key[2:], won, out)
+        elif not und.sniffers and fd.state is SNIFFING:
+            fd.state = HOLDING if und.chunks is not None else IGNORED
+        elif und.chunks is None:
+            fd.state = IGNORED
+
+    def _take(self, und: "_Undecided", family: Family, out: list) -> None:
+        """A connection no family had taken is ``family``'s: decoded from the bytes held (if
+        they are whole), then from its next bytes; decoded and closed, if it is over."""
+        self.undecided.pop(id(und), None)
+        self.by_server.get(und.flow[2:], {}).pop(id(und), None)
+        fd = und.fd
+        chunks = und.chunks
+        self._let_go(und)
+        if und.watched:  # another decoder's: it decodes it
+            if fd is not None:
+                fd.state, fd.pending = IGNORED, None
+            return
+        if fd is None:  # over: decoded apart, from what was held
+            if chunks is None:
+                return
+            fd = FlowDecoder(und.flow, und.ts)
+            fd.begin(self.options, und.midstream, und.first_index)
+        fd.pending = None
+        if chunks is None:  # its start is lost: joined where it stands
+            fd.midstream = True
+        self._decode_as(fd, family)
+        for direction, data, index, ts in chunks or ():  # in the order they came
+            sd = fd.side(direction)
+            sd.carried(len(data), index)
+            self._items(fd, direction, sd.feed(data), ts, out)
+        if und.fd is None:
+            self._close_flow(fd, out, und.end_ts)
+
+    def _server_known(self, server: tuple, family: Family, out: list) -> None:
+        """A connection showed ``server`` speaking ``family``: its other connections, earlier
+        ones held or still open, are that family's too (and later ones: see _event)."""
+        if server not in self.reassembler.server_ports:  # new connections to it face it
+            self.reassembler.server_ports = self.reassembler.server_ports | {server[1]}
+        for und in list(self.by_server.get(server, {}).values()):
+            self._take(und, family, out)
+
+    def _let_go(self, und: "_Undecided") -> None:
+        """What an undecoded connection held goes (its bytes are still counted)."""
+        self.held -= len(und)
+        und.chunks = None
+        und.sniffers = []
+        und.size = 0
 
     def _items(self, fd: FlowDecoder, direction: str, items, ts: float, out: list) -> None:
         sd = fd.made(direction)
@@ -459,8 +552,11 @@ class CaptureDecoder:
             pos = end
 
     def _close_flow(self, fd: FlowDecoder, out: list, ts: float | None) -> None:
-        if fd.pending:
-            self._unsniff(fd)
+        und = fd.pending
+        if und is not None:  # not decoded: what it held waits for its server to be known
+            und.fd = None
+            und.end_ts = ts
+            fd.pending = None
         if fd.state is not DECODING:
             return
         for direction, sd in fd.sides():
@@ -472,11 +568,6 @@ class CaptureDecoder:
         if fd.started:  # an idle connection that never made a frame has nothing to say
             for f in fd.session.finish():
                 out.append(Note("finding", f.message, ts, fd.key, None, None, 0, f))
-
-    def _unsniff(self, fd: FlowDecoder) -> None:
-        """The protocol is decided (or the connection over): the sniffing buffers go."""
-        self.held -= sum(len(b) for b in fd.pending.values())
-        fd.pending = None
 
     # -- the held-bytes cap ------------------------------------------------------------
 
@@ -498,8 +589,9 @@ class CaptureDecoder:
                 sd.counted = n
                 if n and fd.state is DECODING:
                     holders.append((-n, fd.first_index, direction, fd))
-            if fd.pending:
-                holders.append((-sum(len(b) for b in fd.pending.values()), fd.first_index, "", fd))
+        for und in self.undecided.values():
+            if und.chunks is not None and len(und):
+                holders.append((-len(und), und.first_index, "", und))
         self.held += held
         if self.held <= self.max_held:
             return
@@ -511,9 +603,10 @@ class CaptureDecoder:
                 break
             flows += 1
             dropped -= size
-            if not direction:
-                self._unsniff(fd)
-                fd.state = IGNORED
+            if not direction:  # an undecoded connection's first bytes
+                self._let_go(fd)
+                if fd.fd is not None:
+                    fd.fd.state = IGNORED
                 continue
             fd.session.gap()  # answers may have gone with the bytes
             self._items(fd, direction, fd.made(direction).gap(0), ts, out)
@@ -523,31 +616,47 @@ class CaptureDecoder:
                                    f"{MAX_HELD_ENV}=BYTES", ts, None, None, None, dropped))
 
 
-class _Sniffing:
-    """One direction's first bytes on a port no family claims: the sniffers of the
-    families still undecided about them, and which records carried them. Its length is
-    every byte the sniffers hold."""
+class _Undecided:
+    """A connection no family has taken: its bytes each way, and, while the families may
+    yet take it (their sniffers, or evidence about its server from another connection),
+    every chunk it carried in the order they came, up to ``hold`` bytes. Its length is
+    every byte held, the sniffers' own included."""
 
-    __slots__ = ("sniffers", "marks", "size")
+    __slots__ = ("fd", "flow", "sniffers", "chunks", "size", "bytes", "ts", "end_ts", "first_index", "midstream",
+                 "why", "watched")
 
-    def __init__(self, families: tuple[Family, ...], midstream: bool) -> None:
-        self.sniffers: list[tuple[Family, Sniffer]] = [(f, f.sniffer(midstream)) for f in families]
-        self.marks: list[tuple[int, int, float]] = []  # (bytes, record, its time), in order
+    def __init__(self, fd: FlowDecoder, families: tuple[Family, ...], ts: float, why: str) -> None:
+        self.fd: FlowDecoder | None = fd  # None once the connection is over
+        self.flow = fd.key
+        self.sniffers: list[tuple[Family, Sniffer]] = [(f, f.sniffer(fd.midstream)) for f in families
+                                                      if f.sniffer is not None]
+        #: (direction, data, record, time) of each chunk; None once given up
+        self.chunks: list[tuple[str, bytes, int, float]] | None = [] if self.sniffers else None
         self.size = 0
+        self.bytes = [0, 0]  # c2s, s2c
+        self.ts, self.end_ts = ts, None
+        self.first_index, self.midstream = fd.first_index, fd.midstream
+        self.why = why
+        self.watched = fd.watched
 
     def __len__(self) -> int:
-        return sum(len(sn) for _, sn in self.sniffers)
+        return self.size + sum(len(sn) for _, sn in self.sniffers)
 
-    def add(self, data: bytes, index: int, ts: float = 0.0) -> tuple[Family, Sniffer] | None:
-        """The family whose sniffer says yes, with its sniffer; None while undecided, and
-        once every family has said no (no sniffer is left)."""
-        self.marks.append((len(data), index, ts))
+    def add(self, direction: str, data: bytes, index: int, ts: float, hold: int) -> Family | None:
+        """The family whose sniffer says yes; None while undecided, and once every family
+        has said no (no sniffer is left). Past ``hold`` bytes the chunks go."""
         self.size += len(data)
+        if self.size > hold:
+            self.chunks = None
+            self.sniffers = []
+            self.size = 0
+            return None
+        self.chunks.append((direction, data, index, ts))
         left = []
         for family, sniffer in self.sniffers:
-            verdict = sniffer.add(data)
+            verdict = sniffer.add(direction, data)
             if verdict:
-                return family, sniffer
+                return family
             if verdict is None and self.size < family.sniff_bytes:
                 left.append((family, sniffer))
         self.sniffers = left

@@ -35,6 +35,7 @@ class ReadStats:
 #: finish-time items sort after every record, in the order their connections began; the
 #: correlators' findings after them all (CONCLUDED_KEY)
 END_KEY = 1 << 62
+UNDECODED_KEY = END_KEY + (END_KEY >> 1)
 CONCLUDED_KEY = 2 * END_KEY
 MAX_OWNERS = 1 << 20  # 4-tuples remembered before the owner table starts over
 
@@ -122,9 +123,15 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
             continue
         if parts > 1:
             owner = owners.of(seg.src, seg.sport, seg.dst, seg.dport)
-            if raw is not None and raw not in owners.raw:
+            known = (seg.sport in dec.ports or seg.dport in dec.ports or seg.sport in dec.encrypted
+                     or seg.dport in dec.encrypted)
+            if raw is not None and raw not in owners.raw and known:  # the reader passes over the rest
                 owners.raw[raw] = owners.raw[reverse_raw(raw)] = owner
             if owner != part:
+                if not known:  # what it shows of its server, every part learns
+                    index = rec.index
+                    for item in dec.watch(seg):
+                        yield index, item
                 continue
         index = rec.index
         for item in dec.feed(seg):
@@ -134,6 +141,9 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
     stats.records += getattr(records, "passed", 0)
     began = {flow: fd.first_index for flow, fd in dec.flows.items()}
     for item in dec.finishing():
+        if type(item) is Note and item.kind == "undecoded":  # after every connection's last items, in the
+            yield UNDECODED_KEY + (item.offset or 0), item  # order they began (offset: their first record)
+            continue
         yield END_KEY + began.get(item.flow, END_KEY), item
     if parts == 1:
         for note in concluded(dec.correlators):

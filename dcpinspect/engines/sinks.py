@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..outputs.undecoded import record as undecoded_record
 from ..sessions.captured import Captured, Lines, Note, flow_label
 from ..findings import Finding
 from ..outputs.jsonl import dumps_line
@@ -56,6 +57,8 @@ class JsonlSink:
             rows = msg.placed_rows(dict(frame=item.number, ts=item.ts, flow=self.labels[item.flow],
                                         direction=item.direction))
             return True, dumps_line(rows[0]) if len(rows) == 1 else b"".join(map(dumps_line, rows))
+        if item.kind == "undecoded":  # a connection not decoded: its server's port and bytes each way
+            return False, dumps_line(undecoded_record(item, self.labels[item.flow] if item.flow else None))
         rec = {"kind": item.kind, "message": item.message, "ts": item.ts,
                "flow": self.labels[item.flow] if item.flow else None, "direction": item.direction,
                "offset": item.offset, "length": item.size}
@@ -139,6 +142,7 @@ def combine_summaries(parts: list[SummarySink]) -> SummarySink:
         out.summary.notes.extend(p.summary.notes)
         out.summary.passed_over += p.summary.passed_over
         out.summary.shown += p.summary.shown
+    out.summary.undecoded = sorted((n for p in parts for n in p.summary.undecoded), key=lambda n: n.offset or 0)
     return out
 
 
@@ -218,6 +222,8 @@ class FindingsSink:
             found = [item.finding]
         elif item.kind == "capture":  # the file is damaged, or a cap gave something up
             return [item.message]
+        elif item.kind == "undecoded":  # told with the count of frames checked
+            return [item]
         else:
             return None
         rows = [self._row(f, item) for f in found if self.show_info or f.severity != "info"]

@@ -4,6 +4,7 @@ prints it."""
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 from ..families import Family, families
@@ -63,8 +64,8 @@ def _gathered(files: list[Path]) -> list:
 def _peek(contents: Contents) -> bytes:
     try:
         return contents.peek(HEAD)
-    except (OSError, EOFError):
-        return b""  # the family's reader says what is wrong
+    except (OSError, EOFError, zlib.error) as exc:  # gzip that is corrupt or cut before any data
+        raise InputError(f"{contents.name}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
 
 
 def _frames_instead(contents: Contents, head: bytes) -> bool:

@@ -15,6 +15,7 @@ from ..outputs.console import make_console
 from ..outputs.escape import safe
 from ..outputs.progress import progress_for
 from ..outputs.stats import StatsView, report_json
+from ..outputs.undecoded import line as undecoded_line
 from ..outputs.stats import render as render_report
 from ..sessions.stats import StatsCollector
 from .inputs import Unusable, items_of
@@ -52,7 +53,8 @@ def stats_files(files: list[Path], json: bool, plot_path: Path | None, chart: bo
             collector.add(item)
     report = collector.report()
     if not report["capture"].get("frames"):
-        raise Unusable("no frame found in the input")
+        told = undecoded_line(report["capture"]["undecoded"])
+        raise Unusable("no frame found in the input" + (f" ({told})" if told else ""))
     if json:
         sys.stdout.write(report_json(report) + "\n")
     else:

@@ -4,6 +4,7 @@ severity that fails."""
 
 from __future__ import annotations
 
+import sys
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator
@@ -13,7 +14,10 @@ from ..findings import LEVELS
 from ..outputs.console import make_console
 from ..outputs.escape import safe
 from ..outputs.findings_stream import FindingsStream
+from ..outputs.jsonl import dumps
 from ..outputs.progress import progress_for
+from ..outputs.undecoded import line as undecoded_line, record as undecoded_record, tally
+from ..sessions.captured import Note
 from ..sources.capture import CaptureError
 from .inputs import CAPTURE, Input, Unusable, capture_unusable, dump_items, jobs_for, kind_of, opened, sink_run
 from .options import CaptureOptions
@@ -28,6 +32,7 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: Captur
     file itself on stderr, as decode says it); returns whether one is of ``fail_on``'s
     severity or worse."""
     frames = 0
+    undecoded: list[Note] = []  # connections no family decoded: told after the findings
     err = make_console(stderr=True)
     out = FindingsStream(jsonl, None if jsonl else make_console())
     for path in files:
@@ -44,6 +49,8 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: Captur
                         if isinstance(row, str):
                             clear(progress)
                             err.print(safe(f"note: {path}: {row}"), markup=False)
+                        elif isinstance(row, Note):
+                            undecoded.append(row)
                         else:
                             out.add(row)
                 frames += sum(results())
@@ -51,10 +58,23 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: Captur
                 raise capture_unusable(inp, exc) from None
             finally:
                 clear(progress)
-    out.close(frames)
-    if frames == 0:
+    if frames == 0 and not undecoded:
+        out.flush()
         raise Unusable("no frame found in the input")
+    out.close(frames)
+    _print_undecoded(undecoded, jsonl)
     return out.worst >= LEVELS[fail_on]
+
+
+def _print_undecoded(undecoded: list[Note], jsonl: bool) -> None:
+    """The connections no family decoded (a line, or an object each in JSON Lines): not
+    findings, and no cause to fail."""
+    if jsonl:
+        sys.stdout.write("".join(dumps(undecoded_record(n)) + "\n" for n in undecoded))
+        return
+    told = undecoded_line(tally(undecoded))
+    if told:
+        make_console().print(told)
 
 
 def findings_of(inp: Input, capture: CaptureOptions, collections: bool | None, jobs: int, show_info: bool,

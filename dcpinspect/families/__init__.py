@@ -41,13 +41,15 @@ if TYPE_CHECKING:
 
 
 class Sniffer(Protocol):
-    """One direction's first bytes on a port no family claims."""
+    """One connection's first bytes, both ways, on a port no family claims. It takes the
+    connection on strong evidence only: a capture of another protocol must not be
+    decoded as this one (the families' sniffers rule out other protocols' openings with
+    ``transport/foreign.py``)."""
 
-    #: the bytes given so far (the framer is fed them once the sniffer says yes)
-    data: bytearray
-
-    def add(self, data: bytes) -> bool | None:
-        """Is it this family's? Decided from the bytes so far (None: need more)."""
+    def add(self, direction: str, data: bytes) -> bool | None:
+        """Is it this family's? Decided from the bytes so far of both directions (``c2s``
+        or ``s2c``: which these are); None: need more. Once it says yes the engine decodes
+        every byte the connection carried, from its first."""
 
     def __len__(self) -> int:
         """Bytes held while deciding (the engines count them against their cap)."""
@@ -145,7 +147,7 @@ class Family:
     ports: frozenset[int] = frozenset()
     #: server ports that carry it encrypted: noted, not decoded
     encrypted_ports: frozenset[int] = frozenset()
-    #: a sniffer for one direction's first bytes (``midstream``: the connection's start was not seen)
+    #: a sniffer for a connection's first bytes (``midstream``: the connection's start was not seen)
     sniffer: Callable[[bool], Sniffer] | None = None
     #: a framer for one direction (``synced``: it starts at a frame boundary; ``runs``: the
     #: family's fast path takes whole runs of frames); a family without one is not looked
@@ -158,7 +160,7 @@ class Family:
     #: the fast path for whole runs of frames, if the family has one: ``fast_path(options)``
     #: returns it, or None where it cannot serve those :class:`Options`
     fast_path: Callable[[Any], Any] | None = field(default=None)
-    #: the most bytes of a direction the sniffer may hold before the answer is "no"
+    #: the most bytes of a connection the sniffer may see before the answer is "no"
     sniff_bytes: int = 64 * 1024
     #: the family's own snapshot files, if it has them: ``is_snapshot(first bytes)`` tells
     #: one, ``snapshots(path, format, key, offset, shown)`` prints it and returns the worst

@@ -101,6 +101,10 @@ def _lines_panel(ax, report: dict, panel: Panel, FuncFormatter, MaxNLocator) -> 
                 markersize=4, label=_label(panel.label.format(key)))
     if quiet:
         ax.plot([], [], color="0.6", linewidth=0.6, label=f"{len(quiet)} other {panel.plural}")
+    lo, hi = ax.get_ylim()
+    if hi - lo < 2:  # a flat line: room for whole numbers around it
+        middle = round((lo + hi) / 2)
+        ax.set_ylim(middle - 1, middle + 1)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(v):,}"))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False,

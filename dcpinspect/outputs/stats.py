@@ -24,6 +24,7 @@ from rich.text import Text
 
 from .escape import safe
 from .jsonl import indented_json
+from .undecoded import line as undecoded_line
 
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -329,6 +330,9 @@ def render(report: dict[str, Any], console: Console, *, views: Sequence[StatsVie
     console.print()
     _, total = totals_line(report, views)
     console.print(Text(f"{total} over {fmt_seconds(cap.get('duration'))}", style="bold"))
+    told = undecoded_line(cap.get("undecoded") or {"connections": 0})
+    if told:
+        console.print(Text(told))
 
 
 def totals_line(report: dict[str, Any], views: Sequence[StatsView] = ()) -> tuple[str, str]:

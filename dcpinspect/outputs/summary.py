@@ -11,6 +11,7 @@ from rich.table import Table
 from ..sessions.captured import Captured, Note, flow_label
 from .escape import safe
 from .rows import print_rows
+from .undecoded import line as undecoded_line, tally
 
 
 @dataclass
@@ -37,8 +38,13 @@ class CaptureSummary:
     #: frames counted, and frames read that a filter passed over (not counted)
     shown: int = 0
     passed_over: int = 0
+    #: the connections no family decoded (``undecoded`` notes)
+    undecoded: list = field(default_factory=list)
 
     def add(self, item: Captured | Note) -> None:
+        if type(item) is Note and item.kind == "undecoded":
+            self.undecoded.append(item)
+            return
         if item.flow is None:
             self.notes.append(item)
             return
@@ -112,6 +118,9 @@ class CaptureSummary:
             console.print(f"note: {safe(note.message)}")
         console.print(f"{self.total_frames()} frames in {len(self.flows)} connections"
                       + (f" (selected by the filters; {self.passed_over} other frames read)" if self.passed_over else ""))
+        told = undecoded_line(tally(self.undecoded))
+        if told:
+            console.print(told)
         if unjudged or not (self.judged or self.flows):
             which = "frames" if unjudged in (0, len(self.flows)) else \
                 f"the frames of {unjudged} of the {len(self.flows)} connections ('-')"

@@ -155,6 +155,8 @@ RDB_RULES = _rules(
      "Loads the file without the key: \"rdbLoadObject skipping empty key: K\", \"empty keys skipped: N\"; redis-check-rdb stops there with an error."),
     ("rdb-stream-length", "SNAPSHOT", "warning", REDIS + "src/rdb.c#L2891", "A stream's length field is not the number of live entries its nodes hold.", "rdb",
      "Loads the stream as written: XLEN answers the length field, XRANGE the entries the nodes hold; no log line, and redis-check-rdb finds nothing. A length above 0 with no node at all is rdb-corrupt (refused)."),
+    ("rdb-module", "NOT_SUPPORTED", "info", REDIS + "src/rdb.c#L3107", "A key or MODULE_AUX holds a module's data (said once for each module of a file): only a server with that module loads it.", "rdb",
+     "Without the module, refuses the file: \"The RDB file contains module data I can't load: no matching module type 'NAME'\" (AUX: \"… AUX module data …\"); redis-check-rdb passes over it."),
     ("rdb-string-too-long", "LIMIT", "warning", LIMITS, "A string claims more bytes than the decoder holds (DCPINSPECT_MAX_RDB_STRING, 512 MiB): its bytes are passed over unread.", "rdb",
      "Loads the string whole, however long (memory allowing)."),
     ("rdb-duplicate-key", "SNAPSHOT", "error", REDIS + "src/rdb.c#L3635", "A key is serialised twice in one database of one snapshot (every entry exactly once).", "rdb",
@@ -163,6 +165,8 @@ RDB_RULES = _rules(
      "A master loads the file without the key (\"keys expired: N\"); a replica keeps it for its master to expire."),
     ("rdb-trailing-data", "EINVAL", "warning", REDIS + "src/rdb.c#L3397", "Bytes follow the EOF opcode and its checksum.", "rdb",
      "Loads the file; the bytes after the checksum are never read."),
+    ("rdb-inflate-cap", "LIMIT", "warning", DRAGONFLY + "src/server/rdb_load.cc", "Dragonfly's compressed blobs inflate past the input's budget (DCPINSPECT_MAX_RDB_INFLATE_RATIO times the bytes read, 1,000 by default, or DCPINSPECT_MAX_RDB_INFLATED in all, 8 GiB), or nest more than 4 deep: the rest of the blob is passed over unread, and decoding goes on after it.", "rdb",
+     "redis-server reads no Dragonfly blob (its opcodes are past the ones it knows); the budget is this decoder's, not the file's."),
     ("rdb-keys-cap", "LIMIT", "info", LIMITS, "The snapshot has more keys than are remembered for the duplicate-key rule (DCPINSPECT_MAX_RDB_KEYS, 2,000,000): the rest are not checked.", "rdb",
      "Loads the file (the cap is this decoder's)."),
 )

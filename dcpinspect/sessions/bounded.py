@@ -198,16 +198,18 @@ class Timeline:
         self._bump(self.items, i, 0)
 
     def add_item(self, ts: float, vbucket: int) -> None:
-        self._count(self.vbuckets, vbucket, ts, 1)
+        self._count("vbuckets", vbucket, ts, 1)
 
     def add_op(self, ts: float, name: str) -> None:
         """An operation called ``name`` at ``ts`` (counted apart from the items)."""
-        self._count(self.ops, name, ts, 0)
+        self._count("ops", name, ts, 0)
 
-    def _count(self, table: dict, key: Any, ts: float, items: int) -> None:
-        """One more in ``key``'s bins of ``table`` at ``ts``, and ``items`` more items."""
+    def _count(self, entry: str, key: Any, ts: float, items: int) -> None:
+        """One more in ``key``'s bins of the table ``entry`` at ``ts``, and ``items`` more
+        items (the table is looked up after the bins may have merged into new ones)."""
         i = self._index(ts)
         self._bump(self.items, i, items)
+        table = getattr(self, entry)
         bins = table.get(key)
         if bins is None:
             bins = table[key] = []

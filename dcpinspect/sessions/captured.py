@@ -3,8 +3,9 @@ decoded frame with where and when it was seen, or a note about the capture itsel
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 from ..findings import Finding
 from ..messages.frame import Message
@@ -48,7 +49,7 @@ captured = Captured
 
 @dataclass(frozen=True, slots=True)
 class Note:
-    kind: str  # gap, skipped, encrypted, capture, finding
+    kind: str  # gap, skipped, encrypted, capture, finding, undecoded
     message: str
     ts: float | None = None
     flow: FlowKey | None = None
@@ -56,6 +57,25 @@ class Note:
     offset: int | None = None
     size: int = 0
     finding: Finding | None = None
+    #: bytes each way (c2s, s2c) of a connection an ``undecoded`` note tells of
+    sides: tuple[int, int] | None = None
+
+
+def undecoded_counts(notes: Iterable[Note]) -> dict:
+    """``{"connections", "bytes", "ports": {port: {"connections", "bytes"}}}`` of the
+    ``undecoded`` notes (a note for many connections counts them all)."""
+    conns: Counter = Counter()
+    nbytes: Counter = Counter()
+    for note in notes:
+        if note.flow is None:  # the connections past the listed ones, together
+            conns[None] += int(note.message.split(" ", 1)[0])
+        else:
+            conns[note.flow[3]] += 1
+        nbytes[note.flow[3] if note.flow is not None else None] += note.size
+    ports = {str(p): {"connections": conns[p], "bytes": nbytes[p]}
+             for p in sorted((p for p in conns if p is not None), key=lambda p: (-conns[p], p))}
+    return {"connections": sum(conns.values()), "bytes": sum(nbytes.values()), "ports": ports}
+
 
 
 class StreamRun(NamedTuple):

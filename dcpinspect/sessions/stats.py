@@ -65,7 +65,7 @@ from .bounded import (
     pick,
     round_to,
 )
-from .captured import RUN_FRAME, Captured, Lines, Note, StreamRun, flow_label
+from .captured import RUN_FRAME, Captured, Lines, Note, StreamRun, flow_label, undecoded_counts
 from .decoded import Decoded
 from .streams import SEQNO_OPCODES, STREAM_OPCODES
 from .tap import TapSession
@@ -290,6 +290,7 @@ class StatsCollector:
         self.first_ts: float | None = None
         self.last_ts: float | None = None
         self.fed = 0  # items added: the key of an item added without one
+        self.undecoded: list[Note] = []  # the connections no family decoded
         self._key: Any = None  # the key of the item being added
         self._by_opaque: dict[tuple, StreamStats] = {}  # (flow, opaque) → requested or live stream
         self._active: dict[tuple, StreamStats] = {}  # (flow, vbucket, stream id) → live stream
@@ -343,6 +344,11 @@ class StatsCollector:
             self._captured(item)
 
     def _note(self, note: Note) -> None:
+        if note.kind == "undecoded":
+            self.undecoded.append(note)
+            return
+        if note.kind == "skipped" and note.direction:  # bytes of the connection, though no frame's
+            self._counted(note.flow, note.direction, note.ts, 0, note.size)
         if note.flow is None:
             if note.kind not in self.notes:
                 self.note_keys[note.kind] = self._key
@@ -672,6 +678,7 @@ class StatsCollector:
         self.first_ts = pick(min, self.first_ts, other.first_ts)
         self.last_ts = pick(max, self.last_ts, other.last_ts)
         self.notes, self.note_keys = merge_counts(self.notes, self.note_keys, other.notes, other.note_keys)
+        self.undecoded = sorted(self.undecoded + other.undecoded, key=lambda n: n.offset or 0)
         for flow, cs in other.connections.items():
             if flow in self.connections:
                 self.connections[flow].merge(cs)
@@ -728,6 +735,7 @@ class StatsCollector:
                 "vbuckets": len(self.vbuckets),
                 "streams": len(self.stream_records) + self.streams_omitted,
                 "notes": dict(self.notes),
+                "undecoded": undecoded_counts(self.undecoded),
             },
             "connections": {flow_label(flow): _conn_json(cs) for flow, cs in self.connections.items()},
             "vbuckets": {str(vb): _vb_json(vs, open_snaps.get(vb, ())) for vb, vs in sorted(self.vbuckets.items())},

@@ -1,8 +1,11 @@
 """What a named input holds, told by its first bytes: the one place every command asks.
 
-A capture (pcap, pcapng, gzip) goes to :mod:`.capture`; anything else is read as text,
-a hex dump for :mod:`.hexdump`. Problems come back as one-line :class:`InputError`
-messages worded the same for every command.
+An input (a file, ``-`` for stdin, ``/dev/stdin``, a FIFO, a process substitution) is
+opened once (:func:`open_input`); its first bytes are peeked from that handle and read
+again by the reader, so a pipe is never read twice. A capture (pcap, pcapng, gzip) goes to
+:mod:`.capture`; text is read as a hex dump for :mod:`.hexdump`; binary bytes that are
+neither are refused at once. Problems come back as one-line :class:`InputError` messages
+worded the same for every command.
 """
 
 from __future__ import annotations
@@ -183,12 +186,6 @@ def _problem(path: str | os.PathLike, exc: OSError) -> InputError:
     if isinstance(exc, PermissionError):
         return InputError(f"{os.fspath(path)}: permission denied")
     return InputError(f"{os.fspath(path)}: cannot read ({exc.strerror or exc})")
-
-
-def input_kind(path: str | os.PathLike) -> str:
-    """:data:`CAPTURE` or :data:`TEXT`, by the file's first bytes."""
-    with open_input(path) as inp:
-        return kind_of_head(inp)
 
 
 def gzipped(path: str | os.PathLike) -> bool:

@@ -159,9 +159,27 @@ def set_note(path: Path) -> str | None:
             "as one snapshot")
 
 
-def _numbers(shards: list[int]) -> str:
+def _numbers(shards: list[int], count: int | None = None) -> str:
+    """The first :data:`MAX_LISTED` of ``shards``, and how many more of ``count`` in all."""
+    count = len(shards) if count is None else count
     text = ", ".join(f"{s:04d}" for s in shards[:MAX_LISTED])
-    return text + (f" and {len(shards) - MAX_LISTED} more" if len(shards) > MAX_LISTED else "")
+    return text + (f" and {count - MAX_LISTED:,} more" if count > MAX_LISTED else "")
+
+
+def _missing(have: list[int], below: int) -> tuple[int, list[int]]:
+    """(how many numbers from 0 to ``below`` are not in ``have`` (sorted), the first
+    :data:`MAX_LISTED` of them): counted from the numbers present, whatever ``below`` is."""
+    present = [s for s in sorted(set(have)) if 0 <= s < below]
+    first: list[int] = []
+    nxt = 0
+    for s in present + [below]:
+        while nxt < s and len(first) < MAX_LISTED:
+            first.append(nxt)
+            nxt += 1
+        if len(first) >= MAX_LISTED:
+            break
+        nxt = s + 1
+    return below - len(present), first
 
 
 def _text(raw: bytes) -> str:
@@ -250,20 +268,21 @@ class SetChecks:
         if count is not None:
             i, (_, offset) = counted[0]
             out = []
-            missing = [s for s in range(min(count, 1 << 16)) if s not in have]
+            missing, first = _missing(shards, count)
             if missing:
                 out.append((i, rule.finding(
-                    f"shard-count is {count}, and no shard file is found for shard {_numbers(missing)} "
+                    f"shard-count is {count}, and no shard file is found for shard {_numbers(first, missing)} "
                     f"({len(have)} found)", offset)))
             past = [s for s in shards if s >= count]
             if past:
                 out.append((i, rule.finding(f"shard-count is {count}, and shard file {_numbers(past)} "
                                                  "is past it", offset)))
             return out
-        gaps = [s for s in range(shards[-1]) if s not in have] if shards else []
+        gaps, first = _missing(shards, shards[-1]) if shards else (0, [])
         if gaps:
             return [(0, rule.finding(
-                f"no shard file for shard {_numbers(gaps)}, below shard {shards[-1]:04d} (no shard-count read)"))]
+                f"no shard file for shard {_numbers(first, gaps)}, below shard {shards[-1]:04d} (no shard-count "
+                "read)"))]
         return []
 
     def _snapshot_ids(self, summary: int | None) -> list[tuple[int, Finding]]:

@@ -164,6 +164,7 @@ class Flow:
         self.full: bool | None = None  # FULL (True) or PARTIAL (False), once answered
         self.parser: RdbParser | None = None
         self.summary: report.Summary | None = None
+        self.payload_from: int | None = None  # the stream offset of the snapshot's first byte
         self.cut = False  # bytes of the snapshot were lost
         self.ended = False  # the snapshot's end (the eof token) was reached
         self.fullsync_end: int | None = None  # offset of FULLSYNC_END in the snapshot
@@ -231,14 +232,19 @@ class Flow:
         parser = self.parser
         if parser is None:
             return rec
+        if self.payload_from is None:
+            self.payload_from = raw.offset
         if raw.resumed:
             self.cut = True  # the decoder cannot go on past lost bytes
         got: list = []
         if not self.cut and raw.kind == "payload":
             got = parser.feed(raw.data)
+        ended = not (last and raw.truncated)
         if last:
             if not self.cut:
                 got += parser.close()
+            if not ended:
+                got.append(report.unended("eof token", raw.offset + len(raw.data) - (self.payload_from or 0)))
             self.parser = None
             self.ended = True
         for r in got:
@@ -251,7 +257,7 @@ class Flow:
                                             f"{ending.eof_offset}) without FULLSYNC_END", ending.eof_offset)
         rec.add(got)
         if last:
-            rec.summary = report.payload_json(self.summary, got, self.cut, self.ids)
+            rec.summary = report.payload_json(self.summary, got, self.cut, self.ids, ended=ended)
         return rec
 
     def _record(self, r) -> None:

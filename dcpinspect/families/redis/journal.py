@@ -90,18 +90,40 @@ class Oversized(Exception):
         self.entry, self.start, self.strings, self.total = entry, start, strings, total
 
 
-def read_record(buf, p: int, cap: int, max_strings: int) -> tuple[JournalEntry, int]:
+def selects(buf, q: int, dbid: int | None, most: int | None = None) -> tuple[int, int | None, bool]:
+    """The SELECTs from ``q``: (the index after the last whole one, the db it names, whether
+    the buffer ends in them rather than at another op). Corrupt where one is damaged, or
+    past ``most`` of them."""
+    seen = 0
+    while True:
+        try:
+            op, r = read_len(buf, q)
+            if op != SELECT:
+                return q, dbid, False
+            db, r = read_len(buf, r)
+        except NeedMore:
+            return q, dbid, True
+        seen += 1
+        if most is not None and seen > most:
+            raise Corrupt(f"more than {most} SELECTs in a row", q)
+        q, dbid = r, db
+
+
+def read_record(buf, p: int, cap: int, max_strings: int, after: tuple[int, int | None] | None = None,
+                most_selects: int | None = None) -> tuple[JournalEntry, int]:
     """One record as a flow streams it in stable sync (§9, §13.2): the SELECTs before an op
     belong to it (the replica reads them so: the last sets its ``dbid``), then the op.
     Raises NeedMore (with an index the whole record needs at least), Corrupt, or
-    :class:`Oversized` for a command past ``cap`` bytes or ``max_strings`` strings."""
-    q = p
-    dbid = None
-    while True:
-        op, r = read_len(buf, q)
-        if op != SELECT:
-            break
-        dbid, q = read_len(buf, r)
+    :class:`Oversized` for a command past ``cap`` bytes or ``max_strings`` strings.
+    ``after``: (index, db) after the record's SELECTs when the caller has read them
+    already (see :func:`selects`), so that a long run of them is read once."""
+    if after is None:
+        q, dbid, short = selects(buf, p, None, most_selects)
+        if short:
+            raise NeedMore(len(buf) + 1)
+    else:
+        q, dbid = after
+    op, r = read_len(buf, q)
     if op in (COMMAND, EXPIRED, MULTI_COMMAND):
         txid, r = read_len(buf, r)
         _shards, r = read_len(buf, r)

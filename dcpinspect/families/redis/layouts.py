@@ -20,6 +20,21 @@ _U16 = struct.Struct("<H").unpack_from
 Entry = bytes | int
 
 
+class _Count:
+    """Where a walk that only counts puts its entries: their number, nothing kept."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def append(self, _entry) -> None:
+        self.n += 1
+
+    def __len__(self) -> int:
+        return self.n
+
+
 def _need(blob: bytes, end: int, what: str, at: int) -> None:
     if end > len(blob):
         raise Corrupt(f"{what} at {at} runs past the end of the {len(blob)}-byte blob", at)
@@ -47,17 +62,18 @@ def ziplist_count(blob: bytes) -> int:
         n = C.ziplist_count(blob)
         if n is not None:
             return n
-    return len(ziplist_python(blob))
+    return len(ziplist_python(blob, build=False))
 
 
-def ziplist_python(blob: bytes) -> list[Entry]:
-    """:func:`ziplist` in Python alone: the reference, and the messages."""
+def ziplist_python(blob: bytes, build: bool = True) -> list[Entry]:
+    """:func:`ziplist` in Python alone: the reference, and the messages (``build`` False:
+    the entries counted, none made: a sized object in place of the list)."""
     if len(blob) < 11:
         raise Corrupt(f"a ziplist is at least 11 bytes, this one {len(blob)}", 0)
     zlbytes, zltail, zllen = _U32(blob, 0)[0], _U32(blob, 4)[0], _U16(blob, 8)[0]
     if zlbytes != len(blob):
         raise Corrupt(f"zlbytes says {zlbytes}, the blob is {len(blob)} bytes", 0)
-    out: list[Entry] = []
+    out: list[Entry] = [] if build else _Count()
     p, prev, last = 10, 0, 10
     end = len(blob) - 1
     while p < end:
@@ -88,7 +104,7 @@ def ziplist_python(blob: bytes) -> list[Entry]:
             size = -1
         if size >= 0:
             _need(blob, p + size, "string", at)
-            out.append(blob[p:p + size])
+            out.append(blob[p:p + size] if build else None)
             p += size
         else:
             p += 1
@@ -164,17 +180,18 @@ def listpack_count(blob: bytes) -> int:
         n = C.listpack_count(blob)
         if n is not None:
             return n
-    return len(listpack_python(blob))
+    return len(listpack_python(blob, build=False))
 
 
-def listpack_python(blob: bytes) -> list[Entry]:
-    """:func:`listpack` in Python alone: the reference, and the messages."""
+def listpack_python(blob: bytes, build: bool = True) -> list[Entry]:
+    """:func:`listpack` in Python alone: the reference, and the messages (``build`` False:
+    the entries counted, none made: a sized object in place of the list)."""
     if len(blob) < 7:
         raise Corrupt(f"a listpack is at least 7 bytes, this one {len(blob)}", 0)
     total, count = _U32(blob, 0)[0], _U16(blob, 4)[0]
     if total != len(blob):
         raise Corrupt(f"the listpack says it is {total} bytes, the blob is {len(blob)}", 0)
-    out: list[Entry] = []
+    out: list[Entry] = [] if build else _Count()
     p, end = 6, len(blob) - 1
     append = out.append
     while p < end:
@@ -186,7 +203,7 @@ def listpack_python(blob: bytes) -> list[Entry]:
         elif b < 0xC0:
             size = b & 0x3F
             _need(blob, p + 1 + size, "string", at)
-            append(blob[p + 1:p + 1 + size])
+            append(blob[p + 1:p + 1 + size] if build else None)
             p += 1 + size
         elif b < 0xE0:
             _need(blob, p + 2, "int13", at)
@@ -197,13 +214,13 @@ def listpack_python(blob: bytes) -> list[Entry]:
             _need(blob, p + 2, "string length", at)
             size = (b & 0x0F) << 8 | blob[p + 1]
             _need(blob, p + 2 + size, "string", at)
-            append(blob[p + 2:p + 2 + size])
+            append(blob[p + 2:p + 2 + size] if build else None)
             p += 2 + size
         elif b == 0xF0:
             _need(blob, p + 5, "string length", at)
             size = _U32(blob, p + 1)[0]
             _need(blob, p + 5 + size, "string", at)
-            append(blob[p + 5:p + 5 + size])
+            append(blob[p + 5:p + 5 + size] if build else None)
             p += 5 + size
         elif b == 0xF1:
             _need(blob, p + 3, "int16", at)
@@ -240,8 +257,8 @@ def listpack_python(blob: bytes) -> list[Entry]:
 
 # ----------------------------------------------------------------------------- intset
 
-def intset(blob: bytes) -> list[int]:
-    """An intset's integers (§6.3): ``encoding:u32 length:u32`` then sorted integers."""
+def _intset_head(blob: bytes) -> tuple[int, int, str]:
+    """(width, count, struct format) of an intset, its header checked against the blob."""
     if len(blob) < 8:
         raise Corrupt(f"an intset is at least 8 bytes, this one {len(blob)}", 0)
     width, count = _U32(blob, 0)[0], _U32(blob, 4)[0]
@@ -252,12 +269,29 @@ def intset(blob: bytes) -> list[int]:
         raise Corrupt(f"{count} integers of {width} bytes do not fill the {len(blob) - 8} bytes after the header", 4)
     if not count:
         raise Corrupt("an intset holds no integer (the server's integrity check refuses an empty one)", 4)
+    return width, count, fmt
+
+
+def intset(blob: bytes) -> list[int]:
+    """An intset's integers (§6.3): ``encoding:u32 length:u32`` then sorted integers."""
+    width, count, fmt = _intset_head(blob)
     values = list(struct.unpack_from(f"<{count}{fmt}", blob, 8))
     if values != sorted(set(values)):  # not strictly increasing: say where
         for i in range(1, count):
             if values[i] <= values[i - 1]:
                 raise Corrupt(f"intset integers are not strictly increasing at {i}", 8 + width * i)
     return values
+
+
+def intset_count(blob: bytes) -> int:
+    """How many integers an intset holds, with :func:`intset`'s checks, none of them kept."""
+    width, count, fmt = _intset_head(blob)
+    prev = None
+    for i, (v,) in enumerate(struct.iter_unpack("<" + fmt, memoryview(blob)[8:])):
+        if prev is not None and v <= prev:
+            raise Corrupt(f"intset integers are not strictly increasing at {i}", 8 + width * i)
+        prev = v
+    return count
 
 
 # ----------------------------------------------------------------------------- zipmap
@@ -273,13 +307,18 @@ def _zipmap_len(blob: bytes, p: int) -> tuple[int, int]:
     raise Corrupt(f"the zipmap ends (0xff at {p}) between a key and its value", p)
 
 
-def zipmap(blob: bytes) -> list[bytes]:
+def zipmap_count(blob: bytes) -> int:
+    """How many keys and values a zipmap holds, with :func:`zipmap`'s checks, none made."""
+    return len(zipmap(blob, build=False))
+
+
+def zipmap(blob: bytes, build: bool = True) -> list[bytes]:
     """A zipmap's keys and values, alternating (§6.3): ``zmlen`` then ``len key len free
-    value`` until 0xff."""
+    value`` until 0xff (``build`` False: counted, none made)."""
     if len(blob) < 2:
         raise Corrupt(f"a zipmap is at least 2 bytes, this one {len(blob)}", 0)
     zmlen = blob[0]
-    out: list[bytes] = []
+    out: list[bytes] = [] if build else _Count()
     p = 1
     while True:
         _need(blob, p + 1, "entry", p)
@@ -288,14 +327,14 @@ def zipmap(blob: bytes) -> list[bytes]:
             break
         size, p = _zipmap_len(blob, p)
         _need(blob, p + size, "key", p)
-        out.append(blob[p:p + size])
+        out.append(blob[p:p + size] if build else None)
         p += size
         size, p = _zipmap_len(blob, p)
         _need(blob, p + 1, "free byte", p)
         free = blob[p]
         p += 1
         _need(blob, p + size + free, "value", p)
-        out.append(blob[p:p + size])
+        out.append(blob[p:p + size] if build else None)
         p += size + free
     if p != len(blob):
         raise Corrupt(f"{len(blob) - p} bytes after the zipmap's end", p)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Iterator
 
-from ...limits import RDB_KEYS, RDB_STRING
+from ...limits import RDB_INFLATE_RATIO, RDB_INFLATED, RDB_KEYS, RDB_NESTING, RDB_STRING
 from ...messages.keys import key_text
 from ...rules.registry import RDB_RULES
 from . import journal, types
@@ -43,6 +43,15 @@ class _Stop(Exception):
     """Decoding cannot go on (the finding is already made)."""
 
 
+class OverBudget(ValueError):
+    """Compressed content inflates past the input's budget (see :meth:`RdbParser.charge`):
+    ``args[0]`` bytes of the piece were still within it, ``args[1]`` says what passed it."""
+
+
+#: records a compressed blob's content makes before they are handed on (see ``records``)
+FLUSH = 4096
+
+
 class RdbParser:
     """One RDB stream's decoder. ``keep``: whether to keep each key's decoded value (True,
     False, or a test of the key's bytes); ``cap``: the longest string held (the RDB string
@@ -53,7 +62,8 @@ class RdbParser:
     their values passed over unmade)."""
 
     def __init__(self, keep: bool | Callable[[bytes], bool] = False, cap: int | None = None,
-                 trailing_ok: bool = False, nested: "RdbParser | None" = None, select=None) -> None:
+                 trailing_ok: bool = False, nested: "RdbParser | None" = None, select=None,
+                 depth: int = 0) -> None:
         self.buf = bytearray()
         self.base = 0  # the input offset of buf[0]
         self.cap = RDB_STRING.value() if cap is None else cap
@@ -82,15 +92,22 @@ class RdbParser:
         self._lane_for: tuple | None = None
         self._lane_table: tuple | None = None
         self.nested = nested
+        self.depth = depth  # how many compressed blobs this content is inside
         if nested is None:
+            #: bytes the input's compressed blobs inflated to so far, and their bounds
+            self.inflated = 0
+            self._ratio, self._inflated_cap = RDB_INFLATE_RATIO.value(), RDB_INFLATED.value()
             self.vendor: str | None = None
             self.version: int | None = None
             self.db = 0
             self.ctime_ms: int | None = None
-            self._seen: dict[int, Seen | _SeenSet] = {}
+            #: the keys serialised so far, of every db in one table: each key's hash XOR its
+            #: db's salt (:func:`db_salt`), so that it grows with the keys, never with the dbs
+            self._seen: Seen | _SeenSet = Seen() if C is not None else _SeenSet()
             self._seen_count = 0
             self.keys = 0
             self.templates = HashTemplates()
+            self.modules: set[str] = set()  # the modules whose data the file holds (rdb-module, once each)
         self.ending = Ending(None, None)
         self.eof_offset: int | None = None
         self._gen = self._run()
@@ -99,19 +116,28 @@ class RdbParser:
 
     def feed(self, data: bytes) -> list:
         """Take the next bytes; the records they complete."""
+        return list(self.records(data))
+
+    def records(self, data: bytes):
+        """Take the next bytes; the records they complete, handed on as they complete (those
+        of a compressed blob while it inflates, :data:`FLUSH` at a time, never all held)."""
         if self.done:
             self._after_end(data)
-            return self._take()
+            yield from self._take()
+            return
         self.buf += data
-        if len(self.buf) >= self._need:
+        # the decoder pauses for bytes (then the buffer is short of what it needs) or to
+        # hand on what a blob made (then it is not)
+        while not self.done and len(self.buf) >= self._need:
             self._resume()
-        return self._take()
+            yield from self._take()
 
     def close(self) -> list:
         """The input is over: what is left, and the :class:`Ending` last."""
         if not self.done:
             self._closed = True
-            self._resume()
+            while not self.done:  # it pauses only to hand records on now
+                self._resume()
         end = self.ending
         end.vendor, end.version = self._state.vendor, self._state.version
         end.bytes_read = self.base + len(self.buf) + self.trailing + self._ignored
@@ -121,6 +147,23 @@ class RdbParser:
                           self.base + len(self.buf))
         self._out.append(end)
         return self._take()
+
+    def charge(self, n: int, what: str) -> None:
+        """``n`` more bytes inflated from ``what`` (a blob's name): counted against the
+        input's budget, the ratio to the bytes read so far and the absolute cap
+        (RDB_INFLATE_RATIO, RDB_INFLATED); :class:`OverBudget` past either."""
+        state = self._state
+        read = state.base + len(state.buf)
+        allowed = min(state._inflated_cap, state._ratio * read)
+        claimed = state.inflated + n
+        if claimed > allowed:
+            left = max(0, allowed - state.inflated)
+            state.inflated += left
+            raise OverBudget(left, f"{what} inflates past the input's budget: {claimed:,} bytes inflated from "
+                                   f"{read:,} read, more than {state._ratio:,} times those (DCPINSPECT_MAX_RDB_"
+                                   f"INFLATE_RATIO) or {state._inflated_cap:,} in all (DCPINSPECT_MAX_RDB_INFLATED); "
+                                   "the rest of the blob is passed over")
+        state.inflated += n
 
     def take_leftover(self) -> bytes:
         """The bytes after the end so far (a replication stream's next bytes), given once."""
@@ -305,6 +348,9 @@ class RdbParser:
         pending: dict = {}
         pending_start = None
         while True:
+            if len(self._out) >= FLUSH:  # hand on what is made (see records)
+                self._need = 0
+                yield
             if p >= len(buf):
                 self._what = "the record after offset " + str(self.base + p - 1)
                 try:
@@ -371,7 +417,7 @@ class RdbParser:
         if state.ctime_ms is not None and not -1 << 63 <= state.ctime_ms < 1 << 63:
             return p  # a ctime no expiry can be compared with in C
         db, remembered = state.db, state._seen_count
-        seen = state._seen_of(db) if remembered < self._keys_cap else None
+        seen = state._seen if remembered < self._keys_cap else None
         select = self.select
         want = None
         if self._keep is not False:  # values are kept: the lane reads only the keys passed over
@@ -381,7 +427,7 @@ class RdbParser:
                 return (not keep_test or keep(key)) and (select is None or
                                                          select.wanted(db, key, vtypes[op].type, expire, ctime))
         q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms,
-                          _MAKER, self.base, db, vtypes, want)
+                          _MAKER, self.base, db, vtypes, db_salt(db), want)
         state.keys += len(found)
         if seen is not None:
             state._seen_count += len(found)
@@ -391,13 +437,6 @@ class RdbParser:
             admits, ctime = select.admits, state.ctime_ms
             self._out += [rec for rec in found if admits(rec, ctime)]
         return q
-
-    def _seen_of(self, db: int):
-        """The hashes of the keys of ``db`` serialised so far."""
-        seen = self._seen.get(db)
-        if seen is None:
-            seen = self._seen[db] = Seen() if C is not None else _SeenSet()
-        return seen
 
     def _key(self, p: int, op: int, start: int, pending: dict):
         state = self._state
@@ -436,6 +475,14 @@ class RdbParser:
             self._out.append(rec)
         return p
 
+    def module_data(self, name: str, what: str, offset: int) -> None:
+        """Data of module ``name`` (a key's value or a MODULE_AUX): said once a file."""
+        modules = self._state.modules
+        if name not in modules:
+            modules.add(name)
+            self.note("rdb-module", f"{what} holds data of module {name!r}: a server without it refuses the file",
+                      offset)
+
     def _judge(self, rec: KeyRecord) -> None:
         state = self._state
         if rec.elements == 0 and rec.vtype.type in _COLLECTIONS:
@@ -445,7 +492,8 @@ class RdbParser:
                                          f"snapshot's ctime {state.ctime_ms // 1000} s", rec.offset)
         state.keys += 1
         if state._seen_count < self._keys_cap:
-            if not state._seen_of(rec.db).add(hash(rec.key)):
+            h = hash(rec.key)
+            if not state._seen.add(h ^ db_salt(rec.db) if rec.db else h):
                 self.note("rdb-duplicate-key", f"key {self.key_text(rec)} of db {rec.db} is serialised again",
                           rec.offset)
             else:
@@ -476,8 +524,16 @@ class RdbParser:
         return p
 
 
+def db_salt(db: int) -> int:
+    """What the hash of a key of ``db`` is XORed with in the one table of keys seen: 0 for
+    db 0, a 64-bit odd multiple of the db for the others (signed, as hashes are), so that
+    one key in two dbs is two entries."""
+    v = (db * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    return v - (1 << 64) if v >> 63 else v
+
+
 class _SeenSet:
-    """The hashes of the keys of a db serialised so far, in a Python set (when
+    """The hashes of the keys serialised so far (see :func:`db_salt`), in a Python set (when
     dcpinspect._rdb, whose :class:`Seen` takes a tenth of the memory, is not built)."""
 
     __slots__ = ("hashes",)
@@ -674,6 +730,7 @@ def _module_aux(r, p, rec):
 
     module_id, p = yield from r.get(read_len, p)
     rec.fields["module"], rec.fields["module_encver"] = module_name(module_id)
+    r.module_data(rec.fields["module"], f"the MODULE_AUX at offset {rec.offset}", rec.offset)
     when_opcode, p = yield from r.get(read_len, p)
     if when_opcode != 2:
         raise Corrupt(f"MODULE_AUX's 'when' comes with opcode {when_opcode}, not 2 (UINT)", p)
@@ -742,27 +799,52 @@ def _df_journal_blob(r, p, rec):
 
 
 def _df_blob(r: RdbParser, p: int, rec: OpRecord):
-    """A compressed blob (§8.2): its content is records, read with this stream's state."""
+    """A compressed blob (§8.2): its content is records, read with this stream's state and
+    handed on as they complete, the bytes it inflates to charged to the input's budget."""
     size, q = yield from r.get(read_len, p)
     if size > r.cap:
         r.note("rdb-string-too-long", f"a compressed blob of {size:,} bytes is more than the {r.cap:,} held: "
                                       "passed over", rec.offset)
         return (yield from r.skip(q, size))
+    limit = RDB_NESTING.value()
+    if r.depth >= limit:
+        r.note("rdb-inflate-cap", f"{rec.name} inside {r.depth} compressed blobs, more than the {limit} levels "
+                                  "decoded: passed over", rec.offset)
+        return (yield from r.skip(q, size))
     data, p = yield from r.get(_raw, q, size)
-    child = RdbParser(r._keep, r.cap, nested=r._state if r.nested is None else r.nested, select=r.select)
-    out: list = []
+    child = RdbParser(r._keep, r.cap, nested=r._state, select=r.select, depth=r.depth + 1)
+    handed = False  # records of the blob were handed on: its own findings come on their own
+    problem = None
     try:
-        for piece in _inflate(rec.opcode, data, r.cap):  # the content goes to the child as it inflates
-            out += child.feed(piece)
+        for piece in _inflate(rec.opcode, data, r.cap, lambda n: r.charge(n, rec.name)):
+            for item in child.records(piece):  # the content goes to the child as it inflates
+                _in_blob(item, rec)
+                r._out.append(item)
+                if len(r._out) >= FLUSH:
+                    handed = True
+                    r._need = 0
+                    yield  # handed on (see RdbParser.records)
+    except OverBudget as exc:
+        problem = ("rdb-inflate-cap", exc.args[1])
     except ValueError as exc:
-        r.note("rdb-corrupt", f"{rec.name}: {exc}", rec.offset)
-    out += child.close()
-    for item in out:
-        if isinstance(item, (KeyRecord, OpRecord)):
-            item.blob_offset, item.offset = item.offset, rec.offset
-        if not isinstance(item, Ending):
-            r._out.append(item)
+        problem = ("rdb-corrupt", f"{rec.name}: {exc}")
+    if problem is None or problem[0] != "rdb-inflate-cap":  # what is left of the content, but a cut it made
+        for item in child.close():
+            if not isinstance(item, Ending):
+                _in_blob(item, rec)
+                r._out.append(item)
+    if problem is not None:
+        if handed:
+            r._finding(problem[0], problem[1], rec.offset)
+        else:
+            r.note(problem[0], problem[1], rec.offset)
     return p
+
+
+def _in_blob(item, rec: OpRecord) -> None:
+    """A record of a blob's content: its offset is the blob's, its own one inside it."""
+    if isinstance(item, (KeyRecord, OpRecord)):
+        item.blob_offset, item.offset = item.offset, rec.offset
 
 
 def _raw(buf, p, size):
@@ -771,10 +853,11 @@ def _raw(buf, p, size):
     return bytes(buf[p:p + size]), p + size
 
 
-def _inflate(opcode: int, data: bytes, cap: int) -> Iterator[bytes]:
+def _inflate(opcode: int, data: bytes, cap: int, charge: Callable[[int], None] | None = None) -> Iterator[bytes]:
     """The content of an LZ4 frame or a ZSTD frame, a piece at a time (at most about
     ``INFLATE_PIECE`` bytes, so that a blob that inflates a thousandfold is never held
-    whole); ValueError once it passes ``cap`` bytes, or if the frame is cut short."""
+    whole), each piece given to ``charge`` first (which raises past the input's budget);
+    ValueError once it passes ``cap`` bytes, or if the frame is cut short."""
     total = 0
     if opcode == types.DF_LZ4_BLOB:
         import lz4.frame
@@ -787,7 +870,7 @@ def _inflate(opcode: int, data: bytes, cap: int) -> Iterator[bytes]:
                 if total > cap:
                     raise ValueError(f"the LZ4 frame inflates past the RDB string cap ({cap:,} bytes)")
                 if piece:
-                    yield piece
+                    yield from _charged(piece, charge)
                 if dec.eof or dec.needs_input:
                     break
                 piece = dec.decompress(b"", max_length=INFLATE_PIECE)
@@ -799,16 +882,22 @@ def _inflate(opcode: int, data: bytes, cap: int) -> Iterator[bytes]:
     import zstandard
 
     # fed a little at a time: what a piece inflates to (a block of one repeated byte stands
-    # for up to 128 KiB) is handed on and checked against the cap before the next
+    # for up to 128 KiB in 4 bytes) is handed on and checked before the next; once pieces
+    # inflate to more than INFLATE_PIECE, fewer bytes are fed at a time
     dec = zstandard.ZstdDecompressor().decompressobj()
+    step = ZSTD_PIECE
     try:
-        for at in range(0, len(data), ZSTD_PIECE):
-            piece = dec.decompress(data[at:at + ZSTD_PIECE])
+        at = 0
+        while at < len(data):
+            piece = dec.decompress(data[at:at + step])
+            at += step
             total += len(piece)
             if total > cap:
                 raise ValueError(f"the ZSTD frame inflates past the RDB string cap ({cap:,} bytes)")
+            if len(piece) > INFLATE_PIECE // 2:
+                step = ZSTD_SMALL_PIECE
             if piece:
-                yield piece
+                yield from _charged(piece, charge)
             if dec.eof:
                 break
     except zstandard.ZstdError as exc:
@@ -817,10 +906,25 @@ def _inflate(opcode: int, data: bytes, cap: int) -> Iterator[bytes]:
         raise ValueError("the ZSTD frame is cut short")
 
 
+def _charged(piece: bytes, charge: Callable[[int], None] | None) -> Iterator[bytes]:
+    """``piece``, charged to the budget first: past it, the part still within it, then
+    :class:`OverBudget` again."""
+    try:
+        if charge is not None:
+            charge(len(piece))
+    except OverBudget as over:
+        if over.args[0]:
+            yield piece[:over.args[0]]
+        raise
+    yield piece
+
+
 #: inflated bytes of an LZ4 blob handed on at a time, and compressed bytes of a ZSTD blob
-#: inflated at a time (see _inflate)
+#: inflated at a time (see _inflate): 256, or 16 (at most 4 blocks of 128 KiB) once they
+#: inflate to more than half a piece
 INFLATE_PIECE = 1 << 20
 ZSTD_PIECE = 256
+ZSTD_SMALL_PIECE = 16
 
 
 def _df_blob_end(r, p, rec):

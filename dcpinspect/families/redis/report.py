@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 
 from ...findings import Finding
 from ...messages.keys import key_text
+from ...rules.registry import RDB_RULES
 from .data import value_json, value_length
 from .records import AuxRecord, Ending, KeyRecord, OpRecord
 
@@ -238,15 +239,26 @@ def _short(value, limit: int | None) -> str:
     return text
 
 
-def payload_json(summary: "Summary", last: list, cut: bool, ids: dict | None = None) -> dict:
+def unended(what: str, size: int) -> Finding:
+    """The finding on a payload whose end (``what``) never came: the connection ended
+    ``size`` bytes into it (the finding's offset, inside the payload as the decoder's are),
+    and whatever followed the snapshot in them was taken for its bytes."""
+    return RDB_RULES["rdb-truncated"].finding(
+        f"the connection ends {size:,} bytes into the payload before its {what} came: the payload is cut "
+        "short (bytes after the snapshot's EOF are the master's, taken as payload)", size)
+
+
+def payload_json(summary: "Summary", last: list, cut: bool, ids: dict | None = None, ended: bool = True) -> dict:
     """The closing summary object of an RDB payload read from a connection: the summary
     without a file name, then ``ids`` (what names the payload), marked incomplete when bytes
-    were lost (``cut``), with the bytes the decoder read when ``last`` (the final records)
-    holds its Ending."""
+    were lost (``cut``) or its end never came (not ``ended``), with the bytes the decoder
+    read when ``last`` (the final records) holds its Ending."""
     out = summary.to_json()
     out.pop("file", None)
     if ids:
         out.update(ids)
+    if not ended:
+        out["complete"] = False
     if cut:
         out["complete"] = False
         out["lost_bytes"] = True

@@ -22,11 +22,15 @@ frame cap or the element cap is passed over as it comes and given as a frame wit
 bytes, so that it is still counted). Journal bytes that are no record (or lost bytes)
 are passed over up to the next SELECT and command that read whole.
 
+Inline commands are split as Redis splits them (:mod:`.inline`); unbalanced quotes are a
+protocol error. A direction joined mid-way, or after lost bytes or bytes that are no RESP,
+goes on at the earliest frame start that reads whole with what follows it (:mod:`.resync`).
+
 Bounded: a line longer than :data:`MAX_LINE`, a length that is no number, nesting deeper
 than :data:`MAX_DEPTH` are a protocol error (a frame of kind ``error``, then the framer
-looks for the next command); a frame that would hold more than the RESP frame cap, or more
-elements than the element cap, is passed over as it comes (a Skipped range), holding none
-of it.
+looks for the next frame start); a frame that would hold more than the RESP frame cap, or
+more elements than the element cap, is passed over as it comes (a Skipped range), holding
+none of it.
 """
 
 from __future__ import annotations
@@ -54,8 +58,11 @@ JOURNAL, JOURNAL_SKIP, JOURNAL_LOST = "journal", "journal-skip", "journal-lost"
 #: the answers to DFLY FLOW, and the longest eof token taken as an end mark
 FLOW_ANSWERS = (b"FULL", b"PARTIAL")
 MAX_TOKEN = 256
-#: how far past a candidate record's start the journal's resynchronisation looks
+#: how far past a candidate record's start the journal's resynchronisation looks, and the
+#: most SELECTs before its command and strings in it a candidate may have (so that each
+#: position costs a bounded reading, and the resynchronisation stays linear)
 JOURNAL_LOOK = 64 * 1024
+RESYNC_SELECTS, RESYNC_STRINGS = 16, 64
 #: what reading one token gave: more bytes are needed, read on in the frame, a frame is out
 WAIT, NEXT, DONE = 0, 1, 2
 
@@ -93,7 +100,7 @@ class RespFramer(Framer):
 
     __slots__ = ("buf", "base", "pos", "stack", "bulk", "doomed", "elements", "state", "expect", "left", "paid",
                  "mark", "searched", "resumed", "skip_from", "skip_size", "frame_cap", "elements_cap", "_doomed_bytes",
-                 "then", "need", "passing", "edge")
+                 "then", "need", "passing", "edge", "chain")
 
     def __init__(self, synced: bool = True, runs: bool = False) -> None:
         Framer.__init__(self)
@@ -119,6 +126,7 @@ class RespFramer(Framer):
         self.then = NORMAL  # the state after the payload's end mark
         self.need = 0  # the buffer's length a journal record needs at least
         self.passing: list | None = None  # a journal record passed over: [entry, strings left, bytes left]
+        self.chain: tuple[int, int | None] = (0, None)  # the SELECTs read of the next journal record: (end, db)
         self.edge = not synced  # while lost: the buffer's first byte may start a frame (see resync.py)
 
     # -- the Framer interface --------------------------------------------------------------
@@ -242,7 +250,7 @@ class RespFramer(Framer):
         self.elements = 0
 
     def _lose(self, at: int) -> None:
-        """The place in the stream is lost: look for a command from ``at`` on."""
+        """The place in the stream is lost: look for a frame start from ``at`` on (resync.py)."""
         self._reset()
         self.state = LOST
         self.expect = False
@@ -602,14 +610,22 @@ class RespFramer(Framer):
             self.resumed = False
         else:
             self.state = JOURNAL
-        self.need = 0
+        self.need, self.chain = 0, (0, None)
 
     def _journal(self, out: list) -> bool:
         buf = self.buf
         if not buf or len(buf) < self.need:
             return False
         try:
-            entry, end = journal.read_record(buf, 0, self.frame_cap, self.elements_cap)
+            # the SELECTs before the op read once, however many segments they come in
+            at, db, short = journal.selects(buf, self.chain[0], self.chain[1])
+            if at > self.frame_cap:
+                raise Corrupt(f"SELECTs of more than {self.frame_cap:,} bytes (the RESP frame cap) before an op", at)
+            self.chain = (at, db)
+            if short:
+                self.need = len(buf) + 1
+                return False
+            entry, end = journal.read_record(buf, 0, self.frame_cap, self.elements_cap, after=self.chain)
         except NeedMore as more:
             self.need = more.args[0]
             return False
@@ -618,14 +634,14 @@ class RespFramer(Framer):
             self.passing = [big.entry, big.strings, 0, big.start, str(big), big.total]
             self.base += big.start
             self.state = JOURNAL_SKIP
-            self.need = 0
+            self.need, self.chain = 0, (0, None)
             return True
         except Corrupt as exc:
             out.append(RespFrame(self.base, b"", kind="error", reason=f"journal: {exc.args[0]}"))
-            self.state, self.need = JOURNAL_LOST, 0
+            self.state, self.need, self.chain = JOURNAL_LOST, 0, (0, None)
             self.skip_from, self.skip_size = self.base, 0
             return True
-        self.need = 0
+        self.need, self.chain = 0, (0, None)
         out.append(RespFrame(self.base, bytes(buf[:end]), kind="journal", value=entry, resumed=self.resumed))
         self.resumed = False
         del buf[:end]
@@ -679,22 +695,26 @@ class RespFramer(Framer):
             self.buf.clear()
         if self.state != JOURNAL_LOST:
             self.skip_from, self.skip_size = self.base, 0
-        self.state, self.need = JOURNAL_LOST, 0
+        self.state, self.need, self.chain = JOURNAL_LOST, 0, (0, None)
 
     def _journal_resync(self, out: list) -> bool:
         """Look for a SELECT and a command that read whole: the journal goes on there."""
         buf = self.buf
+        if len(buf) < self.need:
+            return False
+        self.need = 0
         i = 0
         while True:
             i = buf.find(b"\x06", i)
             if i < 0:
                 i = len(buf)
                 break
-            try:
-                entry, _ = journal.read_record(buf, i, JOURNAL_LOOK, 1024)
+            try:  # a candidate costs at most RESYNC_SELECTS SELECTs and RESYNC_STRINGS lengths
+                entry, _ = journal.read_record(buf, i, JOURNAL_LOOK, RESYNC_STRINGS, most_selects=RESYNC_SELECTS)
             except NeedMore as more:
                 if more.args[0] - i <= JOURNAL_LOOK:
-                    break  # a candidate, not yet whole
+                    self.need = more.args[0] - i  # a candidate, not yet whole: tried again once it may be
+                    break
                 i += 1
                 continue
             except (Corrupt, journal.Oversized):

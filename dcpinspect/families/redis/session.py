@@ -35,6 +35,9 @@ from .rdb import RdbParser
 from .records import KeyRecord
 from .resp import RespFrame
 
+#: what a master's stream sends unasked that no reply starts with: a command array of one of
+#: these from the server, when no command waits, shows a replication link joined mid-way
+STREAM_STARTS = frozenset({b"SELECT", b"PING", b"REPLCONF", b"MULTI"})
 #: command boundaries remembered for checking ACKs (an ACK lags the stream by about a second)
 MAX_BOUNDS = 1 << 16
 
@@ -58,6 +61,8 @@ class Replication:
         self.parser: RdbParser | None = None
         self.summary: report.Summary | None = None
         self.cut = False  # bytes of the payload were lost
+        self.payload_from = 0  # the stream offset of the payload's first byte
+        self.payload_end = "end mark"  # what ends the payload, as a finding names it
         self.starts: list[int] = []  # replication offsets of the master's commands, first bytes
         self.ends: list[int] = []  # and after their last
         self.sent: int | None = None  # the replication offset after the master's last command
@@ -142,6 +147,8 @@ class Replication:
             return False
         if direction == self.master and self.start is not None and rec.offset >= self.start:
             return True
+        if not self.link and not self.pairing.waiting and rec.verb in STREAM_STARTS:
+            self.link = True  # a master's stream joined mid-way, before the replica's first ACK
         return self.link and not self.pairing.waiting
 
     # -- the handshake, the stream and ACKs ----------------------------------------------------
@@ -241,6 +248,8 @@ class Replication:
                 self.digester = Digester()
                 self.summary.digest = self.digester.snapshot
             self.cut = False
+            self.payload_from = raw.offset + len(raw.data)
+            self.payload_end = "end mark" if form == "eof" else f"last of its {what:,} bytes"
             return rec
         rec = PayloadRecord(raw.offset, len(raw.data), truncated=raw.truncated)
         if kind == "payload-end" or raw.last:
@@ -260,9 +269,12 @@ class Replication:
         got = []
         if not self.cut and raw.kind == "payload":
             got = parser.feed(raw.data)
+        ended = not (last and raw.truncated)
         if last:
             if not self.cut:
                 got += parser.close()
+            if not ended:
+                got.append(report.unended(self.payload_end, raw.offset + len(raw.data) - self.payload_from))
             self.parser = None
         digester = self.digester
         for r in got:
@@ -274,7 +286,7 @@ class Replication:
                     digester.see(r)
         rec.add(got)
         if last:
-            rec.summary = report.payload_json(summary, got, self.cut)
+            rec.summary = report.payload_json(summary, got, self.cut, ended=ended)
 
 
 def _mark(mark: bytes) -> dict[str, str]:

@@ -6,6 +6,7 @@ for; memory stays flat whatever the file's size (the family's ``snapshots``, whi
 from __future__ import annotations
 
 import gzip
+import zlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,14 +121,14 @@ def records(path, keep=False, select=None, recent: "_Recent | None" = None, prog
         while True:
             try:
                 chunk = fh.read(CHUNK)
-            except (OSError, EOFError) as exc:
+            except (OSError, EOFError, zlib.error) as exc:  # zlib's: gzip corrupt inside
                 raise InputError(f"{path}: cannot read ({exc})") from None
             if not chunk:
                 break
             if recent is not None:
                 recent.add(at, chunk)
             at += len(chunk)
-            yield from parser.feed(chunk)
+            yield from parser.records(chunk)
             if progress is not None:
                 progress(0, at)
     finally:

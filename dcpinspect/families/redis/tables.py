@@ -8,11 +8,13 @@ from typing import BinaryIO, Iterator
 
 from .. import Table
 
-#: commands and replies of replication connections (RESP frames, Dragonfly journal records)
+#: commands and replies of Redis connections (RESP frames, Dragonfly journal records): a
+#: reply's role, the frame of the command it answers and its latency
 COMMANDS = Table("commands", "frame", ("resp", "journal"), (
     ("type", "string", "type"), ("command_name", "string", "command[0]"), ("command", "array<string>", "command"),
     ("repl_offset", "bigint", "repl_offset"), ("op", "string", "op"), ("lsn", "uint64", "lsn"),
-    ("db", "bigint", "db"),
+    ("db", "bigint", "db"), ("role", "string", "role"), ("reply_to", "bigint", "reply_to"),
+    ("latency_ms", "double", "latency_ms"),
 ))
 #: keys of RDB snapshots: files given as inputs, and payloads of full syncs
 KEYS = Table("keys", "key", ("rdb",), (
@@ -57,6 +59,6 @@ def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
             raise InputError(f"{name}: cannot read ({exc})") from None
         if not chunk:
             break
-        yield from rows(parser.feed(chunk))
+        yield from rows(parser.records(chunk))
     yield from rows(parser.close())
     yield summary.to_json()

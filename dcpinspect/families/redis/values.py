@@ -256,6 +256,9 @@ def ziplist_list(r, p, rec):
 
 @reader("intset")
 def intset(r, p, rec):
+    if not r.keeping:
+        rec.elements, p = yield from _packed(r, p, rec, layouts.intset_count, "intset")
+        return p
     entries, p = yield from _packed(r, p, rec, layouts.intset, "intset")
     _finish(r, rec, entries, entries and r.keeping and [_text(e) for e in entries])
     return p
@@ -299,8 +302,9 @@ def packed_zset(r, p, rec):
 
 @reader("ziplist_hash", "listpack_hash", "zipmap")
 def packed_hash(r, p, rec):
-    if not r.keeping and rec.vtype.layout != "zipmap":
-        count = layouts.ziplist_count if rec.vtype.layout == "ziplist_hash" else layouts.listpack_count
+    if not r.keeping:
+        count = {"ziplist_hash": layouts.ziplist_count, "listpack_hash": layouts.listpack_count,
+                 "zipmap": layouts.zipmap_count}[rec.vtype.layout]
         n, p = yield from _packed(r, p, rec, count, rec.vtype.encoding)
         rec.elements = _group_count(r, p, rec, n, rec.vtype.encoding, 2)
         return p
@@ -523,6 +527,7 @@ def module_body(r, p):
 def module(r, p, rec):
     module_id, p = yield from r.get(read_len, p)
     rec.extra["module"], rec.extra["module_encver"] = module_name(module_id)
+    r.module_data(rec.extra["module"], f"key {r.key_text(rec)}", rec.offset)
     values, p = yield from module_body(r, p)
     rec.elements = None
     if r.keeping:
@@ -548,8 +553,17 @@ def _stream_node(master: tuple[int, int], items: list, keep: bool) -> tuple[int,
         if not isinstance(v, int):
             raise Corrupt(f"stream node entry {i} should be an integer", i)
         return v
+    def count_of(i, what):  # a count indexes on: never negative, never past the entries left
+        v = num(i)
+        if v < 0:
+            raise Corrupt(f"stream node entry {i} counts {v} {what}", i)
+        if v > len(items) - i:
+            raise Corrupt(f"stream node entry {i} counts {v} {what}, more than the {len(items) - i} entries left", i)
+        return v
     try:
-        count, deleted, nfields = num(0), num(1), num(2)
+        count, deleted, nfields = num(0), num(1), count_of(2, "fields")
+        if count < 0 or deleted < 0:
+            raise Corrupt(f"the node's master entry counts {count} live and {deleted} deleted entries", 0)
         if 3 + nfields >= len(items):
             raise Corrupt(f"master entry of {nfields} fields passes the node's {len(items)} entries", 2)
         fields = items[3:3 + nfields]
@@ -564,7 +578,7 @@ def _stream_node(master: tuple[int, int], items: list, keep: bool) -> tuple[int,
                 pairs = list(zip(fields, items[i:i + nfields]))
                 i += nfields
             else:
-                n = num(i)
+                n = count_of(i, "field-value pairs")
                 pairs = [(items[i + 1 + 2 * k], items[i + 2 + 2 * k]) for k in range(n)]
                 i += 1 + 2 * n
             num(i)  # lp-count
