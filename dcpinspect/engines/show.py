@@ -87,9 +87,7 @@ def show_table(keyed: Iterator[tuple[int, Captured | Note]], console, keep, limi
         elif item.kind != "start":
             where = f" {flow_label(item.flow)} {item.direction or ''}" if item.flow else ""
             err.print(safe(f"note:{where} {item.kind}: {item.message}"), markup=False)
-    from rich.text import Text
-
-    console.print(Text(printed.shown_line(renderer.tally), style="bold"))
+    renderer.summary(printed.shown_line(renderer.tally))
     return judged_failed(renderer.tally, strict)
 
 

@@ -195,6 +195,28 @@ class FindingRow:
         return self.source, self.flow, self.vbucket, self.finding.stream_id, self.finding.rule
 
     @property
+    def repeat_cells(self) -> tuple[str, ...]:
+        """The cells of the row its repeats are folded into (before the count and frames)."""
+        f, vb = self.finding, self.vbucket
+        return (f.rule, self.flow or "-", "-" if vb is None else str(vb), "-" if f.stream_id is None else str(f.stream_id),
+                f.severity)
+
+    @property
+    def where(self) -> str:
+        """The stream, as the narrow view says it: ``vb 5 sid 1`` (the parts there are)."""
+        f, vb = self.finding, self.vbucket
+        return "" if vb is None else f"vb {vb}" + ("" if f.stream_id is None else f" sid {f.stream_id}")
+
+    @property
+    def folded(self) -> tuple[str, str, str]:
+        """The lines of the narrow view: what and where, then when, the flow and the stream,
+        then the message."""
+        f = self.finding
+        when = self.stamp(self.ts) if self.ts else ""
+        return (f"frame {self.frame_cell}  {f.severity}  {f.cls}  {f.rule}",
+                "  ".join(x for x in (when, self.flow or "", self.where) if x), f.message)
+
+    @property
     def cells(self) -> tuple[str, ...]:
         f, vb = self.finding, self.vbucket
         return (self.frame_cell, self.stamp(self.ts) if self.ts else "-", self.flow or "-", "-" if vb is None else str(vb),

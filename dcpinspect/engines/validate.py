@@ -25,6 +25,10 @@ from .parallel import WorkerCrash, run_sink
 from .show import clear
 from .sinks import FindingRow, make_sink
 
+HEADERS = ("frame", "time", "flow", "vb", "sid", "severity", "class", "rule", "message")
+#: the repeats table's first columns (FindingRow.repeat_cells); the count and frames follow
+REPEAT_HEADERS = ("rule", "flow", "vb", "sid", "severity")
+
 
 def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: CaptureOptions, collections: bool | None,
                    show_info: bool, jobs: int) -> bool:
@@ -34,7 +38,7 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: Captur
     frames = 0
     undecoded: list[Note] = []  # connections no family decoded: told after the findings
     err = make_console(stderr=True)
-    out = FindingsStream(jsonl, None if jsonl else make_console())
+    out = FindingsStream(jsonl, None if jsonl else make_console(), HEADERS, REPEAT_HEADERS)
     for path in files:
         with opened(path) as inp:
             progress = None
