@@ -11,6 +11,9 @@ each in a fresh child process:
 
 * ``python -m dcpinspect rdb --format summary FILE``  (keys: its first line)
 * ``python -m dcpinspect rdb --format jsonl FILE``    (stdout to a scratch file; keys: its key lines)
+* the same with ``--values`` (every key's value and digest), and ``--format resp`` (the data
+  as commands for ``redis-cli --pipe``; keys: the commands that make them, a big
+  collection's batches counted each)
 * ``redis-check-rdb FILE``   (Redis' own checker: reads every key; keys: its "keys read" line)
 * rdbtools 0.1.15 (PyPI, with python-lzf), from the virtualenv ``--venv``:
   ``rdb --command justkeys`` (its fastest), ``rdb --command memory`` (a per-key report of
@@ -102,6 +105,25 @@ def keys_summary(lines) -> int | None:
     return None
 
 
+def keys_resp(lines) -> int:
+    """Keys of ``rdb --format resp``: its stderr line says them; here, the commands that make
+    a key (a key of a big collection takes several commands, one SET/RPUSH/... first)."""
+    n = 0
+    want = False
+    for line in lines:
+        if want:
+            n += line.rstrip(b"\r\n") in _FIRST
+            want = False
+        elif line.startswith(b"$"):
+            want = True
+    return n
+
+
+#: the commands a key starts with in ``rdb --format resp``'s output (a batch after the first
+#: repeats it, so a key of a big collection counts more than once: good enough for a check)
+_FIRST = {b"SET", b"RPUSH", b"SADD", b"ZADD", b"HSET", b"XSETID"}
+
+
 def keys_jsonl(lines) -> int:
     return sum(line.startswith(b'{"kind":"key"') for line in lines)
 
@@ -172,6 +194,8 @@ def tools(impls: list[tuple[str, str]], venv: Path | None) -> list[tuple[str, li
         name = "dcpinspect" if label == "dcpinspect" else f"dcpinspect[{label}]"
         out.append((f"{name} summary", base + ["--format", "summary"], env, keys_summary))
         out.append((f"{name} jsonl", base + ["--format", "jsonl"], env, keys_jsonl))
+        out.append((f"{name} jsonl --values", base + ["--format", "jsonl", "--values"], env, keys_jsonl))
+        out.append((f"{name} resp", base + ["--format", "resp"], env, keys_resp))
     out.append(("redis-check-rdb", ["redis-check-rdb"], child_env(), keys_check_rdb))
     if venv is not None:
         rdb = str(venv / "bin" / "rdb")

@@ -72,7 +72,8 @@ def _run(call: Callable[[], bool]) -> None:
     """Exit with what an engine function found: 1 when it found violations, 0 when not, 2
     (its one line on stderr) when an input or option is unusable, 3 when the input ends
     inside a frame."""
-    from .engines.inputs import Truncated, Unusable
+    from .engines import Unusable
+    from .engines.inputs import Truncated
 
     try:
         failed = call()
@@ -309,6 +310,18 @@ def rdb_command(
               "expiring": expiring, "persistent": persistent, "expired": expired, "at": at}
     _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value,
                                 select, values, digest))
+
+
+@app.command("diff")
+def diff_command(
+    a: Path = typer.Argument(..., help="Snapshot file (RDB, a .dfs set by one of its files) or capture of a full sync."),
+    b: Path = typer.Argument(..., help="The other one, of any of those kinds."),
+    fmt: CaptureFormat = typer.Option(CaptureFormat.table, "--format", "-f", help="table, jsonl or summary (one line)."),
+) -> None:
+    """Compare two data sets key by key: only in A, only in B, type, value (by digest) or expiry changed; exit 0 same, 1 different, 2 unusable."""
+    from .engines.diff import diff_inputs
+
+    _run(lambda: diff_inputs(a, b, fmt.value))
 
 
 @app.command("analyze")

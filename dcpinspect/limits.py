@@ -132,6 +132,10 @@ RDB_KEYS = Limit(
     "bytes a key with the C module, 24 at most, some 70 in pure Python) for the duplicate-key "
     "rule; past it the rest of the snapshot is not checked for duplicates, with a note",
     env="DCPINSPECT_MAX_RDB_KEYS")
+DIFF_KEYS = Limit(
+    "diff keys", 2_000_000, "keys",
+    "Keys of the first input `diff` holds (about 150 bytes each and the name); the keys of the "
+    "second past them are counted as unchecked, not compared", env="DCPINSPECT_MAX_DIFF_KEYS")
 RESP_FRAME = Limit(
     "RESP frame", 16 * 1024 * 1024, "bytes",
     "Largest RESP frame (a command or reply of a Redis connection) held to decode it; a "
@@ -153,7 +157,7 @@ RESP_LATENCIES = Limit(
 
 LIMITS = (FRAME_BODY, RECORD, TEXT_INPUT, INFLATE, JSON_DEPTH, VALUE_TEXT, ENTRY_ROWS, VALUE_SHOWN, DIAGRAM_SHOWN,
           ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS, FOLDED, RDB_STRING, RDB_INFLATE_RATIO, RDB_INFLATED,
-          RDB_NESTING,           RDB_KEYS, RESP_FRAME, RESP_ELEMENTS, RESP_WAITING, RESP_LATENCIES)
+          RDB_NESTING, RDB_KEYS, DIFF_KEYS, RESP_FRAME, RESP_ELEMENTS, RESP_WAITING, RESP_LATENCIES)
 
 
 def check_environment() -> None:

@@ -1,7 +1,8 @@
 """Write samples/redis-dump.rdb, the snapshot the README's RDB examples read: a real
 redis-server (Debian's, on a free loopback port) is given a few keys of each type (two
 dbs, an expiry, a binary key and value, a stream with a consumer group and pending
-entries, a function library) and saves them (run: python samples/make_rdb_sample.py)."""
+entries, a function library) and saves them; then, after a few changes, its later dump
+samples/redis-dump-later.rdb (run: python samples/make_rdb_sample.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ COMMANDS = {
         ("XREADGROUP", "GROUP", "workers", "w1", "COUNT", "1", "STREAMS", "events", ">")],
     1: [("SET", "other", "db one")],
 }
+LATER = [("SELECT", 0), ("INCR", "visits"), ("DEL", "tags"), ("SET", "user:3:name", "Alan"), ("PERSIST", "session:9")]
 LIBRARY = "#!lua name=samplelib\nredis.register_function('hello', function() return 'hi' end)"
 
 
@@ -53,8 +55,11 @@ def main() -> None:
         words.append(("SAVE",))
         conn.sendall(b"".join(_command(*w) for w in words))
         time.sleep(1)
-        conn.close()
         shutil.copy(work / "dump.rdb", HERE / "redis-dump.rdb")
+        conn.sendall(b"".join(_command(*w) for w in [*LATER, ("SAVE",)]))
+        time.sleep(1)
+        conn.close()
+        shutil.copy(work / "dump.rdb", HERE / "redis-dump-later.rdb")
     finally:
         proc.terminate()
         proc.wait()

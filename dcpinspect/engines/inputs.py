@@ -30,8 +30,7 @@ __all__ = ["Unusable", "Truncated", "snapshot_family", "CAPTURE", "TEXT", "Input
            "jobs_for", "sink_run", "capture_unusable", "tap", "pure"]
 
 
-class Unusable(Exception):
-    """An input or option a command cannot use: its message is the one line on stderr."""
+from . import Unusable  # noqa: E402  (here too, where the commands' inputs are read)
 
 
 class Truncated(Exception):

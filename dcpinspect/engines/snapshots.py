@@ -12,8 +12,8 @@ from ..findings import LEVELS
 from ..outputs.shown import Shown
 from ..framing.framer import Skipped
 from ..sources.capture import looks_like_capture
-from ..sources.inputs import Contents, InputError
-from .inputs import Unusable, opened
+from ..sources.inputs import Contents, Input, InputError, open_input
+from . import Unusable
 
 #: bytes a family is shown to tell its snapshot files
 HEAD = 16
@@ -39,7 +39,7 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
             if isinstance(item, tuple):
                 worst = max(worst, _family_of(_head_of(item[0])).snapshots(item, fmt, key, offset, shown, **extra))
                 continue
-            with Contents(opened(item)) as contents:
+            with Contents(_opened(item)) as contents:
                 head = _peek(contents)
                 if not any(f.is_snapshot(head) for f in families() if f.snapshots is not None) \
                         and _frames_instead(contents, head):
@@ -84,8 +84,13 @@ def _frames_instead(contents: Contents, head: bytes) -> bool:
     return any(not isinstance(i, Skipped) for i in decode_hex_text(text.decode("utf-8", "replace"), None).items)
 
 
+def _opened(path) -> Input:
+    """A named input opened once (an :class:`Input` is itself); InputError when it cannot be."""
+    return path if isinstance(path, Input) else open_input(path)
+
+
 def _head_of(path: Path) -> bytes:
-    with Contents(opened(path)) as contents:
+    with Contents(_opened(path)) as contents:
         return _peek(contents)
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
 from ..findings import Finding
 from ..framing.framer import Framer, RawFrame
@@ -122,6 +122,17 @@ class Options:
     data: bool = False
 
 
+class DataKey(NamedTuple):
+    """One key of a data set as ``diff`` compares it: its db, its name's bytes, its type,
+    the digest of its value (None when there is none to compare) and its expiry."""
+
+    db: int
+    key: bytes
+    type: str
+    digest: str | None
+    expire_ms: int | None
+
+
 @dataclass(frozen=True)
 class Table:
     """A table of a family's records that a bulk engine writes (``analyze``'s Parquet
@@ -188,6 +199,12 @@ class Family:
     #: ``snapshot_rows(file, name)`` from a binary file open at its start (gzip undone);
     #: findings come as objects of kind ``finding``
     snapshot_rows: Callable[..., Any] | None = None
+    #: the keys of one of its snapshots (a path, or a tuple from ``snapshot_sets``) as
+    #: :class:`DataKey` s, and notes (strings) on what could not be read, for ``diff``
+    snapshot_data: Callable[[Any], Any] | None = None
+    #: the :class:`DataKey` s (and notes) a decoded record carries (read with
+    #: :attr:`Options.data`): the data a connection sends whole, for ``diff``
+    data_keys: Callable[[Any], Any] | None = None
     #: makes the family's capture-level object (:class:`Correlator`), if it has one
     correlator: Callable[[], Correlator] | None = None
     #: gives its part of the ``stats`` report on a console, if it has one: a

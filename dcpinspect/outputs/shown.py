@@ -11,17 +11,15 @@ a value is cut before it is escaped, wrapped or handed to rich. JSON Lines is no
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
-from rich.cells import chop_cells
-from rich.segment import Segment
 
 from ..limits import DIAGRAM_SHOWN, ROWS_SHOWN, VALUE_SHOWN
-from ..messages.codecs.errors import CodecError
-from ..messages.codecs.snappy import inflate, uncompressed_length
-from ..messages.frame import Message
-from ..messages.layout import Field
 from .escape import safe
+
+if TYPE_CHECKING:  # frames' fields: imported by what shows them, not by every command
+    from ..messages.frame import Message
+    from ..messages.layout import Field
 
 #: Bytes of a value (text or hex) the table shows (``--max-value``; ``--full``: all).
 MAX_VALUE_SHOWN = VALUE_SHOWN.default
@@ -178,6 +176,9 @@ def _bytes_of(msg: Message, f: Field, inflated: bool, upto: int | None) -> bytes
             return None
         rel = f.offset - msg.offset
         return msg.data[rel : rel + (f.size if upto is None else min(f.size, upto))]
+    from ..messages.codecs.errors import CodecError
+    from ..messages.codecs.snappy import inflate, uncompressed_length
+
     try:
         size, _ = uncompressed_length(msg.value)
         data = inflate(msg.value, size)  # the decoder inflated it within its cap already
@@ -207,6 +208,8 @@ def wrap(text: str, width: int) -> list[str]:
     if not text:
         return [""]
     if not text.isascii():  # wide characters: cut by cells
+        from rich.cells import chop_cells  # (rich: once something is drawn)
+
         return chop_cells(text, width) or [""]
     lines, pos, end = [], 0, len(text)
     while pos < end:
@@ -231,6 +234,8 @@ class Lines:
         self.lines = lines
 
     def __rich_console__(self, console, options):
+        from rich.segment import Segment
+
         for line in self.lines:
             yield Segment(line)
             yield Segment.line()

@@ -4,10 +4,10 @@ one: requests, and the responses whose header field is a vbucket)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ...messages.frame import Message
-from ...messages.registry import CLIENT_SPECS
+if TYPE_CHECKING:
+    from ...messages.frame import Message
 
 #: the criteria MCBP frames are matched by
 CRITERIA = frozenset({"opcode", "vbucket"})
@@ -15,6 +15,8 @@ CRITERIA = frozenset({"opcode", "vbucket"})
 
 def parse_opcode(text: str) -> set[int]:
     """``0x57``, ``87``, ``DCP_MUTATION`` or a unique-enough part like ``mutation``."""
+    from ...messages.registry import CLIENT_SPECS
+
     t = text.strip()
     try:
         return {int(t, 0)}
@@ -37,6 +39,8 @@ class Filters:
 
     @staticmethod
     def owns(record: Any) -> bool:
+        from ...messages.frame import Message  # (imported once a record is decoded)
+
         return isinstance(record, Message)
 
     @staticmethod

@@ -50,9 +50,9 @@ def _correlator():
 
 
 def _is_snapshot(head: bytes) -> bool:
-    from .snapshots import is_snapshot
+    from .types import header  # (the RDB magic: telling a file costs no decoder)
 
-    return is_snapshot(head)
+    return header(head[:9]) is not None
 
 
 def _snapshots(*args, **kw) -> int:
@@ -81,7 +81,20 @@ def _snapshot_rows(fh, name: str):
     return snapshot_rows(fh, name)
 
 
+def _snapshot_data(item):
+    from .compare import snapshot_data
+
+    return snapshot_data(item)
+
+
+def _data_keys(record):
+    from .compare import data_keys
+
+    return data_keys(record)
+
+
 FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=_snapshots,
                 is_snapshot=_is_snapshot, filters=FILTERS, aliases=("resp", "rdb", "valkey", "dragonfly"),
                 correlator=_correlator, tables=TABLES, snapshot_rows=_snapshot_rows,
-                snapshot_sets=_snapshot_sets, stats_view=_stats_view)
+                snapshot_sets=_snapshot_sets, snapshot_data=_snapshot_data, data_keys=_data_keys,
+                stats_view=_stats_view)

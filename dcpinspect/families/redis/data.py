@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import math
-from decimal import Decimal
 from typing import Any
 
 from .records import KeyRecord, OpRecord
@@ -73,6 +72,11 @@ def redis_double(d: float) -> str:
         return "-0" if math.copysign(1.0, d) < 0 else "0"
     if -_LL_HALF <= d <= _LL_HALF and d == int(d):
         return str(int(d))
+    r = repr(d)  # the shortest digits; laid out alike while no exponent and at most 6 decimals
+    if "e" not in r and len(r) - r.index(".") <= 7:
+        return r
+    from decimal import Decimal
+
     neg = d < 0
     _, digits_t, K = Decimal(repr(abs(d))).normalize().as_tuple()
     digits = "".join(map(str, digits_t))

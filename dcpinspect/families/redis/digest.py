@@ -70,9 +70,10 @@ def _b(v) -> bytes:
     return v if isinstance(v, bytes) else str(v).encode()
 
 
-def digests(rec: KeyRecord, score=redis_double) -> tuple[int, int] | None:
+def digests(rec: KeyRecord, score=redis_double, expiry: bool = True) -> tuple[int, int] | None:
     """(``DEBUG DIGEST-VALUE`` of the key, its part of ``DEBUG DIGEST``) as integers; None for
-    a module's value or a value the decoder did not keep whole."""
+    a module's value or a value the decoder did not keep whole. ``expiry`` False: as if the
+    key had no expiry (its value alone)."""
     t = rec.vtype.type
     if t not in OBJ_TYPES or t == "module":
         return None
@@ -82,38 +83,45 @@ def digests(rec: KeyRecord, score=redis_double) -> tuple[int, int] | None:
     if t == "hash" and rec.vtype.layout in ("hash_tmpl_lp_ref", "hash_tmpl_array_ref") \
             and any(f is None for f, _ in v):
         return None
-    ordered: list | None = None
+    sha, frm = sha1, _FROM
+    hashes: list | None = None  # the SHA1 of each ordered element, mixed in turn
     unordered = 0
     if t == "string":
-        ordered = [v]
+        hashes = [frm(sha(v).digest(), "big")]
     elif t == "list":
-        ordered = v
+        hashes = [frm(sha(e).digest(), "big") for e in v]
     elif t == "stream":
-        ordered = []
+        hashes = []
+        put = hashes.append
         for (ms, seq), fields in v or ():
-            ordered.append(b"%d.%d" % (ms, seq))
+            put(frm(sha(b"%d.%d" % (ms, seq)).digest(), "big"))
             for f, x in fields:
-                ordered += (f, x)
+                put(frm(sha(f).digest(), "big"))
+                put(frm(sha(x).digest(), "big"))
     elif t == "set":
         for e in v:
-            unordered ^= _h(e[0] if isinstance(e, tuple) else e)
+            unordered ^= frm(sha(e[0] if isinstance(e, tuple) else e).digest(), "big")
     elif t == "zset":
         for m, s in v:
-            unordered ^= _h(_mix(_mix(0, m), score(s).encode()).to_bytes(20, "big"))
+            # an element's own digest from zero: mix(mix(0, member), score text); xored in as its SHA1
+            ed = frm(sha(frm(sha(m).digest(), "big").to_bytes(20, "big")).digest(), "big")
+            ed = frm(sha((ed ^ frm(sha(score(s).encode()).digest(), "big")).to_bytes(20, "big")).digest(), "big")
+            unordered ^= frm(sha(ed.to_bytes(20, "big")).digest(), "big")
     else:  # hash
         for e in v:
-            ed = _mix(_mix(0, _b(e[0])), _b(e[1]))
+            ed = frm(sha(frm(sha(_b(e[0])).digest(), "big").to_bytes(20, "big")).digest(), "big")
+            ed = frm(sha((ed ^ frm(sha(_b(e[1])).digest(), "big")).to_bytes(20, "big")).digest(), "big")
             if len(e) > 2 and e[2] is not None:
                 ed ^= _HEXPIRE
-            unordered ^= _h(ed.to_bytes(20, "big"))
-    tail = unordered ^ (_EXPIRE if rec.expire_ms is not None else 0)
+            unordered ^= frm(sha(ed.to_bytes(20, "big")).digest(), "big")
+    tail = unordered ^ (_EXPIRE if expiry and rec.expire_ms is not None else 0)
     type_h = _TYPE_H[t]
 
     def from_(d: int) -> int:
-        d = _mixh(d, type_h)
-        if ordered is not None:
-            for e in ordered:
-                d = _mix(d, e)
+        d = frm(sha((d ^ type_h).to_bytes(20, "big")).digest(), "big")
+        if hashes is not None:
+            for h in hashes:
+                d = frm(sha((d ^ h).to_bytes(20, "big")).digest(), "big")
         return d ^ tail
 
     return from_(0), _h(from_(_mix(0, rec.key)).to_bytes(20, "big"))

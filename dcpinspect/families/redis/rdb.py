@@ -25,7 +25,7 @@ from typing import Callable, Iterator
 from ...limits import RDB_INFLATE_RATIO, RDB_INFLATED, RDB_KEYS, RDB_NESTING, RDB_STRING
 from ...messages.keys import key_text
 from ...rules.registry import RDB_RULES
-from . import journal, types
+from . import types
 from .crc64 import crc64
 from .native import C
 from .primitives import (
@@ -423,9 +423,10 @@ class RdbParser:
         if self._keep is not False:  # values are kept: the lane reads only the keys passed over
             keep, keep_test, ctime = self._keep, self._keep_test, state.ctime_ms
 
-            def want(key, op, expire):
+            def wanted(key, op, expire):
                 return (not keep_test or keep(key)) and (select is None or
                                                          select.wanted(db, key, vtypes[op].type, expire, ctime))
+            want = wanted
         q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms,
                           _MAKER, self.base, db, vtypes, db_salt(db), want)
         state.keys += len(found)
@@ -792,6 +793,8 @@ def _df_journal_blob(r, p, rec):
     blob, p = yield from r.string(p)
     if blob is not None:
         try:
+            from . import journal  # (Dragonfly's replication alone sends journal blobs)
+
             rec.fields["journal"] = journal.read_entries(blob, r.cap)
         except Corrupt as exc:
             r.note("rdb-corrupt", f"journal blob: {exc.args[0]}", at)

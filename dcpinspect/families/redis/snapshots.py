@@ -14,17 +14,12 @@ from typing import Any
 
 from ...findings import LEVELS, Finding
 from ...messages.keys import key_text
-from ...outputs.console import make_console
 from ...outputs.escape import safe
 from ...outputs.jsonl import dumps_line
 from ...outputs.progress import progress_for
-from ...outputs.rows import print_rows
-from ...outputs.diagram import bytes_diagram_lines
-from ...outputs.shown import Lines, Shown
-from ...outputs.table import FieldTable
+from ...outputs.shown import Shown
 from ...sources.inputs import InputError, _problem, gzipped
 from . import report
-from .anatomy import anatomy
 from .rdb import RdbParser
 from .records import AuxRecord, Ending, KeyRecord, OpRecord
 from .types import header
@@ -35,6 +30,19 @@ CHUNK = 1 << 20
 TABLE_BATCH = 50_000
 #: bytes of a key record read for its offset table and byte diagram (all of it with --full)
 RECORD_READ = 1 << 20
+
+
+def make_console():
+    """The outputs' console (rich: imported for what prints tables, not for jsonl)."""
+    from ...outputs.console import make_console
+
+    return make_console()
+
+
+def print_rows(*args, **kw) -> None:
+    from ...outputs.rows import print_rows
+
+    print_rows(*args, **kw)
 
 
 def is_snapshot(head: bytes) -> bool:
@@ -56,13 +64,17 @@ def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None
     InputError); ``values``: jsonl key objects carry their values and digests (and
     functions their code); ``digest``: the keys' and the snapshot's digests are computed
     (``values`` implies it)."""
-    from . import dfs
-
     how = Reading(selection_of(select), values, digest or values)
     if isinstance(path, tuple):
+        from . import dfs
+
         return dfs.show_set(path, fmt, key, offset, shown, how)
     name = path if isinstance(path, (str, Path)) else getattr(path, "path", None)  # None: a stream
-    note = dfs.set_note(Path(name)) if name else None
+    note = None
+    if name and ".dfs" in Path(name).name:  # (a set's member is named so: nothing else reads dfs)
+        from . import dfs
+
+        note = dfs.set_note(Path(name))
     if note is not None:
         if fmt == "jsonl" and key is None and offset is None:
             sys.stderr.write(note + "\n")
@@ -413,6 +425,11 @@ def _print_anatomy(console, path: Path, rec: KeyRecord, shown: Shown, recent: _R
     """The record's fields with their file offsets, and its bytes four a row, from the file
     (at most :data:`RECORD_READ` bytes of it unless everything is shown); of a stream, from
     the bytes last read (``recent``), when they still hold the record."""
+    from ...outputs.diagram import bytes_diagram_lines
+    from ...outputs.shown import Lines
+    from ...outputs.table import FieldTable
+    from .anatomy import anatomy
+
     n = rec.length if shown.rows is None else min(rec.length, max(RECORD_READ, shown.diagram or 0))
     if recent is not None:
         data = recent.get(rec.offset, min(n, RECORD_READ))

@@ -18,9 +18,11 @@ COMMANDS = Table("commands", "frame", ("resp", "journal"), (
 ))
 #: keys of RDB snapshots: files given as inputs, and payloads of full syncs
 KEYS = Table("keys", "key", ("rdb",), (
-    ("db", "bigint", "db"), ("key_name", "string", "key"), ("type", "string", "type"),
-    ("encoding", "string", "encoding"), ("elements", "bigint", "elements"), ("size", "bigint", "size"),
-    ("expire_ms", "bigint", "expire_ms"), ("offset", "bigint", "offset"),
+    ("db", "bigint", "db"), ("key_name", "string", "key"), ("key_base64", "string", "key_base64"),
+    ("type", "string", "type"),
+    ("encoding", "string", "encoding"), ("elements", "bigint", "elements"), ("value_length", "bigint", "value_length"),
+    ("size", "bigint", "size"), ("expire_ms", "bigint", "expire_ms"), ("offset", "bigint", "offset"),
+    ("digest", "string", "digest"),
 ))
 TABLES = (COMMANDS, KEYS)
 #: bytes read from a snapshot file at a time
@@ -28,26 +30,31 @@ CHUNK = 1 << 20
 
 
 def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
-    """What ``rdb -f jsonl`` writes of the RDB file open as ``fh``: its keys, aux fields and
-    findings as they complete, then its summary. A file that is no RDB raises
-    ``InputError`` (from ``sources.inputs``)."""
+    """What ``rdb -f jsonl --digest`` writes of the RDB file open as ``fh``: its keys (each
+    with its ``DEBUG DIGEST-VALUE``), aux fields and findings as they complete, then its
+    summary (with ``DEBUG DIGEST``). A file that is no RDB raises ``InputError`` (from
+    ``sources.inputs``)."""
     from ...findings import Finding
     from ...sources.inputs import InputError
     from . import report
+    from .digest import Digester
     from .rdb import RdbParser
     from .records import AuxRecord, KeyRecord
     from .snapshots import _unusable
 
-    parser = RdbParser(keep=False)
+    parser = RdbParser(keep=True)
     summary = report.Summary(name)
+    digester = Digester()
+    summary.digest = digester.snapshot
 
     def rows(recs) -> Iterator[dict]:
         for rec in recs:
             _unusable(name, rec)
             summary.add(rec)
             if isinstance(rec, KeyRecord):
-                yield report.key_json(rec)
+                yield report.key_json(rec, digester)
             elif isinstance(rec, AuxRecord):
+                digester.see(rec)
                 yield report.aux_json(rec)
             elif isinstance(rec, Finding):
                 yield report.finding_json(rec, name)
