@@ -9,11 +9,11 @@
  * 23:snap_end, 24:snap_type, 25:snap_complete, 26:key_seen, 27:unacked,
  * 28:dcp_open_seen, 29:producer_known, 30:seen_from_start, 31:has_stream,
  * 32:stream_waiting, 33:stream_ended, 34:stream_ids, 35:v22_negotiated, 36:in_oso,
- * 37:first_floor, 38:adopted, 39:end_reached, 40:buffer_size, 41:oso_base,
- * 42:open_flags_known, 43:deletion_extras
+ * 37:first_floor, 38:adopted, 39:end_reached, 40:buffer_size, 41:overrun, 42:oso_base,
+ * 43:open_flags_known, 44:deletion_extras
  */
 
-#define GENERATED_FINGERPRINT "ad75d5e8c78996e41309"
+#define GENERATED_FINGERPRINT "f61a44dece27a5a31356"
 /* messages/keys.py's RESERVED_COLLECTION_IDS */
 #define RESERVED_COLLECTION_FIRST 1
 #define RESERVED_COLLECTION_LAST 7
@@ -31,7 +31,7 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if (F[36]) m |= UINT64_C(1) << 10; /* oso-unbalanced */
         if ((!F[38])) m |= UINT64_C(1) << 11; /* first-marker-start */
         if (F[39]) m |= UINT64_C(1) << 15; /* beyond-end-seqno */
-        if ((F[40] != UINT64_C(0))) m |= UINT64_C(1) << 20; /* buffer-overrun */
+        if (((F[40] != UINT64_C(0)) && (!F[41]))) m |= UINT64_C(1) << 20; /* buffer-overrun */
         break;
     case 1: /* 0x57 */
         m = UINT64_C(0x7f); /* key-required, key-too-long, seqno-zero, nmeta-nonzero, collection-key-empty, collection-id-reserved */
@@ -45,7 +45,7 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if ((!F[36])) m |= UINT64_C(1) << 14; /* seqno-outside-snapshot */
         if ((F[39] && (!F[36]))) m |= UINT64_C(1) << 15; /* beyond-end-seqno */
         if ((!F[36])) m |= UINT64_C(1) << 16; /* duplicate-key */
-        if ((F[40] != UINT64_C(0))) m |= UINT64_C(1) << 17; /* buffer-overrun */
+        if (((F[40] != UINT64_C(0)) && (!F[41]))) m |= UINT64_C(1) << 17; /* buffer-overrun */
         break;
     case 2: /* 0x58 */
         m = UINT64_C(0x7f); /* key-required, key-too-long, nmeta-nonzero, deletion-datatype, collection-key-empty, collection-id-reserved */
@@ -53,14 +53,14 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if (((!F[31]) || F[32])) m |= UINT64_C(1) << 8; /* no-stream */
         if (F[33]) m |= UINT64_C(1) << 9; /* after-stream-end */
         if (F[34]) m |= UINT64_C(1) << 10; /* stream-id-missing */
-        if (F[42]) m |= UINT64_C(1) << 11; /* deletion-version */
+        if (F[43]) m |= UINT64_C(1) << 11; /* deletion-version */
         if (F[36]) m |= UINT64_C(1) << 12; /* oso-below-start */
         if ((!F[36])) m |= UINT64_C(1) << 13; /* seqno-regression */
         if (((!F[36]) && (!F[38]))) m |= UINT64_C(1) << 14; /* item-before-marker */
         if ((!F[36])) m |= UINT64_C(1) << 15; /* seqno-outside-snapshot */
         if ((F[39] && (!F[36]))) m |= UINT64_C(1) << 16; /* beyond-end-seqno */
         if ((!F[36])) m |= UINT64_C(1) << 17; /* duplicate-key */
-        if ((F[40] != UINT64_C(0))) m |= UINT64_C(1) << 18; /* buffer-overrun */
+        if (((F[40] != UINT64_C(0)) && (!F[41]))) m |= UINT64_C(1) << 18; /* buffer-overrun */
         break;
     }
     return m;
@@ -103,7 +103,7 @@ static int generated_any(int i, uint64_t m, const uint64_t *F) {
         if ((m >> 8 & 1) && UINT64_C(1)) return 1; /* no-stream */
         if ((m >> 9 & 1) && UINT64_C(1)) return 1; /* after-stream-end */
         if ((m >> 10 & 1) && (!F[8])) return 1; /* stream-id-missing */
-        if ((m >> 11 & 1) && (F[0] <= F[41])) return 1; /* oso-below-start */
+        if ((m >> 11 & 1) && (F[0] <= F[42])) return 1; /* oso-below-start */
         if ((m >> 12 & 1) && ((F[0] <= F[20]) && (!(F[38] && (F[20] == UINT64_C(0)))))) return 1; /* seqno-regression */
         if ((m >> 13 & 1) && (!F[21])) return 1; /* item-before-marker */
         if ((m >> 14 & 1) && (F[21] && (!((F[0] >= F[22]) && (F[0] <= F[23]))))) return 1; /* seqno-outside-snapshot */
@@ -123,8 +123,8 @@ static int generated_any(int i, uint64_t m, const uint64_t *F) {
         if ((m >> 8 & 1) && UINT64_C(1)) return 1; /* no-stream */
         if ((m >> 9 & 1) && UINT64_C(1)) return 1; /* after-stream-end */
         if ((m >> 10 & 1) && (!F[8])) return 1; /* stream-id-missing */
-        if ((m >> 11 & 1) && (F[2] != F[43])) return 1; /* deletion-version */
-        if ((m >> 12 & 1) && (F[0] <= F[41])) return 1; /* oso-below-start */
+        if ((m >> 11 & 1) && (F[2] != F[44])) return 1; /* deletion-version */
+        if ((m >> 12 & 1) && (F[0] <= F[42])) return 1; /* oso-below-start */
         if ((m >> 13 & 1) && ((F[0] <= F[20]) && (!(F[38] && (F[20] == UINT64_C(0)))))) return 1; /* seqno-regression */
         if ((m >> 14 & 1) && (!F[21])) return 1; /* item-before-marker */
         if ((m >> 15 & 1) && (F[21] && (!((F[0] >= F[22]) && (F[0] <= F[23]))))) return 1; /* seqno-outside-snapshot */

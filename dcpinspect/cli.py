@@ -12,14 +12,29 @@ import typer
 
 from .limits import DIAGRAM_SHOWN, VALUE_SHOWN, LimitError, check_environment
 
-EXIT_OK, EXIT_VIOLATIONS, EXIT_UNUSABLE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_VIOLATIONS, EXIT_UNUSABLE, EXIT_TRUNCATED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 app = typer.Typer(
-    add_completion=False,
     no_args_is_help=True,
-    help="Inspect Couchbase MCBP/DCP (and TAP) traffic: hex dumps, captures, live interfaces.",
+    help="Inspect and validate database replication traffic: Couchbase MCBP, DCP and TAP; Redis and Valkey "
+         "RESP and replication (Dragonfly's too); RDB snapshot files. From captures, hex dumps, live interfaces.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        sys.stdout.write(f"dcpinspect {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")) -> None:
+    # the options before any command (the app's help is the Typer's)
+    pass
 
 
 class Collections(str, Enum):
@@ -55,13 +70,17 @@ def fail(message: str, code: int = EXIT_UNUSABLE) -> None:
 
 def _run(call: Callable[[], bool]) -> None:
     """Exit with what an engine function found: 1 when it found violations, 0 when not, 2
-    (its one line on stderr) when an input or option is unusable."""
+    (its one line on stderr) when an input or option is unusable, 3 when the input ends
+    inside a frame."""
     from .engines import Unusable
+    from .engines.inputs import Truncated
 
     try:
         failed = call()
     except Unusable as exc:
         fail(str(exc))
+    except Truncated as exc:
+        fail(str(exc), EXIT_TRUNCATED)
     raise typer.Exit(EXIT_VIOLATIONS if failed else EXIT_OK)
 
 
@@ -115,7 +134,7 @@ def hex_command(
     max_diagram: Optional[int] = typer.Option(None, "--max-diagram", min=1, metavar="BYTES",
                                               help=f"Bytes of each frame the diagram draws (default {DIAGRAM_SHOWN.default})."),
 ) -> None:
-    """Decode frames from a pasted hex dump (plain hex, xxd, hexdump -C, od, tcpdump -X, Wireshark, spec diagrams)."""
+    """Decode frames from a pasted hex dump (plain hex, xxd, hexdump -C, od, tcpdump -X, Wireshark, spec diagrams): exit 0, 1 with --strict and an error, 2 unusable, 3 the dump ends inside a frame."""
     from .engines.decode import decode_hex_dump
 
     _run(lambda: decode_hex_dump(path, "diagram" if diagram else fmt.value, _collections(collections),
@@ -149,7 +168,7 @@ def decode_command(
     values: bool = typer.Option(False, "--values", help="jsonl: the keys of snapshots sent over connections (a "
                                                         "full sync's RDB payload) with their values and digests."),
 ) -> None:
-    """Decode MCBP/DCP frames from capture files (or hex dumps), in capture order."""
+    """Decode the frames of capture files (or hex dumps), in capture order: Couchbase MCBP, DCP and TAP, Redis and Valkey RESP and replication (Dragonfly's too)."""
     from .engines.decode import decode_files
     from .engines.filters import frame_filter
 
@@ -204,7 +223,7 @@ def validate_command(
     jobs: int = typer.Option(0, "--jobs", "-j", min=0,
                              help="Worker processes a capture (0: one per CPU on files over 16 MiB)."),
 ) -> None:
-    """Check DCP conversations against the protocol's rules: exit 0 clean, 1 violations, 2 unusable input."""
+    """Check conversations against the protocols' rules (DCP and TAP streams, MCBP frames, Redis replication), printing findings as they are found: exit 0 clean, 1 violations, 2 unusable input."""
     from .engines.validate import validate_files
 
     _run(lambda: validate_files(files, fmt is ListFormat.jsonl, fail_on.value, _capture(port, decode_as, no_heuristic),
@@ -230,7 +249,7 @@ def stats_command(
     no_heuristic: bool = NO_HEURISTIC_OPTION,
     collections: Collections = typer.Option(Collections.auto),
 ) -> None:
-    """Per connection, vbucket and stream: snapshots, items, seqno ranges and gaps, bytes, rates, timings."""
+    """Statistics of captures: per connection bytes, rates and timings; DCP vbuckets and streams (snapshots, items, seqno ranges and gaps); Redis replication syncs."""
     from .engines.stats import stats_files
 
     _run(lambda: stats_files(files, fmt is StatsFormat.json, plot_path, chart, _capture(port, decode_as, no_heuristic),
@@ -292,7 +311,7 @@ def rdb_command(
                                           help="The server's redis.conf (its encoding thresholds; default the server's defaults)."),
     plot: Optional[Path] = typer.Option(None, "--plot", metavar="FILE.svg", help="Draw memory by prefix as a flame graph."),
 ) -> None:
-    """Decode RDB snapshots: keys with type, encoding, size and expiry; checksum and damage as findings; memory reports."""
+    """Decode RDB snapshot files (Redis, Valkey, Dragonfly): keys with type, encoding, size and expiry; checksum and damage as findings; memory reports."""
     from .engines.snapshots import snapshot_files
 
     select = {"match": match, "regex": regex, "type": tuple(key_type), "db": tuple(db), "min_size": min_size,

@@ -101,6 +101,10 @@ SNAPSHOT_KEYS = Limit(
     "snapshot keys", 4_000_000, "keys",
     "Keys remembered per snapshot for the duplicate-key rule; a larger snapshot stops being "
     "checked for duplicates")
+FOLDED = Limit(
+    "repeats folded", 65536, "rows",
+    "Rules and streams whose repeats the validate table folds into one row; past it the "
+    "findings of a new rule and stream are each printed in full (JSON Lines prints every one)")
 
 RDB_STRING = Limit(
     "RDB string", 512 * 1024 * 1024, "bytes",
@@ -152,8 +156,8 @@ RESP_LATENCIES = Limit(
     "goes and one in two is kept from then on (the count, mean and max stay exact)")
 
 LIMITS = (FRAME_BODY, RECORD, TEXT_INPUT, INFLATE, JSON_DEPTH, VALUE_TEXT, ENTRY_ROWS, VALUE_SHOWN, DIAGRAM_SHOWN,
-          ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS, RDB_STRING, RDB_INFLATE_RATIO, RDB_INFLATED, RDB_NESTING,
-          RDB_KEYS, DIFF_KEYS, RESP_FRAME, RESP_ELEMENTS, RESP_WAITING, RESP_LATENCIES)
+          ROWS_SHOWN, HELD, FLOWS, OUT_OF_ORDER, SNAPSHOT_KEYS, FOLDED, RDB_STRING, RDB_INFLATE_RATIO, RDB_INFLATED,
+          RDB_NESTING, RDB_KEYS, DIFF_KEYS, RESP_FRAME, RESP_ELEMENTS, RESP_WAITING, RESP_LATENCIES)
 
 
 def check_environment() -> None:

@@ -194,3 +194,117 @@ def test_validate_says_when_the_capture_itself_is_damaged(inputs, tmp_path, jobs
     assert len(notes) == 1 and str(cut) in notes[0] and "left in the file" in notes[0], res.stderr
     decoded = servers.notes_of(servers.jsonl(servers.dcpinspect("decode", cut, "-f", "jsonl").stdout), "capture")
     assert [n["message"] for n in decoded] == [notes[0].split(f"{cut}: ", 1)[1]]
+
+
+# -- a file given to the command that does not read it ----------------------------------------
+
+def _rdb_file(path: Path, gz: bool = False) -> Path:
+    import gzip
+
+    import rdbgen
+
+    data = rdbgen.rdb(b"\xfe\x00" + rdbgen.key(0, "k", rdbgen.string("v")))
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+@pytest.mark.parametrize("command", ["decode", "validate", "stats"])
+@pytest.mark.parametrize("gz", [False, True])
+def test_snapshot_given_to_a_frame_command_points_to_rdb(tmp_path, command, gz):
+    """``decode dump.rdb``: one line naming the command that reads it, exit 2."""
+    path = _rdb_file(tmp_path / ("dump.rdb.gz" if gz else "dump.rdb"), gz)
+    r = servers.dcpinspect(command, str(path))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == (f"dcpinspect: {path}: a snapshot file (redis), not a capture or a hex dump: "
+                        f"read it with `dcpinspect rdb {path}`\n")
+    assert servers.dcpinspect("rdb", str(path)).returncode == 0  # which does read it
+
+
+@pytest.mark.parametrize("kind", ["pcap", "hex"])
+def test_capture_given_to_rdb_points_to_decode(inputs, kind):
+    path = inputs[kind]
+    r = servers.dcpinspect("rdb", str(path))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == (f"dcpinspect: {path}: a capture or hex dump, not a snapshot file: read it with "
+                        f"`dcpinspect decode {path}` (or validate, stats)\n")
+
+
+def test_rdb_of_other_text_says_it_is_no_rdb(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("nothing here\n")
+    r = servers.dcpinspect("rdb", str(path))
+    assert r.returncode == 2 and "not an RDB file" in r.stderr
+
+
+# -- what the closing lines count ---------------------------------------------------------------
+
+def test_summary_counts_what_the_filters_select(inputs):
+    """``decode --vbucket 5 -f summary`` counts the frames ``-f jsonl`` shows, and says how
+    many more were read."""
+    for path in (inputs["pcap"], inputs["big"]):
+        shown = servers.frames_of(servers.jsonl(servers.dcpinspect("decode", str(path), "--vbucket", "5",
+                                                                   "-f", "jsonl").stdout))
+        every = servers.frames_of(servers.jsonl(servers.dcpinspect("decode", str(path), "-f", "jsonl").stdout))
+        assert 0 < len(shown) < len(every)
+        r = servers.dcpinspect("decode", str(path), "--vbucket", "5", "-f", "summary")
+        assert r.returncode == 0
+        assert (f"{len(shown)} frames in 1 connections (selected by the filters; {len(every) - len(shown)} "
+                "other frames read)") in r.stdout
+        opcodes = {}
+        for f in shown:
+            opcodes[f["opcode_name"]] = opcodes.get(f["opcode_name"], 0) + 1
+        for name, n in opcodes.items():
+            assert re.search(rf"\b{name}\s+{n}\b", r.stdout), (name, n)
+
+
+def test_summary_with_a_limit_counts_that_many(inputs):
+    r = servers.dcpinspect("decode", str(inputs["big"]), "-n", "3", "-f", "summary")
+    assert "3 frames in 1 connections" in r.stdout
+
+
+def test_table_closing_line_speaks_of_the_frames_shown(inputs):
+    """``decode -n 1 -o ...``: one frame shown, and then how many were read to find it, each
+    with its findings; without a filter or limit, one count."""
+    every = servers.frames_of(servers.jsonl(servers.dcpinspect("decode", str(inputs["pcap"]), "-f", "jsonl").stdout))
+    mutations = [i for i, f in enumerate(every) if f["opcode_name"] == "DCP_MUTATION"]
+    r = servers.dcpinspect("decode", str(inputs["pcap"]), "-n", "1", "-o", "DCP_MUTATION")
+    last = r.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(rf"1 frames shown, 0 errors, 0 warnings; {mutations[0] + 1} frames read, \d+ errors, "
+                        r"\d+ warnings", last), last
+    assert r.stdout.count("DCP_MUTATION request") == 1
+    whole = servers.dcpinspect("decode", str(inputs["pcap"])).stdout.strip().splitlines()[-1]
+    assert re.fullmatch(rf"{len(every)} frames, \d+ errors, \d+ warnings", whole), whole
+
+
+# -- the words a new user reads first ---------------------------------------------------------
+
+def test_version():
+    import dcpinspect
+
+    for flag in ("--version", "-V"):
+        r = servers.dcpinspect(flag)
+        assert r.returncode == 0 and r.stdout == f"dcpinspect {dcpinspect.__version__}\n"
+    assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()  # one home for the number
+
+
+def test_shell_completion_is_offered():
+    r = servers.dcpinspect("--help")
+    assert "--install-completion" in r.stdout and "--show-completion" in r.stdout
+    # the script --install-completion writes for bash (asked for by name, not by the shell
+    # this test runs in)
+    import os
+
+    shown = subprocess.run(servers.dcpinspect_argv(), capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, _DCPINSPECT_COMPLETE="source_bash"))
+    assert shown.returncode == 0 and "complete " in shown.stdout and "_dcpinspect_completion" in shown.stdout
+
+
+def test_help_names_every_family():
+    top = servers.dcpinspect("--help").stdout
+    for word in ("MCBP", "DCP", "TAP", "Redis", "Valkey", "RESP", "RDB", "Dragonfly"):
+        assert word in top, word
+    for command, words in {"decode": ("MCBP", "DCP", "TAP", "Redis", "RESP"), "validate": ("DCP", "TAP", "Redis"),
+                           "stats": ("DCP", "Redis"), "rdb": ("Redis", "Valkey", "Dragonfly")}.items():
+        text = " ".join(servers.dcpinspect(command, "--help").stdout.split())
+        for word in words:
+            assert word in text, (command, word)

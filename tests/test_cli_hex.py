@@ -120,15 +120,44 @@ def test_trailing_partial_frame_is_reported_truncated(tmp_path: Path) -> None:
     assert (last["offset"], last["length"], last["opcode_name"]) == (len(STREAM), 50, "DCP_MUTATION")
     assert "truncated" in {f["rule"] for f in last["findings"]}
     table = cli("hex", str(dump))
-    assert table.returncode == 0
+    assert table.returncode == 3  # everything before it decoded, and the cut said apart
     assert "(truncated)" in table.stdout.decode()
+    assert table.stderr.decode() == f"dcpinspect: {dump}: the frame at offset {len(STREAM)} is cut short: 50 of " \
+                                    f"{len(bytes.fromhex(VECTORS['38']))} bytes\n"
 
 
 def test_partial_header_at_the_end(tmp_path: Path) -> None:
     dump = tmp_path / "p.txt"
     dump.write_text(_plain(STREAM + bytes.fromhex(VECTORS["14"])[:10]))
-    last = jsonl(cli("hex", "--format", "jsonl", str(dump)))[-1]
+    proc = cli("hex", "--format", "jsonl", str(dump))
+    last = jsonl(proc)[-1]
     assert last["kind"] == "frame" and last["truncated"] and last["offset"] == len(STREAM) and last["length"] == 10
+    assert proc.returncode == 3
+    # bytes 10 and on are not there: null, not zeros; those that are keep their values
+    assert (last["opaque"], last["cas"]) == (None, None) and last["opcode"] == bytes.fromhex(VECTORS["14"])[1]
+
+
+def test_header_cut_short_shows_absent_fields_and_exits_3() -> None:
+    """``echo "80 00 00 05" | dcpinspect hex``: four header bytes of 24. The fields whose
+    bytes are missing are shown as absent (not as zeros), and the exit status says the
+    input was cut short."""
+    proc = cli("hex", input=b"80 00 00 05\n")
+    out = proc.stdout.decode()
+    assert proc.returncode == 3
+    assert proc.stderr.decode() == "dcpinspect: stdin: the frame at offset 0 is cut short: 4 of 24 bytes\n"
+    rows = {line.split("(")[0].strip(): line.split(":", 1)[1].strip() for line in out.splitlines()
+            if line.split("(")[0].strip() in ("Magic", "Key length", "Extra length", "Vbucket", "Total body", "CAS")}
+    assert rows["Magic"].startswith("0x80") and rows["Key length"].startswith("0x0005")
+    assert rows["Extra length"] == rows["Vbucket"] == rows["Total body"] == rows["CAS"] == "absent"
+    js = jsonl(cli("hex", "-f", "jsonl", input=b"80 00 00 05\n"))[0]
+    assert (js["vbucket"], js["opaque"], js["cas"], js["datatype"]) == (None, None, None, None)
+    strict = cli("hex", "--strict", input=b"80 00 00 05\n")
+    assert strict.returncode == 3  # a cut frame is a warning: --strict has nothing to fail
+
+
+def test_header_cut_inside_a_field_says_how_much_is_there() -> None:
+    out = cli("hex", input=b"80 00 00 05 00 00 12\n").stdout.decode()
+    assert "Vbucket       (6,7)     : absent (1 of 2 bytes)" in out
 
 
 def test_jsonl_one_object_per_line_with_skipped_ranges(tmp_path: Path) -> None:

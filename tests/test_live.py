@@ -207,6 +207,29 @@ def test_live_keeps_up_with_a_one_mib_burst(memcached, live):
         [(s.opcode, s.opaque) for s in c.sent]
 
 
+@pytest.mark.live
+@pytest.mark.server
+def test_live_summary_is_printed_on_ctrl_c(memcached, live):
+    """``live -f summary`` stopped by Ctrl-C (SIGINT) prints the summary of what it saw,
+    counted by the filters as decode counts, and exits 0, as when --duration ends it."""
+    import signal
+
+    port = memcached.port
+    lv = live("-i", "lo", "--filter", f"tcp port {port}", "--port", str(port), "--format", "summary",
+              "--opcode", "GET")
+    client = paced_session(port)
+    time.sleep(0.5)
+    lv.proc.send_signal(signal.SIGINT)
+    lv.wait(20)
+    assert lv.proc.returncode == 0, lv.err.read_text()
+    out = lv.out.read_text()
+    assert "Traceback" not in lv.err.read_text()
+    gets = sum(1 for s in client.sent if s.opcode == servers.GET)
+    answered = sum(1 for r in client.received if r.opcode == servers.GET)
+    assert f"{gets + answered} frames in 1 connections (selected by the filters;" in out, out
+    assert f"127.0.0.1:{client.client_port}-127.0.0.1:{port}" in out
+
+
 def test_live_unknown_interface_is_one_line_exit_2():
     res = servers.dcpinspect("live", "-i", "nosuch0", timeout=60)
     assert res.returncode == 2

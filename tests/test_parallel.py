@@ -196,9 +196,31 @@ def test_progress_line_on_a_terminal_is_cleared_before_the_summary(large, jobs):
         err += chunk
     os.close(master)
     assert r.returncode == 0
-    assert b"% of 3" in err and b" MiB, " in err and b" items" in err and err.startswith(b"\r[")
+    assert b" MiB of 3" in err and b" MiB/s, " in err and b" left" in err and err.startswith(b"\r[")
     assert err.endswith(b"\r\x1b[K")  # the line is gone before the summary is printed
     assert b"items of" not in r.stdout and b" frames in 1 connections" in r.stdout
+
+
+def test_progress_of_a_summary_moves_with_every_worker(large):
+    """A summary's workers send no payloads, only progress: the caller hears every worker
+    while it waits for the first, so the position (the slowest worker's) moves before the
+    end, not only once the first worker is done."""
+    from dcpinspect.engines.inputs import sink_run
+    from dcpinspect.engines.show import recipe
+    from dcpinspect.engines.filters import frame_filter
+    from dcpinspect.families import HEADERS
+
+    size = large.stat().st_size
+    heard: list[int] = []
+    kw = dict(ports=set(), collections=None, detail=HEADERS)
+    payloads, results = sink_run(large, 2, recipe("summary", frame_filter({}), None, False), kw,
+                                 lambda items, read: heard.append(read))
+    assert list(payloads) == []
+    assert sum(r.tally.frames for r in results()) > 600
+    assert any(0 < r < size for r in heard), heard
+    # heard from both from the start: the position is 0 only until the second speaks
+    # (were the second only read after the first ended, about half would be 0)
+    assert heard.count(0) <= max(2, len(heard) // 4), heard
 
 
 def test_quiet_workers_report_progress_now_and_then_not_per_item(busy):

@@ -88,6 +88,16 @@ def test_the_payload_keys_are_the_rdb_commands_records(tmp_path, diskless):
     last = [r for r in recs if isinstance(r, PayloadRecord) and r.summary][0]
     assert last.summary["checksum"] == "ok" and last.summary["complete"] and last.summary["keys"] == 3
     assert rules_of(recs) == []
+    head = next(r.head for r in recs if isinstance(r, PayloadRecord) and r.head is not None)
+    # the end mark as it was sent (text), not the hex of its characters
+    assert head == ({"form": "eof", "mark": "m" * 40} if diskless else {"form": "length", "payload_length": len(RDB)})
+
+
+def test_a_mark_that_is_not_text_is_shown_in_hex(tmp_path):
+    msgs = [(d, m.replace(b"m" * 40, bytes(range(128, 168)))) for d, m in conversation(diskless=True)]
+    recs = records(capture(tmp_path, msgs))
+    head = next(r.head for r in recs if isinstance(r, PayloadRecord) and r.head is not None)
+    assert head == {"form": "eof", "mark_hex": bytes(range(128, 168)).hex()}
 
 
 def test_continue_takes_the_offset_psync_asked_for(tmp_path):

@@ -208,6 +208,27 @@ def fire_buffer_overrun():
     return d, Expect()
 
 
+def test_buffer_overrun_once_an_episode():
+    """A state, not an event: reported when the unacknowledged bytes first reach the buffer,
+    not on every message sent while full; again only after an acknowledgement brought them
+    below it, not after one that left them at or above it."""
+    d = Dcp().handshake(buffer=400)
+    d.auto_ack = False
+    p = d.stream(24)
+    for _ in range(5):
+        p.snapshot(2)  # far past 400 bytes: one episode
+    first = hits(d.frames, "buffer-overrun")
+    assert len(first) == 1
+    d.buffer_ack(100)  # still at or above the buffer: the same episode
+    p.snapshot(2)
+    assert len(hits(d.frames, "buffer-overrun")) == 1
+    d.buffer_ack()  # all acknowledged: below the buffer, the episode ends
+    for _ in range(5):
+        p.snapshot(2)  # reaches it again: a second episode
+    again = hits(d.frames, "buffer-overrun")
+    assert len(again) == 2 and again[1].frame > first[0].frame
+
+
 def fire_buffer_ack_excess():
     d = Dcp().handshake(buffer=100_000)
     d.stream(25).snapshot(2)

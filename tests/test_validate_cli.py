@@ -295,3 +295,91 @@ def test_long_clean_capture(tmp_path):
     print(f"\nlong capture: {total} frames, generate+write {t1 - t0:.1f}s, "
           f"validate {t2 - t1:.1f}s ({total / (t2 - t1):.0f} frames/s)")
     assert t2 - t0 < 60
+
+
+# -- findings as they come: repeats folded in the table, every one in JSON Lines -----------------
+
+def regressing_connection(vbuckets=(0, 1), n: int = 40) -> Dcp:
+    """Every mutation after the first on each stream goes back in seqno: a seqno-regression
+    on each, n in all."""
+    d = Dcp().handshake()
+    streams = [d.stream(vb) for vb in vbuckets]
+    for p in streams:
+        p.marker(1, 1 << 40)
+    for i in range(n):
+        streams[i % len(streams)].mutation(seqno=(1 << 40) - 1 - i)
+    return d
+
+
+@pytest.fixture(scope="module")
+def repeats(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repeats")
+    flows = [regressing_connection().frames, regressing_connection((7,), 30).frames]
+    return dcpgen.write_flows(flows, root / "repeats.pcap")
+
+
+def test_table_folds_repeats_of_a_rule_on_a_stream(repeats):
+    every = rows(validate(repeats, "-f", "jsonl"))
+    assert len(every) == 40 - 2 + 30 - 1  # each stream's first mutation is no regression
+    r = validate(repeats)
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    firsts = [x for x in lines if "seqno-regression" in x and "ERANGE" in x]
+    assert len(firsts) == 3  # the first of each stream, in full
+    by_stream: dict = {}
+    for x in every:
+        by_stream.setdefault((x["flow"], x["vbucket"]), []).append(x["frame"])
+    assert [int(x.split()[0]) for x in firsts] == sorted(v[0] for v in by_stream.values())
+    start = lines.index(next(x for x in lines if x.startswith("Repeats:")))
+    assert lines[start] == f"Repeats: {len(every) - 3} findings folded into the first of each rule and stream above"
+    assert lines[start + 1].split() == ["rule", "flow", "vb", "sid", "severity", "count", "first", "frame", "last",
+                                        "frame"]
+    folded = {(c[1], int(c[2])): (int(c[5]), int(c[6]), int(c[7])) for c in (x.split() for x in lines[start + 2:-1])}
+    assert folded == {k: (len(v), v[0], v[-1]) for k, v in by_stream.items()}
+    assert lines[-1].endswith(f" frames checked: {len(every)} errors, 0 other findings")
+
+
+def test_workers_print_what_one_process_prints(repeats):
+    for fmt in ("jsonl", "table"):
+        one = validate(repeats, "-f", fmt, "-j", "1")
+        two = validate(repeats, "-f", fmt, "-j", "2")
+        assert one.stdout == two.stdout and one.returncode == two.returncode == 1
+
+
+def test_narrow_terminal_folds_each_finding_under_its_row(repeats):
+    """On a 60-column terminal no column is cut to a few letters: each finding is a few
+    lines, its rule and its message whole."""
+    import pty
+
+    master, slave = pty.openpty()
+    import fcntl
+    import struct
+    import termios
+
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 60, 0, 0))
+    env = dict(os.environ, NO_COLOR="1")
+    env.pop("COLUMNS", None)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "dcpinspect", "validate", str(repeats)], stdout=slave,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=300, env=env)
+    finally:
+        os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    text = out.decode().replace("\r\n", "\n")
+    assert proc.returncode == 1
+    assert "…" not in text
+    assert all(len(line) <= 60 for line in text.splitlines())
+    every = rows(validate(repeats, "-f", "jsonl"))
+    first = every[0]
+    assert f"frame {first['frame']}  error  ERANGE  seqno-regression" in text
+    assert " ".join(first["message"].split()) in " ".join(text.split())
+    assert f"seqno-regression  error  19 times, frames {first['frame']} to " in text

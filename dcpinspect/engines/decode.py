@@ -12,7 +12,7 @@ from ..outputs.progress import progress_for
 from ..outputs.shown import Shown
 from ..sources.capture import CaptureError
 from .hexinput import decode_hex_text
-from .inputs import (TEXT, Input, Unusable, capture_unusable, dump_items, jobs_for, keyed, kind_of, opened, pure,
+from .inputs import (TEXT, Input, Truncated, Unusable, capture_unusable, dump_items, jobs_for, keyed, kind_of, opened, pure,
                      sink_run, text_of)
 from .options import CaptureOptions
 from .parallel import WorkerCrash
@@ -35,13 +35,22 @@ def decode_hex_dump(path: Path | None, fmt: str, collections: bool | None, shown
     for problem in dump.problems:
         err.print(f"dcpinspect: input: {safe(problem)}")
     renderer = Renderer(fmt, make_console(), shown=shown)
+    cut = None
     for item in result.items:
         renderer.item(item)
+        if getattr(item, "truncated", False):
+            cut = item
     renderer.summary()
     if renderer.tally.frames == 0:
         raise Unusable(f"no {stream_families()[0].name.upper()} frame in {len(dump.data)} bytes of "
                        f"{dump.format} input")
-    return judged_failed(renderer.tally, strict)
+    failed = judged_failed(renderer.tally, strict)
+    if cut is not None and not failed:
+        where = "stdin" if path is None or str(path) == "-" else str(path)
+        have = len(cut.data)
+        need = 24 if have < 24 else 24 + cut.body_length
+        raise Truncated(f"{where}: the frame at offset {cut.offset} is cut short: {have} of {need} bytes")
+    return failed
 
 
 def decode_files(files: list[Path], fmt: str, keep, limit: int | None, strict: bool, jobs: int, shown: Shown,

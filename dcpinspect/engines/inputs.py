@@ -10,26 +10,32 @@ from __future__ import annotations
 
 import os
 import sys
+import zlib
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..families import VALUES
+from ..families import VALUES, Family, families
 from ..framing.framer import Skipped
 from ..sessions.captured import Captured, DumpFile, Note
-from ..sources.capture import CaptureError, read_records
+from ..sources.capture import GZIP_MAGIC, CaptureError, read_records
 from ..sources.inputs import (CAPTURE, TEXT, Input, InputError, is_stdin, kind_of_head, open_input, read_text,
                               stdin_binary)
 from .capture import concluded, merge_correlators
-from .files import CONCLUDED_KEY, decode_capture_file, keyed_items
+from .files import CONCLUDED_KEY, keyed_items
 from .hexinput import decode_hex_text
 from .options import CaptureOptions
 from .parallel import Partitioned, WorkerCrash, run_sink, worker_count
 
-__all__ = ["Unusable", "CAPTURE", "TEXT", "Input", "opened", "text_of", "kind_of", "dump_items", "items_of", "keyed",
+__all__ = ["Unusable", "Truncated", "snapshot_family", "CAPTURE", "TEXT", "Input", "opened", "text_of", "kind_of", "dump_items", "items_of", "keyed",
            "jobs_for", "sink_run", "capture_unusable", "tap", "pure"]
 
 
 from . import Unusable  # noqa: E402  (here too, where the commands' inputs are read)
+
+
+class Truncated(Exception):
+    """The input ended inside a frame: everything before it was printed; the message is the
+    one line on stderr (exit status 3)."""
 
 
 def opened(path) -> Input:
@@ -59,11 +65,35 @@ def text_of(path) -> str:
 
 
 def kind_of(inp: Input) -> str:
-    """What an opened input holds (:data:`CAPTURE` or :data:`TEXT`), by its first bytes."""
+    """What an opened input holds (:data:`CAPTURE` or :data:`TEXT`), by its first bytes; a
+    family's snapshot file is :class:`Unusable`, with the command that reads it."""
+    family = snapshot_family(inp)
+    if family is not None:
+        raise Unusable(f"{inp.name}: a snapshot file ({family.name}), not a capture or a hex dump: "
+                       f"read it with `dcpinspect rdb {inp.name}`")
     try:
         return kind_of_head(inp)
     except InputError as exc:
         raise Unusable(str(exc)) from None
+
+
+#: bytes of an input a family is shown to tell its snapshot files
+SNAPSHOT_HEAD = 16
+
+
+def snapshot_family(inp: Input) -> Family | None:
+    """The family whose snapshot file the opened input is, by its first bytes (inflated,
+    when they are gzip); None when no family says so."""
+    readers = [f for f in families() if f.snapshots is not None and f.is_snapshot is not None]
+    if not readers:
+        return None
+    head = inp.peek(64)
+    if head[:2] == GZIP_MAGIC:
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNAPSHOT_HEAD)
+        except zlib.error:
+            return None
+    return next((f for f in readers if f.is_snapshot(head[:SNAPSHOT_HEAD])), None)
 
 
 def capture_unusable(path, exc: Exception) -> Unusable:
@@ -90,17 +120,26 @@ def dump_items(inp: Input, collections: bool | None) -> Iterator[tuple[int, Capt
         yield n, Captured(None, source, "", msg, n)
 
 
-def items_of(path, capture: CaptureOptions, collections: bool | None) -> Iterator[Captured | Note]:
+def items_of(path, capture: CaptureOptions, collections: bool | None, progress=None) -> Iterator[Captured | Note]:
     """Captured frames and notes of a capture or of a hex dump given as a file (a path,
-    ``-``, a pipe), decoded without field rows."""
+    ``-``, a pipe), decoded without field rows; ``progress(inp)``, if given, makes the
+    progress line (or None), which hears of each item and of the reader's position."""
     with opened(path) as inp:
         if kind_of(inp) == TEXT:
             yield from (item for _, item in dump_items(inp, collections))
             return
+        bar = progress(inp) if progress is not None else None
         try:
-            yield from decode_capture_file(inp, collections=collections, detail=VALUES, **capture.decoder())
+            pairs = keyed(inp, dict(collections=collections, detail=VALUES, **capture.decoder()), bar)
+            if bar is not None:
+                pairs = tap(pairs, bar)
+            for _, item in pairs:
+                yield item
         except CaptureError as exc:
             raise capture_unusable(inp, exc) from None
+        finally:
+            if bar is not None:
+                bar.close()
 
 
 def keyed(inp: Input, kw: dict, progress=None) -> Iterator[tuple[int, Captured | Note]]:

@@ -20,7 +20,7 @@ from .files import keyed_items
 from .filters import frame_filter
 from .inputs import Unusable
 from .options import CaptureOptions
-from .show import show_capture
+from .show import judged_failed, recipe, show_capture
 
 #: records waiting for the decoder before the sniffing thread waits for it
 QUEUED = 10000
@@ -90,10 +90,15 @@ def live_capture(iface: str, bpf: str | None, count: int, duration: float | None
             raise Unusable(f"cannot write {write}: {exc.strerror or exc}") from None
     sniffer = Sniffer(iface, bpf, count, duration, writer)
     summary = CaptureSummary()
+    sink = recipe("summary", keep)() if fmt == "summary" else None
     failed = False
     try:
         keyed = keyed_items(iter(sniffer), collections=collections, **capture.decoder())
-        failed = show_capture(keyed, fmt, keep, None, strict, progress=summary.add, shown=shown)
+        if sink is not None:  # the output: whatever stops the capture (Ctrl-C too), it is printed
+            for key, item in keyed:
+                sink.take(key, item)
+        else:
+            failed = show_capture(keyed, fmt, keep, None, strict, progress=summary.add, shown=shown)
     except KeyboardInterrupt:
         pass
     finally:
@@ -102,6 +107,8 @@ def live_capture(iface: str, bpf: str | None, count: int, duration: float | None
         make_console(stderr=True).print(safe(f"wrote {writer.records} packets to {write}"), markup=False)
     if sniffer.errors:
         raise Unusable(sniffer.errors[0])
-    if fmt != "summary":
-        summary.render(make_console(stderr=True))
+    if sink is not None:
+        sink.summary.render(make_console())
+        return judged_failed(sink.tally, strict)
+    summary.render(make_console(stderr=True))
     return failed

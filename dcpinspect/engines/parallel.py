@@ -17,6 +17,7 @@ any other scheduler can run the same way: a part's items, keyed for the merge.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections import deque
 import gc
 import os
 import sys
@@ -30,6 +31,7 @@ from .files import ReadStats, keyed_items
 
 BATCH = 256  # payloads a message between processes (a few MB at most for large values)
 TICK = 0.25  # seconds between progress messages of a worker that sends no payloads
+QUEUED = 8  # batches of a part read ahead while another part's are awaited
 
 
 class Sink(Protocol):
@@ -138,6 +140,8 @@ class Partitioned:
         self.stats = ReadStats()
         self._progress = progress
         self._read = [0] * parts  # bytes of the file each worker has read
+        self._queued: list[deque] = [deque() for _ in range(parts)]  # batches read ahead (None: the end)
+        self._ended = [False] * parts
         self._procs = []
         self._conns = []
         for part in range(parts):
@@ -156,28 +160,47 @@ class Partitioned:
             self.close()
 
     def _batches(self, part: int) -> Iterator[tuple[list[int], list[Any]]]:
-        conn = self._conns[part]
+        """Part ``part``'s batches in order. While it waits for them it also reads the
+        other parts, so that their progress is heard (a part whose sink gives no payloads
+        sends only ticks), keeping at most :data:`QUEUED` batches of each."""
+        queue = self._queued[part]
         while True:
-            try:
-                message = conn.recv()
-            except EOFError:
-                raise WorkerCrash(f"worker {part} ended without its results") from None
-            kind = message[0]
-            if kind == "items":
-                self._tell(part, message[4], message[3])
-                yield message[1], message[2]
-            elif kind == "tick":
-                self._tell(part, message[1], message[2])
-            elif kind == "done":
-                self.results[part] = message[1]
-                self.correlated[part] = message[2].correlated
-                if part == 0:
-                    self.stats = message[2]
-                return
-            elif kind == "error":
-                raise CaptureError(message[1])
-            else:
-                raise WorkerCrash(message[1])
+            if queue:
+                batch = queue.popleft()
+                if batch is None:
+                    return
+                yield batch
+                continue
+            from multiprocessing.connection import wait
+
+            others = [self._conns[p] for p in range(len(self._conns))
+                      if p != part and not self._ended[p] and len(self._queued[p]) < QUEUED]
+            for conn in wait([self._conns[part], *others]):
+                self._receive(self._conns.index(conn))
+
+    def _receive(self, part: int) -> None:
+        """One message of ``part``: progress, a batch (queued), its totals (the end)."""
+        try:
+            message = self._conns[part].recv()
+        except EOFError:
+            raise WorkerCrash(f"worker {part} ended without its results") from None
+        kind = message[0]
+        if kind == "items":
+            self._tell(part, message[4], message[3])
+            self._queued[part].append((message[1], message[2]))
+        elif kind == "tick":
+            self._tell(part, message[1], message[2])
+        elif kind == "done":
+            self.results[part] = message[1]
+            self.correlated[part] = message[2].correlated
+            if part == 0:
+                self.stats = message[2]
+            self._ended[part] = True
+            self._queued[part].append(None)
+        elif kind == "error":
+            raise CaptureError(message[1])
+        else:
+            raise WorkerCrash(message[1])
 
     def _tell(self, part: int, items: int, read: int) -> None:
         if self._progress is not None:

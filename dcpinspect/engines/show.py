@@ -20,7 +20,7 @@ def recipe(fmt: str, keep, limit: int | None = None, judged: bool = True) -> Cal
     """How to make the sink of a format: a picklable recipe, for worker processes too."""
     if fmt == "jsonl":
         return partial(make_sink, "jsonl", None if keep.empty else keep, limit)
-    return partial(make_sink, "summary", judged=judged)
+    return partial(make_sink, "summary", judged=judged, keep=None if keep.empty else keep, limit=limit)
 
 
 def show_capture(keyed: Iterator[tuple[int, Captured | Note]], fmt: str, keep, limit: int | None, strict: bool,
@@ -71,15 +71,15 @@ def show_table(keyed: Iterator[tuple[int, Captured | Note]], console, keep, limi
 
     renderer = Renderer("table", console, shown=shown or Shown())
     err = make_console(stderr=True)
-    count = 0
+    printed = Tally()  # the frames shown (the renderer's tally: every frame read)
     for _, item in keyed:
         if isinstance(item, Captured):
+            if limit is not None and printed.frames >= limit:
+                break
             renderer.tally.add(item.msg)
             if not keep(item):
                 continue
-            if limit is not None and count >= limit:
-                break
-            count += 1
+            printed.add(item.msg)
             when = "" if item.ts is None else f"{stamp(item.ts)}  "  # hex dumps have no times
             console.print(frame_table(item.msg, f"{when}{flow_label(item.flow)} {item.direction}"
                                                 f"  frame {item.number}", renderer.shown))
@@ -87,7 +87,7 @@ def show_table(keyed: Iterator[tuple[int, Captured | Note]], console, keep, limi
         elif item.kind != "start":
             where = f" {flow_label(item.flow)} {item.direction or ''}" if item.flow else ""
             err.print(safe(f"note:{where} {item.kind}: {item.message}"), markup=False)
-    renderer.summary()
+    renderer.summary(printed.shown_line(renderer.tally))
     return judged_failed(renderer.tally, strict)
 
 

@@ -75,26 +75,39 @@ class JsonlSink:
 
 @dataclass
 class SummarySink:
-    """``decode --format summary``: no payloads; totals: per-connection counts."""
+    """``decode --format summary``: no payloads (but True at the ``limit``-th frame counted);
+    totals: per-connection counts of the frames
+    ``keep`` selects (None: every frame), the first ``limit`` of them, and a :class:`Tally`
+    of every frame read (``--strict`` judges them all)."""
 
     summary: "CaptureSummary" = field(default_factory=lambda: _summary())
     tally: Tally = field(default_factory=Tally)
     began: dict = field(default_factory=dict)  # flow → key of its first item
     judged: bool = True  # the frames went through the rules (False: headers only)
+    keep: Callable[[Captured], bool] | None = None
+    limit: int | None = None
 
     def __post_init__(self) -> None:
         self.summary.judged = self.judged
 
     def take(self, key: int, item: Captured | Note) -> None:
-        if item.flow is not None and item.flow not in self.began:
-            self.began[item.flow] = key
+        summary = self.summary
         if isinstance(item, Captured):
             self.tally.add_message(item.msg)
-        self.summary.add(item)
-        return None
+            if self.keep is not None and not self.keep(item):
+                summary.passed_over += 1
+                return None
+            summary.shown += 1
+        elif self.keep is not None and item.flow is not None and item.flow not in summary.flows:
+            return None  # a note of a connection none of whose frames is counted
+        if item.flow is not None and item.flow not in self.began:
+            self.began[item.flow] = key
+        summary.add(item)
+        # at the limit a payload, so that the loop asks done() and stops here
+        return True if summary.shown == self.limit else None
 
     def done(self) -> bool:
-        return False
+        return self.limit is not None and self.summary.shown >= self.limit
 
     def result(self) -> "SummarySink":
         return self
@@ -127,6 +140,8 @@ def combine_summaries(parts: list[SummarySink]) -> SummarySink:
             have.last_ts = fs.last_ts if have.last_ts is None else max(have.last_ts, fs.last_ts)
     for p in parts:
         out.summary.notes.extend(p.summary.notes)
+        out.summary.passed_over += p.summary.passed_over
+        out.summary.shown += p.summary.shown
     out.summary.undecoded = sorted((n for p in parts for n in p.summary.undecoded), key=lambda n: n.offset or 0)
     return out
 
@@ -168,10 +183,43 @@ class FindingRow:
         return rec
 
     @property
+    def frame_cell(self) -> str:
+        """The frame the table names: the finding's frame, or for a connection's end the
+        frame it relates to."""
+        f = self.finding
+        return str(self.frame) if self.framed else (str(f.frame) if f.frame else "-")
+
+    @property
+    def fold_key(self) -> tuple:
+        """What a repeat is the same in: the file, the connection, the stream, the rule."""
+        return self.source, self.flow, self.vbucket, self.finding.stream_id, self.finding.rule
+
+    @property
+    def repeat_cells(self) -> tuple[str, ...]:
+        """The cells of the row its repeats are folded into (before the count and frames)."""
+        f, vb = self.finding, self.vbucket
+        return (f.rule, self.flow or "-", "-" if vb is None else str(vb), "-" if f.stream_id is None else str(f.stream_id),
+                f.severity)
+
+    @property
+    def where(self) -> str:
+        """The stream, as the narrow view says it: ``vb 5 sid 1`` (the parts there are)."""
+        f, vb = self.finding, self.vbucket
+        return "" if vb is None else f"vb {vb}" + ("" if f.stream_id is None else f" sid {f.stream_id}")
+
+    @property
+    def folded(self) -> tuple[str, str, str]:
+        """The lines of the narrow view: what and where, then when, the flow and the stream,
+        then the message."""
+        f = self.finding
+        when = self.stamp(self.ts) if self.ts else ""
+        return (f"frame {self.frame_cell}  {f.severity}  {f.cls}  {f.rule}",
+                "  ".join(x for x in (when, self.flow or "", self.where) if x), f.message)
+
+    @property
     def cells(self) -> tuple[str, ...]:
         f, vb = self.finding, self.vbucket
-        frame = str(self.frame) if self.framed else (str(f.frame) if f.frame else "-")
-        return (frame, self.stamp(self.ts) if self.ts else "-", self.flow or "-", "-" if vb is None else str(vb),
+        return (self.frame_cell, self.stamp(self.ts) if self.ts else "-", self.flow or "-", "-" if vb is None else str(vb),
                 "-" if f.stream_id is None else str(f.stream_id), f.severity, f.cls, f.rule, f.message)
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from ..families import Family, families
 from ..findings import LEVELS
 from ..outputs.shown import Shown
+from ..framing.framer import Skipped
+from ..sources.capture import looks_like_capture
 from ..sources.inputs import Contents, Input, InputError, open_input
 from . import Unusable
 
@@ -40,7 +42,12 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
                 worst = max(worst, _family_of(_head_of(item[0])).snapshots(item, fmt, key, offset, shown, **extra))
                 continue
             with Contents(_opened(item)) as contents:
-                worst = max(worst, _family_of(_peek(contents)).snapshots(contents, fmt, key, offset, shown, **extra))
+                head = _peek(contents)
+                if not any(f.is_snapshot(head) for f in families() if f.snapshots is not None) \
+                        and _frames_instead(contents, head):
+                    raise Unusable(f"{contents.name}: a capture or hex dump, not a snapshot file: read it with "
+                                   f"`dcpinspect decode {contents.name}` (or validate, stats)")
+                worst = max(worst, _family_of(head).snapshots(contents, fmt, key, offset, shown, **extra))
         except InputError as exc:
             raise Unusable(str(exc)) from None
     return worst >= LEVELS[fail_on]
@@ -61,6 +68,22 @@ def _peek(contents: Contents) -> bytes:
         return contents.peek(HEAD)
     except (OSError, EOFError, zlib.error) as exc:  # gzip that is corrupt or cut before any data
         raise InputError(f"{contents.name}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def _frames_instead(contents: Contents, head: bytes) -> bool:
+    """Whether what no family takes for a snapshot is a capture, or text (no NUL in its
+    first bytes) that reads as a hex dump of frames: what the other commands read."""
+    if looks_like_capture(head[:4]):
+        return True
+    try:
+        text = contents.peek(1 << 16)
+    except (OSError, EOFError):
+        return False
+    if b"\0" in text:
+        return False
+    from .hexinput import decode_hex_text
+
+    return any(not isinstance(i, Skipped) for i in decode_hex_text(text.decode("utf-8", "replace"), None).items)
 
 
 def _opened(path) -> Input:

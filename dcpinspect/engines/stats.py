@@ -13,6 +13,7 @@ from typing import Any
 from ..families import families
 from ..outputs.console import make_console
 from ..outputs.escape import safe
+from ..outputs.progress import progress_for
 from ..outputs.stats import StatsView, report_json
 from ..outputs.undecoded import line as undecoded_line
 from ..outputs.stats import render as render_report
@@ -47,7 +48,8 @@ def stats_files(files: list[Path], json: bool, plot_path: Path | None, chart: bo
     nothing in it fails a run, so this returns False."""
     collector = StatsCollector()
     for path in files:
-        for item in items_of(path, capture, collections):
+        # the report is printed at the end: a progress line while each input is read
+        for item in items_of(path, capture, collections, progress_for):
             collector.add(item)
     report = collector.report()
     if not report["capture"].get("frames"):

@@ -1,84 +1,94 @@
-"""The ``validate`` command: the validator's findings of capture files and hex dumps given
-as files, as a table or JSON Lines, and whether any reaches the severity that fails."""
+"""The ``validate`` command: the validator's findings of captures and hex dumps given as
+files, printed as they are found (a table or JSON Lines), and whether any reaches the
+severity that fails."""
 
 from __future__ import annotations
 
 import sys
 from functools import partial
 from pathlib import Path
+from typing import Callable, Iterator
 
 from ..families import VALUES
+from ..findings import LEVELS
 from ..outputs.console import make_console
 from ..outputs.escape import safe
+from ..outputs.findings_stream import FindingsStream
 from ..outputs.jsonl import dumps
-from ..outputs.rows import print_rows
+from ..outputs.progress import progress_for
 from ..outputs.undecoded import line as undecoded_line, record as undecoded_record, tally
 from ..sessions.captured import Note
 from ..sources.capture import CaptureError
 from .inputs import CAPTURE, Input, Unusable, capture_unusable, dump_items, jobs_for, kind_of, opened, sink_run
 from .options import CaptureOptions
 from .parallel import WorkerCrash, run_sink
-from ..findings import LEVELS
+from .show import clear
 from .sinks import FindingRow, make_sink
 
 HEADERS = ("frame", "time", "flow", "vb", "sid", "severity", "class", "rule", "message")
+#: the repeats table's first columns (FindingRow.repeat_cells); the count and frames follow
+REPEAT_HEADERS = ("rule", "flow", "vb", "sid", "severity")
 
 
 def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: CaptureOptions, collections: bool | None,
                    show_info: bool, jobs: int) -> bool:
-    """Print the findings of every file (damage to a file itself on stderr, as decode says
-    it); returns whether one is of ``fail_on``'s severity or worse."""
-    rows: list[FindingRow] = []
-    undecoded: list[Note] = []
+    """Print the findings of every file as they are found, in capture order (damage to a
+    file itself on stderr, as decode says it); returns whether one is of ``fail_on``'s
+    severity or worse."""
     frames = 0
+    undecoded: list[Note] = []  # connections no family decoded: told after the findings
     err = make_console(stderr=True)
+    out = FindingsStream(jsonl, None if jsonl else make_console(), HEADERS, REPEAT_HEADERS)
     for path in files:
         with opened(path) as inp:
-            got, checked = findings_of(inp, capture, collections, jobs, show_info)
-        for row in got:
-            if isinstance(row, str):
-                err.print(safe(f"note: {path}: {row}"), markup=False)
-            elif isinstance(row, Note):
-                undecoded.append(row)
-            else:
-                rows.append(row)
-        frames += checked
+            progress = None
+            try:
+                captured = kind_of(inp) == CAPTURE
+                if captured:
+                    progress = progress_for(inp, "jsonl" if jsonl else "table", printed_between=True)
+                out.before_print = lambda: clear(progress)
+                payloads, results = findings_of(inp, capture, collections, jobs, show_info, progress)
+                for batch in payloads:
+                    for row in batch:
+                        if isinstance(row, str):
+                            clear(progress)
+                            err.print(safe(f"note: {path}: {row}"), markup=False)
+                        elif isinstance(row, Note):
+                            undecoded.append(row)
+                        else:
+                            out.add(row)
+                frames += sum(results())
+            except (CaptureError, WorkerCrash) as exc:
+                raise capture_unusable(inp, exc) from None
+            finally:
+                clear(progress)
     if frames == 0 and not undecoded:
+        out.flush()
         raise Unusable("no frame found in the input")
-    _print_findings(rows, frames, jsonl, undecoded)
-    return max((LEVELS[r.severity] for r in rows), default=-1) >= LEVELS[fail_on]
+    out.close(frames)
+    _print_undecoded(undecoded, jsonl)
+    return out.worst >= LEVELS[fail_on]
 
 
-def findings_of(inp: Input, capture: CaptureOptions, collections: bool | None, jobs: int,
-                show_info: bool) -> tuple[list[FindingRow | str], int]:
-    """Findings rows of a capture (over ``jobs`` processes when it pays), or of a hex dump
-    given as a file; returns (rows in order, frames checked)."""
+def _print_undecoded(undecoded: list[Note], jsonl: bool) -> None:
+    """The connections no family decoded (a line, or an object each in JSON Lines): not
+    findings, and no cause to fail."""
+    if jsonl:
+        sys.stdout.write("".join(dumps(undecoded_record(n)) + "\n" for n in undecoded))
+        return
+    told = undecoded_line(tally(undecoded))
+    if told:
+        make_console().print(told)
+
+
+def findings_of(inp: Input, capture: CaptureOptions, collections: bool | None, jobs: int, show_info: bool,
+                progress=None) -> tuple[Iterator[list[FindingRow | str]], Callable[[], list[int]]]:
+    """Batches of findings rows of a capture (over ``jobs`` processes when it pays) or of a
+    hex dump given as a file, in order as they are found, and a function giving the frames
+    checked (a list to sum) once they are all read."""
     recipe = partial(make_sink, "findings", inp.name, show_info)
     if kind_of(inp) == CAPTURE:
         kw = dict(collections=collections, detail=VALUES, **capture.decoder())  # no field rows
-        try:
-            payloads, results = sink_run(inp, jobs_for(inp, jobs, True), recipe, kw)
-            rows = [row for batch in payloads for row in batch]
-            return rows, sum(results())
-        except (CaptureError, WorkerCrash) as exc:
-            raise capture_unusable(inp, exc) from None
+        return sink_run(inp, jobs_for(inp, jobs, True), recipe, kw, progress)
     sink = recipe()
-    rows = [row for batch in run_sink(sink, dump_items(inp, collections)) for row in batch]
-    return rows, sink.result()
-
-
-def _print_findings(rows: list[FindingRow], frames: int, jsonl: bool, undecoded: list[Note]) -> None:
-    """The findings, then (as a line, or an object each in JSON Lines) the connections no
-    family decoded: not findings, and no cause to fail."""
-    if jsonl:
-        sys.stdout.write("".join(dumps(r.record) + "\n" for r in rows))
-        sys.stdout.write("".join(dumps(undecoded_record(n)) + "\n" for n in undecoded))
-        return
-    console = make_console()
-    if rows:
-        print_rows(console, HEADERS, (tuple(map(safe, r.cells)) for r in rows))
-    errors = sum(1 for r in rows if r.severity == "error")
-    console.print(f"{frames} frames checked: {errors} errors, {len(rows) - errors} other findings")
-    told = undecoded_line(tally(undecoded))
-    if told:
-        console.print(told)
+    return run_sink(sink, dump_items(inp, collections)), lambda: [sink.result()]

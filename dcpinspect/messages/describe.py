@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .frame import Message
-from .header import HEADER_SIZE, header_layout
+from .header import HEADER_SIZE, absent_fields, header_layout
 from .layout import Field
 
 SECTION_LABELS = {
@@ -20,6 +20,12 @@ def describe(msg: Message) -> list[Field]:
     layout = header_layout(msg.magic)
     head = msg.data if len(msg.data) >= HEADER_SIZE else msg.data + bytes(HEADER_SIZE - len(msg.data))
     out = layout.describe(head, 0, msg.offset)
+    if len(msg.data) < HEADER_SIZE:  # the bytes a cut frame lacks are shown absent, not as zeros
+        absent = absent_fields(msg.magic, len(msg.data))
+        out = [f if f.name not in absent else
+               Field(f.name, f.label, f.offset, f.size, None,
+                     f"absent ({absent[f.name]} of {f.size} bytes)" if absent[f.name] else "absent")
+               for f in out]
     for section in msg.sections:
         if section.size == 0 and not section.fields:
             continue

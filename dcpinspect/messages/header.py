@@ -69,3 +69,14 @@ HEADER_LAYOUTS: dict[tuple[bool, bool, bool], Layout] = {
 
 def header_layout(magic: int) -> Layout:
     return HEADER_LAYOUTS[(magic in (0x08, 0x18), magic in (0x81, 0x18, 0x83), magic in (0x82, 0x83))]
+
+
+def absent_fields(magic: int, have: int) -> dict[str, int]:
+    """The header fields a frame cut short after ``have`` bytes lacks wholly or in part,
+    by name, with the bytes of each that are there (0: none)."""
+    out, at = {}, 0
+    for spec in header_layout(magic).fields:
+        if at + spec.size > have:
+            out[spec.name] = max(0, have - at)
+        at += spec.size
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .header import HEADER_SIZE, absent_fields
 from .names import MAGICS, REQUEST_MAGICS
 
 if TYPE_CHECKING:
@@ -49,6 +50,12 @@ def frame_record(msg: "Message", **extra: Any) -> dict[str, Any]:
     rec["fields"] = fields = fields.copy()  # all but the key, in their order
     fields.pop("key", None)
     rec["findings"] = [f.to_json() for f in msg.findings] if msg.findings else []
+    if len(msg.data) < HEADER_SIZE:  # cut inside its header: what is not there is null, not 0
+        for name in absent_fields(magic, len(msg.data)):
+            if name in rec:
+                rec[name] = None
+                if name + "_name" in rec:
+                    rec[name + "_name"] = None
     return rec
 
 

@@ -59,6 +59,7 @@ class Renderer:
             self.console.print(frame_table(item, where, self.shown))
         self.console.print()
 
-    def summary(self) -> None:
+    def summary(self, line: str | None = None) -> None:
+        """The closing line: the tally's, or ``line``."""
         if self.fmt != "jsonl":
-            self.console.print(Text(self.tally.line(), style="bold"))
+            self.console.print(Text(self.tally.line() if line is None else line, style="bold"))

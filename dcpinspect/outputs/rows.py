@@ -34,21 +34,53 @@ def print_rows(console: Console, headers: Sequence[str], rows: Iterable[Sequence
         return
     sizes = [[_width(c) for c in r] for r in rows]
     widths = _widths(console, headers, rows, sizes)
-    out, write = [], console.file.write
     if title:  # as rich writes a table's title: on its own line, as wide as the table
         with console.capture() as cap:
             console.print(Text(title.ljust(sum(widths) + 2 * len(widths)), style="table.title"))
-        out.append(cap.get())
-    lines = [headers, *rows]
+        console.file.write(cap.get())
+    _write(console, headers, widths, rows, sizes, True)
+
+
+class RowWindows:
+    """Rows printed a window at a time under one header, as they come: the first window
+    decides the column widths (those before the last as wide as their widest cell, the
+    last taking what is left of the line), and every later window is written at the same
+    widths, so the windows read as one table; a cell wider than its column wraps in it."""
+
+    def __init__(self, console: Console, headers: Sequence[str]) -> None:
+        self.console, self.headers = console, tuple(headers)
+        self.widths: list[int] | None = None
+
+    def natural(self, rows: list[Sequence[str]]) -> int:
+        """Columns the cells before the last need (padding included), at their widest."""
+        return sum(max([_width(h), *(_width(r[i]) for r in rows)]) + 2 for i, h in enumerate(self.headers[:-1]))
+
+    def print(self, rows: list[Sequence[str]]) -> None:
+        if not rows and self.widths is not None:
+            return
+        sizes = [[_width(c) for c in r] for r in rows]
+        first = self.widths is None
+        if first:
+            self.widths = _widths(self.console, self.headers, rows, sizes, keep_whole=True)
+        _write(self.console, self.headers, self.widths, rows, sizes, first)
+
+
+def _write(console: Console, headers: Sequence[str], widths: list[int], rows: list[Sequence[str]],
+           sizes: list[list[int]], header: bool) -> None:
+    """Write ``rows`` (and ``headers`` first when ``header``) at column ``widths``, as rich
+    would: a row that fits plainly, one that must wrap rendered by rich alone."""
+    out, write = [], console.file.write
+    lines = [headers, *rows] if header else rows
     for i, cells in enumerate(lines):
-        have = [_width(c) for c in cells] if i == 0 else sizes[i - 1]
+        is_header = header and i == 0
+        have = [_width(c) for c in cells] if is_header else sizes[i - 1 if header else i]
         if all(n <= w for n, w in zip(have, widths)) and not any("\n" in c for c in cells):
             out.append("".join(" " + c + " " * (w - n) + " " for c, n, w in zip(cells, have, widths)) + "\n")
-            if i == 0 and not _plain_header(console):
+            if is_header and not _plain_header(console):
                 out.pop()
                 _rich_row(console, headers, widths, cells, header=True, out=out)
         else:
-            _rich_row(console, headers, widths, cells, header=i == 0, out=out)
+            _rich_row(console, headers, widths, cells, header=is_header, out=out)
         if len(out) >= 4096:
             write("".join(out))
             out.clear()
@@ -62,14 +94,17 @@ def _width(text: str) -> int:
 
 
 def _widths(console: Console, headers: Sequence[str], rows: list[Sequence[str]],
-            sizes: list[list[int]]) -> list[int]:
+            sizes: list[list[int]], keep_whole: bool = False) -> list[int]:
     """The column widths rich gives the whole table, found from the rows that decide them
-    (``sizes``: each cell's width)."""
+    (``sizes``: each cell's width); ``keep_whole``: only the last column wraps."""
     keep: set[int] = set()
     for col in range(len(headers)):
         keep.add(max(range(len(rows)), key=lambda i: sizes[i][col]))
         keep.add(max(range(len(rows)), key=lambda i: max(map(_width, rows[i][col].split()), default=0)))
     table = Table(*headers, box=None)
+    if keep_whole:
+        for column in table.columns[:-1]:
+            column.no_wrap = True
     for i in sorted(keep):
         table.add_row(*rows[i])
     # rich's widths count the padding: the text of a cell has two columns less

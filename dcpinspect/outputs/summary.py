@@ -35,6 +35,9 @@ class CaptureSummary:
     notes: list = field(default_factory=list)
     #: the frames went through the rules (False: headers only, so no findings to count)
     judged: bool = True
+    #: frames counted, and frames read that a filter passed over (not counted)
+    shown: int = 0
+    passed_over: int = 0
     #: the connections no family decoded (``undecoded`` notes)
     undecoded: list = field(default_factory=list)
 
@@ -113,7 +116,8 @@ class CaptureSummary:
             console.print(ft)
         for note in self.notes:
             console.print(f"note: {safe(note.message)}")
-        console.print(f"{self.total_frames()} frames in {len(self.flows)} connections")
+        console.print(f"{self.total_frames()} frames in {len(self.flows)} connections"
+                      + (f" (selected by the filters; {self.passed_over} other frames read)" if self.passed_over else ""))
         told = undecoded_line(tally(self.undecoded))
         if told:
             console.print(told)

@@ -33,5 +33,16 @@ class Tally:
         parts = [f"{self.frames} frames"]
         if self.skipped:
             parts.append(f"{self.skipped_bytes} bytes skipped in {self.skipped} ranges")
-        parts.append(f"{self.severities['error']} errors, {self.severities['warning']} warnings")
+        parts.append(self.findings())
         return ", ".join(parts)
+
+    def findings(self) -> str:
+        return f"{self.severities['error']} errors, {self.severities['warning']} warnings"
+
+    def shown_line(self, read: "Tally") -> str:
+        """The closing line of a decode that showed these frames of the ``read`` ones (a
+        filter or ``--limit`` chose them): what was shown and its findings, then what was
+        read (reading stops after the last frame a limit lets through)."""
+        if self.frames == read.frames:
+            return read.line()
+        return f"{self.frames} frames shown, {self.findings()}; {read.frames} frames read, {read.findings()}"

@@ -84,6 +84,8 @@ first_floor = Fact("first_floor", "the lowest start the first snapshot may have:
                    "min(c.stream.start_seqno, c.stream.request.get('snap_start_seqno', c.stream.start_seqno))")
 stream_ids = Fact("stream_ids", "enable_stream_id was negotiated", "c.neg.stream_ids")
 buffer_size = Fact("buffer_size", "the consumer's flow-control buffer (0: none)", "c.neg.buffer_size or 0")
+overrun = Fact("overrun", "the last flow-controlled message went with the buffer already full, and no "
+               "acknowledgement brought the unacknowledged bytes below it since", "c.st.overrun")
 open_flags_known = Fact("open_flags_known", "the DCP_OPEN flags are known", "c.neg.dcp_open_flags is not None")
 deletion_extras = Fact("deletion_extras", "the extras size a deletion has under the DCP_OPEN flags",
                        "deletion_extras_for(c.neg.dcp_open_flags)", deletion_extras_for=deletion_extras_for)

@@ -104,7 +104,7 @@ STREAM_RULES = _rules(
     ("oso-below-start", "ERANGE", "error", KV + "docs/dcp/documentation/commands/oso_snapshot.md#oso-snapshot-opcode-0x65", "An OSO item is not above the seqno the stream had before OSO started.", "stream"),
     ("rollback-ignored", "ROLLBACK", "error", KV + "docs/dcp/documentation/rollback.md#rollback-logic-on-dcp-consumer", "After a ROLLBACK answer the client re-requested above the rollback seqno.", "stream"),
     ("noop-unanswered", "LIVENESS", "warning", KV + "docs/dcp/documentation/dead-connections.md#handling-a-noop-message", "A DCP_NOOP was never answered with the same opaque.", "stream"),
-    ("buffer-overrun", "FLOW_CONTROL", "warning", KV + "docs/dcp/documentation/flow-control.md#high-level-flow-control-behavior", "The producer kept sending with the consumer's buffer full.", "stream"),
+    ("buffer-overrun", "FLOW_CONTROL", "warning", KV + "docs/dcp/documentation/flow-control.md#high-level-flow-control-behavior", "The producer kept sending with the consumer's buffer full (once an episode: again only after an acknowledgement brought the bytes below the buffer).", "stream"),
     ("buffer-ack-excess", "FLOW_CONTROL", "error", KV + "docs/dcp/documentation/flow-control.md#what-messages-must-be-acknowledged-by-dcp-clients", "The consumer acknowledged more bytes than it received.", "stream"),
     ("answered-error", "PEER_ERROR", "warning", KV + "docs/BinaryProtocol.md#response-status", "A request was answered with an error status (shown with the request).", "stream"),
     ("manifest-regression", "COLLECTIONS", "warning", KV + "docs/dcp/documentation/commands/system_event.md#manifest-id", "System event manifest uids went backwards on a stream.", "stream"),

@@ -117,7 +117,9 @@ declare("duplicate-key", "stream.seqno",
         F.has_snapshot & F.key_seen & ~F.in_oso & ~F.snap_type.has(SNAPSHOT_MAY_DUPLICATE | SNAPSHOT_HISTORY),
         lambda c: f"key {c.msg.fields.get('key', '')!r} repeats in snapshot {c.snap.start}..{c.snap.end}", on=KEYED)
 
-declare("buffer-overrun", "stream.flow", F.buffer_size.ne(0) & (F.unacked >= F.buffer_size),
+# a state, reported once an episode: when the unacknowledged bytes first reach the buffer,
+# again only after an acknowledgement brought them below it
+declare("buffer-overrun", "stream.flow", F.buffer_size.ne(0) & (F.unacked >= F.buffer_size) & ~F.overrun,
         lambda c: f"{c.msg.name} sent with {c.st.unacked} unacknowledged bytes >= buffer {c.neg.buffer_size}",
         on=FLOW_CONTROLLED - {OP.DCP_NOOP})
 
@@ -304,7 +306,7 @@ class ConnectionValidator:
         n = msg.values.get("buffer_bytes", 0)
         if self.seen_from_start and self.negotiation.buffer_size and st.acked_total + n > st.sent_total:
             emit("buffer-ack-excess", f"acknowledged {st.acked_total + n} bytes in all, only {st.sent_total} were sent")
-        st.acked(n)
+        st.acked(n, self.negotiation.buffer_size)
 
     # -- responses ---------------------------------------------------------------------
 

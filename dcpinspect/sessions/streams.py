@@ -189,7 +189,7 @@ class DcpState:
                    "pending": dict, "rollbacks": dict, "noops": dict, "acks_due": list}
     __slots__ = tuple("_" + name for name in _CONTAINERS) + (
         "buffer_size", "unacked", "sent_total", "acked_total", "dcp_open_seen", "requests_seen", "lossy",
-        "producer_direction")
+        "producer_direction", "overrun")
 
     streams_by_opaque: dict[int, Stream] = _Made("_streams_by_opaque", dict)
     live: dict[tuple[int, int | None], Stream] = _Made("_live", dict)
@@ -206,6 +206,9 @@ class DcpState:
         self.buffer_size = self.unacked = self.sent_total = self.acked_total = 0
         self.dcp_open_seen = self.requests_seen = self.lossy = False
         self.producer_direction: str | None = None
+        #: the last flow-controlled message went with the consumer's buffer already full, and
+        #: no acknowledgement has since brought the unacknowledged bytes below it
+        self.overrun = False
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -246,13 +249,17 @@ class DcpState:
         """A flow-controlled message counted against the consumer's buffer (if it has one)."""
         if buffer_size:
             size = msg.body_length + 24 + (2 if msg.opcode == OP.DCP_PREPARE else 0)
+            self.overrun = self.unacked >= buffer_size
             self.unacked += size
             self.sent_total += size
 
-    def acked(self, count: int) -> None:
-        """A DCP_BUFFER_ACKNOWLEDGEMENT of ``count`` bytes."""
+    def acked(self, count: int, buffer_size: int | None = None) -> None:
+        """A DCP_BUFFER_ACKNOWLEDGEMENT of ``count`` bytes: an overrun ends when it brings the
+        unacknowledged bytes below the buffer."""
         self.acked_total += count
         self.unacked = max(0, self.unacked - count)
+        if self.unacked < (buffer_size or 0):
+            self.overrun = False
 
     def answered(self, msg: Message, direction: str | None) -> Pending | None:
         """A response: what it changes, and the request it answers (None if none of its

@@ -4,10 +4,21 @@ file's end."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from ...findings import Finding
 from .types import ValueType
+
+
+class StreamId(NamedTuple):
+    """A stream entry's ID, a pair (milliseconds, sequence) like any other; shown as Redis
+    writes it (``XADD``, ``XINFO``): ``1795757513708-0``."""
+
+    ms: int
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.ms}-{self.seq}"
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from ...findings import Finding
 from ...messages.keys import key_text
 from ...rules.registry import RDB_RULES
 from .data import value_json, value_length
-from .records import AuxRecord, Ending, KeyRecord, OpRecord
+from .records import AuxRecord, Ending, KeyRecord, OpRecord, StreamId
 
 PROTOCOL = "rdb"
 KEY_HEADERS = ("offset", "db", "key", "type", "encoding", "elements", "size", "expiry", "findings")
@@ -225,6 +225,8 @@ def detail_rows(rec: KeyRecord, value_limit: int | None) -> list[tuple[str, str]
 def _shown_value(value) -> str:
     if isinstance(value, bytes):
         return key_text(value)
+    if isinstance(value, StreamId):
+        return str(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_shown_value(v) for v in value[:1000]) + (", …" if len(value) > 1000 else "") + "]"
     if isinstance(value, dict):

@@ -235,8 +235,7 @@ class Replication:
         if kind == "payload-start":
             self.pairing.take(b"SYNC")
             form, what = raw.value
-            head = {"form": form, "payload_length": what} if form == "length" else {"form": form,
-                                                                                    "mark": what.hex()}
+            head = {"form": form, "payload_length": what} if form == "length" else {"form": form, **_mark(what)}
             rec = PayloadRecord(raw.offset, len(raw.data), head)
             rec.repl_offset = self.resync
             self.master = self.master or direction
@@ -288,3 +287,10 @@ class Replication:
         rec.add(got)
         if last:
             rec.summary = report.payload_json(summary, got, self.cut, ended=ended)
+
+
+def _mark(mark: bytes) -> dict[str, str]:
+    """A diskless payload's end mark as it was sent: text (Redis sends 40 random hex digits),
+    or as hex when it is not printable ASCII."""
+    text = mark.decode("ascii", "replace")
+    return {"mark": text} if mark.isascii() and text.isprintable() else {"mark_hex": mark.hex()}

@@ -16,6 +16,7 @@ from ...findings import LEVELS, Finding
 from ...messages.keys import key_text
 from ...outputs.escape import safe
 from ...outputs.jsonl import dumps_line
+from ...outputs.progress import progress_for
 from ...outputs.shown import Shown
 from ...sources.inputs import InputError, _problem, gzipped
 from . import report
@@ -118,13 +119,14 @@ def selection_of(select: dict | None):
         raise InputError(str(exc)) from None
 
 
-def records(path, keep=False, select=None, recent: "_Recent | None" = None, measure=None):
+def records(path, keep=False, select=None, recent: "_Recent | None" = None, measure=None, progress=None):
     """The records of one file, as they complete (the :class:`Ending` last); only the keys
     ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given. ``path``: a
     path, or an input opened already (``sources.inputs.Contents``: read on from its start,
     never opened again); ``recent`` keeps the last bytes read, for a stream's record anatomy;
     with ``measure`` (a :class:`~.memory.LaneMeasure`), the keys the C lane measures for
-    the memory model come without their values."""
+    the memory model come without their values; ``progress`` (if any) hears of the bytes
+    read after each chunk."""
     opened = hasattr(path, "read")
     try:
         fh = path if opened else gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
@@ -144,6 +146,8 @@ def records(path, keep=False, select=None, recent: "_Recent | None" = None, meas
                 recent.add(at, chunk)
             at += len(chunk)
             yield from parser.records(chunk)
+            if progress is not None:
+                progress(0, at)
     finally:
         if not opened:
             fh.close()
@@ -290,10 +294,28 @@ def _unusable(path: Path, rec) -> None:
         raise InputError(f"{path}: {rec.bytes_read} bytes, too short to be an RDB file")
 
 
+def _progress(path, fmt: str):
+    """The progress line of an opened input read whole (not inflated: its bytes read are
+    its position), or None."""
+    inp = getattr(path, "_input", None)
+    if inp is None or getattr(path, "gzipped", True):
+        return None
+    return progress_for(inp, fmt)
+
+
 def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown, how: Reading = ALL) -> int:
     summary = report.Summary(str(path))
     if key is not None or offset is not None:
         return _detail(path, key, offset, shown, summary, how, fmt)
+    progress = _progress(path, fmt)
+    try:
+        return _all(path, fmt, shown, summary, how, progress)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, progress) -> int:
     select, digester = how.select, how.digester()
     keep = digester is not None
     if digester is not None:
@@ -302,7 +324,7 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
         export(records(path, True, select), summary, lambda rec: _unusable(path, rec))
     elif fmt == "jsonl":
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
-        for rec in records(path, keep, select):
+        for rec in records(path, keep, select, progress=progress):
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
                 if digester is not None:
@@ -316,18 +338,20 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
         write(line) if write else sys.stdout.write(line.decode("ascii"))
         sys.stdout.flush()
     elif fmt == "summary":
-        for rec in records(path, keep, select):
+        for rec in records(path, keep, select, progress=progress):
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
             if digester is not None:
                 digester.key(rec) if type(rec) is KeyRecord else digester.see(rec)
             summary.add(rec)
+        if progress is not None:
+            progress.close()
         _print_summary(summary)
     else:
         console = make_console()
         rows: list[tuple[str, ...]] = []
         loose: list[Finding] = []
-        for rec in records(path, keep, select):
+        for rec in records(path, keep, select, progress=progress):
             _unusable(path, rec)
             summary.add(rec)
             if isinstance(rec, KeyRecord):

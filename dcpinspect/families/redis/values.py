@@ -18,7 +18,7 @@ from .primitives import (
     Corrupt, NeedMore, TooLong, read_binary_double, read_binary_float, read_len, read_ms, read_stream_id,
     read_string, read_string_double, skip_string, skip_strings, stream_id_of, string_encoding,
 )
-from .records import KeyRecord
+from .records import KeyRecord, StreamId
 
 #: Dragonfly's member expiry counts seconds from 2023-02-01 00:00:00 UTC (§8.3)
 DF_EXPIRY_BASE = 1675209600
@@ -606,7 +606,7 @@ def _stream_node(master: tuple[int, int], items: list, keep: bool) -> tuple[int,
                 continue
             live += 1
             if keep:
-                out.append(((master[0] + ms_delta, master[1] + seq_delta),
+                out.append((StreamId(master[0] + ms_delta, master[1] + seq_delta),
                             [(_text(f), _text(v)) for f, v in pairs]))
     except IndexError:
         raise Corrupt("a stream entry passes the end of its node", len(items)) from None
@@ -619,7 +619,7 @@ def _stream_node(master: tuple[int, int], items: list, keep: bool) -> tuple[int,
 def _len2(r, p):
     a, p = yield from r.get(read_len, p)
     b, p = yield from r.get(read_len, p)
-    return (a, b), p
+    return StreamId(a, b), p
 
 
 @reader("stream1", "stream2", "stream3", "stream4")
@@ -666,6 +666,7 @@ def stream(r, p, rec):
         pel = []
         for _ in range(npel):
             sid, p = yield from r.get(read_stream_id, p)
+            sid = StreamId(*sid)
             delivered, p = yield from r.get(read_ms, p)
             count, p = yield from r.get(read_len, p)
             if r.keeping:
@@ -683,7 +684,7 @@ def stream(r, p, rec):
             cpel = []
             for _ in range(ncpel):
                 sid, p = yield from r.get(read_stream_id, p)
-                cpel.append(sid)
+                cpel.append(StreamId(*sid))
             consumer["pel"] = cpel
             consumers.append(consumer)
         group["consumers"] = consumers
