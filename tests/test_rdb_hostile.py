@@ -304,7 +304,9 @@ def test_duplicate_key_memory_grows_with_keys_not_dbs(tmp_path, pure):
     res, dbs_peak = peak_rss("rdb", "--format", "summary", spread, env=env)
     assert res.returncode == 0 and b"rdb-duplicate-key" not in res.stdout
     _, one_peak = peak_rss("rdb", "--format", "summary", one, env=env)
-    assert dbs_peak - one_peak < 16 * 1024, (dbs_peak, one_peak)  # KiB: a table a db took 8 KB each
+    # KiB: under 2 KB a db (the summary's own counts per db that holds keys are some 600 bytes,
+    # allocator slack aside), where a duplicate-key table a db took 8 KB each (160 MB here)
+    assert dbs_peak - one_peak < 40 * 1024, (dbs_peak, one_peak)
 
 
 def test_one_key_in_two_dbs_is_no_duplicate_and_twice_in_one_is():
