@@ -677,3 +677,19 @@ def redis_load(rdb: Path, workdir: Path, *config: str, ask: Callable[[int], obje
                            timeout=60)
     return RedisLoad(serving, keyspace, log_path.read_text(errors="replace"), None if serving else code,
                      check.returncode, check.stdout + check.stderr, asked)
+
+
+def drain(fd: int) -> bytes:
+    """Everything left to read on ``fd`` (a pty's master once its slave is closed), then
+    closes it; a pty says it has ended by an OSError (EIO)."""
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(fd)
+    return out

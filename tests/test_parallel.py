@@ -185,18 +185,11 @@ def test_progress_line_on_a_terminal_is_cleared_before_the_summary(large, jobs):
                            stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, timeout=300)
     finally:
         os.close(slave)
-    err = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        err += chunk
-    os.close(master)
+    err = servers.drain(master)
     assert r.returncode == 0
-    assert b" MiB of 3" in err and b" MiB/s, " in err and b" left" in err and err.startswith(b"\r[")
+    # the bar of the whole file (how far it moves in a run this short is the machine's; that
+    # it moves with every worker, test_progress_of_a_summary_moves_with_every_worker)
+    assert b" of 34." in err and b"/s, " in err and b" left" in err and err.startswith(b"\r[")
     assert err.endswith(b"\r\x1b[K")  # the line is gone before the summary is printed
     assert b"items of" not in r.stdout and b" frames in 1 connections" in r.stdout
 

@@ -16,6 +16,7 @@ import pytest
 
 import dcpgen
 from dcpgen import ACK, ERANGE, MEMORY, TAKEOVER, Dcp, packet_numbers
+import servers
 
 FLOW = "10.0.0.1:50000-10.0.0.2:11210"
 ROW_KEYS = {"file", "rule", "class", "severity", "message", "frame", "ts", "flow", "direction", "opcode_name",
@@ -364,16 +365,7 @@ def test_narrow_terminal_folds_each_finding_under_its_row(repeats):
                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=300, env=env)
     finally:
         os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
+    out = servers.drain(master)
     text = out.decode().replace("\r\n", "\n")
     assert proc.returncode == 1
     assert "…" not in text
