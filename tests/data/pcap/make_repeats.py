@@ -1,0 +1,28 @@
+"""Writes tests/data/pcap/dcp-repeats.pcap, the README's example of repeated findings folded
+in validate's table: two DCP connections whose every mutation after the first on each
+stream goes back in seqno (vbuckets 0 and 1, 40 mutations; vbucket 7, 30)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import dcpgen  # noqa: E402
+
+
+def regressing(vbuckets: tuple[int, ...], n: int) -> dcpgen.Dcp:
+    d = dcpgen.Dcp().handshake()
+    streams = [d.stream(vb) for vb in vbuckets]
+    for p in streams:
+        p.marker(1, 1 << 40)
+    for i in range(n):
+        streams[i % len(streams)].mutation(seqno=(1 << 40) - 1 - i)
+    return d
+
+
+if __name__ == "__main__":
+    out = Path(__file__).with_name("dcp-repeats.pcap")
+    dcpgen.write_flows([regressing((0, 1), 40).frames, regressing((7,), 30).frames], out)
+    print(f"wrote {out}")
