@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import struct
 
+from dcpinspect.messages.header import HEADER_SIZE, absent_fields
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -190,6 +191,12 @@ def _record_field_by_field(msg: Message, **extra) -> dict:
     rec["truncated"] = msg.truncated
     rec["fields"] = {k: v for k, v in msg.fields.items() if k != "key"}
     rec["findings"] = [f.to_json() for f in msg.findings]
+    if len(msg.data) < HEADER_SIZE:  # cut inside its header: the header fields not there are null
+        for name in absent_fields(msg.magic, len(msg.data)):
+            if name in rec:
+                rec[name] = None
+                if name + "_name" in rec:
+                    rec[name + "_name"] = None
     return rec
 
 
