@@ -45,8 +45,9 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
                 head = _peek(contents)
                 if not any(f.is_snapshot(head) for f in families() if f.snapshots is not None) \
                         and _frames_instead(contents, head):
+                    again = "-" if contents.name == "stdin" else contents.name
                     raise Unusable(f"{contents.name}: a capture or hex dump, not a snapshot file: read it with "
-                                   f"`dcpinspect decode {contents.name}` (or validate, stats)")
+                                   f"`dcpinspect decode {again}` (or validate, stats)")
                 worst = max(worst, _family_of(head).snapshots(contents, fmt, key, offset, shown, **extra))
         except InputError as exc:
             raise Unusable(str(exc)) from None
