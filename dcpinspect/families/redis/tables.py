@@ -34,18 +34,18 @@ def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
     with its ``DEBUG DIGEST-VALUE``, and its ``memory`` in the server too, :mod:`.memory`'s
     estimate, as ``rdb --report memory`` gives it), aux fields and findings as they
     complete, then its summary (with ``DEBUG DIGEST``). A file that is no RDB raises
-    ``InputError`` (from ``sources.inputs``). The keys the C lane cannot measure are
-    measured from their values, one key at a time."""
+    ``InputError`` (from ``sources.inputs``). Every key's value is read (the digest needs
+    it), and its memory is measured from it."""
     from ...findings import Finding
     from ...sources.inputs import InputError
     from . import report
     from .digest import Digester
-    from .memory import LaneMeasure, key_memory
+    from .memory import key_memory
     from .rdb import RdbParser
     from .records import AuxRecord, KeyRecord
     from .snapshots import _unusable
 
-    parser = RdbParser(keep=True, measure=LaneMeasure())
+    parser = RdbParser(keep=True)
     summary = report.Summary(name)
     digester = Digester()
     summary.digest = digester.snapshot
