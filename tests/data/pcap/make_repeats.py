@@ -10,19 +10,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import dcpgen  # noqa: E402
-
-
-def regressing(vbuckets: tuple[int, ...], n: int) -> dcpgen.Dcp:
-    d = dcpgen.Dcp().handshake()
-    streams = [d.stream(vb) for vb in vbuckets]
-    for p in streams:
-        p.marker(1, 1 << 40)
-    for i in range(n):
-        streams[i % len(streams)].mutation(seqno=(1 << 40) - 1 - i)
-    return d
+from test_validate_cli import regressing_connection  # noqa: E402
 
 
 if __name__ == "__main__":
     out = Path(__file__).with_name("dcp-repeats.pcap")
-    dcpgen.write_flows([regressing((0, 1), 40).frames, regressing((7,), 30).frames], out)
+    dcpgen.write_flows([regressing_connection().frames, regressing_connection((7,), 30).frames], out)
     print(f"wrote {out}")
