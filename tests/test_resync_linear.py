@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import dcpgen
 from dcpinspect.engines.files import decode_capture_file
 from dcpinspect.engines.capture import Captured, Note
-from dcpinspect.framing import mcbp
+import dcpinspect.framing.mcbp as mcbp
 from dcpinspect.framing.mcbp import FrameSplitter, RawFrame, Skipped
 from dcpinspect.messages.names import MAGICS
 from dcpinspect.messages.registry import CLIENT_SPECS, SERVER_SPECS

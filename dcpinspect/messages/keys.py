@@ -9,6 +9,7 @@ from . import problems as P
 from .codecs.errors import CodecError
 from .codecs.leb128 import decode_uleb128
 from .layout import Field
+from .text import key_text
 
 if TYPE_CHECKING:
     from .frame import DecodeContext, Message
@@ -16,10 +17,6 @@ if TYPE_CHECKING:
 #: collection ids no key may carry on the wire (the rules judge a key that does: rules/frame.py)
 RESERVED_COLLECTION_IDS = range(1, 8)
 _NO_FIELDS: list[Field] = []  # what decode_key returns without ctx.detail; never appended to
-
-
-def key_text(raw: bytes) -> str:
-    return raw.decode("utf-8", "backslashreplace")
 
 
 def _looks_prefixed(raw: bytes) -> bool:

@@ -15,7 +15,7 @@ from .codecs.leb128 import decode_uleb128
 from .codecs.snappy import inflate
 from .codecs.xattr import parse_xattrs
 from .codecs.xerror import parse_xerror
-from .keys import key_text
+from .text import key_text
 from .layout import Field, Layout, seqno, u16, u64
 from .names import DATATYPE_JSON, DATATYPE_SNAPPY, DATATYPE_XATTR, FEATURES
 from ..limits import ENTRY_ROWS

@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator
 
-from ...messages.keys import key_text
+from ...messages.text import key_text
 from ...messages.layout import Field
 from ...outputs.escape import safe
 from ...outputs.shown import Row

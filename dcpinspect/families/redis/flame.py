@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from xml.sax.saxutils import escape
 
-from ...messages.keys import key_text
+from ...messages.text import key_text
 from ...outputs.escape import safe
 
 WIDTH = 1200

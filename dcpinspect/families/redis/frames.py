@@ -11,7 +11,7 @@ from typing import Any
 
 from ...findings import Finding
 from ...limits import VALUE_TEXT
-from ...messages.keys import key_text
+from ...messages.text import key_text
 from ...outputs.escape import safe
 from ...sessions.decoded import Decoded
 from . import report

@@ -23,7 +23,7 @@ import dataclasses
 from typing import Callable, Iterator
 
 from ...limits import RDB_INFLATE_RATIO, RDB_INFLATED, RDB_KEYS, RDB_NESTING, RDB_STRING
-from ...messages.keys import key_text
+from ...messages.text import key_text
 from ...rules.registry import RDB_RULES
 from . import types
 from .crc64 import crc64

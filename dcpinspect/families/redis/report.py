@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from datetime import datetime, timezone
 
 from ...findings import Finding
-from ...messages.keys import key_text
+from ...messages.text import key_text
 from ...rules.registry import RDB_RULES
 from .data import value_json, value_length
 from .records import AuxRecord, Ending, KeyRecord, OpRecord, StreamId

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...findings import LEVELS, Finding
-from ...messages.keys import key_text
+from ...messages.text import key_text
 from ...outputs.escape import safe
 from ...outputs.jsonl import dumps_line
 from ...outputs.progress import progress_for

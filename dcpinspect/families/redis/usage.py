@@ -19,7 +19,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Iterator
 
-from ...messages.keys import key_text
+from ...messages.text import key_text
 from .memory import DEFAULTS, Config, KeyMemory, key_memory
 from .records import AuxRecord, KeyRecord
 
