@@ -45,12 +45,12 @@ from typing import Iterator
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dcpinspect.messages import dcp  # noqa: E402
-from dcpinspect.messages.build import build_frame, request, response  # noqa: E402
-from dcpinspect.messages.codecs.frameinfo import encode_frame_info  # noqa: E402
-from dcpinspect.messages.codecs.leb128 import encode_uleb128  # noqa: E402
-from dcpinspect.messages.codecs.snappy import deflate  # noqa: E402
-from dcpinspect.messages.codecs.sysevent import encode_sysevent_value  # noqa: E402
+from dcpinspect.families.mcbp.messages import dcp  # noqa: E402
+from dcpinspect.families.mcbp.messages.build import build_frame, request, response  # noqa: E402
+from dcpinspect.families.mcbp.messages.codecs.frameinfo import encode_frame_info  # noqa: E402
+from dcpinspect.families.mcbp.messages.codecs.leb128 import encode_uleb128  # noqa: E402
+from dcpinspect.families.mcbp.messages.codecs.snappy import deflate  # noqa: E402
+from dcpinspect.families.mcbp.messages.codecs.sysevent import encode_sysevent_value  # noqa: E402
 from dcpinspect.transport import synth  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -45,7 +45,7 @@ CAMPAIGN_DEFAULTS = {
 }
 #: modules of the package that only build test inputs (the conversation harness writes its
 #: captures with synth): not instrumented, so that coverage and time go to the code under test
-NOT_INSTRUMENTED = ["dcpinspect.transport.synth", "dcpinspect.messages.build"]
+NOT_INSTRUMENTED = ["dcpinspect.transport.synth", "dcpinspect.families.mcbp.messages.build"]
 #: libFuzzer's resident-set limit when the command line gives none, in MiB
 RSS_LIMIT_MB = 1024
 #: the longest input per harness when the command line gives no ``-max_len``

@@ -238,10 +238,10 @@ def exercise(msg, width: int = 120, rich: bool = True) -> int:
     own: a frame shown three ways is not three times too much). Nothing may raise."""
     from dcpinspect.messages.describe import describe, walk
     from dcpinspect.outputs.diagram import diagram
-    from dcpinspect.messages.record import frame_record
+    from dcpinspect.families.mcbp.messages.record import frame_record
     from dcpinspect.outputs.jsonl import dumps
     from dcpinspect.outputs.table import frame_table
-    from dcpinspect.rules.frame import check_frame
+    from dcpinspect.families.mcbp.rules.frame import check_frame
 
     check_frame(msg)
     for _, f in walk(describe(msg)):
@@ -261,10 +261,10 @@ def plain_views(items) -> int:
     """The views of decoded items that need no rich console, as a sampled-out table or
     diagram is replaced by them: each frame's jsonl record and diagram text, each skipped
     range's reason. Returns the bytes of the larger of the two views."""
-    from dcpinspect.framing.mcbp import Skipped
+    from dcpinspect.families.mcbp.framer import Skipped
     from dcpinspect.outputs.diagram import diagram
     from dcpinspect.outputs.escape import safe
-    from dcpinspect.messages.record import frame_record
+    from dcpinspect.families.mcbp.messages.record import frame_record
     from dcpinspect.outputs.jsonl import dumps
 
     records = drawn = 0
@@ -280,7 +280,7 @@ def plain_views(items) -> int:
 
 def assert_tiles(items, start: int, total: int) -> None:
     """Frames and skipped ranges cover ``start..total`` exactly, in order."""
-    from dcpinspect.framing.mcbp import Skipped
+    from dcpinspect.families.mcbp.framer import Skipped
 
     pos = start
     for it in items:
@@ -314,10 +314,10 @@ def check_frame(data: bytes) -> None:
     """One frame decoded alone (no context, collections on, off), and the bytes as a stream:
     split, decoded, judged, with and without a negotiated connection before them."""
     from dcpinspect.engines.streaming import decode_bytes
-    from dcpinspect.families.mcbp.conversation import Conversation
-    from dcpinspect.framing.mcbp import RawFrame, split_frames
-    from dcpinspect.messages.frame import DecodeContext, Message, decode_frame
-    from dcpinspect.messages.record import frame_record
+    from dcpinspect.families.mcbp.sessions.conversation import Conversation
+    from dcpinspect.families.mcbp.framer import RawFrame, split_frames
+    from dcpinspect.families.mcbp.messages.frame import DecodeContext, Message, decode_frame
+    from dcpinspect.families.mcbp.messages.record import frame_record
     from dcpinspect.outputs.jsonl import dumps
 
     ch = Choices(data)
@@ -557,8 +557,8 @@ def _small(ch: Choices) -> int:
 
 
 def _random_frame(ch: Choices) -> bytes:
-    from dcpinspect.messages.build import build_frame
-    from dcpinspect.messages.names import MAGICS
+    from dcpinspect.families.mcbp.messages.build import build_frame
+    from dcpinspect.families.mcbp.messages.names import MAGICS
 
     magic = ch.pick(sorted(MAGICS))
     opcode = ch.byte()
@@ -836,8 +836,8 @@ def check_render(data: bytes) -> None:
     table, the byte diagram, jsonl, the capture summary and the stats report."""
     from dcpinspect.engines.capture import Captured, Note
     from dcpinspect.engines.streaming import ByteStreamDecoder
-    from dcpinspect.framing.mcbp import Skipped
-    from dcpinspect.messages.frame import Message
+    from dcpinspect.families.mcbp.framer import Skipped
+    from dcpinspect.families.mcbp.messages.frame import Message
     from dcpinspect.outputs.render import Renderer
     from dcpinspect.engines.stats import render
     from dcpinspect.outputs.stats import report_json
@@ -909,7 +909,7 @@ def load() -> None:
 
     import dcpinspect
 
-    skip = ("dcpinspect.scapy", "dcpinspect.sources.live", "dcpinspect.outputs.plot")
+    skip = ("dcpinspect.families.mcbp.scapy", "dcpinspect.sources.live", "dcpinspect.outputs.plot")
     for mod in pkgutil.walk_packages(dcpinspect.__path__, "dcpinspect."):
         if not mod.name.startswith(skip) and not mod.name.endswith("__main__"):
             importlib.import_module(mod.name)

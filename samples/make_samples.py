@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dcpinspect.messages import dcp
-from dcpinspect.messages.build import build_frame, request, response
-from dcpinspect.messages.codecs.frameinfo import encode_frame_info
-from dcpinspect.messages.codecs.leb128 import encode_uleb128
-from dcpinspect.messages.codecs.snappy import deflate
-from dcpinspect.messages.codecs.sysevent import encode_sysevent_value
+from dcpinspect.families.mcbp.messages import dcp
+from dcpinspect.families.mcbp.messages.build import build_frame, request, response
+from dcpinspect.families.mcbp.messages.codecs.frameinfo import encode_frame_info
+from dcpinspect.families.mcbp.messages.codecs.leb128 import encode_uleb128
+from dcpinspect.families.mcbp.messages.codecs.snappy import deflate
+from dcpinspect.families.mcbp.messages.codecs.sysevent import encode_sysevent_value
 
 HERE = Path(__file__).resolve().parent
 

@@ -12,8 +12,8 @@ import struct
 import sys
 from pathlib import Path
 
-from dcpinspect.messages import tap
-from dcpinspect.messages.build import build_frame
+from dcpinspect.families.mcbp.messages import tap
+from dcpinspect.families.mcbp.messages.build import build_frame
 from dcpinspect.transport import synth
 
 HERE = Path(__file__).resolve().parent

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Iterable
 
 from dcpinspect.findings import Finding
-from dcpinspect.messages import dcp as L
-from dcpinspect.messages.build import build_frame
-from dcpinspect.messages.codecs.frameinfo import encode_frame_info
-from dcpinspect.messages.codecs.leb128 import encode_uleb128
-from dcpinspect.messages.codecs.sysevent import encode_sysevent_value
+from dcpinspect.families.mcbp.messages import dcp as L
+from dcpinspect.families.mcbp.messages.build import build_frame
+from dcpinspect.families.mcbp.messages.codecs.frameinfo import encode_frame_info
+from dcpinspect.families.mcbp.messages.codecs.leb128 import encode_uleb128
+from dcpinspect.families.mcbp.messages.codecs.sysevent import encode_sysevent_value
 
 C2S, S2C = "c2s", "s2c"  # consumer (DCP client) -> producer (server), and back
 MAX_SEQNO = 2**64 - 1
@@ -415,8 +415,8 @@ def findings(frames: list[tuple[str, bytes]], collections: bool | None = None) -
     Frames are fed through the capture engine's per-connection core with their
     directions, in order; ``finish()`` findings carry their related frame.
     """
-    from dcpinspect.families.mcbp.conversation import Conversation
-    from dcpinspect.framing.mcbp import RawFrame
+    from dcpinspect.families.mcbp.sessions.conversation import Conversation
+    from dcpinspect.families.mcbp.framer import RawFrame
 
     # A conversation that opens with HELO or DCP_OPEN was seen from its start.
     from_start = bool(frames) and frames[0][1][1] in (0x1F, 0x50)

@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dcpinspect.messages.frame import DecodeContext, Message, decode_frame
-from dcpinspect.rules.frame import check_frame
+from dcpinspect.families.mcbp.messages.frame import DecodeContext, Message, decode_frame
+from dcpinspect.families.mcbp.rules.frame import check_frame
 
 TESTS = Path(__file__).resolve().parent
 DATA = TESTS / "data"

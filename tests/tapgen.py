@@ -11,7 +11,7 @@ few lines and a test breaks exactly one rule by hand::
     seq = tap.mutation(5, b"k", b"v", ack=True)  # <- never answered
     findings(tap.frames)
 
-Frames are packed from the product's TAP layouts (``dcpinspect.messages.tap``): extras
+Frames are packed from the product's TAP layouts (``dcpinspect.families.mcbp.messages.tap``): extras
 from ``ITEM`` / ``HEADER``, the connect flags from ``CONNECT``, the engine-specific bytes
 from ``ENGINE_*``; ``frames.frame`` lays them out (extras, engine bytes, key, value).
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from dcpinspect.messages import tap as L
+from dcpinspect.families.mcbp.messages import tap as L
 from frames import frame
 
 C2S, S2C = "c2s", "s2c"
@@ -169,8 +169,8 @@ def findings(frames: list[tuple[str, bytes]], seen_from_start: bool = False, dt:
     """Every finding of the conversation (frame rules, DCP and TAP rules, end-of-connection
     ones) as ``(frame number, Finding)``, through the capture engine's per-connection core;
     frame n is stamped ``n * dt`` seconds."""
-    from dcpinspect.families.mcbp.conversation import Conversation
-    from dcpinspect.framing.mcbp import RawFrame
+    from dcpinspect.families.mcbp.sessions.conversation import Conversation
+    from dcpinspect.families.mcbp.framer import RawFrame
 
     conv = Conversation.new(seen_from_start=seen_from_start)
     out, offset = [], 0
@@ -184,8 +184,8 @@ def findings(frames: list[tuple[str, bytes]], seen_from_start: bool = False, dt:
 
 def session_of(frames: list[tuple[str, bytes]], dt: float = 1e-3, seen_from_start: bool = True):
     """The TapSession after every frame, applied in order (frame n at ``n * dt`` seconds)."""
-    from dcpinspect.messages.frame import DecodeContext, decode_frame
-    from dcpinspect.sessions.tap import TapSession
+    from dcpinspect.families.mcbp.messages.frame import DecodeContext, decode_frame
+    from dcpinspect.families.mcbp.sessions.tap import TapSession
 
     s = TapSession(seen_from_start)
     for n, (direction, data) in enumerate(frames, 1):

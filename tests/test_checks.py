@@ -9,11 +9,11 @@ import random
 import pytest
 
 from dcpgen import MEMORY, Dcp
-from dcpinspect.messages.opcodes import OP
+from dcpinspect.families.mcbp.messages.opcodes import OP
 from dcpinspect.families.mcbp import lane as lane_module
 from dcpinspect.families.mcbp import lane_rules
 from dcpinspect.rules import checks, conditions
-from dcpinspect.rules import facts as F
+from dcpinspect.families.mcbp.rules import facts as F
 from test_lane import capture, docs, run, same
 
 needs_lane = pytest.mark.skipif(not lane_module.available(), reason="built without a C compiler")
@@ -165,8 +165,8 @@ def test_conditions_judge_as_python_does():
 def test_every_problem_the_decoder_notices_has_a_rule():
     """The decoder names what it notices by kind (messages/problems.py); the rules map each
     kind to the rule that reports it, and every kind has one."""
-    from dcpinspect.messages import problems
-    from dcpinspect.rules.frame import PROBLEM_RULES
+    from dcpinspect.families.mcbp.messages import problems
+    from dcpinspect.families.mcbp.rules.frame import PROBLEM_RULES
     from dcpinspect.rules.registry import FRAME_RULES
 
     assert set(PROBLEM_RULES) == problems.KINDS and len(problems.KINDS) >= 16

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dcpinspect.messages import dcp
+from dcpinspect.families.mcbp.messages import dcp
 from dcpinspect.sources.hexdump import parse_hexdump
 from frames import VECTORS, concatenated_vectors, invoke_cli, request, response, run_cli
 

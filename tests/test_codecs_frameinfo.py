@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dcpinspect.messages.codecs.errors import CodecError
-from dcpinspect.messages.codecs.frameinfo import (
+from dcpinspect.families.mcbp.messages.codecs.errors import CodecError
+from dcpinspect.families.mcbp.messages.codecs.frameinfo import (
     REQUEST_FRAME_IDS,
     RESPONSE_FRAME_IDS,
     FrameInfo,

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dcpinspect.messages.codecs.errors import CodecError
-from dcpinspect.messages.codecs.leb128 import (
+from dcpinspect.families.mcbp.messages.codecs.errors import CodecError
+from dcpinspect.families.mcbp.messages.codecs.leb128 import (
     decode_uleb128,
     encode_uleb128,
     split_collection_key,

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dcpinspect.messages.codecs.errors import CodecError
-from dcpinspect.messages.codecs.snappy import deflate, inflate, uncompressed_length
+from dcpinspect.families.mcbp.messages.codecs.errors import CodecError
+from dcpinspect.families.mcbp.messages.codecs.snappy import deflate, inflate, uncompressed_length
 from corpus import corpus
 
 CORPUS = corpus("dcp-gomemcached")

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dcpinspect.messages.codecs.errors import CodecError
-from dcpinspect.messages.codecs.frameinfo import parse_frame_infos
-from dcpinspect.messages.codecs.sysevent import (
+from dcpinspect.families.mcbp.messages.codecs.errors import CodecError
+from dcpinspect.families.mcbp.messages.codecs.frameinfo import parse_frame_infos
+from dcpinspect.families.mcbp.messages.codecs.sysevent import (
     SYSTEM_EVENT_IDS,
     decode_sysevent_value,
     encode_sysevent_value,

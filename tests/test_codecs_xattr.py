@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dcpinspect.messages.codecs.errors import CodecError
-from dcpinspect.messages.codecs.xattr import encode_xattrs, parse_xattrs
+from dcpinspect.families.mcbp.messages.codecs.errors import CodecError
+from dcpinspect.families.mcbp.messages.codecs.xattr import encode_xattrs, parse_xattrs
 
 # spec §3.2 (KV docs/Document.md)
 DOC_PAIRS = [

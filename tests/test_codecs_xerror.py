@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dcpinspect.messages.codecs.errors import CodecError
-from dcpinspect.messages.codecs.xerror import encode_xerror, parse_xerror
+from dcpinspect.families.mcbp.messages.codecs.errors import CodecError
+from dcpinspect.families.mcbp.messages.codecs.xerror import encode_xerror, parse_xerror
 
 # spec §14 row 41: ERANGE (0x22) STREAM_REQ response with an XERROR body
 ROW_41 = bytes.fromhex(

@@ -20,8 +20,8 @@ import struct
 import pytest
 
 from dcpinspect.engines.streaming import decode_bytes
-from dcpinspect.framing.mcbp import RawFrame, split_frames
-from dcpinspect.messages.frame import Message
+from dcpinspect.families.mcbp.framer import RawFrame, split_frames
+from dcpinspect.families.mcbp.messages.frame import Message
 from corpus import corpus
 from frames import VECTORS, decode, errors, frame, frame_errors, judge, rules
 

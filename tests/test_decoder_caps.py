@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import tracemalloc
 
-from dcpinspect.messages import dcp
-from dcpinspect.messages.build import build_frame
-from dcpinspect.messages.frame import DecodeContext, decode_frame
-from dcpinspect.messages.values import MAX_ENTRY_ROWS
+from dcpinspect.families.mcbp.messages import dcp
+from dcpinspect.families.mcbp.messages.build import build_frame
+from dcpinspect.families.mcbp.messages.frame import DecodeContext, decode_frame
+from dcpinspect.families.mcbp.messages.values import MAX_ENTRY_ROWS
 
 
 def _value_field(msg, name):

@@ -23,24 +23,24 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from dcpinspect.engines.streaming import ByteStreamDecoder, decode_bytes
-from dcpinspect.framing.mcbp import FrameSplitter, RawFrame, Skipped, split_frames
-from dcpinspect.messages import dcp, memcached, server, tap, values
-from dcpinspect.messages.catalog import FORBIDDEN, REQUIRED
-from dcpinspect.messages.codecs.frameinfo import encode_frame_info
-from dcpinspect.messages.codecs.leb128 import encode_uleb128
-from dcpinspect.messages.codecs.snappy import deflate
-from dcpinspect.messages.codecs.xattr import encode_xattrs
+from dcpinspect.families.mcbp.framer import FrameSplitter, RawFrame, Skipped, split_frames
+from dcpinspect.families.mcbp.messages import dcp, memcached, server, tap, values
+from dcpinspect.families.mcbp.messages.catalog import FORBIDDEN, REQUIRED
+from dcpinspect.families.mcbp.messages.codecs.frameinfo import encode_frame_info
+from dcpinspect.families.mcbp.messages.codecs.leb128 import encode_uleb128
+from dcpinspect.families.mcbp.messages.codecs.snappy import deflate
+from dcpinspect.families.mcbp.messages.codecs.xattr import encode_xattrs
 from dcpinspect.messages.describe import describe, walk
-from dcpinspect.messages.frame import DecodeContext, Message, decode_frame
+from dcpinspect.families.mcbp.messages.frame import DecodeContext, Message, decode_frame
 from dcpinspect.messages.layout import FieldSpec, Layout
-from dcpinspect.messages.names import MAGICS
-from dcpinspect.messages.registry import CLIENT_SPECS, SERVER_SPECS
+from dcpinspect.families.mcbp.messages.names import MAGICS
+from dcpinspect.families.mcbp.messages.registry import CLIENT_SPECS, SERVER_SPECS
 from dcpinspect.outputs.diagram import diagram
-from dcpinspect.messages.record import frame_record
+from dcpinspect.families.mcbp.messages.record import frame_record
 from dcpinspect.outputs.jsonl import dumps
 from dcpinspect.outputs.render import Renderer
 from dcpinspect.outputs.table import frame_table
-from dcpinspect.rules.frame import check_frame
+from dcpinspect.families.mcbp.rules.frame import check_frame
 from dcpinspect.sources.hexdump import parse_hexdump
 from frames import TAP_VECTORS, VECTORS, frame
 

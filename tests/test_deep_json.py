@@ -19,16 +19,16 @@ from hypothesis import given, settings, strategies as st
 
 from dcpgen import PRODUCER, Dcp
 from frames import decode, invoke_cli
-from dcpinspect.messages import dcp as L
-from dcpinspect.messages.build import build_frame
-from dcpinspect.messages.codecs import jsontext
-from dcpinspect.messages.codecs.errors import CodecError
-from dcpinspect.messages.codecs.snappy import deflate
-from dcpinspect.messages.codecs.xattr import encode_xattrs, parse_xattrs
-from dcpinspect.messages.codecs.xerror import parse_xerror
-from dcpinspect.messages.frame import DecodeContext, decode_frame
-from dcpinspect.messages.values import json_text_ok
-from dcpinspect.rules.frame import check_frame
+from dcpinspect.families.mcbp.messages import dcp as L
+from dcpinspect.families.mcbp.messages.build import build_frame
+from dcpinspect.families.mcbp.messages.codecs import jsontext
+from dcpinspect.families.mcbp.messages.codecs.errors import CodecError
+from dcpinspect.families.mcbp.messages.codecs.snappy import deflate
+from dcpinspect.families.mcbp.messages.codecs.xattr import encode_xattrs, parse_xattrs
+from dcpinspect.families.mcbp.messages.codecs.xerror import parse_xerror
+from dcpinspect.families.mcbp.messages.frame import DecodeContext, decode_frame
+from dcpinspect.families.mcbp.messages.values import json_text_ok
+from dcpinspect.families.mcbp.rules.frame import check_frame
 from dcpinspect.rules.registry import FRAME_RULES
 
 CAP = jsontext.MAX_JSON_DEPTH

@@ -17,8 +17,8 @@ import pytest
 
 from dcpgen import Dcp
 from frames import invoke_cli
-from dcpinspect.messages import dcp as L
-from dcpinspect.messages.build import build_frame
+from dcpinspect.families.mcbp.messages import dcp as L
+from dcpinspect.families.mcbp.messages.build import build_frame
 from dcpinspect.outputs import escape
 from dcpinspect.outputs.escape import UNSAFE_CATEGORIES, safe
 

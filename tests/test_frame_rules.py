@@ -26,14 +26,14 @@ import pytest
 
 from dcpinspect.engines.hexinput import decode_hex_text
 from dcpinspect.findings import Finding
-from dcpinspect.messages import dcp, tap
-from dcpinspect.messages.build import build_frame
-from dcpinspect.messages.codecs.leb128 import encode_uleb128
-from dcpinspect.messages.codecs.snappy import deflate
-from dcpinspect.messages.codecs.sysevent import encode_sysevent_value
-from dcpinspect.messages.codecs.xattr import encode_xattrs
-from dcpinspect.messages.frame import DecodeContext, Message, decode_frame
-from dcpinspect.rules.frame import check_frame
+from dcpinspect.families.mcbp.messages import dcp, tap
+from dcpinspect.families.mcbp.messages.build import build_frame
+from dcpinspect.families.mcbp.messages.codecs.leb128 import encode_uleb128
+from dcpinspect.families.mcbp.messages.codecs.snappy import deflate
+from dcpinspect.families.mcbp.messages.codecs.sysevent import encode_sysevent_value
+from dcpinspect.families.mcbp.messages.codecs.xattr import encode_xattrs
+from dcpinspect.families.mcbp.messages.frame import DecodeContext, Message, decode_frame
+from dcpinspect.families.mcbp.rules.frame import check_frame
 from dcpinspect.rules.registry import FRAME_RULES
 from frames import TAP_VECTORS, VECTORS
 
@@ -443,7 +443,7 @@ def near(rule, label, builder, ctx=DecodeContext(), marks=()):
 
 
 BAD_JSON_REASON = (
-    "dcpinspect/messages/values.py:_document (and _json) — DCP_MUTATION datatype JSON (0x01) with value {v} — "
+    "dcpinspect/families/mcbp/messages/values.py:_document (and _json) — DCP_MUTATION datatype JSON (0x01) with value {v} — "
     "expected json-invalid (spec §3.1: the value must be valid JSON, as KV's validator checks), actual: no "
     "finding, because json.loads({why}) — suggested fix: decode the bytes as UTF-8 explicitly and pass "
     "parse_constant=<reject> (as codecs/xattr.py already does)"

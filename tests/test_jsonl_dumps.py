@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dcpinspect.messages import record
+from dcpinspect.families.mcbp.messages import record
 from dcpinspect.outputs import jsonl
 
 

@@ -27,10 +27,10 @@ from dcpinspect.engines.files import keyed_items
 from dcpinspect.sessions.captured import Lines
 from dcpinspect.engines.parallel import run_sink
 from dcpinspect.engines.sinks import JsonlSink
-from dcpinspect.messages import dcp as L
-from dcpinspect.messages.codecs.leb128 import encode_uleb128
+from dcpinspect.families.mcbp.messages import dcp as L
+from dcpinspect.families.mcbp.messages.codecs.leb128 import encode_uleb128
 from dcpinspect.families import VALUES
-from dcpinspect.messages.values import json_text_ok
+from dcpinspect.families.mcbp.messages.values import json_text_ok
 from dcpinspect.sources.capture import read_records
 from dcpinspect.transport.packet import parse_record
 
@@ -543,7 +543,7 @@ def test_the_duplicate_key_threshold_moves_both_paths(tmp_path, monkeypatch, cap
     """The keys a snapshot remembers for duplicate-key are the rule's threshold
     (sessions.streams.MAX_SNAPSHOT_KEYS), read where it is applied: changed, the lane and the
     rule still print the same, and where the repeat is found moves with it."""
-    from dcpinspect.sessions import streams
+    from dcpinspect.families.mcbp.sessions import streams
 
     monkeypatch.setattr(streams, "MAX_SNAPSHOT_KEYS", cap)
     d = Dcp().handshake()
@@ -561,7 +561,7 @@ def test_the_duplicate_key_threshold_moves_both_paths(tmp_path, monkeypatch, cap
 def test_deletion_extras_follow_the_open_flag():
     """The deletion-version rule and the lane ask one function what a deletion's extras
     must be: the v2 layout's size once DCP_OPEN set IncludeDeleteTimes, v1's otherwise."""
-    from dcpinspect.rules.stream import deletion_extras
+    from dcpinspect.families.mcbp.rules.stream import deletion_extras
 
     bit = next(b for b, name in L.OPEN_FLAGS.items() if name == "IncludeDeleteTimes")
     assert [deletion_extras(f) for f in (0, bit, bit | 1)] == [L.DELETION_V1.size, L.DELETION_V2.size,

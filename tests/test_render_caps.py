@@ -20,8 +20,8 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from dcpgen import write_capture
-from dcpinspect.messages import dcp
-from dcpinspect.messages.frame import decode_frame
+from dcpinspect.families.mcbp.messages import dcp
+from dcpinspect.families.mcbp.messages.frame import decode_frame
 from dcpinspect.outputs.diagram import diagram
 from dcpinspect.outputs.shown import (MAX_DIAGRAM_SHOWN, MAX_ROWS_SHOWN, MAX_VALUE_SHOWN, Shown, field_text, rows,
                                       wrap)

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 import dcpgen
 from dcpinspect.engines.files import decode_capture_file
 from dcpinspect.engines.capture import Captured, Note
-import dcpinspect.framing.mcbp as mcbp
-from dcpinspect.framing.mcbp import FrameSplitter, RawFrame, Skipped
-from dcpinspect.messages.names import MAGICS
-from dcpinspect.messages.registry import CLIENT_SPECS, SERVER_SPECS
+import dcpinspect.families.mcbp.framer as mcbp
+from dcpinspect.families.mcbp.framer import FrameSplitter, RawFrame, Skipped
+from dcpinspect.families.mcbp.messages.names import MAGICS
+from dcpinspect.families.mcbp.messages.registry import CLIENT_SPECS, SERVER_SPECS
 from frames import frame, request, run_cli
 
 CLAIM = 1 << 20  # what each hostile header says its body holds

@@ -16,14 +16,14 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, split_layers
 
-from dcpinspect.messages import dcp, memcached, tap
-from dcpinspect.messages.build import build_frame
-from dcpinspect.messages.frame import decode_frame
-from dcpinspect.messages.header import HEADER_LAYOUTS, header_layout
+from dcpinspect.families.mcbp.messages import dcp, memcached, tap
+from dcpinspect.families.mcbp.messages.build import build_frame
+from dcpinspect.families.mcbp.messages.frame import decode_frame
+from dcpinspect.families.mcbp.messages.header import HEADER_LAYOUTS, header_layout
 from dcpinspect.messages.layout import Layout
-from dcpinspect.messages.names import FLEX_MAGICS, MAGICS, SUCCESS_LIKE_STATUS
-from dcpinspect.messages.registry import CLIENT_SPECS, SERVER_SPECS
-from dcpinspect.scapy import (
+from dcpinspect.families.mcbp.messages.names import FLEX_MAGICS, MAGICS, SUCCESS_LIKE_STATUS
+from dcpinspect.families.mcbp.messages.registry import CLIENT_SPECS, SERVER_SPECS
+from dcpinspect.families.mcbp.scapy import (
     DEFAULT_PORTS, LAYERS, MAX_FRAMES, MCBP, MCBP_Body, MCBP_DCP_DELETION_V2_Extras, MCBP_DCP_MUTATION_Extras,
     MCBP_DCP_OPEN_Extras, MCBP_DCP_SNAPSHOT_MARKER_Extras, MCBP_DCP_SNAPSHOT_MARKER_V2_0_Value,
     MCBP_DCP_SNAPSHOT_MARKER_V2_2_Value, MCBP_DCP_SNAPSHOT_MARKER_V2_Extras, MCBP_DCP_STREAM_REQ_Extras,
@@ -224,7 +224,7 @@ def test_tcp_payload_with_two_frames(bound_ports):
 
 
 def test_bind_is_not_an_import_side_effect():
-    code = ("import dcpinspect.scapy\nfrom scapy.layers.inet import TCP\nfrom scapy.packet import Raw\n"
+    code = ("import dcpinspect.families.mcbp.scapy\nfrom scapy.layers.inet import TCP\nfrom scapy.packet import Raw\n"
             "print(type(TCP(bytes(TCP(dport=11210) / Raw(b'x' * 24))).payload).__name__)")
     assert run_python(code) == "Raw"
 
@@ -440,10 +440,10 @@ def test_import_is_light_and_does_not_shadow_scapy():
     code = (
         "import sys, time\n"
         "t = time.perf_counter()\n"
-        "import dcpinspect.scapy as layers\n"
+        "import dcpinspect.families.mcbp.scapy as layers\n"
         "took = time.perf_counter() - t\n"
         "import scapy, scapy.packet\n"
-        "assert layers.__file__.endswith('dcpinspect/scapy.py'), layers.__file__\n"
+        "assert layers.__file__.endswith('dcpinspect/families/mcbp/scapy.py'), layers.__file__\n"
         "assert 'dcpinspect' not in scapy.__file__, scapy.__file__\n"
         "assert layers.Packet is scapy.packet.Packet\n"
         "print(sorted(m for m in ('scapy.all', 'scapy.layers.inet', 'scapy.layers.l2') if m in sys.modules), took)"

@@ -20,8 +20,8 @@ import subprocess
 import pytest
 
 from dcpinspect.engines.hexinput import decode_hex_text
-from dcpinspect.framing.mcbp import Skipped
-from dcpinspect.messages.frame import Message
+from dcpinspect.families.mcbp.framer import Skipped
+from dcpinspect.families.mcbp.messages.frame import Message
 from dcpinspect.rules.registry import FRAME_RULES
 from frames import DATA, frame_errors, invoke_cli, run_cli
 

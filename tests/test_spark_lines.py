@@ -14,7 +14,7 @@ import pytest
 import dcpgen
 from dcpinspect.engines.files import keyed_items
 from dcpinspect.families import VALUES
-from dcpinspect.messages.opcodes import OP
+from dcpinspect.families.mcbp.messages.opcodes import OP
 from dcpinspect.sessions.captured import RUN_FRAME, Captured, Lines, StreamRun
 from dcpinspect.sessions.stats import StatsCollector
 from dcpinspect.sources.capture import read_records

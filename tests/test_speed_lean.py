@@ -14,23 +14,23 @@ from __future__ import annotations
 import json
 import struct
 
-from dcpinspect.messages.header import HEADER_SIZE, absent_fields
+from dcpinspect.families.mcbp.messages.header import HEADER_SIZE, absent_fields
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dcpinspect.messages import dcp
-from dcpinspect.messages.codecs.leb128 import encode_uleb128
-from dcpinspect.messages.codecs.snappy import deflate
-from dcpinspect.messages.codecs.xattr import encode_xattrs
-from dcpinspect.messages.frame import DecodeContext, Message, decode_frame
+from dcpinspect.families.mcbp.messages import dcp
+from dcpinspect.families.mcbp.messages.codecs.leb128 import encode_uleb128
+from dcpinspect.families.mcbp.messages.codecs.snappy import deflate
+from dcpinspect.families.mcbp.messages.codecs.xattr import encode_xattrs
+from dcpinspect.families.mcbp.messages.frame import DecodeContext, Message, decode_frame
 from dcpinspect.messages.layout import Layout
-from dcpinspect.messages.names import MAGICS
-from dcpinspect.messages.registry import CLIENT_SPECS, SERVER_SPECS
-from dcpinspect.messages.record import frame_record, protocol_of
+from dcpinspect.families.mcbp.messages.names import MAGICS
+from dcpinspect.families.mcbp.messages.registry import CLIENT_SPECS, SERVER_SPECS
+from dcpinspect.families.mcbp.messages.record import frame_record, protocol_of
 from dcpinspect.outputs.jsonl import dumps
-from dcpinspect.rules.frame import check_frame
-from dcpinspect.sessions.streams import DcpState, RequestRef
+from dcpinspect.families.mcbp.rules.frame import check_frame
+from dcpinspect.families.mcbp.sessions.streams import DcpState, RequestRef
 from frames import TAP_VECTORS, VECTORS, frame
 
 ALL_VECTORS = {**VECTORS, **{f"tap-{k}": v for k, v in TAP_VECTORS.items()}}
@@ -236,7 +236,7 @@ def test_pending_request_reused_in_place_is_a_fresh_one() -> None:
 @given(text=st.text(max_size=50) | st.text(st.characters(max_codepoint=0x7F), max_size=50))
 @example(text="".join(map(chr, range(0x80))))
 def test_printable_on_the_bytes_is_printable_on_the_text(text: str) -> None:
-    from dcpinspect.messages.values import _printable, _printable_utf8
+    from dcpinspect.families.mcbp.messages.values import _printable, _printable_utf8
 
     assert _printable_utf8(text, text.encode()) == _printable(text)
     for c in map(chr, range(0x80)):

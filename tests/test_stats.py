@@ -11,10 +11,10 @@ from rich.console import Console
 
 from dcpinspect.engines.capture import Captured, Note
 from dcpinspect.engines.files import decode_capture_file
-from dcpinspect.messages import dcp
-from dcpinspect.messages.build import build_frame, request, response
-from dcpinspect.messages.codecs.frameinfo import encode_frame_info
-from dcpinspect.messages.frame import decode_frame
+from dcpinspect.families.mcbp.messages import dcp
+from dcpinspect.families.mcbp.messages.build import build_frame, request, response
+from dcpinspect.families.mcbp.messages.codecs.frameinfo import encode_frame_info
+from dcpinspect.families.mcbp.messages.frame import decode_frame
 from dcpinspect.engines.stats import render
 from dcpinspect.outputs.stats import report_json, sparkline
 from dcpinspect.sessions.bounded import DecimatedSeries, Timeline

@@ -206,7 +206,7 @@ def test_timeline_merge_with_a_shared_t0_is_exact():
 def test_frames_flushed_at_the_end_take_their_connections_time():
     """The engine stamps frames it flushes at the end of input 0.0: each takes the latest
     time of its own connection, which a part knows without the others."""
-    from dcpinspect.messages.frame import decode_frame
+    from dcpinspect.families.mcbp.messages.frame import decode_frame
     from dcpinspect.sessions.captured import Captured
     from test_stats import mutation
 

@@ -16,7 +16,7 @@ from dcpgen import (
     ACK, BEGIN_COLLECTION, CHECKPOINT, CREATE_SCOPE, DISK, END_COLLECTION, END_OK, END_ROLLBACK,
     END_STATE_CHANGED, ERANGE, HISTORY, INCLUDE_XATTRS, MAY_DUPLICATE, MEMORY, PRODUCER, TAKEOVER, Dcp, Producer, findings, packet_numbers, write_capture,
 )
-from dcpinspect.messages.build import build_frame
+from dcpinspect.families.mcbp.messages.build import build_frame
 from dcpinspect.rules.registry import STREAM_RULES
 
 LOUD = ("warning", "error")
@@ -289,7 +289,7 @@ def fire_stream_id_missing():
 
 
 def build_mutation_extras(seqno: int) -> bytes:
-    from dcpinspect.messages import dcp as L
+    from dcpinspect.families.mcbp.messages import dcp as L
 
     return L.MUTATION.pack(by_seqno=seqno, rev_seqno=1)
 

@@ -1,4 +1,4 @@
-"""TAP rules (dcpinspect/rules/tap.py, TAP_RULES in rules/registry.py): every rule FIRES on a
+"""TAP rules (dcpinspect/families/mcbp/rules/tap.py, TAP_RULES in rules/registry.py): every rule FIRES on a
 conversation that breaks it and stays quiet on its near miss, both built from the TAP
 layouts (tests/tapgen.py) and judged by the capture engine's per-connection core; the
 connect checks the frame rule ``tap-connect-value`` makes; ``retired-opcode`` once a
@@ -11,8 +11,8 @@ import struct
 
 import pytest
 
-from dcpinspect.messages.frame import DecodeContext, decode_frame
-from dcpinspect.messages.names import VBUCKET_STATES
+from dcpinspect.families.mcbp.messages.frame import DecodeContext, decode_frame
+from dcpinspect.families.mcbp.messages.names import VBUCKET_STATES
 from dcpinspect.rules.registry import ALL_RULES, TAP_RULES
 from frames import TAP_VECTORS, frame
 from tapgen import (

@@ -1,4 +1,4 @@
-"""The TAP session (dcpinspect/sessions/tap.py): what a TAP conversation leaves in the state
+"""The TAP session (dcpinspect/families/mcbp/sessions/tap.py): what a TAP conversation leaves in the state
 of its connection, on synthetic conversations built from the TAP layouts (tests/tapgen.py).
 
 The session only applies messages; these tests read its state and its ``stats()``."""
@@ -9,8 +9,8 @@ import struct
 
 import pytest
 
-from dcpinspect.messages.frame import DecodeContext, decode_frame
-from dcpinspect.sessions.tap import MAX_LOG, TapSession, next_seqno
+from dcpinspect.families.mcbp.messages.frame import DecodeContext, decode_frame
+from dcpinspect.families.mcbp.sessions.tap import MAX_LOG, TapSession, next_seqno
 from tapgen import (
     ACTIVE, BACKFILL, C2S, CHECKPOINT, CHECKPOINT_END, CHECKPOINT_START, DUMP, EBUSY, EINVAL, ETMPFAIL, KEYS_ONLY,
     LIST_VBUCKETS, MUTATION, NO_VALUE, OPAQUE, PENDING, REGISTERED_CLIENT, S2C, SUPPORT_ACK, TAKEOVER, VBUCKET_SET,

@@ -13,12 +13,12 @@ import struct
 
 import pytest
 
-from dcpinspect.messages import dcp
-from dcpinspect.messages.codecs.frameinfo import encode_frame_info, parse_frame_infos
-from dcpinspect.messages.codecs.leb128 import encode_uleb128
-from dcpinspect.messages.codecs.snappy import deflate
-from dcpinspect.messages.codecs.xattr import encode_xattrs
-from dcpinspect.messages.record import frame_record
+from dcpinspect.families.mcbp.messages import dcp
+from dcpinspect.families.mcbp.messages.codecs.frameinfo import encode_frame_info, parse_frame_infos
+from dcpinspect.families.mcbp.messages.codecs.leb128 import encode_uleb128
+from dcpinspect.families.mcbp.messages.codecs.snappy import deflate
+from dcpinspect.families.mcbp.messages.codecs.xattr import encode_xattrs
+from dcpinspect.families.mcbp.messages.record import frame_record
 from frames import TAP_VECTORS, VECTORS, decode, errors, frame, judge, request, response, rules, vector
 
 U64_MAX = 0xFFFFFFFFFFFFFFFF

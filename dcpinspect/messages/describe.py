@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .frame import Message
-from .header import HEADER_SIZE, absent_fields, header_layout
+from ..families.mcbp.messages.frame import Message
+from ..families.mcbp.messages.header import HEADER_SIZE, absent_fields, header_layout
 from .layout import Field
 
 SECTION_LABELS = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..messages.describe import describe
-from ..messages.frame import Message
+from ..families.mcbp.messages.frame import Message
 from ..messages.layout import Field
 from .escape import safe
 from .shown import MAX_DIAGRAM_SHOWN, SHOW_ALL

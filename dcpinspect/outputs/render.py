@@ -11,10 +11,10 @@ from rich.text import Text
 from ..framing.framer import Skipped
 from .tally import Tally  # noqa: F401 (re-exported)
 from .console import make_console  # noqa: F401 (re-exported)
-from ..messages.frame import Message
+from ..families.mcbp.messages.frame import Message
 from .diagram import diagram_lines
 from .escape import safe
-from ..messages.record import frame_record
+from ..families.mcbp.messages.record import frame_record
 from .jsonl import dumps
 from .shown import DEFAULT, Lines, Shown
 from .table import findings_text, frame_table, title

@@ -18,7 +18,7 @@ from ..limits import DIAGRAM_SHOWN, ROWS_SHOWN, VALUE_SHOWN
 from .escape import safe
 
 if TYPE_CHECKING:  # frames' fields: imported by what shows them, not by every command
-    from ..messages.frame import Message
+    from ..families.mcbp.messages.frame import Message
     from ..messages.layout import Field
 
 #: Bytes of a value (text or hex) the table shows (``--max-value``; ``--full``: all).
@@ -176,8 +176,8 @@ def _bytes_of(msg: Message, f: Field, inflated: bool, upto: int | None) -> bytes
             return None
         rel = f.offset - msg.offset
         return msg.data[rel : rel + (f.size if upto is None else min(f.size, upto))]
-    from ..messages.codecs.errors import CodecError
-    from ..messages.codecs.snappy import inflate, uncompressed_length
+    from ..families.mcbp.messages.codecs.errors import CodecError
+    from ..families.mcbp.messages.codecs.snappy import inflate, uncompressed_length
 
     try:
         size, _ = uncompressed_length(msg.value)

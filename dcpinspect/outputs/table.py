@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ..findings import Finding
 from ..messages.describe import describe
-from ..messages.frame import Message
+from ..families.mcbp.messages.frame import Message
 from ..messages.layout import Field
 from ..sessions.decoded import Decoded
 from .escape import safe

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..framing.framer import Skipped
-from ..messages.frame import Message
+from ..families.mcbp.messages.frame import Message
 
 
 @dataclass

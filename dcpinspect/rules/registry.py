@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..findings import Finding
-from ..messages.opcodes import ST
+from ..families.mcbp.messages.opcodes import ST
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
 from ..findings import Finding
-from ..messages.frame import Message
+from ..families.mcbp.messages.frame import Message
 from ..transport.reassembly import FlowKey
 
 

@@ -40,7 +40,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ..messages.dcp import (
+from ..families.mcbp.messages.dcp import (
     OSO_FLAGS,
     SNAPSHOT_CHECKPOINT,
     SNAPSHOT_DISK,
@@ -50,8 +50,8 @@ from ..messages.dcp import (
     SNAPSHOT_MEMORY,
     STREAM_END_REASONS,
 )
-from ..messages.opcodes import OP, ST
-from ..messages.registry import CLIENT_SPECS
+from ..families.mcbp.messages.opcodes import OP, ST
+from ..families.mcbp.messages.registry import CLIENT_SPECS
 from .bounded import (
     MAX_BINS,
     MAX_SERIES_POINTS,
@@ -67,8 +67,8 @@ from .bounded import (
 )
 from .captured import RUN_FRAME, Captured, Lines, Note, StreamRun, flow_label, undecoded_counts
 from .decoded import Decoded
-from .streams import SEQNO_OPCODES, STREAM_OPCODES
-from .tap import TapSession
+from ..families.mcbp.sessions.streams import SEQNO_OPCODES, STREAM_OPCODES
+from ..families.mcbp.sessions.tap import TapSession
 
 SCHEMA_VERSION = 1
 #: what a connection's ``protocols`` count MCBP frames as (other records give their own)

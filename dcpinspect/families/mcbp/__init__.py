@@ -2,7 +2,7 @@
 
 Its layouts are in ``messages``, its framer in ``framing/mcbp.py``, its sessions
 (negotiation, DCP streams, TAP) in ``sessions``, its rules in ``rules``; the connection's
-session that drives them is :class:`~dcpinspect.families.mcbp.conversation.Conversation`,
+session that drives them is :class:`~dcpinspect.families.mcbp.sessions.conversation.Conversation`,
 the jsonl fast path over ``dcpinspect/_lane.c`` is :mod:`.lane`, and hex dumps of its
 bytes are read by :mod:`.dumps`; what ``stats`` shows of DCP and TAP is :mod:`.stats_view`.
 """
@@ -17,9 +17,9 @@ from .filters import FILTERS
 from .tables import TABLES
 
 if TYPE_CHECKING:
-    from ...framing.mcbp import FrameSplitter
-    from ...messages.frame import DecodeContext
-    from .conversation import Conversation
+    from .framer import FrameSplitter
+    from .messages.frame import DecodeContext
+    from .sessions.conversation import Conversation
     from .lane import Lane
     from .sniff import Sniffer
 
@@ -39,7 +39,7 @@ def _sniffer(midstream: bool) -> "Sniffer":
 
 
 def _framer(synced: bool, runs: bool) -> "FrameSplitter":
-    from ...framing.mcbp import FrameSplitter
+    from .framer import FrameSplitter
 
     return FrameSplitter(synced=synced, runs=runs)
 
@@ -47,7 +47,7 @@ def _framer(synced: bool, runs: bool) -> "FrameSplitter":
 @lru_cache(maxsize=None)
 def context(options: Options) -> "DecodeContext":
     """The decode context that gives what the engine's options ask for."""
-    from ...messages.frame import DecodeContext
+    from .messages.frame import DecodeContext
 
     kw: dict = {} if options.value_text is None else {"max_value_text": options.value_text}
     if options.detail == HEADERS:
@@ -58,7 +58,7 @@ def context(options: Options) -> "DecodeContext":
 
 
 def _session(options: Options, seen_from_start: bool) -> "Conversation":
-    from .conversation import Conversation
+    from .sessions.conversation import Conversation
 
     return Conversation.new(options.collections, context(options), seen_from_start)
 

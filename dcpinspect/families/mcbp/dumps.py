@@ -8,13 +8,13 @@ import struct
 from typing import Iterator
 
 from ...framing.framer import RawFrame, Skipped
-from ...framing.mcbp import FrameSplitter, header_problem
-from ...messages.frame import Message, decode_frame
-from ...messages.header import HEADER_SIZE
-from ...rules.captions import check_captions
-from ...rules.frame import check_frame
+from .framer import FrameSplitter, header_problem
+from .messages.frame import Message, decode_frame
+from .messages.header import HEADER_SIZE
+from .rules.captions import check_captions
+from .rules.frame import check_frame
 from ...rules.registry import FRAME_RULES
-from .conversation import Conversation
+from .sessions.conversation import Conversation
 
 
 def frame_at(data: bytes, pos: int, end: int) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from ...messages.frame import Message
+    from .messages.frame import Message
 
 #: the criteria MCBP frames are matched by
 CRITERIA = frozenset({"opcode", "vbucket"})
@@ -15,7 +15,7 @@ CRITERIA = frozenset({"opcode", "vbucket"})
 
 def parse_opcode(text: str) -> set[int]:
     """``0x57``, ``87``, ``DCP_MUTATION`` or a unique-enough part like ``mutation``."""
-    from ...messages.registry import CLIENT_SPECS
+    from .messages.registry import CLIENT_SPECS
 
     t = text.strip()
     try:
@@ -39,7 +39,7 @@ class Filters:
 
     @staticmethod
     def owns(record: Any) -> bool:
-        from ...messages.frame import Message  # (imported once a record is decoded)
+        from .messages.frame import Message  # (imported once a record is decoded)
 
         return isinstance(record, Message)
 

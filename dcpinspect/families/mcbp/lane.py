@@ -28,22 +28,22 @@ from typing import NamedTuple
 
 from ...sessions.captured import Captured, Lines, StreamRun
 
-from ...messages import dcp
-from ...messages.frame import DecodeContext, header_message
-from ...messages.header import HEADER_SIZE
-from ...messages.keys import decode_key
-from ...messages.values import LEAN_DECODERS
+from .messages import dcp
+from .messages.frame import DecodeContext, header_message
+from .messages.header import HEADER_SIZE
+from .messages.keys import decode_key
+from .messages.values import LEAN_DECODERS
 from ...messages.layout import FieldSpec
-from ...messages.names import FEATURES, MAGICS, status_name
-from ...messages.registry import CLIENT_SPECS
-from ...messages.opcodes import OP
-from ...messages.record import protocol_of_family
+from .messages.names import FEATURES, MAGICS, status_name
+from .messages.registry import CLIENT_SPECS
+from .messages.opcodes import OP
+from .messages.record import protocol_of_family
 from ...outputs.jsonl import _stdlib
-from ...messages.catalog import REQUIRED
+from .messages.catalog import REQUIRED
 from .lane_rules import Plan
 from ...rules.conditions import reader
-from ...sessions import streams
-from ...sessions.streams import FLOW_CONTROLLED, Snapshot
+from .sessions import streams
+from .sessions.streams import FLOW_CONTROLLED, Snapshot
 
 try:
     from ... import _lane

@@ -24,10 +24,10 @@ import zlib
 from pathlib import Path
 from typing import Sequence
 
-from ...messages.keys import RESERVED_COLLECTION_IDS
-from ...messages.opcodes import OP
+from .messages.keys import RESERVED_COLLECTION_IDS
+from .messages.opcodes import OP
 from ...rules import checks
-from ...rules import frame, stream  # noqa: F401 (the checks they declare)
+from .rules import frame, stream  # noqa: F401 (the checks they declare)
 from ...rules.conditions import All, Const, Expr, Fact, NotOnFastPath, program
 
 #: the opcodes the lane judges checks of, in ``_lane.c``'s order (0x56 + i)

@@ -16,9 +16,9 @@ HTTP, SSH, mail: :mod:`...transport.foreign`).
 from __future__ import annotations
 
 from ...framing.framer import RawFrame
-from ...framing.mcbp import FrameSplitter, header_problem
-from ...messages.header import HEADER_SIZE
-from ...messages.names import REQUEST_MAGICS, RESPONSE_MAGICS, SERVER_MAGICS, STATUS
+from .framer import FrameSplitter, header_problem
+from .messages.header import HEADER_SIZE
+from .messages.names import REQUEST_MAGICS, RESPONSE_MAGICS, SERVER_MAGICS, STATUS
 from ...transport.foreign import DECIDE, foreign
 
 #: frames in a row in one direction that make a connection MCBP

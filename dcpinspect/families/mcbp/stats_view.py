@@ -2,7 +2,7 @@
 
 The report's ``vbuckets``, ``streams``, ``tap``, ``series`` and the timeline's
 ``vbuckets`` are computed by :class:`~dcpinspect.sessions.stats.StatsCollector` (TAP's
-by :class:`~dcpinspect.sessions.tap.TapSession`); this view lays them out with
+by :class:`~dcpinspect.families.mcbp.sessions.tap.TapSession`); this view lays them out with
 ``outputs.stats``'s tables and cells: streams, items and items per second of each MCBP
 connection, the vbuckets and streams tables, the TAP tables, the chart's line for each
 busy vbucket and the plot's seqno per vbucket.
@@ -27,7 +27,7 @@ from ...outputs.stats import (
     plural,
     regroup,
 )
-from ...sessions.streams import MAX_SEQNO
+from .sessions.streams import MAX_SEQNO
 
 #: what a connection's ``protocols`` count MCBP frames as (a report without ``protocols``
 #: is one of MCBP alone)

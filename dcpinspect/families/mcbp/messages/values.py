@@ -6,7 +6,7 @@ import re
 import struct
 from typing import TYPE_CHECKING, Callable
 
-from ..findings import Problem
+from ....findings import Problem
 from . import problems as P
 from . import dcp, tap
 from .codecs import jsontext
@@ -15,10 +15,10 @@ from .codecs.leb128 import decode_uleb128
 from .codecs.snappy import inflate
 from .codecs.xattr import parse_xattrs
 from .codecs.xerror import parse_xerror
-from .text import key_text
-from .layout import Field, Layout, seqno, u16, u64
+from ....messages.text import key_text
+from ....messages.layout import Field, Layout, seqno, u16, u64
 from .names import DATATYPE_JSON, DATATYPE_SNAPPY, DATATYPE_XATTR, FEATURES
-from ..limits import ENTRY_ROWS
+from ....limits import ENTRY_ROWS
 
 if TYPE_CHECKING:
     from .frame import DecodeContext, Message

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .layout import Layout
+from ....messages.layout import Layout
 
 REQUIRED, FORBIDDEN, OPTIONAL = "required", "forbidden", "optional"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .catalog import EMPTY, FORBIDDEN, OPTIONAL, REQUIRED, Body, OpSpec, extras
-from .layout import Layout, raw, seqno, u8, u16, u32, u64
+from ....messages.layout import Layout, raw, seqno, u8, u16, u32, u64
 from .names import VBUCKET_STATES
 
 OPEN_FLAGS = {

@@ -6,20 +6,20 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..findings import Finding, Problem
+from ....findings import Finding, Problem
 from . import problems as P
 from .catalog import Body, OpSpec
 from .codecs.errors import CodecError
 from .codecs.frameinfo import describe_frame_info, parse_frame_infos
 from .header import HEADER_SIZE
 from .keys import decode_key
-from .layout import Field, Layout
+from ....messages.layout import Field, Layout
 from .names import FLEX_MAGICS, MAGICS, REQUEST_MAGICS, SERVER_MAGICS, SUCCESS_LIKE_STATUS, status_name
 from .record import frame_record
 from .registry import CLIENT_SPECS, SERVER_SPECS, opcode_name
 from .tap import ENGINE_LAYOUTS
 from .values import decode_value, decode_value_fields
-from ..limits import INFLATE, VALUE_TEXT
+from ....limits import INFLATE, VALUE_TEXT
 
 
 @dataclass(frozen=True, slots=True)

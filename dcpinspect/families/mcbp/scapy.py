@@ -34,7 +34,7 @@ from scapy.themes import AnsiColorTheme
 from .messages import dcp
 from .messages.catalog import Body
 from .messages.header import HEADER_LAYOUTS, HEADER_SIZE, header_layout
-from .messages.layout import FieldSpec, Layout
+from ...messages.layout import FieldSpec, Layout
 from .messages.names import MAGICS, REQUEST_MAGICS, SUCCESS_LIKE_STATUS
 from .messages.registry import CLIENT_SPECS, SERVER_SPECS, lookup, opcode_name
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .catalog import ANY, OPTIONAL, Body, OpSpec, extras
-from .layout import Layout, u32, u64
+from ....messages.layout import Layout, u32, u64
 
 CLUSTERMAP_REVISION = Layout("clustermap_revision", u32("revision", "Revision", show="dec"))
 CLUSTERMAP_EPOCH = Layout(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Iterable, Iterator
 
-from ..findings import Finding
+from ....findings import Finding
 from ..messages.frame import Message
 from ..messages.names import REQUEST_MAGICS, VBUCKET_STATES, status_name
 from ..sessions.tap import (
@@ -22,7 +22,7 @@ from ..sessions.tap import (
     FLAG_NETWORK_BYTE_ORDER, FLAG_NO_VALUE, KEYS_ONLY, KNOWN_CONNECT_FLAGS, LIST_VBUCKETS, MUTATION, NOOP, OPAQUE,
     PENDING, SUPPORT_ACK, TAKEOVER, VBUCKET_SET, TapSession, value_length,
 )
-from .registry import TAP_RULES
+from ....rules.registry import TAP_RULES
 
 #: what a rule yields: its id, the message, and context (vbucket, frame, severity)
 Said = tuple[str, str, dict]

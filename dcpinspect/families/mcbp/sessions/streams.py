@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..limits import SNAPSHOT_KEYS
+from ....limits import SNAPSHOT_KEYS
 from ..messages.dcp import OSO_END, OSO_START, SNAPSHOT_ACK, SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE
 from ..messages.frame import Message
 from ..messages.opcodes import OP, ST

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from ..findings import Finding
+from ....findings import Finding
 from ..messages import dcp
 from ..messages import problems as P
 from ..messages.catalog import FORBIDDEN, REQUIRED
 from ..messages.frame import Message
 from ..messages.keys import RESERVED_COLLECTION_IDS
-from ..messages.layout import unknown_bits
+from ....messages.layout import unknown_bits
 from ..messages.names import DATATYPE_JSON, DATATYPE_KNOWN, DATATYPE_XATTR, MAGICS, RETIRED_OPCODES, SUCCESS_LIKE_STATUS, VBUCKET_STATES
 from ..messages.opcodes import OP, ST
 from . import facts as F
-from .checks import declare, judges
-from .registry import FRAME_RULES, STATUS_CLASSES
+from ....rules.checks import declare, judges
+from ....rules.registry import FRAME_RULES, STATUS_CLASSES
 
 # -- the declared checks (rules/checks.py), judged where _declared names their point --------
 

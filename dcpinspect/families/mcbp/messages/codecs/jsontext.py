@@ -19,7 +19,7 @@ import sys
 from itertools import accumulate, count
 from operator import sub
 
-from ...limits import JSON_DEPTH, LimitError
+from .....limits import JSON_DEPTH, LimitError
 from .errors import CodecError
 
 #: How deep a document may nest (arrays and objects) before it is reported, not parsed.

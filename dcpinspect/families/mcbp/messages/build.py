@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .header import header_layout
-from .layout import Layout
+from ....messages.layout import Layout
 
 
 def build_frame(

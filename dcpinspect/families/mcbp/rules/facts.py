@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..messages.catalog import REQUIRED
 from ..messages.dcp import DELETION_V1, DELETION_V2, OPEN_FLAGS
-from .conditions import Fact
+from ....rules.conditions import Fact
 
 INCLUDE_DELETE_TIMES = next(bit for bit, name in OPEN_FLAGS.items() if name == "IncludeDeleteTimes")
 

@@ -3,7 +3,7 @@
 import cramjam
 
 from .errors import CodecError
-from ...limits import INFLATE
+from .....limits import INFLATE
 
 DEFAULT_MAX_SIZE = INFLATE.default  # max document size
 _MAX_VARINT_BYTES = 5

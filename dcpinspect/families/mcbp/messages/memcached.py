@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .catalog import ANY, EMPTY, FORBIDDEN, OPTIONAL, REQUIRED, Body, OpSpec, extras
-from .layout import Layout, seqno, u32, u64, u8
+from ....messages.layout import Layout, seqno, u32, u64, u8
 from .names import OPCODES, VBUCKET_STATES
 
 ITEM_FLAGS = Layout("item_flags", u32("flags", "Flags"))

@@ -7,7 +7,7 @@ field counts engine-specific bytes that sit between the extras and the key.
 from __future__ import annotations
 
 from .catalog import OPTIONAL, REQUIRED, Body, OpSpec, extras
-from .layout import Layout, raw, seqno, u8, u16, u32
+from ....messages.layout import Layout, raw, seqno, u8, u16, u32
 from .names import VBUCKET_STATES
 
 TAP_CONNECT_FLAGS = {

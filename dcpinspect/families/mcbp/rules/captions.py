@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Iterable, Protocol
 
-from ..findings import Finding
-from ..messages.describe import describe, walk
+from ....findings import Finding
+from ....messages.describe import describe, walk
 from ..messages.frame import Message
-from .registry import FRAME_RULES
+from ....rules.registry import FRAME_RULES
 
 _HEX = re.compile(r"^0x([0-9a-fA-F]+)\b")
 _PAREN = re.compile(r"\(([^)]*)\)\s*$")

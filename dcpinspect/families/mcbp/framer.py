@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 import struct
 
-from ..messages.header import HEADER_SIZE, MAX_BODY_LENGTH
-from ..messages.names import FLEX_MAGICS, MAGICS, SERVER_MAGICS
-from ..messages.registry import CLIENT_SPECS, SERVER_SPECS
-from .framer import Framer, RawFrame, RawRun, Skipped
+from .messages.header import HEADER_SIZE, MAX_BODY_LENGTH
+from .messages.names import FLEX_MAGICS, MAGICS, SERVER_MAGICS
+from .messages.registry import CLIENT_SPECS, SERVER_SPECS
+from ...framing.framer import Framer, RawFrame, RawRun, Skipped
 
 _HDR = struct.Struct(">BBBBBBHI")
 _MAGIC_RE = re.compile(b"[" + re.escape(bytes(sorted(MAGICS))) + b"]")
@@ -18,7 +18,7 @@ _U32 = struct.Struct(">I").unpack_from
 _MAGIC_BYTES = bytes(sorted(MAGICS))
 
 try:
-    from .. import _lane
+    from ... import _lane
 except ImportError:  # built without a C compiler: no runs
     _lane = None
 

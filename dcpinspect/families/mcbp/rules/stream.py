@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..findings import Finding
+from ....findings import Finding
 from ..messages.dcp import OSO_END, OSO_START, SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE, SNAPSHOT_VERSION_22
 from ..messages.frame import Message
 from ..messages.names import REQUEST_MAGICS, SUCCESS_LIKE_STATUS
@@ -21,9 +21,9 @@ from ..messages.registry import CLIENT_SPECS
 from ..sessions.negotiation import Negotiation
 from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STREAM_OPCODES, DcpState, Stream, key_digest
 from . import facts as F
-from .checks import declare, judges
+from ....rules.checks import declare, judges
 from .facts import INCLUDE_DELETE_TIMES, deletion_extras_for as deletion_extras
-from .registry import STATUS_CLASSES, STREAM_RULES
+from ....rules.registry import STATUS_CLASSES, STREAM_RULES
 
 KEYED = frozenset({OP.DCP_MUTATION, OP.DCP_DELETION, OP.DCP_EXPIRATION, OP.DCP_PREPARE})
 _NO_SID = frozenset({OP.DCP_SET_VBUCKET_STATE, OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT})  # sent without a stream-id frame (sync writes, takeover)

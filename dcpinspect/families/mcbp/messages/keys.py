@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..findings import Problem
+from ....findings import Problem
 from . import problems as P
 from .codecs.errors import CodecError
 from .codecs.leb128 import decode_uleb128
-from .layout import Field
-from .text import key_text
+from ....messages.layout import Field
+from ....messages.text import key_text
 
 if TYPE_CHECKING:
     from .frame import DecodeContext, Message

@@ -5,8 +5,8 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from ..limits import FRAME_BODY
-from .layout import Layout, u8, u16, u32, u64
+from ....limits import FRAME_BODY
+from ....messages.layout import Layout, u8, u16, u32, u64
 from .names import DATATYPE_FLAGS, MAGICS, OPCODES, SERVER_OPCODES, STATUS
 
 HEADER_SIZE = 24
