@@ -25,7 +25,7 @@ typedef struct {
     size_t len, cap;
 } Out;
 
-/* What the statistics count of a frame scan() took (sessions.captured.RUN_FRAME, native
+/* What the statistics count of a frame scan() took (families/mcbp/stats.py's RUN_FRAME, native
  * order): its opcode, size and stream id (-1: none), and an item's seqno (a) or a
  * marker's start, end and snapshot type (a, b, c). */
 typedef struct {

@@ -372,9 +372,10 @@ def analyze_command(
 @app.command("rules")
 def rules_command(fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="table or jsonl.")) -> None:
     """List every rule the validator applies."""
+    from .families import rule_book
     from .outputs.rulebook import print_rule_book
 
-    print_rule_book(fmt is ListFormat.jsonl)
+    print_rule_book(rule_book(), fmt is ListFormat.jsonl)
 
 
 def main() -> None:

@@ -236,7 +236,8 @@ def exercise(msg, width: int = 120, rich: bool = True) -> int:
     """Everything one decoded frame goes through on its way to the user (the rich table
     only if ``rich``); returns the bytes of its largest view (each view is bounded on its
     own: a frame shown three ways is not three times too much). Nothing may raise."""
-    from dcpinspect.messages.describe import describe, walk
+    from dcpinspect.families.mcbp.messages.describe import describe
+    from dcpinspect.messages.layout import walk
     from dcpinspect.outputs.diagram import diagram
     from dcpinspect.families.mcbp.messages.record import frame_record
     from dcpinspect.outputs.jsonl import dumps
@@ -446,18 +447,19 @@ def check_capture_file(path: Path, inputs: int, gz: bool = True) -> None:
     """A capture file through the engine (the Python and C paths print the same, and so does
     the file gzipped), and the summary, findings and stats outputs, in this process."""
     from dcpinspect.engines.files import ReadStats
+    from dcpinspect.families import stats_collector
     from dcpinspect.sessions.stats import StatsCollector
     from dcpinspect.sources.capture import CaptureError
 
     try:
-        pure_stats, pure_counted = ReadStats(), StatsCollector()
+        pure_stats, pure_counted = ReadStats(), stats_collector()
         pure = engine_jsonl(path, False, pure_stats, pure_counted)
     except CaptureError:
         pure = None  # not a capture at all: the commands say so, exit 2
     if pure is not None:
         bounded_output(len(pure), inputs, "engine jsonl")
         if _lane_available():
-            fast_stats, fast_counted = ReadStats(), StatsCollector()
+            fast_stats, fast_counted = ReadStats(), stats_collector()
             fast = engine_jsonl(path, True, fast_stats, fast_counted)
             if fast != pure:
                 raise PropertyFailure(f"the C path prints differently:\n{_first_difference(pure, fast)}")
@@ -498,10 +500,11 @@ def engine_reports(path: Path, rich: bool = True) -> int:
     from dcpinspect.engines.sinks import FindingsSink, SummarySink
     from dcpinspect.outputs.jsonl import dumps
     from dcpinspect.outputs.stats import report_json
+    from dcpinspect.families import stats_collector
     from dcpinspect.sessions.stats import StatsCollector
     from dcpinspect.sources.capture import read_records
 
-    summary, findings, stats = SummarySink(), FindingsSink(str(path), True, _stamp), StatsCollector()
+    summary, findings, stats = SummarySink(), FindingsSink(str(path), True, _stamp), stats_collector()
     printed = 0
     for key, item in keyed_items(read_records(path)):
         summary.take(key, item)
@@ -774,10 +777,11 @@ def conversation_sinks(path: Path, inputs: int, stats, rich: bool = True) -> byt
     from dcpinspect.outputs.stamp import stamp
     from dcpinspect.engines.stats import render
     from dcpinspect.outputs.stats import report_json
+    from dcpinspect.families import stats_collector
     from dcpinspect.sessions.stats import StatsCollector
     from dcpinspect.sources.capture import read_records
 
-    jsonl, summary, collector = JsonlSink(), SummarySink(), StatsCollector()
+    jsonl, summary, collector = JsonlSink(), SummarySink(), stats_collector()
     findings = FindingsSink(str(path), True, stamp)
     lines: list[bytes] = []
     rows = 0
@@ -809,12 +813,13 @@ def _compare_paths(path: Path, text: bytes, stats) -> None:
     print what the every-input pass printed, and count the same records; the statistics of
     the C paths' lines are those of the Python path's messages."""
     from dcpinspect.engines.files import ReadStats
+    from dcpinspect.families import stats_collector
     from dcpinspect.sessions.stats import StatsCollector
 
     reports = []
     for fast in (False, True) if _lane_available() else (False,):
         way = "the C paths" if fast else "the Python path alone"
-        other_stats, counted = ReadStats(), StatsCollector()
+        other_stats, counted = ReadStats(), stats_collector()
         other = engine_jsonl(path, fast, other_stats, counted)
         if other != text:
             raise PropertyFailure(f"{way} and the every-input pass print differently:\n"
@@ -841,6 +846,7 @@ def check_render(data: bytes) -> None:
     from dcpinspect.outputs.render import Renderer
     from dcpinspect.engines.stats import render
     from dcpinspect.outputs.stats import report_json
+    from dcpinspect.families import stats_collector
     from dcpinspect.sessions.stats import StatsCollector
     from dcpinspect.outputs.summary import CaptureSummary
 
@@ -873,7 +879,7 @@ def check_render(data: bytes) -> None:
                 captured.append(Captured(ts, flow, direction, item, n))
             elif isinstance(item, Skipped):
                 captured.append(Note("skipped", item.reason, ts, flow, "s2c", item.offset, item.size))
-        collector = StatsCollector()
+        collector = stats_collector()
         summary = CaptureSummary()
         for item in captured:
             collector.add(item)

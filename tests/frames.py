@@ -95,7 +95,7 @@ def errors(findings) -> list:
 
 def frame_errors(findings) -> list:
     """Error findings of per-frame rules (stream rules judge sequences, not frames)."""
-    from dcpinspect.rules.registry import FRAME_RULES
+    from dcpinspect.families.mcbp.rules.book import FRAME_RULES
 
     return [f for f in findings if f.severity == "error" and f.rule in FRAME_RULES]
 

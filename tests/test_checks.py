@@ -167,7 +167,7 @@ def test_every_problem_the_decoder_notices_has_a_rule():
     kind to the rule that reports it, and every kind has one."""
     from dcpinspect.families.mcbp.messages import problems
     from dcpinspect.families.mcbp.rules.frame import PROBLEM_RULES
-    from dcpinspect.rules.registry import FRAME_RULES
+    from dcpinspect.families.mcbp.rules.book import FRAME_RULES
 
     assert set(PROBLEM_RULES) == problems.KINDS and len(problems.KINDS) >= 16
     assert all(rule in FRAME_RULES for rule in PROBLEM_RULES.values())

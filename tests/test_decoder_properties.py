@@ -30,7 +30,8 @@ from dcpinspect.families.mcbp.messages.codecs.frameinfo import encode_frame_info
 from dcpinspect.families.mcbp.messages.codecs.leb128 import encode_uleb128
 from dcpinspect.families.mcbp.messages.codecs.snappy import deflate
 from dcpinspect.families.mcbp.messages.codecs.xattr import encode_xattrs
-from dcpinspect.messages.describe import describe, walk
+from dcpinspect.families.mcbp.messages.describe import describe
+from dcpinspect.messages.layout import walk
 from dcpinspect.families.mcbp.messages.frame import DecodeContext, Message, decode_frame
 from dcpinspect.messages.layout import FieldSpec, Layout
 from dcpinspect.families.mcbp.messages.names import MAGICS

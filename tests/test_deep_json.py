@@ -29,7 +29,7 @@ from dcpinspect.families.mcbp.messages.codecs.xerror import parse_xerror
 from dcpinspect.families.mcbp.messages.frame import DecodeContext, decode_frame
 from dcpinspect.families.mcbp.messages.values import json_text_ok
 from dcpinspect.families.mcbp.rules.frame import check_frame
-from dcpinspect.rules.registry import FRAME_RULES
+from dcpinspect.families.mcbp.rules.book import FRAME_RULES
 
 CAP = jsontext.MAX_JSON_DEPTH
 DEPTHS = (10, CAP - 1, CAP, CAP + 1, 100_000)

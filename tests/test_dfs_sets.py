@@ -20,8 +20,11 @@ import rdbgen
 from dcpinspect.families.redis.dfs import Member, SetChecks, gather, part_of, read_set
 from dcpinspect.families.redis.records import KeyRecord
 from dcpinspect.findings import Finding
-from dcpinspect.rules.registry import ALL_RULES, DFS_RULES
+from dcpinspect.families.redis.rules import DFS_RULES
+from dcpinspect.families import rule_book
 from frames import invoke_cli
+
+ALL_RULES = rule_book()
 
 SNAPSHOT_ID = "3f1c9a3e-5b0d-4c52-9e61-0a7d2c4b8e11"
 #: the clean set: three shards (LZ4, ZSTD and plain blobs), two dbs in shard 1

@@ -22,7 +22,8 @@ from dcpinspect.families.redis.frames import JournalRecord, PayloadRecord
 from dcpinspect.families.redis.journal import COMMAND, LSN, PING, read_record
 from dcpinspect.families.redis.resp import RespFramer, RespFrame
 from dcpinspect.families.redis.syncs import Syncs, key_digest
-from dcpinspect.rules.registry import ALL_RULES, DFLY_RULES
+from dcpinspect.families.redis.rules import DFLY_RULES
+from dcpinspect.families import rule_book
 from dcpinspect.sessions.captured import Captured, Note
 from dcpinspect.sources.capture import read_records
 
@@ -488,6 +489,8 @@ from hypothesis import given, strategies as st  # noqa: E402
 
 from dcpinspect.families.redis.session import Replication  # noqa: E402
 from dcpinspect.framing.framer import Skipped  # noqa: E402
+
+ALL_RULES = rule_book()
 
 WORDS = st.lists(st.binary(min_size=0, max_size=40), min_size=1, max_size=5)
 

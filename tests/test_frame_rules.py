@@ -34,7 +34,7 @@ from dcpinspect.families.mcbp.messages.codecs.sysevent import encode_sysevent_va
 from dcpinspect.families.mcbp.messages.codecs.xattr import encode_xattrs
 from dcpinspect.families.mcbp.messages.frame import DecodeContext, Message, decode_frame
 from dcpinspect.families.mcbp.rules.frame import check_frame
-from dcpinspect.rules.registry import FRAME_RULES
+from dcpinspect.families.mcbp.rules.book import FRAME_RULES
 from frames import TAP_VECTORS, VECTORS
 
 COLLECTIONS = DecodeContext(collections=True)

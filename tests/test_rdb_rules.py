@@ -17,8 +17,11 @@ from dcpinspect.families.redis.journal import read_entries
 from dcpinspect.families.redis.rdb import RdbParser
 from dcpinspect.families.redis.records import AuxRecord, Ending, KeyRecord, OpRecord
 from dcpinspect.findings import Finding
-from dcpinspect.rules.registry import ALL_RULES, RDB_RULES
+from dcpinspect.families.redis.rules import RDB_RULES
+from dcpinspect.families import rule_book
 from servers import peak_rss
+
+ALL_RULES = rule_book()
 
 VECTOR_1 = bytes.fromhex(
     "524544495330303131fa0972656469732d76657205372e322e30fa0a72656469732d62697473c040fa056374696d65c26d08bc65"

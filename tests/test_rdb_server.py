@@ -22,7 +22,7 @@ from corpus import corpus
 from dcpinspect.families.redis.rdb import RdbParser
 from dcpinspect.families.redis.records import AuxRecord, KeyRecord, OpRecord
 from dcpinspect.findings import Finding
-from dcpinspect.rules.registry import RDB_RULES
+from dcpinspect.families.redis.rules import RDB_RULES
 from test_real_redis_rdb import Client
 
 ASSETS = corpus("redis-assets")

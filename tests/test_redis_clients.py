@@ -236,6 +236,7 @@ def test_redis_stats_of_parts_decoded_apart_merge_to_the_whole(tmp_path):
 
     from dcpinspect.engines.files import keyed_items
     from dcpinspect.families import VALUES
+    from dcpinspect.families import stats_collector
     from dcpinspect.sessions.stats import StatsCollector
 
     import test_redis_replication as repl
@@ -246,7 +247,7 @@ def test_redis_stats_of_parts_decoded_apart_merge_to_the_whole(tmp_path):
     frames += synth.tcp_conversation(repl.conversation(acks=[repl.ends()[-1]]), client=("10.0.0.1", 45000),
                                      server=("10.0.0.2", 6379))
     synth.write_pcap(path, frames)
-    whole, parts = StatsCollector(), [StatsCollector(), StatsCollector()]
+    whole, parts = stats_collector(), [stats_collector(), stats_collector()]
     for key, item in keyed_items(read_records(path), detail=VALUES):
         whole.add(item, key)
         parts[getattr(item, "flow", ("", 0))[1] == 40000].add(item, key)

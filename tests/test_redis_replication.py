@@ -13,12 +13,15 @@ import pytest
 import rdbgen
 from dcpinspect.engines.files import decode_records
 from dcpinspect.families.redis.frames import PayloadRecord, RespRecord
-from dcpinspect.rules.registry import ALL_RULES, REDIS_RULES
+from dcpinspect.families.redis.rules import REDIS_RULES
+from dcpinspect.families import rule_book
 from dcpinspect.sessions.captured import Captured
 from dcpinspect.sources.capture import read_records
 from dcpinspect.transport import synth
 
 from test_redis_resp import command
+
+ALL_RULES = rule_book()
 
 REPLID = b"5d" * 20
 RESYNC_AT = 1000

@@ -25,7 +25,7 @@ from dcpinspect.families.mcbp.messages.frame import decode_frame
 from dcpinspect.outputs.diagram import diagram
 from dcpinspect.outputs.shown import (MAX_DIAGRAM_SHOWN, MAX_ROWS_SHOWN, MAX_VALUE_SHOWN, Shown, field_text, rows,
                                       wrap)
-from dcpinspect.messages.describe import describe
+from dcpinspect.families.mcbp.messages.describe import describe
 from dcpinspect.outputs.table import frame_table
 from dcpinspect.sources.hexdump import parse_hexdump
 from frames import invoke_cli, request, response, run_cli

@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 
 import servers
-from dcpinspect.rules import registry
-from dcpinspect.rules.registry import ALL_RULES
+from dcpinspect.families import rule_book
+from dcpinspect.families.mcbp.rules import book as mcbp_book
+from dcpinspect.families.redis import rules as redis_book
+
+ALL_RULES = rule_book()
 
 TOP = Path(__file__).resolve().parent.parent
 PINNED = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/blob/[0-9a-f]{40}/[\w./-]+\.\w+(#[\w-]+)?")
@@ -40,7 +43,8 @@ def test_each_upstream_is_pinned_at_one_revision():
             commits.setdefault(repo if path != "docs/TAP.md" else repo + " TAP", set()).add(commit)
     assert all(len(c) == 1 for c in commits.values()), commits
     assert {next(iter(c)) for c in commits.values()} == {
-        re.search(r"[0-9a-f]{40}", getattr(registry, name)).group() for name in ("KV", "KV_TAP", "REDIS", "DRAGONFLY")}
+        re.search(r"[0-9a-f]{40}", getattr(book, name)).group()
+        for book, name in ((mcbp_book, "KV"), (mcbp_book, "KV_TAP"), (redis_book, "REDIS"), (redis_book, "DRAGONFLY"))}
 
 
 def test_the_rule_book_shows_each_reference_whole():

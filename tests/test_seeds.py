@@ -22,7 +22,7 @@ import pytest
 from dcpinspect.engines.hexinput import decode_hex_text
 from dcpinspect.families.mcbp.framer import Skipped
 from dcpinspect.families.mcbp.messages.frame import Message
-from dcpinspect.rules.registry import FRAME_RULES
+from dcpinspect.families.mcbp.rules.book import FRAME_RULES
 from frames import DATA, frame_errors, invoke_cli, run_cli
 
 SEEDS = DATA / "seeds"

@@ -15,7 +15,9 @@ import dcpgen
 from dcpinspect.engines.files import keyed_items
 from dcpinspect.families import VALUES
 from dcpinspect.families.mcbp.messages.opcodes import OP
-from dcpinspect.sessions.captured import RUN_FRAME, Captured, Lines, StreamRun
+from dcpinspect.families.mcbp.stats import RUN_FRAME, StreamRun
+from dcpinspect.sessions.captured import Captured, Lines
+from dcpinspect.families import stats_collector
 from dcpinspect.sessions.stats import StatsCollector
 from dcpinspect.sources.capture import read_records
 
@@ -34,7 +36,7 @@ def captures(tmp_path_factory) -> list[Path]:
 def report(path: Path, lane: bool) -> tuple[dict, Counter]:
     """The statistics report of a capture, and how many frames came as lines, by what the
     lines carry for the statistics."""
-    stats = StatsCollector()
+    stats = stats_collector()
     lined: Counter = Counter()
     for key, item in keyed_items(read_records(path), lane=lane, detail=VALUES):
         stats.add(item, key)

@@ -18,7 +18,8 @@ from dcpinspect.families.mcbp.messages.frame import decode_frame
 from dcpinspect.engines.stats import render
 from dcpinspect.outputs.stats import report_json, sparkline
 from dcpinspect.sessions.bounded import DecimatedSeries, Timeline
-from dcpinspect.sessions.stats import StatsCollector, snapshot_type_label
+from dcpinspect.families import stats_collector
+from dcpinspect.families.mcbp.stats import snapshot_type_label
 from dcpinspect.transport import synth
 
 TS0 = 1_700_000_000.0
@@ -170,7 +171,7 @@ def capture(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def collector(capture):
-    return StatsCollector().feed(decode_capture_file(capture))
+    return stats_collector().feed(decode_capture_file(capture))
 
 
 @pytest.fixture(scope="module")
@@ -324,13 +325,13 @@ def _cap(ts, msg_bytes, flow=("10.0.0.1", 1, "10.0.0.2", 11210)):
 
 
 def test_memory_bounded_per_vbucket():
-    c = StatsCollector()
+    c = stats_collector()
     c.add(_cap(0.0 + 1.0, stream_req(3, 9)))
     c.add(_cap(1.0, ok_stream(9)))
     n = 50_000
     for i in range(1, n + 1):
         c.add(_cap(1.0 + i * 0.01, mutation(3, 9, i)))
-    vs = c.vbuckets[3]
+    vs = c.parts["mcbp"].vbuckets[3]
     assert len(vs.series.points) < 2000 and len(vs.series.values()) <= 2001
     assert vs.series.values()[-1][1] == n  # the latest point is always kept
     assert len(c.timeline.items) <= 512 and len(c.timeline.vbuckets[3]) <= 512
@@ -358,7 +359,7 @@ def test_timeline_merges_bins():
 
 
 def test_notes_are_counted():
-    c = StatsCollector()
+    c = stats_collector()
     flow = ("10.0.0.1", 1, "10.0.0.2", 11210)
     c.add(_cap(5.0, stream_req(0, 1), flow))
     c.add(Note("gap", "100 bytes lost", 5.1, flow, "s2c", 0, 100))
@@ -465,5 +466,5 @@ def test_plot_empty_report(tmp_path):
     pytest.importorskip("matplotlib")
     from dcpinspect.engines.stats import plot
 
-    data = plot(StatsCollector().report(), tmp_path / "empty.png").read_bytes()
+    data = plot(stats_collector().report(), tmp_path / "empty.png").read_bytes()
     assert _png_size(data) == (1200, 800)

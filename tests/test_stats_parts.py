@@ -17,6 +17,7 @@ from dcpinspect.engines.stats import render
 from dcpinspect.outputs.stats import report_json
 from dcpinspect.sessions.bounded import DecimatedSeries, Timeline
 from dcpinspect.sessions.captured import Note
+from dcpinspect.families import stats_collector
 from dcpinspect.sessions.stats import StatsCollector
 from dcpinspect.sources.capture import read_records
 from test_stats import write_capture as write_two_connection_capture
@@ -54,12 +55,12 @@ def _keyed(path, part=0, parts=1):
 
 
 def _whole(path) -> StatsCollector:
-    return StatsCollector().feed_keyed(_keyed(path))
+    return stats_collector().feed_keyed(_keyed(path))
 
 
 def _parts(path, parts: int, t0: float | None) -> list[StatsCollector]:
     """One collector a worker's share of the connections (``engines.files.Owners`` deals them)."""
-    return [StatsCollector(t0=t0).feed_keyed(_keyed(path, part, parts)) for part in range(parts)]
+    return [stats_collector(t0=t0).feed_keyed(_keyed(path, part, parts)) for part in range(parts)]
 
 
 def _table(report) -> str:
@@ -101,7 +102,7 @@ def test_the_many_connections_capture_has_what_the_merge_must_order(many_connect
     assert len(runs) > len(set(owners))  # a connection's streams come in more than one run
     assert any(s["adopted"] for s in rep["streams"])
     a, b = _parts(many_connections, 2, None)
-    assert a._tap and b._tap
+    assert a.parts["mcbp"]._tap and b.parts["mcbp"]._tap
 
 
 def test_parts_without_a_shared_t0_keep_every_count(many_connections):
@@ -124,8 +125,8 @@ def test_capture_notes_keep_the_order_they_came_in():
     kinds first came (what the report's ``notes`` dict keeps)."""
     notes = [(2, Note("skipped", "not TCP")), (5, Note("capture", "record 5: truncated")),
              (7, Note("skipped", "not TCP")), (9, Note("encrypted", "TLS"))]
-    whole = StatsCollector().feed_keyed(notes)
-    late, early = StatsCollector().feed_keyed(notes[1:2] + notes[3:]), StatsCollector().feed_keyed(notes[::2])
+    whole = stats_collector().feed_keyed(notes)
+    late, early = stats_collector().feed_keyed(notes[1:2] + notes[3:]), stats_collector().feed_keyed(notes[::2])
     merged = late.merge(early).report()["capture"]["notes"]
     assert list(merged.items()) == list(whole.report()["capture"]["notes"].items())
     assert list(merged) == ["skipped", "capture", "encrypted"]
@@ -146,8 +147,8 @@ def test_pickled_parts_merge_into_the_whole(two_connections):
 
 def test_an_unpickled_collector_goes_on_counting(two_connections):
     items = list(_keyed(two_connections))
-    whole = StatsCollector().feed_keyed(items)
-    half = StatsCollector().feed_keyed(items[:len(items) // 2])
+    whole = stats_collector().feed_keyed(items)
+    half = stats_collector().feed_keyed(items[:len(items) // 2])
     resumed = pickle.loads(pickle.dumps(half)).feed_keyed(items[len(items) // 2:])
     assert report_json(resumed.report()) == report_json(whole.report())
 
@@ -215,12 +216,12 @@ def test_frames_flushed_at_the_end_take_their_connections_time():
               (2, Captured(11.0, early, "s2c", decode_frame(mutation(0, 1, 2)), 2)),
               (3, Captured(20.0, late, "s2c", decode_frame(mutation(1, 2, 1)), 3)),
               (9, Captured(0.0, early, "s2c", decode_frame(mutation(0, 1, 3)), 3))]
-    whole = StatsCollector().feed_keyed(frames)
+    whole = stats_collector().feed_keyed(frames)
     rep = whole.report()
     assert rep["connections"]["10.0.0.1:1-10.0.0.2:11210"]["first_ts"] == 10.0
     assert rep["connections"]["10.0.0.1:1-10.0.0.2:11210"]["last_ts"] == 11.0
     assert rep["vbuckets"]["0"]["last_item_ts"] == 11.0
-    parts = (StatsCollector(t0=10.0).feed_keyed(f for f in frames if f[1].flow == flow) for flow in (early, late))
+    parts = (stats_collector(t0=10.0).feed_keyed(f for f in frames if f[1].flow == flow) for flow in (early, late))
     merged = next(parts).merge(next(parts))
     assert report_json(merged.report()) == report_json(rep)
 

@@ -22,6 +22,7 @@ from dcpinspect.engines.options import CaptureOptions
 from dcpinspect.engines.stats import plot, render, stats_views
 from dcpinspect.families import Family, family_named
 from dcpinspect.outputs.stats import Breakdown, Col, StatsView, cell, fit_table, report_json
+from dcpinspect.families import stats_collector
 from dcpinspect.sessions.stats import StatsCollector
 
 from test_family_summaries import DCP, DCP_FLOW, REDIS, REDIS_FLOW, capture
@@ -61,7 +62,7 @@ def resp_view(monkeypatch):
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory) -> dict:
     path = capture(tmp_path_factory.mktemp("views") / "mixed.pcap", DCP, REDIS)
-    collector = StatsCollector()
+    collector = stats_collector()
     for item in items_of(Path(path), CaptureOptions(), None):
         collector.add(item)
     return collector.report()
@@ -109,7 +110,7 @@ def test_without_the_view_its_columns_and_section_are_gone(mixed):
 
 
 def test_a_view_closes_the_report_when_it_alone_is_shown(resp_view, tmp_path):
-    report = StatsCollector()
+    report = stats_collector()
     for item in items_of(capture(tmp_path / "redis.pcap", REDIS), CaptureOptions(), None):
         report.add(item)
     text = _render(report.report(), chart=False)

@@ -17,7 +17,7 @@ from dcpgen import (
     END_STATE_CHANGED, ERANGE, HISTORY, INCLUDE_XATTRS, MAY_DUPLICATE, MEMORY, PRODUCER, TAKEOVER, Dcp, Producer, findings, packet_numbers, write_capture,
 )
 from dcpinspect.families.mcbp.messages.build import build_frame
-from dcpinspect.rules.registry import STREAM_RULES
+from dcpinspect.families.mcbp.rules.book import STREAM_RULES
 
 LOUD = ("warning", "error")
 

@@ -17,7 +17,7 @@ from dcpinspect.engines.files import keyed_items
 from dcpinspect.engines.parallel import run_sink
 from dcpinspect.engines.sinks import JsonlSink
 from dcpinspect.families import VALUES
-from dcpinspect.rules.registry import TAP_RULES
+from dcpinspect.families.mcbp.rules.book import TAP_RULES
 try:
     from dcpinspect.sessions.captured import Lines
 except ImportError:  # where the lane keeps it

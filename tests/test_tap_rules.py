@@ -13,13 +13,16 @@ import pytest
 
 from dcpinspect.families.mcbp.messages.frame import DecodeContext, decode_frame
 from dcpinspect.families.mcbp.messages.names import VBUCKET_STATES
-from dcpinspect.rules.registry import ALL_RULES, TAP_RULES
+from dcpinspect.families.mcbp.rules.book import TAP_RULES
+from dcpinspect.families import rule_book
 from frames import TAP_VECTORS, frame
 from tapgen import (
     ACTIVE, BACKFILL, CHECKPOINT, CHECKPOINT_END, CHECKPOINT_START, DEAD, EBUSY, EINVAL, FIX_BYTEORDER, KEYS_ONLY,
     LIST_VBUCKETS, MUTATION, NETWORK_BYTE_ORDER, NO_VALUE, OPAQUE, PENDING, REGISTERED_CLIENT, SUPPORT_ACK, TAKEOVER,
     VBUCKET_SET, Tap, connect_frame, event_frame, findings, session_of,
 )
+
+ALL_RULES = rule_book()
 
 
 def rules_of(frames, seen_from_start=False) -> list[str]:

@@ -17,6 +17,7 @@ from ..outputs.progress import progress_for
 from ..outputs.stats import StatsView, report_json
 from ..outputs.undecoded import line as undecoded_line
 from ..outputs.stats import render as render_report
+from ..families import stats_collector
 from ..sessions.stats import StatsCollector
 from .inputs import Unusable, items_of
 from .options import CaptureOptions
@@ -46,7 +47,7 @@ def stats_files(files: list[Path], json: bool, plot_path: Path | None, chart: bo
                 collections: bool | None) -> bool:
     """Print the report of all ``files`` together (and write its plot to ``plot_path``);
     nothing in it fails a run, so this returns False."""
-    collector = StatsCollector()
+    collector = stats_collector()
     for path in files:
         # the report is printed at the end: a progress line while each input is read
         for item in items_of(path, capture, collections, progress_for):

@@ -38,6 +38,7 @@ from ..framing.framer import Framer, RawFrame
 
 if TYPE_CHECKING:
     from ..outputs.stats import StatsView
+    from ..sessions.stats import StatsCollector
 
 
 class Sniffer(Protocol):
@@ -212,6 +213,11 @@ class Family:
     #: are its own, its columns of the connections table, its tables, its lines of the
     #: chart and its panel of the plot)
     stats_view: Callable[[], StatsView] | None = None
+    #: the parts of the ``stats`` report it makes with every collector, whose entries every
+    #: report has (``sessions/stats.py``): ``stats_parts()`` makes them
+    stats_parts: Callable[[], tuple] | None = None
+    #: its rules (:class:`~dcpinspect.rules.registry.Rule` s by id), read when the rule book is asked for
+    rules: Callable[[], dict] | None = None
 
 
 #: the family packages, in order of preference (the first decodes ports added by the
@@ -228,6 +234,19 @@ def family_named(name: str) -> Family | None:
     """The family called ``name`` (or one of its aliases), whatever the case."""
     name = name.lower()
     return next((f for f in families() if name == f.name or name in f.aliases), None)
+
+
+def rule_book() -> dict:
+    """Every family's rules by id, family by family in :data:`PACKAGES` order: the book
+    ``dcpinspect rules`` prints."""
+    return {rid: rule for f in families() if f.rules is not None for rid, rule in f.rules().items()}
+
+
+def stats_collector(**kw: Any) -> "StatsCollector":
+    """A statistics collector with every family's standing parts (``kw``: the collector's own)."""
+    from ..sessions.stats import StatsCollector
+
+    return StatsCollector(parts=[p for f in families() if f.stats_parts is not None for p in f.stats_parts()], **kw)
 
 
 def stream_families() -> tuple[Family, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 _INT_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
@@ -201,3 +201,40 @@ def _compile_decode(layout: Layout):
     namespace.update({f"json_{v}": spec.json for spec, v in zip(layout.fields, names) if spec.name in converted})
     exec(source, namespace)  # noqa: S102 - the source is built from the layout's own field names
     return namespace["decode"]
+
+
+def walk(fields, depth: int = 0):
+    """Every field of a tree, depth first, with its depth."""
+    for f in fields:
+        yield depth, f
+        yield from walk(f.children, depth + 1)
+
+
+class Located(Protocol):
+    """A decoded frame whose fields lie at known offsets of its bytes: what the tables and
+    byte diagrams draw of a family's message (a family's other records are
+    :class:`~dcpinspect.sessions.decoded.Decoded`)."""
+
+    offset: int
+    data: bytes
+    #: its fields by name, JSON-ready
+    fields: dict
+    findings: list
+    truncated: bool
+    #: how this view of the bytes was obtained, when not plainly
+    note: str
+    name: str
+    size: int
+    is_request: bool
+    status: int | None
+    status_name: str | None
+
+    def located(self) -> "list[Field]":
+        """Its field tree, every offset absolute: the header's, then one group per part of the body."""
+
+    def record(self, **extra) -> dict:
+        """Its JSON Lines object (``kind: "frame"``), ``extra`` first."""
+
+    def inflated(self) -> bytes | None:
+        """Its value as the document it stands for, where it travelled compressed (None
+        where it cannot be had)."""

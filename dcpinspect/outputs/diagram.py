@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..messages.describe import describe
-from ..families.mcbp.messages.frame import Message
-from ..messages.layout import Field
+from ..messages.layout import Field, Located
 from .escape import safe
 from .shown import MAX_DIAGRAM_SHOWN, SHOW_ALL
 
@@ -30,14 +28,14 @@ def _cell(byte: int) -> str:
     return f" {text:<14}"
 
 
-def diagram(msg: Message, max_bytes: int | None = MAX_DIAGRAM_SHOWN) -> str:
+def diagram(msg: Located, max_bytes: int | None = MAX_DIAGRAM_SHOWN) -> str:
     """The frame drawn four bytes a row (the first ``max_bytes`` of it; None: all); each row
     names the fields that start in it."""
     return "\n".join(diagram_lines(msg, max_bytes))
 
 
-def diagram_lines(msg: Message, max_bytes: int | None = MAX_DIAGRAM_SHOWN) -> list[str]:
-    return bytes_diagram_lines(msg.data, msg.offset, describe(msg), max_bytes)
+def diagram_lines(msg: Located, max_bytes: int | None = MAX_DIAGRAM_SHOWN) -> list[str]:
+    return bytes_diagram_lines(msg.data, msg.offset, msg.located(), max_bytes)
 
 
 def bytes_diagram_lines(data: bytes, base: int, fields: Iterable[Field], max_bytes: int | None = MAX_DIAGRAM_SHOWN,

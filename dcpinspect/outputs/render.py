@@ -11,10 +11,9 @@ from rich.text import Text
 from ..framing.framer import Skipped
 from .tally import Tally  # noqa: F401 (re-exported)
 from .console import make_console  # noqa: F401 (re-exported)
-from ..families.mcbp.messages.frame import Message
+from ..messages.layout import Located
 from .diagram import diagram_lines
 from .escape import safe
-from ..families.mcbp.messages.record import frame_record
 from .jsonl import dumps
 from .shown import DEFAULT, Lines, Shown
 from .table import findings_text, frame_table, title
@@ -35,13 +34,13 @@ class Renderer:
         self.shown = shown
         self.tally = Tally()
 
-    def item(self, item: Message | Skipped, where: str = "", **extra: Any) -> None:
+    def item(self, item: Located | Skipped, where: str = "", **extra: Any) -> None:
         self.tally.add(item)
         if self.fmt == "jsonl":
             if isinstance(item, Skipped):
                 rec = {**extra, "kind": "skipped", "offset": item.offset, "length": item.size, "reason": item.reason}
             else:
-                rec = {**extra, "kind": "frame", **frame_record(item)}
+                rec = {**extra, "kind": "frame", **item.record()}
                 if item.note:
                     rec["note"] = item.note
             self.out.write(dumps(rec) + "\n")

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import sys
 
-from ..rules.registry import ALL_RULES
+from ..rules.registry import Rule
 from .console import make_console
 from .jsonl import dumps
 
 
-def print_rule_book(jsonl: bool) -> None:
-    """Every rule: id, class, severity, scope, spec reference, what it checks and, where a real
-    server was asked, what the server does with input that triggers it."""
-    rules = list(ALL_RULES.values())
+def print_rule_book(book: dict[str, Rule], jsonl: bool) -> None:
+    """Every rule of ``book``: id, class, severity, scope, spec reference, what it checks and,
+    where a real server was asked, what the server does with input that triggers it."""
+    rules = list(book.values())
     if jsonl:
         for r in rules:
             sys.stdout.write(dumps({"rule": r.id, "class": r.cls, "severity": r.severity, "scope": r.scope,

@@ -18,8 +18,7 @@ from ..limits import DIAGRAM_SHOWN, ROWS_SHOWN, VALUE_SHOWN
 from .escape import safe
 
 if TYPE_CHECKING:  # frames' fields: imported by what shows them, not by every command
-    from ..families.mcbp.messages.frame import Message
-    from ..messages.layout import Field
+    from ..messages.layout import Field, Located
 
 #: Bytes of a value (text or hex) the table shows (``--max-value``; ``--full``: all).
 MAX_VALUE_SHOWN = VALUE_SHOWN.default
@@ -63,8 +62,8 @@ class Row:
     note: str = ""
 
 
-def rows(msg: Message, fields: Sequence[Field], shown: Shown = DEFAULT) -> Iterator[Row]:
-    """The rows a table shows of ``fields`` (a :func:`describe` tree): at most ``shown.rows``
+def rows(msg: Located, fields: Sequence[Field], shown: Shown = DEFAULT) -> Iterator[Row]:
+    """The rows a table shows of ``fields`` (a located field tree, :meth:`Located.located`): at most ``shown.rows``
     under one field, each field's range kept inside its parent's (a value inflated from a
     snappy block is shown at the compressed bytes it came from)."""
     yield from _rows(msg, fields, shown, 0, None, None)
@@ -87,7 +86,7 @@ def _rows(msg, fields: Sequence[Field], shown: Shown, depth: int, lo: int | None
 
 # ------------------------------------------------------------------------ values, cut
 
-def field_text(msg: Message, f: Field, limit: int | None) -> tuple[str, str]:
+def field_text(msg: Located, f: Field, limit: int | None) -> tuple[str, str]:
     """What the table shows of a field's value (escaped, at most ``limit`` bytes of it) and
     a note on what was left out ("" when nothing was)."""
     if f.name.endswith("_hex") and isinstance(f.value, str):
@@ -120,7 +119,7 @@ def _hex_text(value: str, limit: int | None, inflated: bool) -> tuple[str, str] 
     return (shown or "(empty)"), _left(total - n, total, " (inflated)" if inflated else "")
 
 
-def _value_text(msg: Message, f: Field, limit: int | None) -> tuple[str, str]:
+def _value_text(msg: Located, f: Field, limit: int | None) -> tuple[str, str]:
     """A value shown as text, counted and cut in bytes. The decoder's display is used as
     long as it holds what is shown (it cuts long texts); past that, the bytes are taken from
     the frame, or from the document inflated again when the value was a snappy block."""
@@ -164,33 +163,26 @@ def _cut_at(display: str) -> int:
     return len(body) if body.isascii() else len(body.encode("utf-8", "surrogatepass"))
 
 
-def _inside(msg: Message, f: Field) -> bool:
+def _inside(msg: Located, f: Field) -> bool:
     rel = f.offset - msg.offset
     return 0 <= rel and rel + f.size <= len(msg.data)
 
 
-def _bytes_of(msg: Message, f: Field, inflated: bool, upto: int | None) -> bytes | None:
+def _bytes_of(msg: Located, f: Field, inflated: bool, upto: int | None) -> bytes | None:
     """The first ``upto`` bytes of a text value, from the frame (or the inflated document)."""
     if not inflated:
         if not _inside(msg, f):
             return None
         rel = f.offset - msg.offset
         return msg.data[rel : rel + (f.size if upto is None else min(f.size, upto))]
-    from ..families.mcbp.messages.codecs.errors import CodecError
-    from ..families.mcbp.messages.codecs.snappy import inflate, uncompressed_length
-
-    try:
-        size, _ = uncompressed_length(msg.value)
-        data = inflate(msg.value, size)  # the decoder inflated it within its cap already
-    except CodecError:
-        return None
-    if len(data) < f.size:
+    data = msg.inflated()
+    if data is None or len(data) < f.size:
         return None
     body = memoryview(data)[len(data) - f.size :]  # the document body follows any xattrs
     return bytes(body if upto is None else body[:upto])
 
 
-def _text_of(msg: Message, f: Field, inflated: bool) -> str | None:
+def _text_of(msg: Located, f: Field, inflated: bool) -> str | None:
     raw = _bytes_of(msg, f, inflated, None)
     if raw is None:
         return None

@@ -16,9 +16,7 @@ from rich.style import Style
 from rich.text import Text
 
 from ..findings import Finding
-from ..messages.describe import describe
-from ..families.mcbp.messages.frame import Message
-from ..messages.layout import Field
+from ..messages.layout import Field, Located
 from ..sessions.decoded import Decoded
 from .escape import safe
 from .shown import DEFAULT, Row, Shown, cut_text, rows, wrap
@@ -46,7 +44,7 @@ def span(offset: int, size: int) -> str:
     return f"({offset}-{offset + size - 1})"
 
 
-def title(msg: Message, where: str = "") -> Text:
+def title(msg: Located, where: str = "") -> Text:
     kind = "request" if msg.is_request else "response"
     text = Text()
     text.append(safe(msg.name), style="bold")
@@ -123,11 +121,11 @@ def _pad(text: str, width: int) -> str:
     return text + " " * (width - cell_len(text))
 
 
-def field_rows(msg: Message, shown: Shown = DEFAULT) -> list[Row]:
-    return list(rows(msg, describe(msg), shown))
+def field_rows(msg: Located, shown: Shown = DEFAULT) -> list[Row]:
+    return list(rows(msg, msg.located(), shown))
 
 
-def frame_table(msg: Message, where: str = "", shown: Shown = DEFAULT) -> Group:
+def frame_table(msg: Located, where: str = "", shown: Shown = DEFAULT) -> Group:
     if isinstance(msg, Decoded):
         return decoded_table(msg, where, shown)
     parts = [title(msg, where), FieldTable(field_rows(msg, shown))]

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..framing.framer import Skipped
-from ..families.mcbp.messages.frame import Message
+from ..messages.layout import Located
 
 
 @dataclass
@@ -16,14 +16,14 @@ class Tally:
     skipped_bytes: int = 0
     severities: Counter = field(default_factory=Counter)
 
-    def add(self, item: Message | Skipped) -> None:
+    def add(self, item: Located | Skipped) -> None:
         if isinstance(item, Skipped):
             self.skipped += 1
             self.skipped_bytes += item.size
         else:
             self.add_message(item)
 
-    def add_message(self, msg: Message) -> None:
+    def add_message(self, msg: Located) -> None:
         self.frames += 1
         if msg.findings:
             for f in msg.findings:

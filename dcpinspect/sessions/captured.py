@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 from ..findings import Finding
-from ..families.mcbp.messages.frame import Message
+from ..messages.layout import Located
+from .decoded import Decoded
 from ..transport.reassembly import FlowKey
 
 
@@ -37,7 +38,7 @@ class Captured:
     ts: float | None  # None: a hex dump, which has no times
     flow: FlowKey | DumpFile
     direction: str  # c2s or s2c ("" in a hex dump)
-    msg: Message
+    msg: "Located | Decoded"
     #: the capture frame number (1-based, as Wireshark numbers packets) of the record that
     #: completed the frame: what findings name, known without seeing other connections
     number: int = 0
@@ -78,30 +79,14 @@ def undecoded_counts(notes: Iterable[Note]) -> dict:
 
 
 
-class StreamRun(NamedTuple):
-    """Frames in a row of one DCP stream's request opaque and vbucket, completed by one
-    capture record: what the statistics count of them, without their messages.
-    ``frames``: each frame as :data:`RUN_FRAME` packs it (native order): its opcode, size
-    and stream id (-1: none), and an item's seqno or a marker's start, end and snapshot type."""
-
-    ts: float
-    number: int
-    opaque: int
-    vbucket: int
-    frames: bytes
-
-
-#: a frame of a StreamRun (what _lane.c's Counted holds)
-RUN_FRAME = "=QQqQQQ"
-
-
 class Lines(NamedTuple):
     """Lines already written of ``count`` frames in a row of one connection and direction
     (a family's fast path writes them: see ``families/mcbp/lane.py``), and what the
-    statistics count of them: the one frame's :class:`Captured`, or a :class:`StreamRun`."""
+    statistics count of them: the one frame's :class:`Captured`, or a run of the family's
+    own (with a ``stats_part`` that counts it: ``sessions/stats.py``)."""
 
     text: bytes  # ASCII lines, each ending in a newline
     count: int
     flow: tuple
     direction: str
-    counted: Captured | StreamRun
+    counted: Any

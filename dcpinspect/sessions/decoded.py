@@ -39,7 +39,8 @@ class Decoded:
     judged: bool = True
     #: the family's part of the ``stats`` report that counts these records, if it has one:
     #: a class whose ``name`` is the report's entry it makes, made once a collector, with
-    #: ``add(captured, ts, key)``, ``merge(other)`` and ``report(t0)`` (a JSON-ready value)
+    #: ``add(captured, ts, key, collector)``, ``merge(other)`` and ``report(t0)`` (a
+    #: JSON-ready value): see ``sessions/stats.py``
     stats_part = None
     #: what MCBP messages carry and these do not
     spec = None
@@ -47,6 +48,11 @@ class Decoded:
     vbucket = None
     stream_id = None
     note = ""
+
+    @property
+    def stats_protocol(self) -> str:
+        """What a connection's ``protocols`` in ``stats`` count it as: its protocol."""
+        return self.protocol
 
     @property
     def counted(self) -> tuple:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from ...families import VALUES
 from ...outputs.stats import report_json
 from ...sessions.report_tables import REPORT_TABLES
+from ...families import stats_collector
 from ...sessions.stats import StatsCollector
 from ...sources.capture import CaptureError
 from ...sources.ranges import RANGE_SIZE
@@ -170,7 +171,7 @@ def _conclude(states: list[dict], driver: Output) -> None:
 
 
 def _merge(states: list[dict], result: Analysis) -> dict:
-    stats = StatsCollector()
+    stats = stats_collector()
     found: Counter = Counter()
     notes: list = []
     tables: set = set()

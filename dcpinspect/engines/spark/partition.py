@@ -37,6 +37,7 @@ from typing import Iterator
 
 from ...outputs.jsonl import dumps_line
 from ...sessions.captured import Captured, Lines, Note
+from ...families import stats_collector
 from ...sessions.stats import StatsCollector
 from ...sources.capture import Record, read_records
 from ...sources.uris import open_binary, shown
@@ -88,7 +89,7 @@ class Output:
         self.files = files
         #: the files as the tables and findings name them (URIs without credentials)
         self.names = [shown(f) for f in files]
-        self.stats = StatsCollector()
+        self.stats = stats_collector()
         self.sinks: dict[int, tuple[JsonlSink, FindingsSink]] = {}
         self.correlated: dict[int, dict] = {}
         self.specs = specs()

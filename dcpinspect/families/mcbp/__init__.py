@@ -76,6 +76,18 @@ def _stats_view():
     return VIEW
 
 
+def _stats_parts() -> tuple:
+    from .stats import McbpStats
+
+    return (McbpStats(),)
+
+
+def _rules() -> dict:
+    from .rules.book import RULES
+
+    return RULES
+
+
 class _Dumps:
     """:mod:`.dumps`, imported when a hex dump is first read."""
 
@@ -87,4 +99,4 @@ class _Dumps:
 
 FAMILY = Family("mcbp", PORTS, TLS_PORTS, _sniffer, _framer, _session, _fast_path, dumps=_Dumps(), filters=FILTERS,
                 aliases=("dcp", "tap", "memcached"), tables=TABLES,
-                stats_view=_stats_view)
+                stats_view=_stats_view, stats_parts=_stats_parts, rules=_rules)

@@ -13,7 +13,7 @@ from .messages.frame import Message, decode_frame
 from .messages.header import HEADER_SIZE
 from .rules.captions import check_captions
 from .rules.frame import check_frame
-from ...rules.registry import FRAME_RULES
+from .rules.book import FRAME_RULES
 from .sessions.conversation import Conversation
 
 

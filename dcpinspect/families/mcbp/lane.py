@@ -26,7 +26,8 @@ import struct
 from itertools import combinations
 from typing import NamedTuple
 
-from ...sessions.captured import Captured, Lines, StreamRun
+from ...sessions.captured import Captured, Lines
+from .stats import StreamRun
 
 from .messages import dcp
 from .messages.frame import DecodeContext, header_message

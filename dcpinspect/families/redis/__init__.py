@@ -93,8 +93,14 @@ def _data_keys(record):
     return data_keys(record)
 
 
+def _rules() -> dict:
+    from .rules import RULES
+
+    return RULES
+
+
 FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=_snapshots,
                 is_snapshot=_is_snapshot, filters=FILTERS, aliases=("resp", "rdb", "valkey", "dragonfly"),
                 correlator=_correlator, tables=TABLES, snapshot_rows=_snapshot_rows,
                 snapshot_sets=_snapshot_sets, snapshot_data=_snapshot_data, data_keys=_data_keys,
-                stats_view=_stats_view)
+                stats_view=_stats_view, rules=_rules)

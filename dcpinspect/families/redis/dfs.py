@@ -37,7 +37,7 @@ from ...outputs.escape import safe
 from ...outputs.jsonl import dumps_line
 from ...outputs.rows import print_rows
 from ...outputs.shown import Shown
-from ...rules.registry import DFS_RULES
+from .rules import DFS_RULES
 from . import report
 from .rdb import Seen
 from .records import AuxRecord, Ending, KeyRecord

@@ -27,7 +27,7 @@ from collections import deque
 from typing import Any
 
 from ...findings import Finding
-from ...rules.registry import DFLY_RULES, REDIS_RULES
+from .rules import DFLY_RULES, REDIS_RULES
 from . import report
 from .frames import JournalRecord, PayloadRecord, RespRecord, text
 from .journal import LSN

@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 from ...limits import RDB_INFLATE_RATIO, RDB_INFLATED, RDB_KEYS, RDB_NESTING, RDB_STRING
 from ...messages.text import key_text
-from ...rules.registry import RDB_RULES
+from .rules import RDB_RULES
 from . import types
 from .crc64 import crc64
 from .native import C

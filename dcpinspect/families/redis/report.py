@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 from ...findings import Finding
 from ...messages.text import key_text
-from ...rules.registry import RDB_RULES
+from .rules import RDB_RULES
 from .data import value_json, value_length
 from .records import AuxRecord, Ending, KeyRecord, OpRecord, StreamId
 

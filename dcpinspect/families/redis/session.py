@@ -28,7 +28,7 @@ from bisect import bisect_left
 
 from ...findings import Finding
 from ...framing.framer import RawFrame
-from ...rules.registry import REDIS_RULES
+from .rules import REDIS_RULES
 from . import dragonfly, pairing, report
 from .frames import JournalRecord, PayloadRecord, RespRecord, text
 from .rdb import RdbParser

@@ -189,7 +189,7 @@ class RedisStats:
         self.flows: dict[Any, Flow] = {}
         self.first_ts: dict[Any, float | None] = {}  # each Redis connection's first frame
 
-    def add(self, item: Any, ts: float | None, key: Any) -> None:
+    def add(self, item: Any, ts: float | None, key: Any, collector: Any = None) -> None:
         """A decoded record of a Redis connection (``item``: the Captured frame; ``ts``: its
         time as the collector counts it; ``key``: its place in the capture)."""
         msg = item.msg

@@ -28,7 +28,7 @@ from __future__ import annotations
 from hashlib import blake2b
 
 from ...limits import RDB_KEYS
-from ...rules.registry import DFLY_RULES
+from .rules import DFLY_RULES
 
 #: a remembered key's flow index sits in the low bits, its db above them, the offset of its
 #: record above both

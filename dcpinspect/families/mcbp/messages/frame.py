@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ....findings import Finding, Problem
@@ -94,6 +95,14 @@ class Message:
     def size(self) -> int:
         return len(self.data)
 
+    #: what a connection's ``protocols`` in ``stats`` count it as
+    stats_protocol = "mcbp"
+
+    @property
+    def stats_part(self) -> type:
+        """The part of the ``stats`` report that counts MCBP frames (:mod:`..stats`)."""
+        return _stats_part()
+
     #: judged whatever the decoding context (no: a summary of headers only counts none
     #: of an MCBP message's findings)
     judged = False
@@ -135,6 +144,28 @@ class Message:
             if s.name == name:
                 return s
         return None
+
+    def located(self) -> list:
+        """Header fields, then one group per body section, all with absolute offsets (:mod:`.describe`)."""
+        from .describe import describe
+
+        return describe(self)
+
+    def record(self, **extra: Any) -> dict[str, Any]:
+        """Its JSON Lines object, ``extra`` first (:mod:`.record`)."""
+        return frame_record(self, **extra)
+
+    def inflated(self) -> bytes | None:
+        """The value inflated from its snappy block (within the decoder's cap: it was
+        inflated once already); None where it cannot be."""
+        from .codecs.errors import CodecError
+        from .codecs.snappy import inflate, uncompressed_length
+
+        try:
+            size, _ = uncompressed_length(self.value)
+            return inflate(self.value, size)
+        except CodecError:
+            return None
 
 
 def decode_frame(
@@ -308,3 +339,10 @@ def _decode_engine_specific(msg: Message, data: bytes, start: int, stop: int, se
 
 def _blob(name: str, label: str, raw: bytes, offset: int) -> Field:
     return Field(name, label, offset, len(raw), raw.hex(), raw.hex(" ") if raw else "(empty)")
+
+
+@lru_cache(maxsize=None)
+def _stats_part() -> type:
+    from ..stats import McbpStats  # (the statistics are above the messages: imported once, when first asked)
+
+    return McbpStats

@@ -6,9 +6,10 @@ import re
 from typing import Iterable, Protocol
 
 from ....findings import Finding
-from ....messages.describe import describe, walk
+from ....messages.layout import walk
+from ..messages.describe import describe
 from ..messages.frame import Message
-from ....rules.registry import FRAME_RULES
+from .book import FRAME_RULES
 
 _HEX = re.compile(r"^0x([0-9a-fA-F]+)\b")
 _PAREN = re.compile(r"\(([^)]*)\)\s*$")

@@ -15,7 +15,7 @@ from ..messages.names import DATATYPE_JSON, DATATYPE_KNOWN, DATATYPE_XATTR, MAGI
 from ..messages.opcodes import OP, ST
 from . import facts as F
 from ....rules.checks import declare, judges
-from ....rules.registry import FRAME_RULES, STATUS_CLASSES
+from .book import FRAME_RULES, STATUS_CLASSES
 
 # -- the declared checks (rules/checks.py), judged where _declared names their point --------
 

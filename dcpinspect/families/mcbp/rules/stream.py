@@ -23,7 +23,7 @@ from ..sessions.streams import FLOW_CONTROLLED, ITEM_OPCODES, SEQNO_OPCODES, STR
 from . import facts as F
 from ....rules.checks import declare, judges
 from .facts import INCLUDE_DELETE_TIMES, deletion_extras_for as deletion_extras
-from ....rules.registry import STATUS_CLASSES, STREAM_RULES
+from .book import STATUS_CLASSES, STREAM_RULES
 
 KEYED = frozenset({OP.DCP_MUTATION, OP.DCP_DELETION, OP.DCP_EXPIRATION, OP.DCP_PREPARE})
 _NO_SID = frozenset({OP.DCP_SET_VBUCKET_STATE, OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT})  # sent without a stream-id frame (sync writes, takeover)

@@ -22,7 +22,7 @@ from ..sessions.tap import (
     FLAG_NETWORK_BYTE_ORDER, FLAG_NO_VALUE, KEYS_ONLY, KNOWN_CONNECT_FLAGS, LIST_VBUCKETS, MUTATION, NOOP, OPAQUE,
     PENDING, SUPPORT_ACK, TAKEOVER, VBUCKET_SET, TapSession, value_length,
 )
-from ....rules.registry import TAP_RULES
+from .book import TAP_RULES
 
 #: what a rule yields: its id, the message, and context (vbucket, frame, severity)
 Said = tuple[str, str, dict]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from ..families.mcbp.messages.frame import Message
-from ..families.mcbp.messages.header import HEADER_SIZE, absent_fields, header_layout
-from .layout import Field
+from typing import TYPE_CHECKING
+
+from ....messages.layout import Field
+from .header import HEADER_SIZE, absent_fields, header_layout
+
+if TYPE_CHECKING:
+    from .frame import Message
 
 SECTION_LABELS = {
     "framing_extras": "Framing extras",
@@ -15,7 +19,7 @@ SECTION_LABELS = {
 }
 
 
-def describe(msg: Message) -> list[Field]:
+def describe(msg: "Message") -> list[Field]:
     """Header fields, then one group per body section, all with absolute offsets."""
     layout = header_layout(msg.magic)
     head = msg.data if len(msg.data) >= HEADER_SIZE else msg.data + bytes(HEADER_SIZE - len(msg.data))
@@ -60,9 +64,3 @@ def _frame_info_display(fi: dict) -> str:
         text += f" [{fi['problem']}]"
     return text
 
-
-def walk(fields, depth: int = 0):
-    """Every field of a tree, depth first, with its depth."""
-    for f in fields:
-        yield depth, f
-        yield from walk(f.children, depth + 1)
