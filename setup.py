@@ -1,11 +1,22 @@
-"""The optional C parts: the fast lane for jsonl (dcpinspect/_lane.c) and RDB's CRC-64, LZF and
-packed layouts (dcpinspect/_rdb.c). Without a compiler the package installs and runs the
-same, on the Python path alone."""
+"""The optional C parts, each beside the Python that drives it: MCBP's fast lane for jsonl
+(dcpinspect/families/mcbp/_lane.c), RDB's CRC-64, LZF and packed layouts
+(dcpinspect/families/redis/_rdb.c), the pcap reader's inner loop (dcpinspect/sources/_pcap.c)
+and the JSON Lines writer's line check (dcpinspect/outputs/_jsonline.c). Without a compiler
+the package installs and runs the same, on the Python path alone."""
 
 from setuptools import Extension, setup
 
 FLAGS = ["-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 
-setup(ext_modules=[Extension("dcpinspect._lane", ["dcpinspect/_lane.c"], depends=["dcpinspect/_lane_rules.h"], optional=True,
-                             extra_compile_args=FLAGS),
-                   Extension("dcpinspect._rdb", ["dcpinspect/_rdb.c"], optional=True, extra_compile_args=FLAGS)])
+
+def optional(name: str, source: str, **kw) -> Extension:
+    return Extension(name, [source], optional=True, extra_compile_args=FLAGS, **kw)
+
+
+setup(ext_modules=[
+    optional("dcpinspect.families.mcbp._lane", "dcpinspect/families/mcbp/_lane.c",
+             depends=["dcpinspect/families/mcbp/_lane_rules.h"]),
+    optional("dcpinspect.families.redis._rdb", "dcpinspect/families/redis/_rdb.c"),
+    optional("dcpinspect.sources._pcap", "dcpinspect/sources/_pcap.c"),
+    optional("dcpinspect.outputs._jsonline", "dcpinspect/outputs/_jsonline.c"),
+])

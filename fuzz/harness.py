@@ -315,7 +315,7 @@ def check_frame(data: bytes) -> None:
     """One frame decoded alone (no context, collections on, off), and the bytes as a stream:
     split, decoded, judged, with and without a negotiated connection before them."""
     from dcpinspect.engines.streaming import decode_bytes
-    from dcpinspect.families.mcbp.sessions.conversation import Conversation
+    from dcpinspect.families.mcbp.conversation import Conversation
     from dcpinspect.families.mcbp.framer import RawFrame, split_frames
     from dcpinspect.families.mcbp.messages.frame import DecodeContext, Message, decode_frame
     from dcpinspect.families.mcbp.messages.record import frame_record

@@ -1,4 +1,4 @@
-"""Regenerate dcpinspect/_lane_rules.h, the fast lane's checks as C, from their declarations
+"""Regenerate dcpinspect/families/mcbp/_lane_rules.h, the fast lane's checks as C, from their declarations
 (see dcpinspect/families/mcbp/lane_rules.py); then rebuild the module."""
 
 import sys

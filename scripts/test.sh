@@ -12,7 +12,7 @@ command -v tcpdump >/dev/null || need+=(tcpdump)
 command -v memccapable >/dev/null || need+=(libmemcached-tools)
 command -v xxd >/dev/null || need+=(xxd)
 command -v hexdump >/dev/null || need+=(bsdextrautils)
-command -v cc >/dev/null || need+=(gcc)  # builds the jsonl fast lane (dcpinspect/_lane.c)
+command -v cc >/dev/null || need+=(gcc)  # builds the jsonl fast lane and the other C parts (setup.py)
 # analyze runs on Spark, which needs Java 17 (or 21)
 java -version 2>&1 | grep -E 'version "(17|21)[."]' >/dev/null || need+=(openjdk-17-jre-headless)
 if [ ${#need[@]} -gt 0 ]; then
@@ -40,5 +40,6 @@ if [ -z "${VIRTUAL_ENV:-}" ] && [ -e "$stdlib/EXTERNALLY-MANAGED" ]; then
 fi
 
 "$py" -m pip install -q -e ".[test,plot,spark,query]"
-"$py" -c "import dcpinspect._lane" || { echo "dcpinspect/_lane.c did not build: its tests would be skipped" >&2; exit 1; }
+"$py" -c "import dcpinspect.families.mcbp._lane, dcpinspect.families.redis._rdb, dcpinspect.sources._pcap, dcpinspect.outputs._jsonline" \
+  || { echo "a C part (setup.py) did not build: its tests would be skipped" >&2; exit 1; }
 exec "$py" -m pytest -q -p no:cacheprovider "$@"

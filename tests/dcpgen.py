@@ -415,7 +415,7 @@ def findings(frames: list[tuple[str, bytes]], collections: bool | None = None) -
     Frames are fed through the capture engine's per-connection core with their
     directions, in order; ``finish()`` findings carry their related frame.
     """
-    from dcpinspect.families.mcbp.sessions.conversation import Conversation
+    from dcpinspect.families.mcbp.conversation import Conversation
     from dcpinspect.families.mcbp.framer import RawFrame
 
     # A conversation that opens with HELO or DCP_OPEN was seen from its start.

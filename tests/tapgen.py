@@ -169,7 +169,7 @@ def findings(frames: list[tuple[str, bytes]], seen_from_start: bool = False, dt:
     """Every finding of the conversation (frame rules, DCP and TAP rules, end-of-connection
     ones) as ``(frame number, Finding)``, through the capture engine's per-connection core;
     frame n is stamped ``n * dt`` seconds."""
-    from dcpinspect.families.mcbp.sessions.conversation import Conversation
+    from dcpinspect.families.mcbp.conversation import Conversation
     from dcpinspect.families.mcbp.framer import RawFrame
 
     conv = Conversation.new(seen_from_start=seen_from_start)

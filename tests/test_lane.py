@@ -1,4 +1,4 @@
-"""The jsonl fast lane (dcpinspect/_lane.c, families/mcbp/lane.py) prints exactly what the
+"""The jsonl fast lane (dcpinspect/families/mcbp/_lane.c, families/mcbp/lane.py) prints exactly what the
 frame-by-frame path prints, and takes frames only where that path would find nothing.
 
 Every comparison decodes the same capture twice in this process, with and without the

@@ -1,8 +1,12 @@
-"""Layers only look down: no module imports from a layer above its own.
+"""Layers only look down, and a protocol family is one package that nothing else names.
 
-The order is the README's (Design): ``sources`` → ``transport`` → ``messages`` →
-``framing`` → ``sessions`` → ``rules`` → ``outputs`` → ``families`` → ``engines``, with the command line
-and the Scapy layers on top and ``limits`` and ``findings`` beneath them all.
+The order is the design's (docs/design.md): ``sources`` → ``transport`` → ``messages`` →
+``framing`` → ``sessions`` → ``rules`` → ``outputs`` → ``families`` → ``engines``, with the
+command line on top and ``limits`` and ``findings`` beneath them all. Everything outside
+``families/`` is protocol-free: no module there imports a family's package by name (the
+registry, ``families/__init__.py``, finds them by the names it lists), and no family imports
+another. Inside a family the same order holds for its parts: ``messages`` → ``sessions`` →
+``rules`` → the rest of the family.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dcpinspect"
 ORDER = ("limits", "findings", "sources", "transport", "messages", "framing", "sessions", "rules",
-         "outputs", "families", "engines", "scapy", "cli", "__main__")
+         "outputs", "families", "engines", "cli", "__main__")
+#: the order of a family's own parts (subpackages); its other modules come after them all
+FAMILY_ORDER = ("messages", "sessions", "rules")
 
 
 def _layer(module: str) -> str:
@@ -27,7 +33,7 @@ def _imports(path: Path):
     """(line, imported module) of every import of the package's own modules in ``path``,
     at the top or inside functions."""
     module = "dcpinspect." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    package = module.removesuffix(".__init__") if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.level:
             base = package.split(".")[: len(package.split(".")) - node.level + 1]
@@ -57,6 +63,64 @@ def test_no_module_imports_from_a_layer_above_its_own():
             if theirs in ORDER and ORDER.index(theirs) > ORDER.index(mine):
                 upward.append(f"{path.relative_to(PACKAGE.parent)}:{line} ({mine}) imports {target} ({theirs})")
     assert upward == []
+
+
+def _family(module: str) -> str | None:
+    """The family a module belongs to (``dcpinspect.families.<name>...``), if any."""
+    parts = module.removesuffix(".__init__").split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "families" else None
+
+
+def _family_part(module: str) -> int:
+    """Where a module of a family stands among its parts (:data:`FAMILY_ORDER`)."""
+    parts = module.removesuffix(".__init__").split(".")
+    part = parts[3] if len(parts) > 3 else None
+    return FAMILY_ORDER.index(part) if part in FAMILY_ORDER else len(FAMILY_ORDER)
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path, "dcpinspect." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+
+
+def test_nothing_outside_a_family_names_one():
+    """Sources, transport, messages, framing, sessions, rules, outputs, engines and the
+    command line are protocol-free: none imports from a family's package."""
+    naming = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
+              for path, module in _modules() if _family(module) is None
+              for line, target in _imports(path) if _family(target) is not None]
+    assert naming == []
+
+
+def test_no_family_imports_another():
+    crossing = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
+                for path, module in _modules() if _family(module) is not None
+                for line, target in _imports(path) if _family(target) not in (None, _family(module))]
+    assert crossing == []
+
+
+def test_a_family_s_parts_only_look_down():
+    upward = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
+              for path, module in _modules() if _family(module) is not None
+              for line, target in _imports(path)
+              if _family(target) == _family(module) and _family_part(target) > _family_part(module)]
+    assert upward == []
+
+
+def test_the_family_checks_see_a_family_named_outside_and_crossed(tmp_path, monkeypatch):
+    fake = tmp_path / "dcpinspect"
+    for d in ("engines", "families/one/messages", "families/one/rules", "families/two"):
+        (fake / d).mkdir(parents=True)
+    (fake / "engines" / "x.py").write_text("from ..families.one import messages\n")
+    (fake / "families" / "two" / "y.py").write_text("from ..one.rules import z\n")
+    (fake / "families" / "one" / "messages" / "w.py").write_text("from ..rules import z\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    with pytest.raises(AssertionError, match=r"engines/x.py:1 imports dcpinspect.families.one"):
+        test_nothing_outside_a_family_names_one()
+    with pytest.raises(AssertionError, match=r"families/two/y.py:1 imports dcpinspect.families.one.rules"):
+        test_no_family_imports_another()
+    with pytest.raises(AssertionError, match=r"families/one/messages/w.py:1 imports dcpinspect.families.one.rules"):
+        test_a_family_s_parts_only_look_down()
 
 
 def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):

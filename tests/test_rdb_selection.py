@@ -241,7 +241,7 @@ def test_values_of_keys_passed_over_are_not_decoded(monkeypatch):
     assert made == [b"set:1"]
 
 
-@pytest.mark.skipif(C is None, reason="dcpinspect._rdb is not built")
+@pytest.mark.skipif(C is None, reason="dcpinspect.families.redis._rdb is not built")
 def test_the_lane_reads_the_keys_passed_over(monkeypatch):
     called = []
     for layout, fn in list(values.READERS.items()):

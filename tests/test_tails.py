@@ -165,7 +165,7 @@ def test_impaired_conversations_print_the_same(tmp_path, params, seed, kw):
 # -- the C walk itself -------------------------------------------------------------------
 
 def test_garbage_never_crashes_the_walk():
-    from dcpinspect._lane import take_records
+    from dcpinspect.sources._pcap import take_records
 
     rng = random.Random(7)
     packet = synth.frames(synth.tcp_segments([("c2s", b"\x80" * 40)], handshake=False, close=None,
@@ -188,7 +188,7 @@ def test_garbage_never_crashes_the_walk():
 
 
 def test_a_malformed_tail_is_refused():
-    from dcpinspect._lane import take_records
+    from dcpinspect.sources._pcap import take_records
 
     packet = synth.frames(synth.tcp_segments([("c2s", b"x")], handshake=False, close=None, acks=False))[0]
     record = len(packet).to_bytes(4, "little") * 4 + packet

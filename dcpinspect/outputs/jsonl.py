@@ -80,6 +80,6 @@ def _written_alike(out: bytes, exponent) -> bool:
 
 
 try:  # the same test in one pass of C, when the fast lane is built
-    from .._lane import plain_json as _plain
+    from ._jsonline import plain_json as _plain
 except ImportError:
     _plain = plain_orjson

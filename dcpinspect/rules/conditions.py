@@ -1,6 +1,6 @@
 """Rule conditions as data: each written once, judged from that one declaration by the
 rules (as Python functions generated from it: :func:`judge_function`) and by any fast path
-(as a small program over numbered facts, which ``dcpinspect/_lane.c`` runs).
+(as a small program over numbered facts, which ``dcpinspect/families/mcbp/_lane.c`` runs).
 
 A condition is built from :class:`Fact` objects (named quantities of a message and of the
 state it meets: ``rules/facts.py`` is the vocabulary) with comparisons

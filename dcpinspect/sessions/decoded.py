@@ -38,7 +38,8 @@ class Decoded:
     #: counts MCBP frames by their headers alone still counts these records' findings)
     judged: bool = True
     #: the family's part of the ``stats`` report that counts these records, if it has one:
-    #: a class whose ``name`` is the report's entry it makes, made once a collector, with
+    #: a class whose ``name`` is the report's entry it makes, made once a collector (or the
+    #: name of a part every collector is made with: ``families.stats_collector``), with
     #: ``add(captured, ts, key, collector)``, ``merge(other)`` and ``report(t0)`` (a
     #: JSON-ready value): see ``sessions/stats.py``
     stats_part = None

@@ -8,8 +8,9 @@ capture one at a time, and the frames a fast path wrote as :class:`Lines` a run 
 connection and direction, times, notes, findings, a shared time-binned throughput
 histogram) and hands each record to its family's *part* (the record's ``stats_part``): an
 object that counts what only that family knows and makes its entries of the report. The
-parts a collector is made with (``parts``) are in every report; others join when their
-first record comes. :meth:`StatsCollector.report` returns a JSON-ready dict.
+parts a collector is made with (``parts``) are in every report, and a record names one of
+them by its name; a record that names a part's class makes that part when the first such
+record comes. :meth:`StatsCollector.report` returns a JSON-ready dict.
 
 A collector is plain data: it pickles, and :meth:`StatsCollector.merge` combines
 collectors fed with disjoint sets of connections (worker processes, Spark executors), so
@@ -113,8 +114,11 @@ class StatsCollector:
             self.add(item, key)
         return self
 
-    def part(self, kind: type) -> Any:
-        """The part of this collector that ``kind`` (a part's class) makes, made on first use."""
+    def _part_of(self, kind: type | str) -> Any:
+        """The part a record names (its ``stats_part``): a part's class, whose part is made
+        on first use, or the name of a part the collector was made with (None without it)."""
+        if type(kind) is str:
+            return self.parts.get(kind)
         part = self.parts.get(kind.name)
         if part is None:
             part = self.parts[kind.name] = kind()
@@ -144,7 +148,9 @@ class StatsCollector:
             if type(counted) is Captured:
                 self._captured(counted)
             else:
-                self.part(counted.stats_part).add_run(item.flow, item.direction, counted, self._key, self)
+                part = self._part_of(counted.stats_part)
+                if part is not None:
+                    part.add_run(item.flow, item.direction, counted, self._key, self)
         elif isinstance(item, Note):
             self._note(item)
         elif isinstance(item, Captured):
@@ -210,7 +216,9 @@ class StatsCollector:
                     self.finding_marks.add(ts, f.rule, self._key)
         part_of = msg.stats_part
         if part_of is not None:
-            self.part(part_of).add(item, ts, self._key, self)
+            part = self._part_of(part_of)
+            if part is not None:
+                part.add(item, ts, self._key, self)
 
     # -- parts -----------------------------------------------------------------------------
 

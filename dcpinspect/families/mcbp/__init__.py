@@ -2,8 +2,8 @@
 
 Its layouts are in ``messages``, its framer in ``framing/mcbp.py``, its sessions
 (negotiation, DCP streams, TAP) in ``sessions``, its rules in ``rules``; the connection's
-session that drives them is :class:`~dcpinspect.families.mcbp.sessions.conversation.Conversation`,
-the jsonl fast path over ``dcpinspect/_lane.c`` is :mod:`.lane`, and hex dumps of its
+session that drives them is :class:`~dcpinspect.families.mcbp.conversation.Conversation`,
+the jsonl fast path over ``dcpinspect/families/mcbp/_lane.c`` is :mod:`.lane`, and hex dumps of its
 bytes are read by :mod:`.dumps`; what ``stats`` shows of DCP and TAP is :mod:`.stats_view`.
 """
 
@@ -19,7 +19,7 @@ from .tables import TABLES
 if TYPE_CHECKING:
     from .framer import FrameSplitter
     from .messages.frame import DecodeContext
-    from .sessions.conversation import Conversation
+    from .conversation import Conversation
     from .lane import Lane
     from .sniff import Sniffer
 
@@ -58,7 +58,7 @@ def context(options: Options) -> "DecodeContext":
 
 
 def _session(options: Options, seen_from_start: bool) -> "Conversation":
-    from .sessions.conversation import Conversation
+    from .conversation import Conversation
 
     return Conversation.new(options.collections, context(options), seen_from_start)
 

@@ -14,7 +14,7 @@ from .messages.header import HEADER_SIZE
 from .rules.captions import check_captions
 from .rules.frame import check_frame
 from .rules.book import FRAME_RULES
-from .sessions.conversation import Conversation
+from .conversation import Conversation
 
 
 def frame_at(data: bytes, pos: int, end: int) -> bool:

@@ -18,7 +18,7 @@ _U32 = struct.Struct(">I").unpack_from
 _MAGIC_BYTES = bytes(sorted(MAGICS))
 
 try:
-    from ... import _lane
+    from . import _lane
 except ImportError:  # built without a C compiler: no runs
     _lane = None
 

@@ -1,5 +1,5 @@
 """The jsonl fast lane: runs of plain DCP mutations and deletions of one open stream go from
-bytes to jsonl lines in C (``dcpinspect/_lane.c``), with the stream's state brought up to
+bytes to jsonl lines in C (``dcpinspect/families/mcbp/_lane.c``), with the stream's state brought up to
 date here once a run, as the frame-by-frame path would have left it.
 
 A run is taken only where the frame-by-frame path would report nothing: the stream is
@@ -47,7 +47,7 @@ from .sessions import streams
 from .sessions.streams import FLOW_CONTROLLED, Snapshot
 
 try:
-    from ... import _lane
+    from . import _lane
 except ImportError:  # built without a C compiler
     _lane = None
 

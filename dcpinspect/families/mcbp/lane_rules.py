@@ -1,9 +1,9 @@
-"""The checks the jsonl fast lane judges, in the two forms ``dcpinspect/_lane.c`` runs them,
+"""The checks the jsonl fast lane judges, in the two forms ``dcpinspect/families/mcbp/_lane.c`` runs them,
 both made from the checks' declarations (``rules/checks.py``), never written by hand:
 
 * **programs** (``rules/conditions.py``'s small stack language) over numbered facts,
   which C interprets: whatever the checks are when a process starts, the lane follows;
-* **C code**, ``dcpinspect/_lane_rules.h``, generated from the same checks and compiled
+* **C code**, ``dcpinspect/families/mcbp/_lane_rules.h``, generated from the same checks and compiled
   into the module: the checks' conditions as C expressions, which the compiler turns into
   a few compares and branches a frame. It is used only while the programs are the ones it
   was generated from (their fingerprint, ``_lane.GENERATED``); a check changed since
@@ -32,7 +32,7 @@ from ...rules.conditions import All, Const, Expr, Fact, NotOnFastPath, program
 
 #: the opcodes the lane judges checks of, in ``_lane.c``'s order (0x56 + i)
 RULE_OPCODES = (OP.DCP_SNAPSHOT_MARKER, OP.DCP_MUTATION, OP.DCP_DELETION)
-HEADER = Path(__file__).resolve().parents[2] / "_lane_rules.h"
+HEADER = Path(__file__).resolve().with_name("_lane_rules.h")
 SOURCE = HEADER.with_name("_lane.c")
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from ....findings import Finding, Problem
@@ -98,10 +97,9 @@ class Message:
     #: what a connection's ``protocols`` in ``stats`` count it as
     stats_protocol = "mcbp"
 
-    @property
-    def stats_part(self) -> type:
-        """The part of the ``stats`` report that counts MCBP frames (:mod:`..stats`)."""
-        return _stats_part()
+    #: the part of the ``stats`` report that counts MCBP frames: the family's standing part
+    #: (``families/mcbp/stats.py``), by its name
+    stats_part = "mcbp"
 
     #: judged whatever the decoding context (no: a summary of headers only counts none
     #: of an MCBP message's findings)
@@ -340,9 +338,3 @@ def _decode_engine_specific(msg: Message, data: bytes, start: int, stop: int, se
 def _blob(name: str, label: str, raw: bytes, offset: int) -> Field:
     return Field(name, label, offset, len(raw), raw.hex(), raw.hex(" ") if raw else "(empty)")
 
-
-@lru_cache(maxsize=None)
-def _stats_part() -> type:
-    from ..stats import McbpStats  # (the statistics are above the messages: imported once, when first asked)
-
-    return McbpStats

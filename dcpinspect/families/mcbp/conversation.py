@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ....findings import Finding
-from ....framing.framer import RawFrame
-from ..messages.frame import DecodeContext, Message, decode_frame
-from ..rules.frame import check_frame
-from ..rules.stream import ConnectionValidator
-from ..messages.opcodes import OP
+from ...findings import Finding
+from ...framing.framer import RawFrame
+from .messages.frame import DecodeContext, Message, decode_frame
+from .rules.frame import check_frame
+from .messages.opcodes import OP
+from .rules.stream import ConnectionValidator
+from .sessions.negotiation import Negotiation
 
 _NOOP = OP.NOOP
-from .negotiation import Negotiation
 
 
 @dataclass
@@ -72,7 +72,7 @@ class Conversation:
     def _tap(self, msg: Message, tap: bool, direction: str | None, ts: float | None, index: int | None) -> None:
         """A TAP frame, or a NOOP on a TAP connection: the TAP rules and session; the
         retired-opcode note once a connection."""
-        from ..rules.tap import TapChecker, once_per_connection  # TAP's, for TAP connections alone
+        from .rules.tap import TapChecker, once_per_connection  # TAP's, for TAP connections alone
 
         checker = self.validator.tap
         if checker is None:
