@@ -18,7 +18,6 @@ from ..outputs.stats import StatsView, report_json
 from ..outputs.undecoded import line as undecoded_line
 from ..outputs.stats import render as render_report
 from ..families import stats_collector
-from ..sessions.stats import StatsCollector
 from .inputs import Unusable, items_of
 from .options import CaptureOptions
 

@@ -320,7 +320,7 @@ class Records:
         address and port bytes ``owners`` maps to something other than ``part``: another
         worker's connections, known without making a Record. False if this reader cannot
         (pcapng, or no compiled lane); :attr:`passed` counts them."""
-        if self._skip is None or _pcap is None:
+        if self._skip is None or _c_records is None:
             return False
         self._skip.owners, self._skip.part = owners, part
         return True
@@ -331,7 +331,7 @@ class Records:
         pure ACKs or its next bytes in order, and yield the direction (a ``Tail``) instead of
         a Record when its buffer holds a frame to cut. False if this reader cannot (pcapng,
         or no compiled lane); :attr:`passed` counts these records too."""
-        if self._skip is None or _pcap is None:
+        if self._skip is None or _c_records is None:
             return False
         self._skip.tails = tails
         return True
@@ -431,9 +431,9 @@ class _Skip:
 try:
     from ._pcap import take_records as _take_records
 except ImportError:  # built without a C compiler
-    _pcap = _take_records = None
+    _c_records = _take_records = None
 else:
-    _pcap = True
+    _c_records = True
 
 
 def _over_cap(index: int, what: str, length: int, at: int, cap: int, got: int, f) -> CaptureProblem:

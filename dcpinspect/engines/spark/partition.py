@@ -38,7 +38,6 @@ from typing import Iterator
 from ...outputs.jsonl import dumps_line
 from ...sessions.captured import Captured, Lines, Note
 from ...families import stats_collector
-from ...sessions.stats import StatsCollector
 from ...sources.capture import Record, read_records
 from ...sources.uris import open_binary, shown
 from ...transport.packet import Skip, parse_record
