@@ -12,7 +12,7 @@ import pytest
 
 from dcpinspect import families as families_module
 from dcpinspect.engines.files import decode_records
-from dcpinspect.families import Family, families
+from dcpinspect.families import Family, SnapshotFiles, families
 from dcpinspect.findings import Finding
 from dcpinspect.framing.framer import Framer, RawFrame, Skipped
 from dcpinspect.sessions.captured import Captured, Note
@@ -183,7 +183,7 @@ def test_a_gap_reaches_the_family_framer_and_session(tmp_path, line_family):
 
 
 def test_snapshot_files_go_to_the_family_that_tells_them(tmp_path, monkeypatch):
-    """``engines/snapshots.py`` hands each file to the family whose ``is_snapshot`` says it
+    """``engines/snapshots.py`` hands each file to the family whose ``snapshots.is_snapshot`` says it
     is one (RDB files to the Redis family), and names no family itself."""
     from dcpinspect.engines import snapshots
     from dcpinspect.engines.inputs import Unusable
@@ -195,7 +195,7 @@ def test_snapshot_files_go_to_the_family_that_tells_them(tmp_path, monkeypatch):
         return 2 if b"BAD" in contents.read() else -1
 
     module = types.ModuleType("toy.lines_snapshots")
-    module.FAMILY = Family("lines", is_snapshot=lambda head: head.startswith(b"LINES"), snapshots=show)
+    module.FAMILY = Family("lines", snapshots=SnapshotFiles(lambda head: head.startswith(b"LINES"), show))
     monkeypatch.setitem(sys.modules, "toy.lines_snapshots", module)
     monkeypatch.setattr(families_module, "PACKAGES", ("mcbp", "redis", "toy.lines_snapshots"))
     good, bad = tmp_path / "good.lines", tmp_path / "bad.lines"

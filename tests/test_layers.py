@@ -166,7 +166,7 @@ def _protocols_named(package: Path) -> list[str]:
 
 def test_outputs_name_no_protocol():
     """Outputs print what any family gives them: no module under ``outputs`` names a
-    protocol (what a family shows of its own is its ``stats_view``, its records'
+    protocol (what a family shows of its own is its ``statistics.view``, its records'
     ``counted``, its messages' layouts)."""
     assert _protocols_named(PACKAGE) == []
 

@@ -1,5 +1,5 @@
 """The stats report's seam: ``outputs.stats`` prints what every report has and asks each
-family's view (``Family.stats_view``) for the rest. A view written outside dcpinspect
+family's view (``Family.statistics.view``) for the rest. A view written outside dcpinspect
 plugs in by its family alone: its columns beside MCBP's (filled for its connections, "-"
 for others; a column both have is one, filled by the connection's family), its section,
 its chart lines, its closing line. Reports from captures built with synth."""
@@ -20,7 +20,7 @@ from dcpinspect import families as families_module
 from dcpinspect.engines.inputs import items_of
 from dcpinspect.engines.options import CaptureOptions
 from dcpinspect.engines.stats import plot, render, stats_views
-from dcpinspect.families import Family, family_named
+from dcpinspect.families import Family, Statistics, family_named
 from dcpinspect.outputs.stats import Breakdown, Col, StatsView, cell, fit_table, report_json
 from dcpinspect.families import stats_collector
 from dcpinspect.sessions.stats import StatsCollector
@@ -53,7 +53,7 @@ class RespView(StatsView):
 @pytest.fixture
 def resp_view(monkeypatch):
     module = types.ModuleType("toy.resp_view")
-    module.FAMILY = Family("toy-resp", stats_view=RespView)
+    module.FAMILY = Family("toy-resp", statistics=Statistics(RespView))
     monkeypatch.setitem(sys.modules, "toy.resp_view", module)
     monkeypatch.setattr(families_module, "PACKAGES", ("mcbp", "redis", "toy.resp_view"))
     return module.FAMILY
@@ -81,8 +81,8 @@ def _row(text: str, flow: str) -> list[str]:
 
 def test_the_views_are_the_families_that_have_one(resp_view):
     views = stats_views()
-    assert [type(v) for v in views] == [type(family_named("mcbp").stats_view()),
-                                        type(family_named("redis").stats_view()), RespView]
+    assert [type(v) for v in views] == [type(family_named("mcbp").statistics.view()),
+                                        type(family_named("redis").statistics.view()), RespView]
 
 
 def test_a_family_view_adds_its_columns_and_its_section(resp_view, mixed):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..families import FIELDS, HEADERS, VALUES, stream_families
+from ..families import FIELDS, HEADERS, VALUES, default_family
 from ..outputs.progress import progress_for
 from ..outputs.shown import Shown
 from ..sources.capture import CaptureError
@@ -42,7 +42,7 @@ def decode_hex_dump(path: Path | None, fmt: str, collections: bool | None, shown
             cut = item
     renderer.summary()
     if renderer.tally.frames == 0:
-        raise Unusable(f"no {stream_families()[0].name.upper()} frame in {len(dump.data)} bytes of "
+        raise Unusable(f"no {default_family().name.upper()} frame in {len(dump.data)} bytes of "
                        f"{dump.format} input")
     failed = judged_failed(renderer.tally, strict)
     if cut is not None and not failed:

@@ -1,8 +1,8 @@
 """``dcpinspect diff A B``: two data sets compared key by key, each a snapshot file (or a
 set of files read as one) or a capture (the data a full sync in it sends), in any pair.
 
-A family gives the keys of each (:attr:`~dcpinspect.families.Family.snapshot_data` for
-its snapshot files, :attr:`~dcpinspect.families.Family.data_keys` for the records of a
+A family gives the keys of each (:attr:`~dcpinspect.families.SnapshotFiles.data` for
+its snapshot files, :attr:`~dcpinspect.families.SnapshotFiles.record_keys` for the records of a
 capture it decoded with :attr:`~dcpinspect.families.Options.data`) as
 :class:`~dcpinspect.families.DataKey` s: db, name, type, the value's digest and the
 expiry. The keys of A are held (up to :data:`~dcpinspect.limits.DIFF_KEYS`, past which
@@ -160,15 +160,15 @@ def _keys(path: Path, tally: Tally) -> Iterator[DataKey]:
     """The keys of one input, from the family that reads it; notes (strings) go to the tally."""
     try:
         head = _head_of(path)
-        if looks_like_capture(head[:4]) and not any(f.is_snapshot is not None and f.is_snapshot(head)
+        if looks_like_capture(head[:4]) and not any(f.snapshots is not None and f.snapshots.is_snapshot(head)
                                                      for f in families()):
             yield from _capture_keys(path, tally)
             return
         for item in _gathered([path]):
             family = _family_of(_head_of(item[0] if isinstance(item, tuple) else item))
-            if family.snapshot_data is None:
+            if family.snapshots.data is None:
                 raise Unusable(f"{path}: no protocol family compares its data")
-            for k in family.snapshot_data(item):
+            for k in family.snapshots.data(item):
                 if isinstance(k, str):
                     tally.notes.append(k)
                 else:
@@ -181,7 +181,7 @@ def _capture_keys(path: Path, tally: Tally) -> Iterator[DataKey]:
     from ..sources.capture import CaptureError
     from .files import decode_capture_file
 
-    readers = [f for f in families() if f.data_keys is not None]
+    readers = [f for f in families() if f.snapshots is not None and f.snapshots.record_keys is not None]
     found = False
     try:
         for item in decode_capture_file(path, detail="values", data=True):
@@ -189,7 +189,7 @@ def _capture_keys(path: Path, tally: Tally) -> Iterator[DataKey]:
             if msg is None:
                 continue
             for f in readers:
-                for k in f.data_keys(msg):
+                for k in f.snapshots.record_keys(msg):
                     if isinstance(k, str):
                         tally.notes.append(k)
                     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..families import Family, stream_families
+from ..families import Family, default_family
 from ..framing.framer import Skipped
 from ..sources.hexdump import HexDump, parse_hexdump
 
@@ -23,22 +23,22 @@ def decode_hex_text(text: str, collections: bool | None = None) -> HexInput:
     """Decode a pasted dump. A dump of link/IP/TCP packets (tcpdump's, or any other tool's
     dump of whole packets) is decoded as a capture, each block a packet; any other bytes,
     and packets that carry no frame when the bytes themselves start with one (a paste
-    whose headers were cut), as a stream of the first family's frames. A fallback is said
+    whose headers were cut), as a stream of the default family's frames. A fallback is said
     in ``dump.problems``."""
-    family = stream_families()[0]
+    family = default_family()
     dump = parse_hexdump(text)
     result = HexInput(dump)
     blocks = dump.blocks or ((0, len(dump.data)),) if dump.data else ()
     if dump.format == "diagram":
         for start, end in blocks:
             captions = [c for c in dump.captions if start <= c.start < end]
-            result.items.extend(family.dumps.diagram(dump.data[start:end], start, collections, captions))
+            result.items.extend(family.hex_dumps.diagram(dump.data[start:end], start, collections, captions))
         return result
     packets, note = _decode_packets(dump, blocks, collections, family)
     if packets is not None:
         result.items.extend(packets)
     else:
-        result.items.extend(family.dumps.stream(dump.data, blocks, collections))
+        result.items.extend(family.hex_dumps.stream(dump.data, blocks, collections))
     if note:
         result.dump = replace(dump, problems=dump.problems + (note,))
     return result
@@ -49,7 +49,7 @@ def _decode_packets(dump: HexDump, blocks, collections: bool | None, family: Fam
     ``family``'s frames; and a note saying how a dump was read when that is not what its
     format suggests."""
     packet_format = dump.format in PACKET_FORMATS
-    framed = [family.dumps.frame_at(dump.data, start, end) for start, end in blocks]
+    framed = [family.hex_dumps.frame_at(dump.data, start, end) for start, end in blocks]
     name = family.name.upper()
     if not blocks or (not packet_format and framed[0]):  # a dump of a stream, as most are
         return ([] if packet_format else None), ""

@@ -84,7 +84,7 @@ SNAPSHOT_HEAD = 16
 def snapshot_family(inp: Input) -> Family | None:
     """The family whose snapshot file the opened input is, by its first bytes (inflated,
     when they are gzip); None when no family says so."""
-    readers = [f for f in families() if f.snapshots is not None and f.is_snapshot is not None]
+    readers = [f for f in families() if f.snapshots is not None]
     if not readers:
         return None
     head = inp.peek(64)
@@ -93,7 +93,7 @@ def snapshot_family(inp: Input) -> Family | None:
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNAPSHOT_HEAD)
         except zlib.error:
             return None
-    return next((f for f in readers if f.is_snapshot(head[:SNAPSHOT_HEAD])), None)
+    return next((f for f in readers if f.snapshots.is_snapshot(head[:SNAPSHOT_HEAD])), None)
 
 
 def capture_unusable(path, exc: Exception) -> Unusable:

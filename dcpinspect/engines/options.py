@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..families import family_named, stream_families
+from ..families import default_family, family_named, stream_families
 
 
 class OptionError(ValueError):
@@ -28,9 +28,9 @@ class CaptureOptions:
 
 
 def capture_options(ports: list[int] = (), decode_as: list[str] = (), no_heuristic: bool = False) -> CaptureOptions:
-    """The options as given: ``--port`` (for the first family), ``--decode-as PORT=FAMILY``
+    """The options as given: ``--port`` (for the default family), ``--decode-as PORT=FAMILY``
     (later ones win a port), ``--no-heuristic``. Raises :class:`OptionError`."""
-    first = stream_families()[0].name
+    first = default_family().name
     out = dict.fromkeys(ports, first)
     for spec in decode_as:
         port, _, name = spec.partition("=")

@@ -39,16 +39,16 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
                                    ("reports", reports)) if v}
         try:
             if isinstance(item, tuple):
-                worst = max(worst, _family_of(_head_of(item[0])).snapshots(item, fmt, key, offset, shown, **extra))
+                worst = max(worst, _family_of(_head_of(item[0])).snapshots.show(item, fmt, key, offset, shown, **extra))
                 continue
             with Contents(_opened(item)) as contents:
                 head = _peek(contents)
-                if not any(f.is_snapshot(head) for f in families() if f.snapshots is not None) \
+                if not any(f.snapshots.is_snapshot(head) for f in families() if f.snapshots is not None) \
                         and _frames_instead(contents, head):
                     again = "-" if contents.name == "stdin" else contents.name
                     raise Unusable(f"{contents.name}: a capture or hex dump, not a snapshot file: read it with "
                                    f"`dcpinspect decode {again}` (or validate, stats)")
-                worst = max(worst, _family_of(head).snapshots(contents, fmt, key, offset, shown, **extra))
+                worst = max(worst, _family_of(head).snapshots.show(contents, fmt, key, offset, shown, **extra))
         except InputError as exc:
             raise Unusable(str(exc)) from None
     return worst >= LEVELS[fail_on]
@@ -59,8 +59,8 @@ def _gathered(files: list[Path]) -> list:
     written at once) made one tuple."""
     items: list = list(files)
     for family in families():
-        if family.snapshot_sets is not None:
-            items = family.snapshot_sets(items)
+        if family.snapshots is not None and family.snapshots.sets is not None:
+            items = family.snapshots.sets(items)
     return items
 
 
@@ -103,4 +103,4 @@ def _family_of(head: bytes) -> Family:
     readers = [f for f in families() if f.snapshots is not None]
     if not readers:
         raise Unusable("no protocol family reads snapshot files")
-    return next((f for f in readers if f.is_snapshot(head)), readers[0])
+    return next((f for f in readers if f.snapshots.is_snapshot(head)), readers[0])

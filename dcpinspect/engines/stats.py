@@ -10,21 +10,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..families import families
+from ..families import families, stats_collector
 from ..outputs.console import make_console
 from ..outputs.escape import safe
 from ..outputs.progress import progress_for
 from ..outputs.stats import StatsView, report_json
 from ..outputs.undecoded import line as undecoded_line
 from ..outputs.stats import render as render_report
-from ..families import stats_collector
 from .inputs import Unusable, items_of
 from .options import CaptureOptions
 
 
 def stats_views() -> tuple[StatsView, ...]:
     """Each family's view of a stats report, in the families' order (those that have one)."""
-    return tuple(f.stats_view() for f in families() if f.stats_view is not None)
+    return tuple(f.statistics.view() for f in families() if f.statistics is not None and f.statistics.view is not None)
 
 
 def render(report: dict[str, Any], console: Any, **options: Any) -> None:

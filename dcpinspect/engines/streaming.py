@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from ..families import FIELDS, Family, Options, Session, stream_families
+from ..families import FIELDS, Family, Options, Session, default_family
 from ..framing.framer import Framer, RawFrame, Skipped
 
 
@@ -20,8 +20,8 @@ class ByteStreamDecoder:
     @classmethod
     def new(cls, collections: bool | None = None, synced: bool = True, detail: str = FIELDS,
             family: Family | None = None) -> "ByteStreamDecoder":
-        """Of ``family`` (the first family by default), with the options the engine takes."""
-        family = family or stream_families()[0]
+        """Of ``family`` (the default family if none), with the options the engine takes."""
+        family = family or default_family()
         return cls(family.session(Options(detail, collections), False), family.framer(synced, False))
 
     def feed(self, data: bytes) -> list:

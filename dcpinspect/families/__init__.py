@@ -8,13 +8,15 @@ then on they hand each direction's bytes to the family's framer
 Nothing outside a family's package names its protocol: engines, outputs and the command
 line see families, frames, sessions and findings.
 
-To add a family: write its package (its layouts, framer, session and rules, in the
-layers the README draws), define ``FAMILY`` in its ``__init__``, and list the package in
-:data:`PACKAGES`. The first family listed decodes the ports a user adds with ``--port``
-and hex dumps. A family may also have snapshot files of its own (``is_snapshot``,
-``snapshots``), which ``engines/snapshots.py`` hands it. Its ``filters``
-(:class:`RecordFilters`) say which of the record filters of ``decode`` and ``live``
-(``--opcode``, ``--command``, ...) it knows and how its records meet them.
+To add a family: write its package (its messages, framer, sessions and rules, in the
+layers docs/design.md draws), define ``FAMILY`` in its ``__init__``, and list the package in
+:data:`PACKAGES`. Every family has a name, ports, a sniffer, a framer and a session; the
+rest are capabilities, each an object of its own (:class:`Family`). One family is the
+default (:func:`default_family`): it decodes hex dumps and the ports a user adds with
+``--port``. A family may have snapshot files of its own (:class:`SnapshotFiles`), which
+``engines/snapshots.py`` hands it. Its ``filters`` (:class:`RecordFilters`) say which of the
+record filters of ``decode`` and ``live`` (``--opcode``, ``--command``, ...) it knows and how
+its records meet them.
 
 A family whose connections make sense only together (several connections of one
 exchange) has a *correlator* (:class:`Correlator`): one capture-level object its sessions
@@ -22,8 +24,9 @@ report to, made by the engine for each capture (for each worker process or Spark
 that decodes part of one), merged across those parts and concluded once the capture ends:
 its findings come last, each on the connection it names.
 
-What ``stats`` prints of a family's connections beyond the common table (frames, bytes,
-rates, gaps, findings) is its *stats view* (:class:`~dcpinspect.outputs.stats.StatsView`),
+What ``stats`` counts and prints of a family's connections beyond the common table
+(frames, bytes, rates, gaps, findings) is its :class:`Statistics`: the parts of the report
+it counts (``sessions/stats.py``) and its view (:class:`~dcpinspect.outputs.stats.StatsView`),
 which ``engines/stats.py`` hands to ``outputs.stats`` and ``outputs.plot``.
 """
 
@@ -150,9 +153,69 @@ class Table:
     columns: tuple[tuple[str, str, str], ...] = ()
 
 
+class HexDumps(Protocol):
+    """How the default family decodes hex dumps of its bytes (``dcpinspect hex``, and
+    ``decode`` of a pasted dump)."""
+
+    def frame_at(self, data: bytes, pos: int, end: int) -> bool:
+        """Whether a frame starts at ``pos`` (bytes up to ``end``)."""
+
+    def stream(self, data: bytes, blocks, collections: bool | None):
+        """The frames of ``blocks`` of ``data`` pasted together, as one connection."""
+
+    def diagram(self, block: bytes, start: int, collections: bool | None, captions):
+        """One frame of a protocol document's byte diagram, its captions checked."""
+
+
+@dataclass(frozen=True)
+class SnapshotFiles:
+    """A family's own snapshot files (the files ``rdb`` and ``diff`` read), and the snapshots
+    its connections carry."""
+
+    #: ``is_snapshot(first bytes)``: whether a file is one
+    is_snapshot: Callable[[bytes], bool]
+    #: ``show(path, format, key, offset, shown, **extra)`` prints one and returns the worst
+    #: severity found (its rank in ``findings.LEVELS``, -1 for none)
+    show: Callable[..., int]
+    #: which of the files given it reads together, as one snapshot written in several
+    #: files: ``sets(items)`` takes the paths given (and tuples another family made, which
+    #: it passes on) and returns them with each such set made one tuple of paths, in reading
+    #: order, with every member found beside them; ``show`` is then given the tuple
+    sets: Callable[[list], list] | None = None
+    #: its files as JSON Lines objects, what ``rdb -f jsonl`` writes of one: ``rows(file,
+    #: name)`` from a binary file open at its start (gzip undone); findings come as objects
+    #: of kind ``finding``
+    rows: Callable[..., Any] | None = None
+    #: the keys of one of its snapshots (a path, or a tuple from ``sets``) as
+    #: :class:`DataKey` s, and notes (strings) on what could not be read, for ``diff``
+    data: Callable[[Any], Any] | None = None
+    #: the :class:`DataKey` s (and notes) a decoded record carries (read with
+    #: :attr:`Options.data`): the data a connection sends whole, for ``diff``
+    record_keys: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """What a family adds to ``dcpinspect stats``."""
+
+    #: gives its part of the report on a console: a
+    #: :class:`~dcpinspect.outputs.stats.StatsView` (which report entries and connections
+    #: are its own, its columns of the connections table, its tables, its lines of the
+    #: chart and its panel of the plot)
+    view: Callable[[], StatsView] | None = None
+    #: the parts of the report it makes with every collector, whose entries every report
+    #: has (``sessions/stats.py``): ``parts()`` makes them
+    parts: Callable[[], tuple] | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class Family:
-    """A protocol family, as the engines use it."""
+    """A protocol family, as the engines use it.
+
+    What every family has: a name, the server ports that carry it, and what a connection is
+    decoded with: a ``sniffer`` for its first bytes on a port no family claims, a ``framer``
+    for each direction and a ``session`` for the connection. What only some families do is a
+    capability of its own, None (or empty) where the family has none."""
 
     name: str
     #: server ports that carry it
@@ -169,59 +232,37 @@ class Family:
     #: :class:`Options`; for a family with a correlator, ``session(options, seen_from_start, correlator,
     #: flow)``: the capture's correlator and the connection's flow key, to report to it
     session: Callable[..., Session] | None = None
-    #: the fast path for whole runs of frames, if the family has one: ``fast_path(options)``
-    #: returns it, or None where it cannot serve those :class:`Options`
-    fast_path: Callable[[Any], Any] | None = field(default=None)
-    #: the most bytes of a connection the sniffer may see before the answer is "no"
-    sniff_bytes: int = 64 * 1024
-    #: the family's own snapshot files, if it has them: ``is_snapshot(first bytes)`` tells
-    #: one, ``snapshots(path, format, key, offset, shown)`` prints it and returns the worst
-    #: severity found (its rank in ``findings.LEVELS``, -1 for none)
-    is_snapshot: Callable[[bytes], bool] | None = None
-    snapshots: Callable[..., int] | None = None
-    #: which of the snapshot files given it reads together, as one snapshot written in
-    #: several files: ``snapshot_sets(items)`` takes the paths given (and tuples another
-    #: family made, which it passes on) and returns them with each such set made one tuple
-    #: of paths, in reading order, with every member found beside them; ``snapshots`` is
-    #: then given the tuple in place of a path
-    snapshot_sets: Callable[[list], list] | None = None
-    #: how the first family decodes hex dumps of its bytes: ``frame_at(data, pos, end)``
-    #: (a frame starts there), ``stream(data, blocks, options)`` (blocks pasted together
-    #: as one connection) and ``diagram(block, start, options, captions)`` (one frame of a
-    #: protocol document's byte diagram)
-    dumps: Any = None
-    #: how the decode and live commands' record filters match its records (:class:`RecordFilters`)
-    filters: RecordFilters | None = None
     #: other names a user may call it by (``--decode-as PORT=NAME``)
     aliases: tuple[str, ...] = ()
-    #: the tables of its records that bulk engines write (see :class:`Table`)
-    tables: tuple[Table, ...] = ()
-    #: its snapshot files as JSON Lines objects, what ``rdb -f jsonl`` writes of one:
-    #: ``snapshot_rows(file, name)`` from a binary file open at its start (gzip undone);
-    #: findings come as objects of kind ``finding``
-    snapshot_rows: Callable[..., Any] | None = None
-    #: the keys of one of its snapshots (a path, or a tuple from ``snapshot_sets``) as
-    #: :class:`DataKey` s, and notes (strings) on what could not be read, for ``diff``
-    snapshot_data: Callable[[Any], Any] | None = None
-    #: the :class:`DataKey` s (and notes) a decoded record carries (read with
-    #: :attr:`Options.data`): the data a connection sends whole, for ``diff``
-    data_keys: Callable[[Any], Any] | None = None
-    #: makes the family's capture-level object (:class:`Correlator`), if it has one
-    correlator: Callable[[], Correlator] | None = None
-    #: gives its part of the ``stats`` report on a console, if it has one: a
-    #: :class:`~dcpinspect.outputs.stats.StatsView` (which report entries and connections
-    #: are its own, its columns of the connections table, its tables, its lines of the
-    #: chart and its panel of the plot)
-    stats_view: Callable[[], StatsView] | None = None
-    #: the parts of the ``stats`` report it makes with every collector, whose entries every
-    #: report has (``sessions/stats.py``): ``stats_parts()`` makes them
-    stats_parts: Callable[[], tuple] | None = None
+    #: the most bytes of a connection the sniffer may see before the answer is "no"
+    sniff_bytes: int = 64 * 1024
+    #: the family that decodes hex dumps and the ports a user adds with ``--port`` without
+    #: naming a family (one family is: :func:`default_family`)
+    default: bool = False
     #: its rules (:class:`~dcpinspect.rules.registry.Rule` s by id), read when the rule book is asked for
     rules: Callable[[], dict] | None = None
 
+    # -- capabilities --------------------------------------------------------------------
 
-#: the family packages, in order of preference (the first decodes ports added by the
-#: user): a name of a package here, or the full name of a module elsewhere
+    #: the fast path for whole runs of frames: ``fast_path(options)`` returns it, or None
+    #: where it cannot serve those :class:`Options`
+    fast_path: Callable[[Any], Any] | None = None
+    #: its snapshot files (:class:`SnapshotFiles`)
+    snapshots: SnapshotFiles | None = None
+    #: makes the family's capture-level object (:class:`Correlator`), if it has one
+    correlator: Callable[[], Correlator] | None = None
+    #: how hex dumps of its bytes are decoded (:class:`HexDumps`): the default family's
+    hex_dumps: HexDumps | None = None
+    #: how the decode and live commands' record filters match its records (:class:`RecordFilters`)
+    filters: RecordFilters | None = None
+    #: what it adds to ``stats`` (:class:`Statistics`)
+    statistics: Statistics | None = None
+    #: the tables of its records that bulk engines write (see :class:`Table`)
+    tables: tuple[Table, ...] = ()
+
+
+#: the family packages, in the order the sniffers ask: a name of a package here, or the
+#: full name of a module elsewhere
 PACKAGES = ("mcbp", "redis")
 
 
@@ -236,6 +277,15 @@ def family_named(name: str) -> Family | None:
     return next((f for f in families() if name == f.name or name in f.aliases), None)
 
 
+def default_family() -> Family:
+    """The family that decodes hex dumps and ``--port`` ports given without a family's name
+    (the one whose :attr:`Family.default` says so)."""
+    chosen = [f for f in families() if f.default]
+    if len(chosen) != 1:
+        raise LookupError(f"{len(chosen)} families are the default: {', '.join(f.name for f in chosen)}")
+    return chosen[0]
+
+
 def rule_book() -> dict:
     """Every family's rules by id, family by family in :data:`PACKAGES` order: the book
     ``dcpinspect rules`` prints."""
@@ -246,7 +296,8 @@ def stats_collector(**kw: Any) -> "StatsCollector":
     """A statistics collector with every family's standing parts (``kw``: the collector's own)."""
     from ..sessions.stats import StatsCollector
 
-    return StatsCollector(parts=[p for f in families() if f.stats_parts is not None for p in f.stats_parts()], **kw)
+    return StatsCollector(parts=[p for f in families() if f.statistics is not None and f.statistics.parts is not None
+                                 for p in f.statistics.parts()], **kw)
 
 
 def stream_families() -> tuple[Family, ...]:

@@ -93,7 +93,7 @@ class Panel:
 
 
 class StatsView:
-    """A protocol family's part of the ``stats`` report on a console (``Family.stats_view``).
+    """A protocol family's part of the ``stats`` report on a console (``Statistics.view`` of the family).
 
     :func:`render` asks each view given to it for the family's columns of the connections
     table (filled for the family's own connections, ``-`` for others), for its sections

@@ -183,7 +183,7 @@ class Output:
         self.stats.add(item, (fi, key))
 
     def snapshot(self, fi: int, objects) -> None:
-        """A snapshot file's JSON Lines objects (its family's ``snapshot_rows``): each to the
+        """A snapshot file's JSON Lines objects (its family's ``snapshots.rows``): each to the
         tables that take it, and each of their findings a finding row."""
         name = self.names[fi]
         for n, obj in enumerate(objects):
@@ -227,7 +227,7 @@ def part_batches(task: tuple, index: int, files: list[str], out: str, kw: dict) 
     if kind == "snapshot":
         family = _snapshot_family(files[fi])
         with _open_unzipped(files[fi]) as fh:
-            output.snapshot(fi, family.snapshot_rows(fh, shown(files[fi])))
+            output.snapshot(fi, family.snapshots.rows(fh, shown(files[fi])))
         yield output.state()
         return
     stats = ReadStats()
@@ -252,7 +252,7 @@ def _snapshot_family(name: str):
     with _open_unzipped(name) as fh:
         head = fh.read(64)
     for family in families():
-        if family.is_snapshot is not None and family.snapshot_rows is not None and family.is_snapshot(head):
+        if family.snapshots is not None and family.snapshots.rows is not None and family.snapshots.is_snapshot(head):
             return family
     raise ValueError(f"{name}: no family reads this snapshot file")
 

@@ -79,7 +79,7 @@ def kind_of(name: str) -> str | None:
     head = head_of(name)
     if looks_like_capture(head[:4]):
         return CAPTURE
-    if any(f.is_snapshot is not None and f.is_snapshot(head) for f in families()):
+    if any(f.snapshots is not None and f.snapshots.is_snapshot(head) for f in families()):
         return SNAPSHOT
     return None
 

@@ -1,10 +1,21 @@
-"""MCBP: memcached's binary protocol, with DCP and TAP on it (spec/dcp.md, spec/tap.md).
+"""MCBP: memcached's binary protocol, with DCP and TAP on it (kv_engine's docs/BinaryProtocol.md,
+docs/dcp/, and TAP's docs/TAP.md). The whole family is this package, in its layers:
 
-Its layouts are in ``messages``, its framer in ``framing/mcbp.py``, its sessions
-(negotiation, DCP streams, TAP) in ``sessions``, its rules in ``rules``; the connection's
-session that drives them is :class:`~dcpinspect.families.mcbp.conversation.Conversation`,
-the jsonl fast path over ``dcpinspect/families/mcbp/_lane.c`` is :mod:`.lane`, and hex dumps of its
-bytes are read by :mod:`.dumps`; what ``stats`` shows of DCP and TAP is :mod:`.stats_view`.
+- ``messages/``: each message's declarative layout (``header``, ``dcp``, ``tap``,
+  ``memcached``, ``server``; the tables of names, opcodes and what each opcode carries),
+  the codecs of its pieces (``codecs/``), and one frame decoded into a ``Message``
+  (``frame``), located (``describe``), as a JSON Lines record (``record``) and built back
+  (``build``);
+- ``framer``: a byte stream cut into frames, resynchronising after garbage or gaps;
+- ``sessions/``: what a connection negotiated, its DCP streams and its TAP conversation
+  (state only, h11-style);
+- ``rules/``: the rule book (``book``), the facts the checks are written in, and the
+  frame, stream and TAP rules;
+- the connection's session that drives them (``conversation``), the sniffer for unknown
+  ports (``sniff``), hex dumps (``dumps``), the record filters (``filters``), the
+  statistics it counts (``stats``) and shows (``stats_view``), its tables for bulk engines
+  (``tables``), its Scapy layers (``scapy``), and the jsonl fast lane: ``lane`` drives
+  ``_lane.c``, whose checks ``lane_rules`` writes into ``_lane_rules.h``.
 """
 
 from __future__ import annotations
@@ -12,7 +23,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from .. import HEADERS, VALUES, Family, Options
+from .. import HEADERS, VALUES, Family, Options, Statistics
 from .filters import FILTERS
 from .tables import TABLES
 
@@ -97,6 +108,6 @@ class _Dumps:
         return getattr(dumps, name)
 
 
-FAMILY = Family("mcbp", PORTS, TLS_PORTS, _sniffer, _framer, _session, _fast_path, dumps=_Dumps(), filters=FILTERS,
-                aliases=("dcp", "tap", "memcached"), tables=TABLES,
-                stats_view=_stats_view, stats_parts=_stats_parts, rules=_rules)
+FAMILY = Family("mcbp", PORTS, TLS_PORTS, _sniffer, _framer, _session, aliases=("dcp", "tap", "memcached"),
+                default=True, rules=_rules, fast_path=_fast_path, hex_dumps=_Dumps(), filters=FILTERS,
+                statistics=Statistics(_stats_view, _stats_parts), tables=TABLES)

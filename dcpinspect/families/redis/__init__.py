@@ -19,7 +19,7 @@ connections, and :mod:`.syncs` (the family's correlator) the syncs across them.
 
 from __future__ import annotations
 
-from .. import Family
+from .. import Family, SnapshotFiles, Statistics
 from .filters import FILTERS
 from .sniff import Sniffer
 from .tables import TABLES
@@ -99,8 +99,8 @@ def _rules() -> dict:
     return RULES
 
 
-FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=_snapshots,
-                is_snapshot=_is_snapshot, filters=FILTERS, aliases=("resp", "rdb", "valkey", "dragonfly"),
-                correlator=_correlator, tables=TABLES, snapshot_rows=_snapshot_rows,
-                snapshot_sets=_snapshot_sets, snapshot_data=_snapshot_data, data_keys=_data_keys,
-                stats_view=_stats_view, rules=_rules)
+FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, aliases=("resp", "rdb", "valkey", "dragonfly"),
+                rules=_rules, correlator=_correlator, filters=FILTERS, statistics=Statistics(_stats_view),
+                snapshots=SnapshotFiles(_is_snapshot, _snapshots, _snapshot_sets, _snapshot_rows, _snapshot_data,
+                                        _data_keys),
+                tables=TABLES)
