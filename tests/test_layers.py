@@ -1,6 +1,6 @@
 """Layers only look down: no module imports from a layer above its own.
 
-The order is the README's (Design): ``sources`` → ``transport`` → ``messages`` →
+The order is docs/design.md's: ``sources`` → ``transport`` → ``messages`` →
 ``framing`` → ``sessions`` → ``rules`` → ``outputs`` → ``families`` → ``engines``, with the command line
 and the Scapy layers on top and ``limits`` and ``findings`` beneath them all.
 """

@@ -9,7 +9,7 @@ Nothing outside a family's package names its protocol: engines, outputs and the 
 line see families, frames, sessions and findings.
 
 To add a family: write its package (its layouts, framer, session and rules, in the
-layers the README draws), define ``FAMILY`` in its ``__init__``, and list the package in
+layers docs/design.md draws), define ``FAMILY`` in its ``__init__``, and list the package in
 :data:`PACKAGES`. The first family listed decodes the ports a user adds with ``--port``
 and hex dumps. A family may also have snapshot files of its own (``is_snapshot``,
 ``snapshots``), which ``engines/snapshots.py`` hands it. Its ``filters``
