@@ -11,7 +11,7 @@ be claimed. Captures are read as ``decode`` reads them, with the heuristic on an
 added; a connection is claimed when the engine hands it to a family (by its port, its
 server or its first bytes). A capture that cannot be read is counted apart.
 
-The negative corpus the README quotes is ntop/nDPI's ``tests/cfgs/default/pcap`` folder
+The negative corpus docs/detection.md quotes is ntop/nDPI's ``tests/cfgs/default/pcap`` folder
 (some 540 public captures of other protocols; its ``resp.pcap`` is Redis, given as a
 positive) with what ``bench/make_detection_corpus.py`` captures of memcached's text
 protocol; the positives are ``samples/``, that ``resp.pcap``, and the real servers'

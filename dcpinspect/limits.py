@@ -3,7 +3,7 @@ defaults and the environment variables or options that change them.
 
 A capture, a paste or a file can claim anything in its length fields; each cap bounds the
 time or memory one such claim can cost, and what it cuts is reported (a note, a finding,
-a line on stderr), never silently dropped. The README's "Limits" table is this table.
+a line on stderr), never silently dropped. The table of docs/limits-and-hostile-input.md is this table.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class Limit:
     name: str
     default: int
     unit: str  # "bytes" (a K/M/G suffix allowed), or what is counted
-    what: str  # what it bounds, as the README says it
+    what: str  # what it bounds, as docs/limits-and-hostile-input.md says it
     env: str = ""  # the variable that changes it, if one does
     option: str = ""  # the command-line option that changes it, if one does
     least: int = 1
@@ -175,7 +175,7 @@ def _size(n: int, unit: str) -> str:
 
 
 def markdown_table() -> str:
-    """The README's table of limits."""
+    """The table of limits in docs/limits-and-hostile-input.md."""
     rows = ["| limit | default | raised by | what it bounds |", "| --- | --- | --- | --- |"]
     for lim in LIMITS:
         how = ", ".join(x for x in (f"`{lim.env}`" if lim.env else "", f"`{lim.option}`" if lim.option else "") if x)

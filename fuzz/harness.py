@@ -69,7 +69,7 @@ CAPTURE_COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("stats", ("stats", "--no-chart")),
     ("stats-json", ("stats", "-f", "json")),
 )
-EXIT_CODES = (0, 1, 2, 3)  # README's Exit codes: 3 is hex's dump that ends inside a frame
+EXIT_CODES = (0, 1, 2, 3)  # docs/index.md's Exit codes: 3 is hex's dump that ends inside a frame
 
 
 class PropertyFailure(AssertionError):

@@ -1,4 +1,4 @@
-"""Write samples/redis-dump.rdb, the snapshot the README's RDB examples read: a real
+"""Write samples/redis-dump.rdb, the snapshot the RDB examples of the README and docs/rdb.md read: a real
 redis-server (Debian's, on a free loopback port) is given a few keys of each type (two
 dbs, an expiry, a binary key and value, a stream with a consumer group and pending
 entries, a function library) and saves them; then, after a few changes, its later dump

@@ -1,4 +1,4 @@
-"""Write the sample inputs the README uses (run: python samples/make_samples.py)."""
+"""Write the sample inputs the README and docs/ use (run: python samples/make_samples.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The table of limits: the README shows it as it is, each variable is read the same way,
+"""The table of limits: the documentation shows it as it is, each variable is read the same way,
 and a value that is not one stops every command before any work."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pytest
 import servers
 from dcpinspect.limits import LIMITS, Limit, LimitError, markdown_table
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "limits-and-hostile-input.md"
 WITH_ENV = [lim for lim in LIMITS if lim.env]
 
 
-def test_readme_shows_the_table_of_limits():
-    assert markdown_table() in README.read_text()
+def test_the_limits_page_shows_the_table_of_limits():
+    assert markdown_table() in PAGE.read_text()
 
 
 def test_every_limit_says_what_it_bounds_and_how_it_is_changed_or_that_it_is_fixed():

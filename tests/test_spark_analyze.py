@@ -64,7 +64,7 @@ def analysed(request, spark, inputs, tmp_path_factory):
 
     out = tmp_path_factory.mktemp(f"spark-out-{request.param}") / "tables"
     # a range's task sees one connection's packets alone: that the sample's server port speaks
-    # MCBP, which its other connections show, is said there (the README's Spark notes)
+    # MCBP, which its other connections show, is said there (docs/spark.md: How the work is split)
     capture = CaptureOptions(dict([SAMPLE_PORT])) if request.param == "ranges" else None
     result = run_analysis(spark, inputs, str(out), range_size=RANGE, split=request.param, capture=capture)
     return result, out, request.param
@@ -186,7 +186,7 @@ def test_stats_tables_count_what_stats_counts(analysed, inputs):
 
 
 def test_duckdb_reads_the_tables(analysed):
-    """The README's DuckDB queries, on the tables: the findings by rule, class and severity
+    """The DuckDB queries of docs/spark.md, on the tables: the findings by rule, class and severity
     are the job's summary, each one's first frame is the findings table's, the largest seqno of
     each vbucket's mutations is the frames', and the unsigned columns are UBIGINT."""
     duckdb = pytest.importorskip("duckdb")

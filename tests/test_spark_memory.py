@@ -1,5 +1,5 @@
 """``analyze`` on RDB files writes each key's memory (the model's estimate) into its
-``keys`` table; the README's prefix and top-N queries, in Spark SQL and in DuckDB, on the
+``keys`` table; the prefix and top-N queries of docs/rdb.md, in Spark SQL and in DuckDB, on the
 job's tables of two snapshots redis-server saved, give what ``rdb --report`` gives."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow.parquet")
 
-#: the README's queries (Spark SQL over a view named keys; DuckDB over the Parquet files)
+#: the queries of docs/rdb.md (Spark SQL over a view named keys; DuckDB over the Parquet files)
 TOP_SPARK = """SELECT file, db, key_name, type, encoding, memory FROM keys
                ORDER BY memory DESC, key_name LIMIT 5"""
 PREFIX_SPARK = """SELECT db, substring_index(key_name, ':', 1) AS prefix, count(*) AS keys,

@@ -1,4 +1,4 @@
-"""The README's Spark SQL join of two snapshots' key tables (``analyze`` of two dumps a real
+"""The Spark SQL join (docs/spark.md) of two snapshots' key tables (``analyze`` of two dumps a real
 redis-server wrote, before and after known changes) finds what ``dcpinspect diff`` finds."""
 
 from __future__ import annotations
@@ -18,19 +18,19 @@ TOP = Path(__file__).resolve().parent.parent
 SAMPLES = TOP / "samples"
 
 
-def readme_join() -> str:
-    text = (TOP / "README.md").read_text()
+def documented_join() -> str:
+    text = (TOP / "docs" / "spark.md").read_text()
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "FULL OUTER JOIN" in b]
     return block
 
 
-def test_the_readme_join_is_what_diff_says(spark, tmp_path):
+def test_the_documented_join_is_what_diff_says(spark, tmp_path):
     from dcpinspect.engines.spark.job import run_analysis
 
     a, b = SAMPLES / "redis-dump.rdb", SAMPLES / "redis-dump-later.rdb"
     run_analysis(spark, [str(a)], str(tmp_path / "a"))
     run_analysis(spark, [str(b)], str(tmp_path / "b"))
-    code = readme_join().replace("/tmp/snap-a", str(tmp_path / "a")).replace("/tmp/snap-b", str(tmp_path / "b"))
+    code = documented_join().replace("/tmp/snap-a", str(tmp_path / "a")).replace("/tmp/snap-b", str(tmp_path / "b"))
     code = code.replace("changes.show()", "")
     scope: dict = {}
     exec(code, scope)

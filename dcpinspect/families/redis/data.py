@@ -3,7 +3,7 @@
 A byte string that is valid UTF-8 is a JSON string; any other is ``{"base64": "..."}``
 (never an escaped text, which could not be told from a string that holds a backslash).
 A score is a string, written as Redis writes a double (:func:`redis_double`: ``"1.5"``,
-``"inf"``, ``"-inf"``, ``"3"``), exact. The shapes, by type (the README's table):
+``"inf"``, ``"-inf"``, ``"3"``), exact. The shapes, by type (docs/rdb.md):
 
 - string: the string;
 - list, set: the elements, in the file's order;

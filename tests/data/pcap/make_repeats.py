@@ -1,4 +1,4 @@
-"""Writes tests/data/pcap/dcp-repeats.pcap, the README's example of repeated findings folded
+"""Writes tests/data/pcap/dcp-repeats.pcap, the example of docs/validation.md of repeated findings folded
 in validate's table: two DCP connections whose every mutation after the first on each
 stream goes back in seqno (vbuckets 0 and 1, 40 mutations; vbucket 7, 30)."""
 

@@ -1,6 +1,6 @@
 """Writes tests/data/rdb/dragonfly-zstd-bomb.rdb: a Dragonfly RDB file of 1.6 KB whose one ZSTD blob
 inflates to 48 MiB of zero bytes (16.7 million empty string keys, as a Dragonfly reader sees
-them), for the README's example of the inflation budget. Needs ``zstandard``."""
+them), for the example (docs/rdb.md) of the inflation budget. Needs ``zstandard``."""
 
 from __future__ import annotations
 

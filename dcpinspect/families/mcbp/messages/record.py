@@ -1,5 +1,5 @@
 """An MCBP message as a JSON Lines record: the schema of ``kind: "frame"`` objects for
-MCBP, DCP and TAP frames (README, "JSON Lines schema"), its field names the layouts'."""
+MCBP, DCP and TAP frames (docs/jsonl-schema.md), its field names the layouts'."""
 
 from __future__ import annotations
 
