@@ -7,4 +7,4 @@ with fuzz/campaign.py's defaults; seeds: fuzz/make_corpus.py's.
 from campaign import redis_main
 
 if __name__ == "__main__":
-    redis_main("redis_harness", "check_dfs", ("dcpinspect.families.redis.session", "dcpinspect.families.redis.dfs"))
+    redis_main("redis_harness", "check_dfs", ("dcpinspect.families.redis.replication.session", "dcpinspect.families.redis.dragonfly.dfs"))

@@ -11,8 +11,8 @@ MAX_LEN = 4096
 
 
 def _load() -> None:
-    import dcpinspect.families.redis.rdb  # noqa: F401
-    import dcpinspect.families.redis.report  # noqa: F401
+    import dcpinspect.families.redis.rdb.decoder  # noqa: F401
+    import dcpinspect.families.redis.reports.report  # noqa: F401
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Fuzz harness of the RDB decoder (dcpinspect/families/redis/rdb.py): ``check_rdb(data)``.
+"""Fuzz harness of the RDB decoder (dcpinspect/families/redis/rdb/decoder.py): ``check_rdb(data)``.
 
 The first byte of the fuzzer's input picks a header (Redis 11, Redis 9 as Dragonfly
 writes it, Valkey 80, Redis 3, or none: the input as it is) and a chunk size; the rest
@@ -28,7 +28,7 @@ CAP = 4096
 
 
 def _run(data: bytes, chunk: int | None, keep: bool = True, select=None, measure=None) -> tuple[list, int]:
-    from dcpinspect.families.redis.rdb import RdbParser
+    from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser
 
     parser = RdbParser(keep=keep, cap=CAP, select=select, measure=measure)
     out, held = [], 0
@@ -42,7 +42,7 @@ def _run(data: bytes, chunk: int | None, keep: bool = True, select=None, measure
 
 
 def _signature(out: list, values: bool = True) -> list:
-    from dcpinspect.families.redis.records import Ending
+    from dcpinspect.families.redis.rdb.decoder.records import Ending
     from dcpinspect.findings import Finding
 
     sig = []
@@ -58,11 +58,11 @@ def _signature(out: list, values: bool = True) -> list:
 
 
 def check_rdb(data: bytes) -> None:
-    from dcpinspect.families.redis import memory, report
-    from dcpinspect.families.redis.data import function_json
-    from dcpinspect.families.redis.digest import Digester
-    from dcpinspect.families.redis.records import AuxRecord, Ending, KeyRecord, OpRecord
-    from dcpinspect.families.redis.selection import KeySelection
+    from dcpinspect.families.redis.reports import memory, report
+    from dcpinspect.families.redis.rdb.decoder.data import function_json
+    from dcpinspect.families.redis.rdb.decoder.digest import Digester
+    from dcpinspect.families.redis.rdb.decoder.records import AuxRecord, Ending, KeyRecord, OpRecord
+    from dcpinspect.families.redis.reports.selection import KeySelection
     from dcpinspect.outputs.escape import safe
     from dcpinspect.outputs.jsonl import dumps
 

@@ -1,9 +1,9 @@
 """Fuzz harnesses of the Redis family's readers that rdb_harness.py does not reach:
 
-- ``check_journal(data)``: Dragonfly's journal (dcpinspect/families/redis/journal.py), as a
+- ``check_journal(data)``: Dragonfly's journal (dcpinspect/families/redis/dragonfly/journal.py), as a
   JOURNAL_BLOB's string (``read_entries``) and as a flow streams it in stable sync (the
   framer's journal mode, fed whole and in chunks, its records judged by a flow session);
-- ``check_dfs(data)``: a ``.dfs`` snapshot set (dcpinspect/families/redis/dfs.py) made of
+- ``check_dfs(data)``: a ``.dfs`` snapshot set (dcpinspect/families/redis/dragonfly/dfs.py) made of
   the input: a summary and shard files, their numbers and bodies chosen by the input, read
   as one snapshot;
 - ``check_flow(data)``: RESP with a Dragonfly flow: the replica's ``DFLY FLOW``, the
@@ -41,7 +41,7 @@ class PropertyFailure(AssertionError):
 
 def _framer_frames(stream: bytes, chunk: int | None) -> tuple[list, int]:
     """The framer's frames of ``stream`` (fed whole, or ``chunk`` bytes at a time) and the most it held."""
-    from dcpinspect.families.redis.resp import RespFramer
+    from dcpinspect.families.redis.replication.resp import RespFramer
 
     framer = RespFramer()
     framer.frame_cap = CAP
@@ -67,7 +67,7 @@ def _frame_sig(frames: list) -> list:
 
 def _counting_reads():
     """Count the journal lengths read while the context is open: (counter, restore)."""
-    from dcpinspect.families.redis import journal
+    from dcpinspect.families.redis.dragonfly.replica import journal
 
     real = journal.read_len
     count = [0]
@@ -92,10 +92,11 @@ def _views(rec) -> None:
 
 
 def check_journal(data: bytes) -> None:
-    from dcpinspect.families.redis import dragonfly, journal
-    from dcpinspect.families.redis.frames import JournalRecord
-    from dcpinspect.families.redis.primitives import Corrupt
-    from dcpinspect.families.redis.resp import RespFrame
+    from dcpinspect.families.redis.dragonfly.replica import replica as dragonfly
+    from dcpinspect.families.redis.dragonfly.replica import journal
+    from dcpinspect.families.redis.replication.frames import JournalRecord
+    from dcpinspect.families.redis.rdb.decoder.primitives import Corrupt
+    from dcpinspect.families.redis.replication.resp import RespFrame
 
     if not data:
         return
@@ -152,8 +153,9 @@ def _members(data: bytes) -> list[tuple[str, bytes]]:
 
 
 def check_dfs(data: bytes) -> None:
-    from dcpinspect.families.redis import dfs, report
-    from dcpinspect.families.redis.records import AuxRecord, KeyRecord
+    from dcpinspect.families.redis.dragonfly.replica import dfs
+    from dcpinspect.families.redis.reports import report
+    from dcpinspect.families.redis.rdb.decoder.records import AuxRecord, KeyRecord
     from dcpinspect.outputs.jsonl import dumps
     from dcpinspect.sources.inputs import InputError
 
@@ -208,8 +210,8 @@ def _flow_stream(data: bytes) -> tuple[bytes, bytes, int]:
 
 
 def _session_records(replica: bytes, master: bytes, chunk: int | None) -> list:
-    from dcpinspect.families.redis.resp import RespFramer
-    from dcpinspect.families.redis.session import Replication
+    from dcpinspect.families.redis.replication.resp import RespFramer
+    from dcpinspect.families.redis.replication.session import Replication
 
     session = Replication()
     out = []

@@ -11,8 +11,8 @@ MAX_LEN = 4096
 
 
 def _load() -> None:
-    import dcpinspect.families.redis.resp  # noqa: F401
-    import dcpinspect.families.redis.session  # noqa: F401
+    import dcpinspect.families.redis.replication.resp  # noqa: F401
+    import dcpinspect.families.redis.replication.session  # noqa: F401
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Fuzz harness of a Redis connection's decoding (dcpinspect/families/redis/resp.py's
+"""Fuzz harness of a Redis connection's decoding (dcpinspect/families/redis/replication/resp.py's
 framer, resync.py's resynchronisation, inline.py's splitting, session.py with
 pairing.py's pairing): ``check_resp(data)``.
 
@@ -25,7 +25,7 @@ CHUNKS = (None, 1, 2, 3, 7, 64)
 
 
 def _frames(data: bytes, synced: bool, chunk: int | None) -> tuple[list, int]:
-    from dcpinspect.families.redis.resp import RespFramer
+    from dcpinspect.families.redis.replication.resp import RespFramer
 
     framer = RespFramer(synced)
     out, held = [], 0
@@ -39,7 +39,7 @@ def _frames(data: bytes, synced: bool, chunk: int | None) -> tuple[list, int]:
 
 
 def _signature(items: list) -> list:
-    from dcpinspect.families.redis.resp import RespFrame
+    from dcpinspect.families.redis.replication.resp import RespFrame
 
     return [(type(i).__name__, i.offset, len(i.data) if isinstance(i, RespFrame) else i.size,
              repr(i.value) if isinstance(i, RespFrame) else None, getattr(i, "kind", None)) for i in items]
@@ -47,7 +47,7 @@ def _signature(items: list) -> list:
 
 def _covers(items: list, n: int) -> None:
     """Frames and skipped ranges tile the direction's bytes from 0 to ``n``."""
-    from dcpinspect.families.redis.resp import RespFrame
+    from dcpinspect.families.redis.replication.resp import RespFrame
 
     at = 0
     for i in items:
@@ -61,14 +61,14 @@ def _covers(items: list, n: int) -> None:
 
 
 def check_resp(data: bytes) -> None:
-    from dcpinspect.families.redis.frames import RespRecord
-    from dcpinspect.families.redis.resp import RespFrame
-    from dcpinspect.families.redis.session import Replication
+    from dcpinspect.families.redis.replication.frames import RespRecord
+    from dcpinspect.families.redis.replication.resp import RespFrame
+    from dcpinspect.families.redis.replication.session import Replication
     from dcpinspect.limits import RESP_FRAME
     from dcpinspect.outputs.escape import safe
     from dcpinspect.outputs.jsonl import dumps
 
-    from dcpinspect.families.redis.resync import LOOK
+    from dcpinspect.families.redis.replication.resync import LOOK
 
     if len(data) < 2:
         return

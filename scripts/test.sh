@@ -40,6 +40,6 @@ if [ -z "${VIRTUAL_ENV:-}" ] && [ -e "$stdlib/EXTERNALLY-MANAGED" ]; then
 fi
 
 "$py" -m pip install -q -e ".[test,plot,spark,query]"
-"$py" -c "import dcpinspect.families.mcbp._lane, dcpinspect.families.redis._rdb, dcpinspect.sources._pcap, dcpinspect.outputs._jsonline" \
+"$py" -c "import dcpinspect.families.mcbp._lane, dcpinspect.families.redis.rdb._rdb, dcpinspect.sources._pcap, dcpinspect.outputs._jsonline" \
   || { echo "a C part (setup.py) did not build: its tests would be skipped" >&2; exit 1; }
 exec "$py" -m pytest -q -p no:cacheprovider "$@"

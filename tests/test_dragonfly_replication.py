@@ -18,10 +18,10 @@ import pytest
 
 import dflygen
 from dcpinspect.engines.files import decode_records
-from dcpinspect.families.redis.frames import JournalRecord, PayloadRecord
-from dcpinspect.families.redis.journal import COMMAND, LSN, PING, read_record
-from dcpinspect.families.redis.resp import RespFramer, RespFrame
-from dcpinspect.families.redis.syncs import Syncs, key_digest
+from dcpinspect.families.redis.replication.frames import JournalRecord, PayloadRecord
+from dcpinspect.families.redis.dragonfly.replica.journal import COMMAND, LSN, PING, read_record
+from dcpinspect.families.redis.replication.resp import RespFramer, RespFrame
+from dcpinspect.families.redis.dragonfly.replica.syncs import Syncs, key_digest
 from dcpinspect.families.redis.rules import DFLY_RULES
 from dcpinspect.families import rule_book
 from dcpinspect.sessions.captured import Captured, Note
@@ -466,7 +466,7 @@ def test_decode_summary_counts_the_dragonfly_records(tmp_path):
 
 
 def test_the_table_view_of_a_payload_piece_whose_aux_could_not_be_read():
-    from dcpinspect.families.redis.records import AuxRecord
+    from dcpinspect.families.redis.rdb.decoder.records import AuxRecord
 
     rec = PayloadRecord(0, 10)
     rec.add([AuxRecord(b"k", None, 9, 4)])
@@ -475,7 +475,7 @@ def test_the_table_view_of_a_payload_piece_whose_aux_could_not_be_read():
 
 def test_a_sync_on_another_port_is_found_by_its_first_bytes(tmp_path):
     """The control connection's PING and each flow's DFLY FLOW tell the sniffer."""
-    from dcpinspect.families.redis.sniff import Sniffer
+    from dcpinspect.families.redis.replication.sniff import Sniffer
 
     assert Sniffer(False).add("c2s", dflygen.inline("DFLY", "FLOW", REPLID, "SYNC1", "0")) is True
     rows = jsonl(sync(tmp_path, port=7001))
@@ -487,7 +487,7 @@ def test_a_sync_on_another_port_is_found_by_its_first_bytes(tmp_path):
 
 from hypothesis import given, strategies as st  # noqa: E402
 
-from dcpinspect.families.redis.session import Replication  # noqa: E402
+from dcpinspect.families.redis.replication.session import Replication  # noqa: E402
 from dcpinspect.framing.framer import Skipped  # noqa: E402
 
 ALL_RULES = rule_book()

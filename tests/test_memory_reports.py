@@ -1,4 +1,4 @@
-"""``rdb --report``: the memory reports (dcpinspect/families/redis/usage.py) and the flame
+"""``rdb --report``: the memory reports (dcpinspect/families/redis/reports/usage.py) and the flame
 graph (flame.py) on a file redis-server saved (the dataset of test_memory_usage.py), on
 a Dragonfly .dfs set, and on made-up keys for the bounds (a pruned prefix table, a plot
 of a million keys)."""
@@ -16,10 +16,10 @@ import pytest
 
 from frames import invoke_cli
 from test_memory_usage import estimates, measured  # noqa: F401 (the fixture)
-from dcpinspect.families.redis import memory, usage
-from dcpinspect.families.redis.flame import WIDTH, Flame
-from dcpinspect.families.redis.records import KeyRecord
-from dcpinspect.families.redis.snapshots import records as rdb_records
+from dcpinspect.families.redis.reports import memory, usage
+from dcpinspect.families.redis.reports.flame import WIDTH, Flame
+from dcpinspect.families.redis.rdb.decoder.records import KeyRecord
+from dcpinspect.families.redis.reports.snapshots import records as rdb_records
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -1,4 +1,4 @@
-"""The memory model (dcpinspect/families/redis/memory.py) judged by a real redis-server:
+"""The memory model (dcpinspect/families/redis/reports/memory.py) judged by a real redis-server:
 a dataset of every type and encoding at several sizes (tiny, on each side of each
 encoding's conversion threshold, big) is written, SAVEd and loaded back (DEBUG RELOAD, so
 that the server holds the keys as a load of the file makes them); for every key
@@ -19,9 +19,9 @@ import pytest
 import servers
 from servers import LOOPBACK, free_port, require, wait_until
 from test_real_redis_rdb import Client, ReplyError, server_version
-from dcpinspect.families.redis import memory
-from dcpinspect.families.redis.records import KeyRecord
-from dcpinspect.families.redis.snapshots import records as rdb_records
+from dcpinspect.families.redis.reports import memory
+from dcpinspect.families.redis.rdb.decoder.records import KeyRecord
+from dcpinspect.families.redis.reports.snapshots import records as rdb_records
 
 
 def _words(rng: random.Random, n: int, lo: int, hi: int, prefix: str = "") -> list[str]:
@@ -182,6 +182,6 @@ def test_the_c_lane_measures_as_the_values_do(measured):
 
 
 def memory_lane_built() -> bool:
-    from dcpinspect.families.redis.native import C
+    from dcpinspect.families.redis.rdb.decoder.native import C
 
     return C is not None

@@ -15,7 +15,7 @@ import servers
 import test_real_redis_rdb as real
 from test_real_redis_rdb import snapshot  # noqa: F401  (the real server's dump, a fixture)
 from test_rdb_values import loaded
-from dcpinspect.families.redis.export import BATCH_ARGS
+from dcpinspect.families.redis.reports.export import BATCH_ARGS
 
 
 def export(path) -> bytes:

@@ -1,6 +1,6 @@
 """The RDB decoder's fast paths give what its reference readings give.
 
-- The C helpers (dcpinspect/families/redis/_rdb.c): the CRC-64 agrees with the bit-by-bit definition;
+- The C helpers (dcpinspect/families/redis/rdb/_rdb.c): the CRC-64 agrees with the bit-by-bit definition;
   LZF, ziplists and listpacks give exactly what the Python readings give, and None exactly
   where those raise, on valid blobs built from the layouts and on damaged ones.
 - Values not kept (``summary``, ``jsonl``, the table: strings passed over, LZF checked but
@@ -23,12 +23,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import rdbgen
-from dcpinspect.families.redis.values import KEPT_ONLY
-from dcpinspect.families.redis import crc64 as crc_module
-from dcpinspect.families.redis import layouts, lzf, native, primitives, rdb
-from dcpinspect.families.redis.primitives import Corrupt
-from dcpinspect.families.redis.rdb import RdbParser
-from dcpinspect.families.redis.records import Ending
+from dcpinspect.families.redis.rdb.decoder.values import KEPT_ONLY
+from dcpinspect.families.redis.rdb.decoder import crc64 as crc_module
+from dcpinspect.families.redis.rdb.decoder import layouts
+from dcpinspect.families.redis.rdb.decoder import lzf
+from dcpinspect.families.redis.rdb.decoder import native
+from dcpinspect.families.redis.rdb.decoder import primitives
+from dcpinspect.families.redis.rdb.decoder import decoder as rdb
+from dcpinspect.families.redis.rdb.decoder.primitives import Corrupt
+from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser
+from dcpinspect.families.redis.rdb.decoder.records import Ending
 from dcpinspect.findings import Finding
 from corpus import corpus
 
@@ -38,7 +42,7 @@ CORPUS = corpus("rdb-librdb")
 CORPUS_FILES = sorted(CORPUS.glob("*.rdb")) + sorted(corpus("redis-assets").glob("*.rdb"))
 
 C = native.C
-needs_c = pytest.mark.skipif(C is None, reason="dcpinspect.families.redis._rdb is not built (or DCPINSPECT_PURE is set)")
+needs_c = pytest.mark.skipif(C is None, reason="dcpinspect.families.redis.rdb._rdb is not built (or DCPINSPECT_PURE is set)")
 
 
 # ------------------------------------------------------------------------- an LZF compressor (§3.2)
@@ -248,7 +252,7 @@ def helpers(request, monkeypatch):
         for module in (layouts, lzf, primitives, rdb):
             monkeypatch.setattr(module, "C", None)
     elif C is None:
-        pytest.skip("dcpinspect.families.redis._rdb is not built")
+        pytest.skip("dcpinspect.families.redis.rdb._rdb is not built")
     return request.param
 
 
@@ -457,7 +461,7 @@ def test_strings_in_a_row_are_passed_over_only_where_one_at_a_time_would_pass(he
     whole (C: and only there, for the encodings Redis writes), and otherwise ends where
     skip_string one at a time ends."""
     if helper == "c" and C is None:
-        pytest.skip("dcpinspect.families.redis._rdb is not built")
+        pytest.skip("dcpinspect.families.redis.rdb._rdb is not built")
     rnd = random.Random(seed)
     buf, n = _string_run(rnd)
     buf = bytearray(buf)
@@ -484,7 +488,7 @@ def test_the_lane_reads_the_keys_it_knows(monkeypatch):
     ZSET of string scores, and the ziplist ZSET with a score of "-inf", which float() reads
     and the lane leaves to it)."""
     if C is None:
-        pytest.skip("dcpinspect.families.redis._rdb is not built")
+        pytest.skip("dcpinspect.families.redis.rdb._rdb is not built")
     seen = []
 
     def scan(*args):
@@ -540,10 +544,10 @@ def test_the_lanes_records_are_whole_keyrecords():
     (a dict and a list of their own for extra and findings); a class whose slots the fields
     given do not cover is refused, and then the lane stays off."""
     if rdb._MAKER is None:
-        pytest.skip("dcpinspect.families.redis._rdb is not built")
+        pytest.skip("dcpinspect.families.redis.rdb._rdb is not built")
     from dataclasses import fields
 
-    from dcpinspect.families.redis.records import KeyRecord
+    from dcpinspect.families.redis.rdb.decoder.records import KeyRecord
 
     recs = [r for r in decode(EVERY, False) if isinstance(r, KeyRecord)]
     for r in recs:
@@ -561,7 +565,7 @@ def _full(records: list) -> list:
     return list(zip(_signature(records), [repr(getattr(r, "extra", None)) for r in records]))
 
 
-@pytest.mark.skipif(C is None, reason="dcpinspect.families.redis._rdb is not built")
+@pytest.mark.skipif(C is None, reason="dcpinspect.families.redis.rdb._rdb is not built")
 @pytest.mark.parametrize("name", ["every", "corpus", "damaged"])
 def test_values_not_kept_give_the_same_records_with_the_c_helpers_or_without(name, monkeypatch):
     """The lane and the C layouts against the Python readers alone, values not kept: every

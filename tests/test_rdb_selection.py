@@ -16,11 +16,11 @@ import rdbgen
 import servers
 import test_real_redis_rdb as real
 from test_real_redis_rdb import snapshot  # noqa: F401  (the real server's dump, a fixture)
-from dcpinspect.families.redis import values
-from dcpinspect.families.redis.native import C
-from dcpinspect.families.redis.rdb import RdbParser
-from dcpinspect.families.redis.records import KeyRecord
-from dcpinspect.families.redis.selection import KeySelection, glob, parse_time
+from dcpinspect.families.redis.rdb.decoder import values
+from dcpinspect.families.redis.rdb.decoder.native import C
+from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser
+from dcpinspect.families.redis.rdb.decoder.records import KeyRecord
+from dcpinspect.families.redis.reports.selection import KeySelection, glob, parse_time
 
 
 # -- stringmatchlen, as util.c writes it -------------------------------------------------------
@@ -241,7 +241,7 @@ def test_values_of_keys_passed_over_are_not_decoded(monkeypatch):
     assert made == [b"set:1"]
 
 
-@pytest.mark.skipif(C is None, reason="dcpinspect.families.redis._rdb is not built")
+@pytest.mark.skipif(C is None, reason="dcpinspect.families.redis.rdb._rdb is not built")
 def test_the_lane_reads_the_keys_passed_over(monkeypatch):
     called = []
     for layout, fn in list(values.READERS.items()):

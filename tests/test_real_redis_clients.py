@@ -145,7 +145,7 @@ def test_inline_commands_split_as_the_real_server_splits_them(tmp_path):
     ones split_args gives; where it answers unbalanced quotes, split_args gives None."""
     import random
 
-    from dcpinspect.families.redis.inline import split_args
+    from dcpinspect.families.redis.replication.inline import split_args
 
     require("redis-server")
     rng = random.Random(22)

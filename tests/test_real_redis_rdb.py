@@ -25,8 +25,8 @@ import pytest
 
 import servers
 from servers import LOOPBACK, free_port, require, wait_until
-from dcpinspect.families.redis.records import Ending, KeyRecord, OpRecord
-from dcpinspect.families.redis.snapshots import records as rdb_records
+from dcpinspect.families.redis.rdb.decoder.records import Ending, KeyRecord, OpRecord
+from dcpinspect.families.redis.reports.snapshots import records as rdb_records
 from dcpinspect.findings import Finding
 
 # -- a client ------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 import servers
 from corpus import corpus
 from dcpinspect.engines.files import decode_records
-from dcpinspect.families.redis.frames import RespRecord
+from dcpinspect.families.redis.replication.frames import RespRecord
 from dcpinspect.sessions.captured import Captured
 from dcpinspect.sources.capture import read_records
 from dcpinspect.transport import synth

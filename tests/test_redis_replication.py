@@ -12,7 +12,7 @@ import pytest
 
 import rdbgen
 from dcpinspect.engines.files import decode_records
-from dcpinspect.families.redis.frames import PayloadRecord, RespRecord
+from dcpinspect.families.redis.replication.frames import PayloadRecord, RespRecord
 from dcpinspect.families.redis.rules import REDIS_RULES
 from dcpinspect.families import rule_book
 from dcpinspect.sessions.captured import Captured
@@ -231,7 +231,7 @@ def test_the_table_view_escapes_the_wire(tmp_path):
     ([("c2s", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")], False), ([("c2s", b"\x80\x01\x00\x00")], False),
 ])
 def test_the_sniffer_takes_a_connection_on_evidence_alone(chunks, verdict):
-    from dcpinspect.families.redis.sniff import Sniffer
+    from dcpinspect.families.redis.replication.sniff import Sniffer
 
     sn = Sniffer(False)
     got = None

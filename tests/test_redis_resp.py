@@ -9,7 +9,7 @@ import random
 import pytest
 
 import rdbgen
-from dcpinspect.families.redis.resp import MARK, MAX_DEPTH, MAX_LINE, PIECE, RespFrame, RespFramer
+from dcpinspect.families.redis.replication.resp import MARK, MAX_DEPTH, MAX_LINE, PIECE, RespFrame, RespFramer
 from dcpinspect.framing.framer import Skipped
 
 

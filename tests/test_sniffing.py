@@ -73,7 +73,7 @@ def test_mcbp_joined_midstream_needs_frames_in_a_row():
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from dcpinspect.families.redis.sniff import Sniffer as RedisSniffer  # noqa: E402
+from dcpinspect.families.redis.replication.sniff import Sniffer as RedisSniffer  # noqa: E402
 
 _PIECES = st.one_of(st.binary(max_size=64), st.sampled_from([
     b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", b"+OK\r\n", b"$5\r\nhello\r\n", b"*-1\r\n", b"%1\r\n+a\r\n:1\r\n", b"\r\n",

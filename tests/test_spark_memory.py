@@ -10,7 +10,7 @@ from collections import defaultdict
 import pytest
 
 from test_memory_usage import estimates, measured  # noqa: F401 (the fixture)
-from dcpinspect.families.redis import usage
+from dcpinspect.families.redis.reports import usage
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark")

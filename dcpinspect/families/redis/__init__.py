@@ -1,28 +1,37 @@
-"""Redis, Valkey and Dragonfly (spec/rdb.md): RDB snapshots, as files and as the payload
-of a replication stream.
+"""Redis, Valkey and Dragonfly: RDB snapshots, as files and as the payload of a replication
+stream, and the replication itself. The whole family is this package, in four parts:
 
-The RDB decoder is sans-I/O: :class:`~.rdb.RdbParser` is fed bytes as they come (a file
-read in chunks, a TCP payload) and gives key, aux and opcode records and findings as each
-completes. Its parts: the primitive encodings (:mod:`.primitives`, with :mod:`.lzf` and
-:mod:`.crc64`), the packed layouts inside strings (:mod:`.layouts`), the value types and
-opcodes of each vendor (:mod:`.types`), the values (:mod:`.values`) and Dragonfly's
-journal records (:mod:`.journal`). Its snapshot files are read and printed by
-:mod:`.snapshots`, Dragonfly's ``.dfs`` file sets as one snapshot by :mod:`.dfs`.
+- ``rdb/``: the RDB format, sans-I/O. :class:`~.rdb.decoder.RdbParser` is fed bytes as they
+  come (a file read in chunks, a TCP payload) and gives key, aux and opcode records
+  (:mod:`.rdb.records`) and findings as each completes. Its parts: the value types and
+  opcodes of each vendor (``types``), the primitive encodings (``primitives``, with ``lzf``
+  and ``crc64``), the packed layouts inside strings (``layouts``), the values (``values``),
+  their JSON shape (``data``) and the server's digests of them (``digest``); ``_rdb.c``
+  (driven by ``native``) reads the inner loops in C.
+- ``replication/``: connections to port 6379 (and 6380), or any port whose first bytes
+  ``sniff`` recognises, cut into RESP frames and RDB payload pieces (``resp``, with
+  ``inline`` commands and ``resync`` after a gap), followed by the session (``session``),
+  whose records (``frames``) the outputs print through the generic interface; replies
+  paired with their commands (``pairing``), the record filters (``filters``), and what
+  ``stats`` counts (``stats``) and shows (``stats_view``).
+- ``dragonfly/``: Dragonfly's replication on the same connections: a replica's control and
+  FLOW connections (``replica``), its journal records (``journal``), the syncs across
+  connections (``syncs``, the family's correlator), and ``.dfs`` snapshot sets read as one
+  snapshot (``dfs``).
+- ``reports/``: the snapshot files read and printed (``snapshots``, with ``report``'s rows
+  and ``anatomy``'s located fields), the keys a user selects (``selection``), the memory
+  model and its reports (``memory``, ``usage``, ``flame``), the RESP export (``export``),
+  the keys ``diff`` compares (``compare``), and the tables of bulk engines (``tables``).
 
-Replication from captures (§12): connections to port 6379 (and 6380), or any port whose
-first bytes :mod:`.sniff` recognises, are cut into RESP frames and RDB payload pieces by
-:mod:`.resp` and followed by the session in :mod:`.session`, whose records
-(:mod:`.frames`) the outputs print through the generic interface. Dragonfly's replication
-(§13) on the same connections: :mod:`.dragonfly` follows a replica's control and FLOW
-connections, and :mod:`.syncs` (the family's correlator) the syncs across them.
+Its rules are ``rules``, one table per scope.
 """
 
 from __future__ import annotations
 
 from .. import Family, SnapshotFiles, Statistics
-from .filters import FILTERS
-from .sniff import Sniffer
-from .tables import TABLES
+from .replication.filters import FILTERS
+from .replication.sniff import Sniffer
+from .reports.tables import TABLES
 
 #: Redis's default port, and the one a second instance on a host (often a replica) takes
 PORTS = frozenset({6379, 6380})
@@ -32,31 +41,31 @@ PORTS = frozenset({6379, 6380})
 
 
 def _framer(synced: bool, runs: bool):
-    from .resp import RespFramer
+    from .replication.resp import RespFramer
 
     return RespFramer(synced, runs)
 
 
 def _session(options, seen_from_start: bool, correlator=None, flow=None):
-    from .session import Replication
+    from .replication.session import Replication
 
     return Replication(options, seen_from_start, correlator, flow)
 
 
 def _correlator():
-    from .syncs import Syncs
+    from .dragonfly.syncs import Syncs
 
     return Syncs()
 
 
 def _is_snapshot(head: bytes) -> bool:
-    from .types import header  # (the RDB magic: telling a file costs no decoder)
+    from .rdb.types import header  # (the RDB magic: telling a file costs no decoder)
 
     return header(head[:9]) is not None
 
 
 def _snapshots(*args, **kw) -> int:
-    from .snapshots import show
+    from .reports.snapshots import show
 
     return show(*args, **kw)
 
@@ -64,31 +73,31 @@ def _snapshots(*args, **kw) -> int:
 def _snapshot_sets(items: list) -> list:
     if not any(".dfs" in getattr(item, "name", "") for item in items):
         return items
-    from .dfs import gather
+    from .dragonfly.dfs import gather
 
     return gather(items)
 
 
 def _stats_view():
-    from .stats_view import VIEW  # rich: only for a command that prints statistics
+    from .replication.stats_view import VIEW  # rich: only for a command that prints statistics
 
     return VIEW
 
 
 def _snapshot_rows(fh, name: str):
-    from .tables import snapshot_rows
+    from .reports.tables import snapshot_rows
 
     return snapshot_rows(fh, name)
 
 
 def _snapshot_data(item):
-    from .compare import snapshot_data
+    from .reports.compare import snapshot_data
 
     return snapshot_data(item)
 
 
 def _data_keys(record):
-    from .compare import data_keys
+    from .reports.compare import data_keys
 
     return data_keys(record)
 

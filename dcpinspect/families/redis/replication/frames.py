@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...findings import Finding
-from ...limits import VALUE_TEXT
-from ...messages.text import key_text
-from ...outputs.escape import safe
-from ...sessions.decoded import Decoded
-from . import report
+from ....findings import Finding
+from ....limits import VALUE_TEXT
+from ....messages.text import key_text
+from ....outputs.escape import safe
+from ....sessions.decoded import Decoded
+from ..reports import report
 from .stats import RedisStats
-from .data import function_json, value_json
-from .journal import OP_NAMES, JournalEntry
-from .records import AuxRecord, KeyRecord, OpRecord
-from .types import DF_FULLSYNC_END, DF_JOURNAL_BLOB, DF_JOURNAL_OFFSET
+from ..rdb.data import function_json, value_json
+from ..dragonfly.journal import OP_NAMES, JournalEntry
+from ..rdb.records import AuxRecord, KeyRecord, OpRecord
+from ..rdb.types import DF_FULLSYNC_END, DF_JOURNAL_BLOB, DF_JOURNAL_OFFSET
 
 #: RESP type bytes by name (spec/rdb.md §12; RESP3 adds the second row)
 TYPE_NAMES = {"+": "simple", "-": "error", ":": "integer", "$": "bulk", "*": "array",

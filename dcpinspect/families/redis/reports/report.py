@@ -9,11 +9,11 @@ import heapq
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
 
-from ...findings import Finding
-from ...messages.text import key_text
-from .rules import RDB_RULES
-from .data import value_json, value_length
-from .records import AuxRecord, Ending, KeyRecord, OpRecord, StreamId
+from ....findings import Finding
+from ....messages.text import key_text
+from ..rules import RDB_RULES
+from ..rdb.data import value_json, value_length
+from ..rdb.records import AuxRecord, Ending, KeyRecord, OpRecord, StreamId
 
 PROTOCOL = "rdb"
 KEY_HEADERS = ("offset", "db", "key", "type", "encoding", "elements", "size", "expiry", "findings")

@@ -22,9 +22,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Iterator
 
-from ...limits import RDB_INFLATE_RATIO, RDB_INFLATED, RDB_KEYS, RDB_NESTING, RDB_STRING
-from ...messages.text import key_text
-from .rules import RDB_RULES
+from ....limits import RDB_INFLATE_RATIO, RDB_INFLATED, RDB_KEYS, RDB_NESTING, RDB_STRING
+from ....messages.text import key_text
+from ..rules import RDB_RULES
 from . import types
 from .crc64 import crc64
 from .native import C
@@ -409,7 +409,7 @@ class RdbParser:
             pending_start = None
 
     def _lane(self, p: int) -> int:
-        """The keys from ``p`` that the C lane reads straight from the buffer (dcpinspect/families/redis/_rdb.c,
+        """The keys from ``p`` that the C lane reads straight from the buffer (dcpinspect/families/redis/rdb/_rdb.c,
         ``scan``), as the readers and ``_judge`` would make and judge them; the index of the
         first record it leaves to them."""
         state = self._state
@@ -542,7 +542,7 @@ def db_salt(db: int) -> int:
 
 class _SeenSet:
     """The hashes of the keys serialised so far (see :func:`db_salt`), in a Python set (when
-    dcpinspect.families.redis._rdb, whose :class:`Seen` takes a tenth of the memory, is not built)."""
+    dcpinspect.families.redis.rdb._rdb, whose :class:`Seen` takes a tenth of the memory, is not built)."""
 
     __slots__ = ("hashes",)
 
@@ -565,7 +565,7 @@ Seen = C.Seen if C is not None else _SeenSet
 
 # ---------------------------------------------------------------------- the C record lane
 
-#: the layouts the lane reads (``scan``'s codes in dcpinspect/families/redis/_rdb.c)
+#: the layouts the lane reads (``scan``'s codes in dcpinspect/families/redis/rdb/_rdb.c)
 _LANE_CODES = {"string": 1, "list": 2, "set": 2, "hash": 3, "zset2": 4, "ziplist_list": 5, "intset": 6,
                "ziplist_zset": 7, "ziplist_hash": 8, "quicklist": 9, "listpack_hash": 10, "listpack_zset": 11,
                "quicklist2": 12, "listpack_set": 13, "stream1": 14, "stream2": 15, "stream3": 16, "stream4": 17}
@@ -800,7 +800,7 @@ def _df_journal_blob(r, p, rec):
     blob, p = yield from r.string(p)
     if blob is not None:
         try:
-            from . import journal  # (Dragonfly's replication alone sends journal blobs)
+            from ..dragonfly import journal  # (Dragonfly's replication alone sends journal blobs)
 
             rec.fields["journal"] = journal.read_entries(blob, r.cap)
         except Corrupt as exc:

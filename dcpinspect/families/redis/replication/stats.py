@@ -29,9 +29,9 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from ...limits import RESP_LATENCIES
-from ...sessions.bounded import DecimatedSeries, pick, round_to
-from ...sessions.captured import flow_label
+from ....limits import RESP_LATENCIES
+from ....sessions.bounded import DecimatedSeries, pick, round_to
+from ....sessions.captured import flow_label
 
 #: latencies kept per command for the percentiles (evenly over the capture past it)
 MAX_LATENCIES = RESP_LATENCIES.default

@@ -12,17 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...findings import LEVELS, Finding
-from ...messages.text import key_text
-from ...outputs.escape import safe
-from ...outputs.jsonl import dumps_line
-from ...outputs.progress import progress_for
-from ...outputs.shown import Shown
-from ...sources.inputs import InputError, _problem, gzipped
+from ....findings import LEVELS, Finding
+from ....messages.text import key_text
+from ....outputs.escape import safe
+from ....outputs.jsonl import dumps_line
+from ....outputs.progress import progress_for
+from ....outputs.shown import Shown
+from ....sources.inputs import InputError, _problem, gzipped
 from . import report
-from .rdb import RdbParser
-from .records import AuxRecord, Ending, KeyRecord, OpRecord
-from .types import header
+from ..rdb.decoder import RdbParser
+from ..rdb.records import AuxRecord, Ending, KeyRecord, OpRecord
+from ..rdb.types import header
 
 #: bytes read from the file at a time
 CHUNK = 1 << 20
@@ -34,13 +34,13 @@ RECORD_READ = 1 << 20
 
 def make_console():
     """The outputs' console (rich: imported for what prints tables, not for jsonl)."""
-    from ...outputs.console import make_console
+    from ....outputs.console import make_console
 
     return make_console()
 
 
 def print_rows(*args, **kw) -> None:
-    from ...outputs.rows import print_rows
+    from ....outputs.rows import print_rows
 
     print_rows(*args, **kw)
 
@@ -69,13 +69,13 @@ def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None
     if reports:
         return show_reports(path, fmt, reports, how.select)
     if isinstance(path, tuple):
-        from . import dfs
+        from ..dragonfly import dfs
 
         return dfs.show_set(path, fmt, key, offset, shown, how)
     name = path if isinstance(path, (str, Path)) else getattr(path, "path", None)  # None: a stream
     note = None
     if name and ".dfs" in Path(name).name:  # (a set's member is named so: nothing else reads dfs)
-        from . import dfs
+        from ..dragonfly import dfs
 
         note = dfs.set_note(Path(name))
     if note is not None:
@@ -99,7 +99,7 @@ class Reading:
         """A :class:`~.digest.Digester` when digests are asked for, else None."""
         if not self.digest:
             return None
-        from .digest import Digester
+        from ..rdb.digest import Digester
 
         return Digester()
 
@@ -159,7 +159,8 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     JSON Lines or CSV (``fmt``), of the keys ``select`` (a
     :class:`~.selection.KeySelection`) admits; ``asked``: the report names and their
     options (:func:`usage_options`), and ``plot``, a path for the flame graph."""
-    from . import dfs, usage
+    from ..dragonfly import dfs
+    from . import usage
 
     from .memory import LaneMeasure
 
@@ -420,7 +421,7 @@ def _json(rec, file: str, digester=None, values: bool = False) -> dict | None:
     if isinstance(rec, Finding):
         return report.finding_json(rec, file)
     if values and isinstance(rec, OpRecord):
-        from .data import function_json
+        from ..rdb.data import function_json
 
         return function_json(rec)
     return None
@@ -540,9 +541,9 @@ def _print_anatomy(console, path: Path, rec: KeyRecord, shown: Shown, recent: _R
     """The record's fields with their file offsets, and its bytes four a row, from the file
     (at most :data:`RECORD_READ` bytes of it unless everything is shown); of a stream, from
     the bytes last read (``recent``), when they still hold the record."""
-    from ...outputs.diagram import bytes_diagram_lines
-    from ...outputs.shown import Lines
-    from ...outputs.table import FieldTable
+    from ....outputs.diagram import bytes_diagram_lines
+    from ....outputs.shown import Lines
+    from ....outputs.table import FieldTable
     from .anatomy import anatomy
 
     n = rec.length if shown.rows is None else min(rec.length, max(RECORD_READ, shown.diagram or 0))

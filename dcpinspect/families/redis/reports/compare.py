@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .. import DataKey
-from .digest import digests
-from .records import Ending, KeyRecord
+from ... import DataKey
+from ..rdb.digest import digests
+from ..rdb.records import Ending, KeyRecord
 
 
 def _key(rec: KeyRecord, digest: str | None = None) -> DataKey:
@@ -26,7 +26,7 @@ def _key(rec: KeyRecord, digest: str | None = None) -> DataKey:
 def snapshot_data(item) -> Iterator:
     """The keys of a snapshot file (a path) or a ``.dfs`` set (a tuple of paths)."""
     if isinstance(item, tuple):
-        from .dfs import SetChecks, members_of, read_set
+        from ..dragonfly.dfs import SetChecks, members_of, read_set
 
         members = members_of(item)
         pairs = read_set(members, SetChecks(members), True)
@@ -51,7 +51,7 @@ def snapshot_data(item) -> Iterator:
 def data_keys(record) -> Iterator:
     """The keys a decoded record carries: a full sync's RDB payload piece read with
     ``Options.data`` (their digests made by the session)."""
-    from .frames import PayloadRecord
+    from ..replication.frames import PayloadRecord
 
     if not isinstance(record, PayloadRecord):
         return

@@ -49,7 +49,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
-from .layouts import _backlen_size
+from ..rdb.layouts import _backlen_size
 
 # --------------------------------------------------------------------------- allocator
 

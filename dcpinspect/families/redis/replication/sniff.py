@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from ...transport.foreign import DECIDE, foreign
+from ....transport.foreign import DECIDE, foreign
 from .commands import NAMES
 
 #: the commands that make a connection a replication link

@@ -26,15 +26,15 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from ...findings import Finding
-from .rules import DFLY_RULES, REDIS_RULES
-from . import report
-from .frames import JournalRecord, PayloadRecord, RespRecord, text
+from ....findings import Finding
+from ..rules import DFLY_RULES, REDIS_RULES
+from ..reports import report
+from ..replication.frames import JournalRecord, PayloadRecord, RespRecord, text
 from .journal import LSN
-from .rdb import RdbParser
-from .records import Ending, KeyRecord, OpRecord
-from .resp import RespFrame, flow_answer
-from .types import DF_FULLSYNC_END, DF_JOURNAL_OFFSET
+from ..rdb.decoder import RdbParser
+from ..rdb.records import Ending, KeyRecord, OpRecord
+from ..replication.resp import RespFrame, flow_answer
+from ..rdb.types import DF_FULLSYNC_END, DF_JOURNAL_OFFSET
 
 #: replies remembered as owed to the replica's commands on a control connection
 MAX_ASKED = 256

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...outputs.stats import Col, Panel, StatsView, cell, fit_table, fmt_bytes, fmt_num, fmt_seconds
+from ....outputs.stats import Col, Panel, StatsView, cell, fit_table, fmt_bytes, fmt_num, fmt_seconds
 
 #: what a connection's ``protocols`` count Redis records as
 PROTOCOLS = ("resp", "rdb", "journal")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import BinaryIO, Iterator
 
-from .. import Table
+from ... import Table
 
 #: commands and replies of Redis connections (RESP frames, Dragonfly journal records): a
 #: reply's role, the frame of the command it answers and its latency
@@ -36,13 +36,13 @@ def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
     complete, then its summary (with ``DEBUG DIGEST``). A file that is no RDB raises
     ``InputError`` (from ``sources.inputs``). Every key's value is read (the digest needs
     it), and its memory is measured from it."""
-    from ...findings import Finding
-    from ...sources.inputs import InputError
+    from ....findings import Finding
+    from ....sources.inputs import InputError
     from . import report
-    from .digest import Digester
+    from ..rdb.digest import Digester
     from .memory import key_memory
-    from .rdb import RdbParser
-    from .records import AuxRecord, KeyRecord
+    from ..rdb.decoder import RdbParser
+    from ..rdb.records import AuxRecord, KeyRecord
     from .snapshots import _unusable
 
     parser = RdbParser(keep=True)

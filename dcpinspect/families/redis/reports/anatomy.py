@@ -16,15 +16,15 @@ from __future__ import annotations
 import struct
 from typing import Iterator
 
-from ...messages.text import key_text
-from ...messages.layout import Field
-from ...outputs.escape import safe
-from ...outputs.shown import Row
-from . import types
-from .lzf import LzfError, decompress
-from .primitives import Corrupt, LEN_ENC, NeedMore, read_len, string_header
+from ....messages.text import key_text
+from ....messages.layout import Field
+from ....outputs.escape import safe
+from ....outputs.shown import Row
+from ..rdb import types
+from ..rdb.lzf import LzfError, decompress
+from ..rdb.primitives import Corrupt, LEN_ENC, NeedMore, read_len, string_header
 from .report import expiry_text
-from .types import ValueType
+from ..rdb.types import ValueType
 
 _U16 = struct.Struct("<H").unpack_from
 _U32 = struct.Struct("<I").unpack_from

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from ...limits import RESP_WAITING
+from ....limits import RESP_WAITING
 
 #: commands remembered unanswered at most (a client that pipelines more is followed from there)
 MAX_PENDING = RESP_WAITING.default

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .primitives import Corrupt, NeedMore, read_len
+from ..rdb.primitives import Corrupt, NeedMore, read_len
 
 SELECT, EXPIRED, COMMAND, MULTI_COMMAND, EXEC, PING, LSN = 6, 9, 10, 11, 12, 13, 15
 NOOP, FIN = 0, 14

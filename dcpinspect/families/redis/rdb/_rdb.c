@@ -771,7 +771,7 @@ static PyMethodDef seen_methods[] = {
 static PySequenceMethods seen_sequence = {.sq_length = (lenfunc)seen_len};
 
 static PyTypeObject SeenType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dcpinspect.families.redis._rdb.Seen",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dcpinspect.families.redis.rdb._rdb.Seen",
     .tp_basicsize = sizeof(Seen),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The hashes of the keys a snapshot has serialised (8 bytes a key).",
@@ -892,7 +892,7 @@ fail:
 }
 
 static PyTypeObject MakerType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dcpinspect.families.redis._rdb.Maker",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dcpinspect.families.redis.rdb._rdb.Maker",
     .tp_basicsize = sizeof(Maker),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Fills a slots dataclass's slots as its __init__ would (see _rdb.c).",
@@ -1723,7 +1723,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dcpinspect.families.redis._rdb", NULL, -1, methods, NULL, NULL, NULL, NULL};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dcpinspect.families.redis.rdb._rdb", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__rdb(void) {
     crc_init();

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .data import redis_double
-from .records import KeyRecord, OpRecord
+from ..rdb.data import redis_double
+from ..rdb.records import KeyRecord, OpRecord
 
 #: a group's entries_read when the server does not know it (SCG_INVALID_ENTRIES_READ)
 UNKNOWN_READ = (1 << 64) - 1

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from hashlib import blake2b
 
-from ...limits import RDB_KEYS
-from .rules import DFLY_RULES
+from ....limits import RDB_KEYS
+from ..rules import DFLY_RULES
 
 #: a remembered key's flow index sits in the low bits, its db above them, the offset of its
 #: record above both

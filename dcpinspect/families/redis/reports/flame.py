@@ -13,8 +13,8 @@ from __future__ import annotations
 import heapq
 from xml.sax.saxutils import escape
 
-from ...messages.text import key_text
-from ...outputs.escape import safe
+from ....messages.text import key_text
+from ....outputs.escape import safe
 
 WIDTH = 1200
 ROW = 18

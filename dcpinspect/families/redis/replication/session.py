@@ -26,13 +26,15 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from ...findings import Finding
-from ...framing.framer import RawFrame
-from .rules import REDIS_RULES
-from . import dragonfly, pairing, report
+from ....findings import Finding
+from ....framing.framer import RawFrame
+from ..rules import REDIS_RULES
+from ..dragonfly import replica as dragonfly
+from . import pairing
+from ..reports import report
 from .frames import JournalRecord, PayloadRecord, RespRecord, text
-from .rdb import RdbParser
-from .records import KeyRecord
+from ..rdb.decoder import RdbParser
+from ..rdb.records import KeyRecord
 from .resp import RespFrame
 
 #: what a master's stream sends unasked that no reply starts with: a command array of one of
@@ -243,7 +245,7 @@ class Replication:
             self.summary = report.Summary("replication payload")
             self.digester = None
             if self.data:
-                from .digest import Digester
+                from ..rdb.digest import Digester
 
                 self.digester = Digester()
                 self.summary.digest = self.digester.snapshot

@@ -30,19 +30,19 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ...findings import LEVELS, Finding
-from ...limits import RDB_KEYS
-from ...outputs.console import make_console
-from ...outputs.escape import safe
-from ...outputs.jsonl import dumps_line
-from ...outputs.rows import print_rows
-from ...outputs.shown import Shown
-from .rules import DFS_RULES
-from . import report
-from .rdb import Seen
-from .records import AuxRecord, Ending, KeyRecord
-from ...sources.inputs import InputError
-from .snapshots import (
+from ....findings import LEVELS, Finding
+from ....limits import RDB_KEYS
+from ....outputs.console import make_console
+from ....outputs.escape import safe
+from ....outputs.jsonl import dumps_line
+from ....outputs.rows import print_rows
+from ....outputs.shown import Shown
+from ..rules import DFS_RULES
+from ..reports import report
+from ..rdb.decoder import Seen
+from ..rdb.records import AuxRecord, Ending, KeyRecord
+from ....sources.inputs import InputError
+from ..reports.snapshots import (
     ALL, TABLE_BATCH, Reading, _cut, _json, _print_summary, _unusable, export, key_test, records, show_key,
 )
 from .syncs import key_digest

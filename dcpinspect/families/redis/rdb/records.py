@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
-from ...findings import Finding
+from ....findings import Finding
 from .types import ValueType
 
 

@@ -19,9 +19,9 @@ import heapq
 from dataclasses import dataclass
 from typing import Iterator
 
-from ...messages.text import key_text
+from ....messages.text import key_text
 from .memory import DEFAULTS, Config, KeyMemory, key_memory
-from .records import AuxRecord, KeyRecord
+from ..rdb.records import AuxRecord, KeyRecord
 
 NAMES = ("memory", "bigkeys", "prefix", "types", "expiry")
 #: the columns of rdbtools' memory CSV (``rdb -c memory``), which ``--format csv`` writes

@@ -4,7 +4,7 @@ strings as bytes and integers as int, or raises :class:`~.primitives.Corrupt` wi
 offset in the blob where it stops making sense; every length and count is checked against
 the blob, so a blob never makes a reader go past its end.
 
-Ziplists and listpacks are read in C when ``dcpinspect/families/redis/_rdb.c`` is built (:mod:`.native`),
+Ziplists and listpacks are read in C when ``dcpinspect/families/redis/rdb/_rdb.c`` is built (:mod:`.native`),
 and in Python when it is not or when C finds them damaged (the Python reading says
 where); ``*_count`` give only how many entries an undamaged one holds."""
 

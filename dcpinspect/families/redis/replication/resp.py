@@ -38,15 +38,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...framing.framer import Framer, RawFrame, Skipped
-from ...limits import RESP_ELEMENTS, RESP_FRAME
-from . import journal, resync
+from ....framing.framer import Framer, RawFrame, Skipped
+from ....limits import RESP_ELEMENTS, RESP_FRAME
+from ..dragonfly import journal
+from . import resync
 from .inline import split_args
-from .primitives import Corrupt, NeedMore, read_len
+from ..rdb.primitives import Corrupt, NeedMore, read_len
 from .resync import AGGREGATE_TYPES, BULK_TYPES, LINE_TYPES, MAX_COUNT, MAX_DEPTH, MAX_LINE, TYPES  # noqa: F401
 from .resync import line_problem as _line_problem
 from .resync import number as _number
-from .types import header
+from ..rdb.types import header
 
 #: payload bytes a piece holds at most; pieces are cut at multiples of it from the payload's start
 PIECE = 64 * 1024
