@@ -29,7 +29,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import dflygen  # noqa: E402
 import rdbgen  # noqa: E402
 
-from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser  # noqa: E402
+from dcpinspect.families.redis.rdb.decoder import RdbParser  # noqa: E402
 from dcpinspect.families.redis.replication.resp import RespFramer  # noqa: E402
 
 
@@ -120,7 +120,7 @@ def listpack(n: int) -> bytes:
 
 
 def dfs_far(n: int) -> int:
-    from dcpinspect.families.redis.dragonfly.replica import dfs
+    from dcpinspect.families.redis.dragonfly import dfs
 
     with tempfile.TemporaryDirectory() as root:
         paths = []

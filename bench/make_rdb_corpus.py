@@ -49,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dcpinspect.families.redis.rdb.decoder.crc64 import crc64  # noqa: E402
+from dcpinspect.families.redis.rdb.crc64 import crc64  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DIR = HERE / "out" / "rdb"

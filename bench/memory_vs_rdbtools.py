@@ -34,7 +34,7 @@ import test_memory_usage as dataset  # noqa: E402
 from make_rdb_corpus import make_compat  # noqa: E402
 from test_real_redis_rdb import Client  # noqa: E402
 from dcpinspect.families.redis.reports import memory  # noqa: E402
-from dcpinspect.families.redis.rdb.decoder.records import KeyRecord  # noqa: E402
+from dcpinspect.families.redis.rdb.records import KeyRecord  # noqa: E402
 from dcpinspect.families.redis.reports.snapshots import records  # noqa: E402
 
 THRESHOLDS = "hash-max-listpack-entries 0\nzset-max-listpack-entries 0\n"

@@ -28,7 +28,7 @@ CAP = 4096
 
 
 def _run(data: bytes, chunk: int | None, keep: bool = True, select=None, measure=None) -> tuple[list, int]:
-    from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser
+    from dcpinspect.families.redis.rdb.decoder import RdbParser
 
     parser = RdbParser(keep=keep, cap=CAP, select=select, measure=measure)
     out, held = [], 0
@@ -42,7 +42,7 @@ def _run(data: bytes, chunk: int | None, keep: bool = True, select=None, measure
 
 
 def _signature(out: list, values: bool = True) -> list:
-    from dcpinspect.families.redis.rdb.decoder.records import Ending
+    from dcpinspect.families.redis.rdb.records import Ending
     from dcpinspect.findings import Finding
 
     sig = []
@@ -59,9 +59,9 @@ def _signature(out: list, values: bool = True) -> list:
 
 def check_rdb(data: bytes) -> None:
     from dcpinspect.families.redis.reports import memory, report
-    from dcpinspect.families.redis.rdb.decoder.data import function_json
-    from dcpinspect.families.redis.rdb.decoder.digest import Digester
-    from dcpinspect.families.redis.rdb.decoder.records import AuxRecord, Ending, KeyRecord, OpRecord
+    from dcpinspect.families.redis.rdb.data import function_json
+    from dcpinspect.families.redis.rdb.digest import Digester
+    from dcpinspect.families.redis.rdb.records import AuxRecord, Ending, KeyRecord, OpRecord
     from dcpinspect.families.redis.reports.selection import KeySelection
     from dcpinspect.outputs.escape import safe
     from dcpinspect.outputs.jsonl import dumps

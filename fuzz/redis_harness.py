@@ -67,7 +67,7 @@ def _frame_sig(frames: list) -> list:
 
 def _counting_reads():
     """Count the journal lengths read while the context is open: (counter, restore)."""
-    from dcpinspect.families.redis.dragonfly.replica import journal
+    from dcpinspect.families.redis.dragonfly import journal
 
     real = journal.read_len
     count = [0]
@@ -92,10 +92,10 @@ def _views(rec) -> None:
 
 
 def check_journal(data: bytes) -> None:
-    from dcpinspect.families.redis.dragonfly.replica import replica as dragonfly
-    from dcpinspect.families.redis.dragonfly.replica import journal
+    from dcpinspect.families.redis.dragonfly import replica as dragonfly
+    from dcpinspect.families.redis.dragonfly import journal
     from dcpinspect.families.redis.replication.frames import JournalRecord
-    from dcpinspect.families.redis.rdb.decoder.primitives import Corrupt
+    from dcpinspect.families.redis.rdb.primitives import Corrupt
     from dcpinspect.families.redis.replication.resp import RespFrame
 
     if not data:
@@ -153,9 +153,9 @@ def _members(data: bytes) -> list[tuple[str, bytes]]:
 
 
 def check_dfs(data: bytes) -> None:
-    from dcpinspect.families.redis.dragonfly.replica import dfs
+    from dcpinspect.families.redis.dragonfly import dfs
     from dcpinspect.families.redis.reports import report
-    from dcpinspect.families.redis.rdb.decoder.records import AuxRecord, KeyRecord
+    from dcpinspect.families.redis.rdb.records import AuxRecord, KeyRecord
     from dcpinspect.outputs.jsonl import dumps
     from dcpinspect.sources.inputs import InputError
 

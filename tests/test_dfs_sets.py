@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import dflygen
 import rdbgen
-from dcpinspect.families.redis.dragonfly.replica.dfs import Member, SetChecks, gather, part_of, read_set
-from dcpinspect.families.redis.rdb.decoder.records import KeyRecord
+from dcpinspect.families.redis.dragonfly.dfs import Member, SetChecks, gather, part_of, read_set
+from dcpinspect.families.redis.rdb.records import KeyRecord
 from dcpinspect.findings import Finding
 from dcpinspect.families.redis.rules import DFS_RULES
 from dcpinspect.families import rule_book

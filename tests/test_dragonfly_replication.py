@@ -19,9 +19,9 @@ import pytest
 import dflygen
 from dcpinspect.engines.files import decode_records
 from dcpinspect.families.redis.replication.frames import JournalRecord, PayloadRecord
-from dcpinspect.families.redis.dragonfly.replica.journal import COMMAND, LSN, PING, read_record
+from dcpinspect.families.redis.dragonfly.journal import COMMAND, LSN, PING, read_record
 from dcpinspect.families.redis.replication.resp import RespFramer, RespFrame
-from dcpinspect.families.redis.dragonfly.replica.syncs import Syncs, key_digest
+from dcpinspect.families.redis.dragonfly.syncs import Syncs, key_digest
 from dcpinspect.families.redis.rules import DFLY_RULES
 from dcpinspect.families import rule_book
 from dcpinspect.sessions.captured import Captured, Note
@@ -466,7 +466,7 @@ def test_decode_summary_counts_the_dragonfly_records(tmp_path):
 
 
 def test_the_table_view_of_a_payload_piece_whose_aux_could_not_be_read():
-    from dcpinspect.families.redis.rdb.decoder.records import AuxRecord
+    from dcpinspect.families.redis.rdb.records import AuxRecord
 
     rec = PayloadRecord(0, 10)
     rec.add([AuxRecord(b"k", None, 9, 4)])

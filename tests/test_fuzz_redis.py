@@ -34,7 +34,7 @@ def test_a_flow_seed_decodes_keys_and_journal_records():
 def test_the_journal_harness_sees_a_framer_that_reads_again(monkeypatch):
     """The linear-work check: a framer that reads a record's SELECTs from their start again
     for every segment (as it once did) is caught."""
-    from dcpinspect.families.redis.dragonfly.replica import journal
+    from dcpinspect.families.redis.dragonfly import journal
 
     real = journal.selects
     monkeypatch.setattr(journal, "selects", lambda buf, q, dbid, most=None: real(buf, 0, None, most))

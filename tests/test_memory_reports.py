@@ -18,7 +18,7 @@ from frames import invoke_cli
 from test_memory_usage import estimates, measured  # noqa: F401 (the fixture)
 from dcpinspect.families.redis.reports import memory, usage
 from dcpinspect.families.redis.reports.flame import WIDTH, Flame
-from dcpinspect.families.redis.rdb.decoder.records import KeyRecord
+from dcpinspect.families.redis.rdb.records import KeyRecord
 from dcpinspect.families.redis.reports.snapshots import records as rdb_records
 
 SVG = "{http://www.w3.org/2000/svg}"

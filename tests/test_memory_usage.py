@@ -20,7 +20,7 @@ import servers
 from servers import LOOPBACK, free_port, require, wait_until
 from test_real_redis_rdb import Client, ReplyError, server_version
 from dcpinspect.families.redis.reports import memory
-from dcpinspect.families.redis.rdb.decoder.records import KeyRecord
+from dcpinspect.families.redis.rdb.records import KeyRecord
 from dcpinspect.families.redis.reports.snapshots import records as rdb_records
 
 
@@ -182,6 +182,6 @@ def test_the_c_lane_measures_as_the_values_do(measured):
 
 
 def memory_lane_built() -> bool:
-    from dcpinspect.families.redis.rdb.decoder.native import C
+    from dcpinspect.families.redis.rdb.native import C
 
     return C is not None

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser
-from dcpinspect.families.redis.rdb.decoder.records import AuxRecord, Ending, KeyRecord, OpRecord
+from dcpinspect.families.redis.rdb.decoder import RdbParser
+from dcpinspect.families.redis.rdb.records import AuxRecord, Ending, KeyRecord, OpRecord
 from dcpinspect.findings import Finding
 from corpus import corpus
 

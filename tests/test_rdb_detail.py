@@ -170,7 +170,7 @@ def test_damaged_and_cut_records_never_raise():
     from hypothesis import given, settings, strategies as st
 
     from dcpinspect.families.redis.reports.anatomy import anatomy
-    from dcpinspect.families.redis.rdb.decoder.types import TYPES
+    from dcpinspect.families.redis.rdb.types import TYPES
     from dcpinspect.outputs.diagram import bytes_diagram_lines
 
     samples = [HASH, rdbgen.key(11, "i", rdbgen.string(rdbgen.intset([1, 2, 3]))),

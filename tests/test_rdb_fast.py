@@ -23,16 +23,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import rdbgen
-from dcpinspect.families.redis.rdb.decoder.values import KEPT_ONLY
+from dcpinspect.families.redis.rdb.values import KEPT_ONLY
 from dcpinspect.families.redis.rdb.decoder import crc64 as crc_module
-from dcpinspect.families.redis.rdb.decoder import layouts
-from dcpinspect.families.redis.rdb.decoder import lzf
-from dcpinspect.families.redis.rdb.decoder import native
-from dcpinspect.families.redis.rdb.decoder import primitives
-from dcpinspect.families.redis.rdb.decoder import decoder as rdb
-from dcpinspect.families.redis.rdb.decoder.primitives import Corrupt
-from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser
-from dcpinspect.families.redis.rdb.decoder.records import Ending
+from dcpinspect.families.redis.rdb import layouts
+from dcpinspect.families.redis.rdb import lzf
+from dcpinspect.families.redis.rdb import native
+from dcpinspect.families.redis.rdb import primitives
+from dcpinspect.families.redis.rdb import decoder as rdb
+from dcpinspect.families.redis.rdb.primitives import Corrupt
+from dcpinspect.families.redis.rdb.decoder import RdbParser
+from dcpinspect.families.redis.rdb.records import Ending
 from dcpinspect.findings import Finding
 from corpus import corpus
 
@@ -547,7 +547,7 @@ def test_the_lanes_records_are_whole_keyrecords():
         pytest.skip("dcpinspect.families.redis.rdb._rdb is not built")
     from dataclasses import fields
 
-    from dcpinspect.families.redis.rdb.decoder.records import KeyRecord
+    from dcpinspect.families.redis.rdb.records import KeyRecord
 
     recs = [r for r in decode(EVERY, False) if isinstance(r, KeyRecord)]
     for r in recs:

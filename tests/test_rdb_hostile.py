@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import rdbgen
-from dcpinspect.families.redis.rdb.decoder.decoder import FLUSH, RdbParser
-from dcpinspect.families.redis.rdb.decoder.records import Ending, KeyRecord
+from dcpinspect.families.redis.rdb.decoder import FLUSH, RdbParser
+from dcpinspect.families.redis.rdb.records import Ending, KeyRecord
 from dcpinspect.findings import Finding
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,7 +197,7 @@ def test_rdb_of_blobs_nested_200_deep_exits_with_a_finding(tmp_path):
 def journal_reads(stream: bytes, segment: int) -> tuple[list, int]:
     """The framer's frames of a PARTIAL flow's ``stream`` fed ``segment`` bytes at a time,
     and how many journal lengths it read to make them."""
-    from dcpinspect.families.redis.dragonfly.replica import journal
+    from dcpinspect.families.redis.dragonfly import journal
     from dcpinspect.families.redis.replication.resp import RespFramer
 
     real, count = journal.read_len, [0]

@@ -9,7 +9,7 @@ import pytest
 import zstandard
 
 from dcpinspect.families.redis.rdb.decoder import types
-from dcpinspect.families.redis.rdb.decoder.decoder import INFLATE_PIECE, ZSTD_PIECE, _inflate
+from dcpinspect.families.redis.rdb.decoder import INFLATE_PIECE, ZSTD_PIECE, _inflate
 
 BIG = 64 << 20  # zeros: a few KB compressed
 

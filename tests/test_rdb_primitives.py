@@ -8,10 +8,10 @@ import struct
 import pytest
 
 import rdbgen
-from dcpinspect.families.redis.rdb.decoder import layouts
-from dcpinspect.families.redis.rdb.decoder.crc64 import crc64, crc64_python
-from dcpinspect.families.redis.rdb.decoder.lzf import LzfError, decompress
-from dcpinspect.families.redis.rdb.decoder.primitives import (
+from dcpinspect.families.redis.rdb import layouts
+from dcpinspect.families.redis.rdb.crc64 import crc64, crc64_python
+from dcpinspect.families.redis.rdb.lzf import LzfError, decompress
+from dcpinspect.families.redis.rdb.primitives import (
     Corrupt, NeedMore, TooLong, read_len, read_string, read_string_double, read_stream_id,
 )
 

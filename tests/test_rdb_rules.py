@@ -13,9 +13,9 @@ import zstandard
 
 import dflygen
 import rdbgen
-from dcpinspect.families.redis.dragonfly.replica.journal import read_entries
-from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser
-from dcpinspect.families.redis.rdb.decoder.records import AuxRecord, Ending, KeyRecord, OpRecord
+from dcpinspect.families.redis.dragonfly.journal import read_entries
+from dcpinspect.families.redis.rdb.decoder import RdbParser
+from dcpinspect.families.redis.rdb.records import AuxRecord, Ending, KeyRecord, OpRecord
 from dcpinspect.findings import Finding
 from dcpinspect.families.redis.rules import RDB_RULES
 from dcpinspect.families import rule_book

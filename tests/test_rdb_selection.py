@@ -16,10 +16,10 @@ import rdbgen
 import servers
 import test_real_redis_rdb as real
 from test_real_redis_rdb import snapshot  # noqa: F401  (the real server's dump, a fixture)
-from dcpinspect.families.redis.rdb.decoder import values
-from dcpinspect.families.redis.rdb.decoder.native import C
-from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser
-from dcpinspect.families.redis.rdb.decoder.records import KeyRecord
+from dcpinspect.families.redis.rdb import values
+from dcpinspect.families.redis.rdb.native import C
+from dcpinspect.families.redis.rdb.decoder import RdbParser
+from dcpinspect.families.redis.rdb.records import KeyRecord
 from dcpinspect.families.redis.reports.selection import KeySelection, glob, parse_time
 
 

@@ -19,8 +19,8 @@ import pytest
 import rdbgen as g
 import servers
 from corpus import corpus
-from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser
-from dcpinspect.families.redis.rdb.decoder.records import AuxRecord, KeyRecord, OpRecord
+from dcpinspect.families.redis.rdb.decoder import RdbParser
+from dcpinspect.families.redis.rdb.records import AuxRecord, KeyRecord, OpRecord
 from dcpinspect.findings import Finding
 from dcpinspect.families.redis.rules import RDB_RULES
 from test_real_redis_rdb import Client

@@ -8,8 +8,8 @@ import struct
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import rdbgen
-from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser
-from dcpinspect.families.redis.rdb.decoder.records import Ending, KeyRecord
+from dcpinspect.families.redis.rdb.decoder import RdbParser
+from dcpinspect.families.redis.rdb.records import Ending, KeyRecord
 from dcpinspect.findings import Finding
 from corpus import corpus
 

@@ -14,9 +14,9 @@ import pytest
 
 import rdbgen
 import servers
-from dcpinspect.families.redis.rdb.decoder.decoder import RdbParser
-from dcpinspect.families.redis.rdb.decoder.records import KeyRecord
-from dcpinspect.families.redis.rdb.decoder import values
+from dcpinspect.families.redis.rdb.decoder import RdbParser
+from dcpinspect.families.redis.rdb.records import KeyRecord
+from dcpinspect.families.redis.rdb import values
 from dcpinspect.findings import Finding
 
 FIELDS = ["age", "name", "email"]  # ordered by length, then bytes (§6.6)

@@ -21,7 +21,7 @@ import rdbgen
 import servers
 import test_real_redis_rdb as real
 from test_real_redis_rdb import snapshot  # noqa: F401  (the real server's dump, a fixture)
-from dcpinspect.families.redis.rdb.decoder.data import g17, redis_double, text
+from dcpinspect.families.redis.rdb.data import g17, redis_double, text
 
 
 def _b(v) -> bytes:

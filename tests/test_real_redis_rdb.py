@@ -25,7 +25,7 @@ import pytest
 
 import servers
 from servers import LOOPBACK, free_port, require, wait_until
-from dcpinspect.families.redis.rdb.decoder.records import Ending, KeyRecord, OpRecord
+from dcpinspect.families.redis.rdb.records import Ending, KeyRecord, OpRecord
 from dcpinspect.families.redis.reports.snapshots import records as rdb_records
 from dcpinspect.findings import Finding
 
