@@ -12,7 +12,7 @@ from functools import partial
 import pytest
 
 from dcpinspect import families as families_module
-from dcpinspect.engines.inputs import sink_run
+from dcpinspect.engines.reading import sink_run
 from dcpinspect.engines.sinks import make_sink
 from dcpinspect.families import Family
 from dcpinspect.findings import Finding

@@ -198,7 +198,7 @@ def test_progress_of_a_summary_moves_with_every_worker(large):
     """A summary's workers send no payloads, only progress: the caller hears every worker
     while it waits for the first, so the position (the slowest worker's) moves before the
     end, not only once the first worker is done."""
-    from dcpinspect.engines.inputs import sink_run
+    from dcpinspect.engines.reading import sink_run
     from dcpinspect.engines.show import recipe
     from dcpinspect.engines.filters import frame_filter
     from dcpinspect.families import HEADERS

@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 
 from dcpinspect import families as families_module
-from dcpinspect.engines.inputs import items_of
+from dcpinspect.engines.reading import items_of
 from dcpinspect.engines.options import CaptureOptions
 from dcpinspect.engines.stats import plot, render, stats_views
 from dcpinspect.families import Family, Statistics, family_named

@@ -12,9 +12,9 @@ from ..outputs.progress import progress_for
 from ..outputs.shown import Shown
 from ..sources.capture import CaptureError
 from .hexinput import decode_hex_text
-from .inputs import (TEXT, Input, Truncated, Unusable, capture_unusable, dump_items, jobs_for, keyed, kind_of, opened, pure,
-                     sink_run, text_of)
+from .inputs import TEXT, Input, Truncated, Unusable, kind_of, opened, pure, text_of
 from .options import CaptureOptions
+from .reading import capture_unusable, dump_items, jobs_for, keyed, sink_run
 from .parallel import WorkerCrash
 from .show import judged_failed, recipe, show_capture, show_sinks
 

@@ -29,7 +29,8 @@ from ..outputs.escape import safe
 from ..outputs.jsonl import dumps_line
 from ..outputs.rows import print_rows
 from ..sources.inputs import InputError, looks_like_capture
-from .inputs import Unusable, capture_unusable
+from .inputs import Unusable
+from .reading import capture_unusable
 from .snapshots import _family_of, _gathered, _head_of
 
 CHANGES = ("only_in_a", "only_in_b", "type", "value", "expiry")

@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Iterator
 from ..outputs.shown import Shown
 from ..outputs.tally import Tally
 from ..sessions.captured import Captured, Note, flow_label
-from .inputs import tap
+from .reading import tap
 from .parallel import run_sink
 from .sinks import combine_summaries, combine_tallies, make_sink
 

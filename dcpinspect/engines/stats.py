@@ -17,7 +17,8 @@ from ..outputs.progress import progress_for
 from ..outputs.stats import StatsView, report_json
 from ..outputs.undecoded import line as undecoded_line
 from ..outputs.stats import render as render_report
-from .inputs import Unusable, items_of
+from .inputs import Unusable
+from .reading import items_of
 from .options import CaptureOptions
 
 

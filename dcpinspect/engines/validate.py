@@ -19,7 +19,8 @@ from ..outputs.progress import progress_for
 from ..outputs.undecoded import line as undecoded_line, record as undecoded_record, tally
 from ..sessions.captured import Note
 from ..sources.capture import CaptureError
-from .inputs import CAPTURE, Input, Unusable, capture_unusable, dump_items, jobs_for, kind_of, opened, sink_run
+from .inputs import CAPTURE, Input, Unusable, kind_of, opened
+from .reading import capture_unusable, dump_items, jobs_for, sink_run
 from .options import CaptureOptions
 from .parallel import WorkerCrash, run_sink
 from .show import clear
