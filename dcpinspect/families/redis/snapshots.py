@@ -383,7 +383,11 @@ def export(recs, summary: report.Summary, check) -> None:
         raise InputError("--format resp writes the data as it is: send it to a file or a pipe "
                          "(| redis-cli --pipe), not to a terminal")
     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
-    exporter = Exporter(out.write if out is not None else (lambda b: sys.stdout.write(b.decode("latin-1"))))
+    def skip(rec: KeyRecord, why: str) -> None:
+        sys.stderr.write(safe(f"not exported: db {rec.db} key {key_text(rec.key)!r} at offset {rec.offset}: {why}")
+                         + "\n")
+
+    exporter = Exporter(out.write if out is not None else (lambda b: sys.stdout.write(b.decode("latin-1"))), skip)
     loose: list[Finding] = []
     for rec in recs:
         kind = type(rec)
@@ -401,7 +405,7 @@ def export(recs, summary: report.Summary, check) -> None:
     sys.stdout.flush()
     for f in loose:
         sys.stderr.write(safe(f"{f.severity}: {f.rule} at offset {f.offset}: {f.message}") + "\n")
-    skipped = f", {exporter.skipped} keys not exported (module values)" if exporter.skipped else ""
+    skipped = f", {exporter.skipped} keys not exported (each named above)" if exporter.skipped else ""
     sys.stderr.write(safe(f"{summary.file}: {exporter.keys} keys exported in {exporter.commands} commands{skipped}")
                      + "\n")
 
