@@ -128,3 +128,46 @@ def test_a_full_sync_capture_against_the_masters_dump(tmp_path):
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert res.returncode == 1 and [(r["key"], r["changes"]) for r in rows if r["kind"] == "diff"] == \
         [("str:int", ["value"])]
+
+
+def test_a_capture_of_two_full_syncs_chooses_one(tmp_path):
+    """Two replicas synced one after the other, the data changed between: ``PATH#N`` picks
+    the N-th full sync of the capture; by default the first, with a note that there are
+    more; a sync the capture does not hold is exit 2."""
+    servers.require("redis-server", "tcpdump", root=True)
+    import test_real_redis_replication as repl
+
+    dumps = []
+    with repl.Redis(tmp_path, "--repl-diskless-sync", "no") as master:
+        mc = real.Client(master.port)
+        mc.pipeline([("SET", f"k:{i}", f"v{i}") for i in range(20)] + [("RPUSH", "l", "a", "b")])
+        path = tmp_path / "syncs.pcap"
+        capture = servers.TcpDump(path, master.port).start()
+        try:
+            for change in (None, ("SET", "k:3", "changed")):
+                if change:
+                    mc.call(*change)
+                assert mc.call("SAVE") == "OK"
+                dumps.append(tmp_path / f"master-{len(dumps) + 1}.rdb")
+                shutil.copy(master.dir / "dump.rdb", dumps[-1])
+                with repl.Redis(tmp_path, "--replicaof", servers.LOOPBACK, str(master.port)) as replica:
+                    rc = repl.Client(replica.port)
+                    assert servers.wait_until(lambda: rc.info("master_link_status") == "up", 30)
+                    rc.close()
+        finally:
+            capture.stop()
+        mc.close()
+    res = diff(path, dumps[0], "-f", "summary")
+    assert res.returncode == 0 and ": same;" in res.stdout, res.stdout + res.stderr
+    assert "holds 2 full syncs; compared the first" in res.stdout + res.stderr
+    for n, dump in ((1, dumps[0]), (2, dumps[1])):
+        res = diff(f"{path}#{n}", dump, "-f", "summary")
+        assert res.returncode == 0 and ": same;" in res.stdout and "holds 2" not in res.stdout, res.stdout + res.stderr
+    res = diff(f"{path}#1", f"{path}#2", "-f", "jsonl")
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert res.returncode == 1 and [(r["key"], r["changes"]) for r in rows if r["kind"] == "diff"] == \
+        [("k:3", ["value"])]
+    res = diff(f"{path}#3", dumps[0])
+    assert res.returncode == 2 and "holds 2 data sets" in res.stdout + res.stderr
+    res = diff(f"{dumps[0]}#1", dumps[0])
+    assert res.returncode == 2 and "only a capture" in res.stdout + res.stderr

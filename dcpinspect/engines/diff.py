@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from ..families import DataKey, families
+from ..families import DataKey, DataStart, families
 from ..limits import DIFF_KEYS
 from ..outputs.console import make_console
 from ..outputs.escape import safe
@@ -159,11 +159,14 @@ def _change(tally: Tally, out: "_Printer", changes: tuple, a: DataKey | None, b:
 def _keys(path: Path, tally: Tally) -> Iterator[DataKey]:
     """The keys of one input, from the family that reads it; notes (strings) go to the tally."""
     try:
+        path, which = chosen(path)
         head = _head_of(path)
         if looks_like_capture(head[:4]) and not any(f.is_snapshot is not None and f.is_snapshot(head)
                                                      for f in families()):
-            yield from _capture_keys(path, tally)
+            yield from _capture_keys(path, tally, which)
             return
+        if which is not None:
+            raise Unusable(f"{path}#{which}: only a capture holds several data sets to choose from")
         for item in _gathered([path]):
             family = _family_of(_head_of(item[0] if isinstance(item, tuple) else item))
             if family.snapshot_data is None:
@@ -177,12 +180,28 @@ def _keys(path: Path, tally: Tally) -> Iterator[DataKey]:
         raise Unusable(str(exc)) from None
 
 
-def _capture_keys(path: Path, tally: Tally) -> Iterator[DataKey]:
+def chosen(path: Path) -> tuple[Path, int | None]:
+    """``capture.pcap#N``: the file and the data set chosen in it (1-based), when no file
+    is named so; else the path as it is, none chosen."""
+    name = str(path)
+    head, sep, n = name.rpartition("#")
+    if sep and n.isdigit() and int(n) >= 1 and not path.exists():
+        return Path(head), int(n)
+    return path, None
+
+
+def _capture_keys(path: Path, tally: Tally, which: int | None = None) -> Iterator[DataKey]:
+    """The keys of one data set sent whole in a capture (a full sync's payload): the
+    ``which``-th to begin (1-based), by default the first; the others are passed over
+    and a note says how many there were."""
     from ..sources.capture import CaptureError
     from .files import decode_capture_file
 
     readers = [f for f in families() if f.data_keys is not None]
     found = False
+    started = 0  # data sets begun so far
+    of_flow: dict = {}  # each connection's data set now (its number)
+    want = which or 1
     try:
         for item in decode_capture_file(path, detail="values", data=True):
             msg = getattr(item, "msg", None)
@@ -190,14 +209,25 @@ def _capture_keys(path: Path, tally: Tally) -> Iterator[DataKey]:
                 continue
             for f in readers:
                 for k in f.data_keys(msg):
-                    if isinstance(k, str):
+                    if isinstance(k, DataStart):
+                        started += 1
+                        of_flow[item.flow] = started
+                    elif of_flow.get(item.flow, 1) != want:
+                        continue
+                    elif isinstance(k, str):
                         tally.notes.append(k)
                     else:
                         found = True
                         yield k
     except CaptureError as exc:
         raise capture_unusable(path, exc) from None
-    if not found:
+    if which is not None and which > started:
+        raise Unusable(f"{path}#{which}: the capture holds {started} data set{'s' if started != 1 else ''} "
+                       "sent whole (full syncs)")
+    if started > 1 and which is None:
+        tally.notes.append(f"{path}: the capture holds {started} full syncs; compared the first "
+                           f"(choose another as {path}#N)")
+    if not found and not started:
         tally.notes.append(f"{path}: the capture holds no data sent whole (no full sync's payload)")
 
 

@@ -133,6 +133,14 @@ class DataKey(NamedTuple):
     expire_ms: int | None
 
 
+class DataStart(NamedTuple):
+    """Said by a family's ``data_keys`` before the keys of a new data set in a connection (a
+    full sync's payload begins): the keys that follow on the same connection are that data
+    set's, until the next."""
+
+    offset: int
+
+
 @dataclass(frozen=True)
 class Table:
     """A table of a family's records that a bulk engine writes (``analyze``'s Parquet

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .. import DataKey
+from .. import DataKey, DataStart
 from .digest import digests
 from .records import Ending, KeyRecord
 
@@ -50,11 +50,14 @@ def snapshot_data(item) -> Iterator:
 
 def data_keys(record) -> Iterator:
     """The keys a decoded record carries: a full sync's RDB payload piece read with
-    ``Options.data`` (their digests made by the session)."""
+    ``Options.data`` (their digests made by the session), after a ``DataStart`` when the
+    piece is the payload's header."""
     from .frames import PayloadRecord
 
     if not isinstance(record, PayloadRecord):
         return
+    if record.head is not None:  # a full sync's payload begins
+        yield DataStart(record.offset)
     for rec in record.records:
         if isinstance(rec, KeyRecord):
             yield _key(rec)  # digested again: the session wrote scores as the payload's server does
