@@ -420,8 +420,8 @@ def _id_bytes(sid) -> bytes:
 class KeyMemory:
     """A key's memory: ``usage`` as ``MEMORY USAGE key SAMPLES 0`` counts it, ``expires``
     (its expires dict entry), the ``encoding`` the server holds it in, and the length of
-    its largest element (``largest``; None where the C lane measured a packed value or a
-    list's nodes without reading their elements)."""
+    its largest element (``largest``, as the readers give it: a member's, field's or value's
+    bytes, an integer's decimal text; None where there is none: a stream, a module's value)."""
 
     usage: int
     expires: int
@@ -572,7 +572,8 @@ def _shape_usage(rec) -> tuple[int, str, int | None]:
     if "alloc" in extra and layout == "zset2":
         return skiplist_usage(n, extra["alloc"]), "skiplist", extra["largest"]
     if "packed_bytes" in extra:
-        return ROBJ + jemalloc(extra["packed_bytes"]), "intset" if layout == "intset" else "listpack", None
+        return (ROBJ + jemalloc(extra["packed_bytes"]), "intset" if layout == "intset" else "listpack",
+                extra.get("largest"))
     if "alloc" in extra and layout == "quicklist2":
-        return quicklist_nodes_usage(extra.get("nodes", 0), extra["alloc"]), "quicklist", None
+        return quicklist_nodes_usage(extra.get("nodes", 0), extra["alloc"]), "quicklist", extra.get("largest")
     return ROBJ + rec.size, rec.encoding, None
