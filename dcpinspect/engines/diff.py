@@ -22,14 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from ..families import DataKey, DataStart, families
+from ..families import DataKey, families
 from ..limits import DIFF_KEYS
 from ..outputs.console import make_console
 from ..outputs.escape import safe
 from ..outputs.jsonl import dumps_line
 from ..outputs.rows import print_rows
 from ..sources.inputs import InputError, looks_like_capture
-from .inputs import Unusable, capture_unusable
+from .inputs import Unusable
+from .sent import chosen, sent_data
 from .snapshots import _family_of, _gathered, _head_of
 
 CHANGES = ("only_in_a", "only_in_b", "type", "value", "expiry")
@@ -180,55 +181,9 @@ def _keys(path: Path, tally: Tally) -> Iterator[DataKey]:
         raise Unusable(str(exc)) from None
 
 
-def chosen(path: Path) -> tuple[Path, int | None]:
-    """``capture.pcap#N``: the file and the data set chosen in it (1-based), when no file
-    is named so; else the path as it is, none chosen."""
-    name = str(path)
-    head, sep, n = name.rpartition("#")
-    if sep and n.isdigit() and int(n) >= 1 and not path.exists():
-        return Path(head), int(n)
-    return path, None
-
-
 def _capture_keys(path: Path, tally: Tally, which: int | None = None) -> Iterator[DataKey]:
-    """The keys of one data set sent whole in a capture (a full sync's payload): the
-    ``which``-th to begin (1-based), by default the first; the others are passed over
-    and a note says how many there were."""
-    from ..sources.capture import CaptureError
-    from .files import decode_capture_file
-
-    readers = [f for f in families() if f.data_keys is not None]
-    found = False
-    started = 0  # data sets begun so far
-    of_flow: dict = {}  # each connection's data set now (its number)
-    want = which or 1
-    try:
-        for item in decode_capture_file(path, detail="values", data=True):
-            msg = getattr(item, "msg", None)
-            if msg is None:
-                continue
-            for f in readers:
-                for k in f.data_keys(msg):
-                    if isinstance(k, DataStart):
-                        started += 1
-                        of_flow[item.flow] = started
-                    elif of_flow.get(item.flow, 1) != want:
-                        continue
-                    elif isinstance(k, str):
-                        tally.notes.append(k)
-                    else:
-                        found = True
-                        yield k
-    except CaptureError as exc:
-        raise capture_unusable(path, exc) from None
-    if which is not None and which > started:
-        raise Unusable(f"{path}#{which}: the capture holds {started} data set{'s' if started != 1 else ''} "
-                       "sent whole (full syncs)")
-    if started > 1 and which is None:
-        tally.notes.append(f"{path}: the capture holds {started} full syncs; compared the first "
-                           f"(choose another as {path}#N)")
-    if not found and not started:
-        tally.notes.append(f"{path}: the capture holds no data sent whole (no full sync's payload)")
+    """The keys of one data set sent whole in a capture (:mod:`.sent`)."""
+    yield from sent_data(path, which, [f.data_keys for f in families() if f.data_keys is not None], tally.notes)
 
 
 class _Printer:

@@ -134,11 +134,24 @@ class DataKey(NamedTuple):
 
 
 class DataStart(NamedTuple):
-    """Said by a family's ``data_keys`` before the keys of a new data set in a connection (a
-    full sync's payload begins): the keys that follow on the same connection are that data
-    set's, until the next."""
+    """Said by a family's ``data_keys`` and ``data_records`` before the keys of a new data
+    set in a connection (a full sync's payload begins): the keys that follow on the same
+    connection are that data set's, until the next."""
 
     offset: int
+
+
+@dataclass(frozen=True)
+class SentData:
+    """A data set sent whole in a capture (a full sync's payload), given to its family's
+    ``snapshots`` in place of a file: ``name`` to show, and ``records``, its snapshot
+    decoder's records (from ``data_records``) as they come."""
+
+    name: str
+    records: Any
+
+    def __str__(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -213,6 +226,10 @@ class Family:
     #: the :class:`DataKey` s (and notes) a decoded record carries (read with
     #: :attr:`Options.data`): the data a connection sends whole, for ``diff``
     data_keys: Callable[[Any], Any] | None = None
+    #: the records of its snapshot decoder a decoded record carries (read with
+    #: :attr:`Options.data`, values kept), after a :class:`DataStart` where a data set sent
+    #: whole begins: what its ``snapshots`` reports on, given as :class:`SentData`
+    data_records: Callable[[Any], Any] | None = None
     #: makes the family's capture-level object (:class:`Correlator`), if it has one
     correlator: Callable[[], Correlator] | None = None
     #: gives its part of the ``stats`` report on a console, if it has one: a

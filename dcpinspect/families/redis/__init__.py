@@ -93,8 +93,15 @@ def _data_keys(record):
     return data_keys(record)
 
 
+def _data_records(record):
+    from .compare import data_records
+
+    return data_records(record)
+
+
 FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, snapshots=_snapshots,
                 is_snapshot=_is_snapshot, filters=FILTERS, aliases=("resp", "rdb", "valkey", "dragonfly"),
                 correlator=_correlator, tables=TABLES, snapshot_rows=_snapshot_rows,
                 snapshot_sets=_snapshot_sets, snapshot_data=_snapshot_data, data_keys=_data_keys,
+                data_records=_data_records,
                 stats_view=_stats_view)

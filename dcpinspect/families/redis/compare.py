@@ -56,10 +56,22 @@ def data_keys(record) -> Iterator:
 
     if not isinstance(record, PayloadRecord):
         return
-    if record.head is not None:  # a full sync's payload begins
-        yield DataStart(record.offset)
-    for rec in record.records:
-        if isinstance(rec, KeyRecord):
+    for rec in data_records(record):
+        if isinstance(rec, DataStart):
+            yield rec
+        elif isinstance(rec, KeyRecord):
             yield _key(rec)  # digested again: the session wrote scores as the payload's server does
     if record.summary is not None and not record.summary.get("complete", True):
         yield "a full sync's payload in the capture is incomplete: its keys after the loss are not compared"
+
+
+def data_records(record) -> Iterator:
+    """The RDB records a full sync's payload piece carries (read with ``Options.data``:
+    values kept), after a ``DataStart`` when the piece is the payload's header."""
+    from .frames import PayloadRecord
+
+    if not isinstance(record, PayloadRecord):
+        return
+    if record.head is not None:  # a full sync's payload begins
+        yield DataStart(record.offset)
+    yield from record.records

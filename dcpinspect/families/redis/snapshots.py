@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...findings import LEVELS, Finding
+from .. import SentData
 from ...messages.keys import key_text
 from ...outputs.escape import safe
 from ...outputs.jsonl import dumps_line
@@ -181,6 +182,8 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
         checks = dfs.SetChecks(members)
         stream = ((members[i].shard, rec)
                   for i, rec in dfs.read_set(members, checks, keep=True, select=select, measure=measure))
+    elif isinstance(path, SentData):
+        stream = ((None, rec) for rec in _selected(path.records, select))
     else:
         stream = ((None, rec) for rec in records(path, keep=True, select=select, measure=measure))
     for shard, rec in stream:
@@ -222,6 +225,26 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
         except OSError as exc:
             raise InputError(f"--plot {asked['plot']}: {exc.strerror or exc}") from None
     return worst
+
+
+def _selected(recs, select):
+    """Records decoded already (values kept), of the keys ``select`` admits (all when None)
+    at the snapshot's ``ctime`` as its aux field gives it."""
+    ctime = None
+    for rec in recs:
+        kind = type(rec)
+        if kind is AuxRecord and rec.key == b"ctime":
+            ctime = _ctime_ms(rec.value)
+        elif kind is KeyRecord and select is not None and not select.admits(rec, ctime):
+            continue
+        yield rec
+
+
+def _ctime_ms(value) -> int | None:
+    try:
+        return int(value) * 1000
+    except (TypeError, ValueError):
+        return None
 
 
 def usage_options(asked: dict):
