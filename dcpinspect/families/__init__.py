@@ -217,8 +217,9 @@ class Family:
     #: the tables of its records that bulk engines write (see :class:`Table`)
     tables: tuple[Table, ...] = ()
     #: its snapshot files as JSON Lines objects, what ``rdb -f jsonl`` writes of one:
-    #: ``snapshot_rows(file, name)`` from a binary file open at its start (gzip undone);
-    #: findings come as objects of kind ``finding``
+    #: ``snapshot_rows(file, name, values=False)`` from a binary file open at its start
+    #: (gzip undone; ``values``: each key with its value); findings come as objects of
+    #: kind ``finding``
     snapshot_rows: Callable[..., Any] | None = None
     #: the keys of one of its snapshots (a path, or a tuple from ``snapshot_sets``) as
     #: :class:`DataKey` s, and notes (strings) on what could not be read, for ``diff``

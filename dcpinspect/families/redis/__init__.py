@@ -75,10 +75,10 @@ def _stats_view():
     return VIEW
 
 
-def _snapshot_rows(fh, name: str):
+def _snapshot_rows(fh, name: str, values: bool = False):
     from .tables import snapshot_rows
 
-    return snapshot_rows(fh, name)
+    return snapshot_rows(fh, name, values)
 
 
 def _snapshot_data(item):

@@ -29,13 +29,14 @@ TABLES = (COMMANDS, KEYS)
 CHUNK = 1 << 20
 
 
-def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
+def snapshot_rows(fh: BinaryIO, name: str, values: bool = False) -> Iterator[dict]:
     """What ``rdb -f jsonl --digest`` writes of the RDB file open as ``fh``: its keys (each
     with its ``DEBUG DIGEST-VALUE``, and its ``memory`` in the server too, :mod:`.memory`'s
     estimate, as ``rdb --report memory`` gives it), aux fields and findings as they
     complete, then its summary (with ``DEBUG DIGEST``). A file that is no RDB raises
     ``InputError`` (from ``sources.inputs``). Every key's value is read (the digest needs
-    it), and its memory is measured from it."""
+    it), and its memory is measured from it; ``values``: each key's ``value`` too, as
+    ``rdb --values`` gives it."""
     from ...findings import Finding
     from ...sources.inputs import InputError
     from . import report
@@ -55,7 +56,7 @@ def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
             _unusable(name, rec)
             summary.add(rec)
             if isinstance(rec, KeyRecord):
-                obj = report.key_json(rec, digester)
+                obj = report.key_json(rec, digester, values)
                 obj["memory"] = key_memory(rec).total
                 yield obj
             elif isinstance(rec, AuxRecord):
