@@ -1605,7 +1605,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             if (rule[0] == MR_ELEMENTS)
                 decline |= (int64_t)elements <= rule[1] && (int64_t)m.largest <= rule[2];
             else if (rule[0] == MR_SET)
-                decline |= (int64_t)elements <= rule[1] && m.numeric;
+                decline |= ((int64_t)elements <= rule[1] && m.numeric) || (int64_t)elements <= rule[2];
             else if (rule[0] == MR_PACKED)
                 decline |= (int64_t)elements > rule[1];
             else if (rule[0] == MR_STRING && kind != S_INT && extra <= rule[1]) {

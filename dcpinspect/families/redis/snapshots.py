@@ -216,7 +216,8 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
             console.print(safe(title))
             print_rows(console, headers, [tuple("" if c is None else safe(str(c)) for c in r) for r in rows])
             console.print()
-        console.print(f"{reports.keys:,} keys, {reports.memory:,} bytes estimated (Redis 7.0's structures, "
+        server = "7.2" if reports.options.config.set_listpacks else "7.0"
+        console.print(f"{reports.keys:,} keys, {reports.memory:,} bytes estimated (Redis {server}'s structures, "
                       f"the server's thresholds{' of the config given' if asked.get('config') else ''})")
     sys.stdout.flush()
     if plot is not None:

@@ -41,7 +41,7 @@ def snapshot_rows(fh: BinaryIO, name: str, values: bool = False) -> Iterator[dic
     from ...sources.inputs import InputError
     from . import report
     from .digest import Digester
-    from .memory import key_memory
+    from .memory import DEFAULTS, key_memory, listpack_sets
     from .rdb import RdbParser
     from .records import AuxRecord, KeyRecord
     from .snapshots import _unusable
@@ -50,17 +50,21 @@ def snapshot_rows(fh: BinaryIO, name: str, values: bool = False) -> Iterator[dic
     summary = report.Summary(name)
     digester = Digester()
     summary.digest = digester.snapshot
+    cfg = DEFAULTS  # the server's thresholds; set listpacks when the file's redis-ver has them
 
     def rows(recs) -> Iterator[dict]:
+        nonlocal cfg
         for rec in recs:
             _unusable(name, rec)
             summary.add(rec)
             if isinstance(rec, KeyRecord):
                 obj = report.key_json(rec, digester, values)
-                obj["memory"] = key_memory(rec).total
+                obj["memory"] = key_memory(rec, cfg).total
                 yield obj
             elif isinstance(rec, AuxRecord):
                 digester.see(rec)
+                if rec.key == b"redis-ver":
+                    cfg = listpack_sets(cfg, rec.value)
                 yield report.aux_json(rec)
             elif isinstance(rec, Finding):
                 yield report.finding_json(rec, name)
