@@ -12,6 +12,7 @@ DIGEST-VALUE`` and ``DEBUG DIGEST``."""
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import json
 import struct
 
@@ -169,3 +170,52 @@ def test_without_field_expiry_the_real_server_agrees(tmp_path):
         assert [got["meta"], got["lpex"], got["pre"]] == server
         assert server[0] == value_digest(plain, None, hexpire=True) and server[2] == value_digest(plain, T0, True)
         assert snap == c.call("DEBUG", "DIGEST")
+
+
+def _server(binary: str, workdir, port: int):
+    workdir.mkdir(parents=True, exist_ok=True)
+    args = [binary, "--port", str(port), "--bind", servers.LOOPBACK, "--save", "", "--appendonly", "no", "--dir",
+            str(workdir), "--dbfilename", "dump.rdb", "--daemonize", "no", "--enable-debug-command", "yes"]
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+
+
+def test_a_server_with_field_expiry_agrees(tmp_path):
+    """Where a Redis 7.4+ is at hand (``DCPINSPECT_REDIS_72``): hashes with expiring fields,
+    listpack and hash table, written by the server, digested from its dump as its ``DEBUG
+    DIGEST-VALUE`` and ``DEBUG DIGEST`` say; and the RESP export (``HPEXPIREAT``) piped into
+    a second such server gives the same digest."""
+    import test_real_redis_rdb as real
+
+    binary = servers.redis_server_at_least(7, 4)
+    cli = servers.require("redis-cli")["redis-cli"]
+    port, port2 = servers.free_port(), servers.free_port()
+    procs = [_server(binary, tmp_path / "a", port), _server(binary, tmp_path / "b", port2)]
+    try:
+        for p in (port, port2):
+            assert servers.wait_until(lambda: servers._connectable(p), 20)
+        c, c2 = real.Client(port), real.Client(port2)
+        c.call("HSET", "small", "a", "1", "b", "two", "c", "3")
+        c.call("HPEXPIREAT", "small", str(T0), "FIELDS", "1", "b")
+        c.call("HSET", "big", *(x for i in range(600) for x in (f"f{i}", f"v{i}")))
+        c.call("HPEXPIREAT", "big", str(T0 + 7), "FIELDS", "3", "f1", "f20", "f300")
+        c.call("HSET", "plain", "x", "y")
+        c.call("HSET", "both", "x", "y", "z", "w")
+        c.call("HPEXPIREAT", "both", str(T0), "FIELDS", "1", "z")
+        c.call("PEXPIREAT", "both", str(T0 + 1000))
+        assert c.call("SAVE") == "OK"
+        names = ["small", "big", "plain", "both"]
+        want = dict(zip(names, (d if isinstance(d, str) else d.decode()
+                                for d in c.call("DEBUG", "DIGEST-VALUE", *names))))
+        got, snap = digests_of(tmp_path, "hfe-real.rdb", (tmp_path / "a" / "dump.rdb").read_bytes())
+        assert got == want and snap == c.call("DEBUG", "DIGEST")
+        data = subprocess.run([*servers.dcpinspect_argv(), "rdb", "-f", "resp", str(tmp_path / "a" / "dump.rdb")],
+                              capture_output=True, timeout=60, stdin=subprocess.DEVNULL).stdout
+        res = subprocess.run([cli, "-h", servers.LOOPBACK, "-p", str(port2), "--pipe"], input=data,
+                             capture_output=True, timeout=60)
+        assert res.returncode == 0 and b"errors: 0" in res.stdout, res.stdout + res.stderr
+        assert c2.call("DEBUG", "DIGEST") == snap
+        c.close()
+        c2.close()
+    finally:
+        for p in procs:
+            servers._stop(p)

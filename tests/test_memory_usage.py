@@ -189,20 +189,6 @@ def memory_lane_built() -> bool:
 
 # ------------------------------------------------------------------- Redis 7.2 and later
 
-def newer_server() -> str:
-    """A redis-server of 7.2 or later: ``DCPINSPECT_REDIS_72`` (a path), else the one on
-    the PATH when it is that new; the test is skipped without one."""
-    import os
-    import re
-
-    binary = os.environ.get("DCPINSPECT_REDIS_72") or require("redis-server")["redis-server"]
-    got = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
-    m = re.search(r"v=(\d+)\.(\d+)", got)
-    if not m or (int(m[1]), int(m[2])) < (7, 2):
-        pytest.skip(f"no redis-server of 7.2 or later (set DCPINSPECT_REDIS_72): {got.strip()}")
-    return binary
-
-
 def set_dataset() -> list[tuple]:
     """Sets on each side of Redis 7.2's listpack thresholds (128 members of 64 bytes) and
     of the intset's (512 integers), integers first then strings."""
@@ -279,7 +265,7 @@ def test_sets_of_a_newer_server_as_it_holds_them(tmp_path):
     """A Redis 7.2+ server's own dump (its redis-ver names it): set listpacks kept, sets
     past the thresholds as hash tables, intsets; the model names each encoding and is
     within the targets on the sets."""
-    binary = newer_server()
+    binary = servers.redis_server_at_least(7, 2)
     usage, encodings = _measure_on(binary, tmp_path, None, set_dataset() + dataset())
     est = _report(tmp_path / "dump.rdb")
     sets = [k for k in usage if k.startswith(b"set72:")]
@@ -294,7 +280,7 @@ def test_an_older_file_loaded_by_a_newer_server(tmp_path):
     """A 7.0 dump of plain sets (small ones of words: 7.0 wrote them as hash tables) loaded
     by a 7.2+ server, which makes listpacks of them: ``--config`` with the newer server's
     set thresholds says so, and the model follows rdbLoadObject member by member."""
-    binary = newer_server()
+    binary = servers.redis_server_at_least(7, 2)
     if server_version() >= (7, 2):
         pytest.skip("the redis-server on the PATH writes set listpacks itself")
     old = tmp_path / "old"
