@@ -50,9 +50,9 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
                 if not any(f.is_snapshot(head) for f in families() if f.snapshots is not None) \
                         and _frames_instead(contents, head):
                     again = "-" if contents.name == "stdin" else contents.name
+                    hint = "" if again == "-" else "; --report reads the data a full sync in a capture file sends"
                     raise Unusable(f"{contents.name}: a capture or hex dump, not a snapshot file: read it with "
-                                   f"`dcpinspect decode {again}` (or validate, stats; `--report` reads the data "
-                                   "of a full sync in a capture file)")
+                                   f"`dcpinspect decode {again}` (or validate, stats{hint})")
                 worst = max(worst, _family_of(head).snapshots(contents, fmt, key, offset, shown, **extra))
         except InputError as exc:
             raise Unusable(str(exc)) from None
