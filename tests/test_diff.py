@@ -110,10 +110,7 @@ def test_a_full_sync_capture_against_the_masters_dump(tmp_path):
         path = tmp_path / "sync.pcap"
         capture = servers.TcpDump(path, master.port).start()
         try:
-            with repl.Redis(tmp_path, "--replicaof", servers.LOOPBACK, str(master.port)) as replica:
-                rc = repl.Client(replica.port)
-                assert servers.wait_until(lambda: rc.info("master_link_status") == "up", 30)
-                rc.close()
+            sync_a_replica(tmp_path, master)
         finally:
             capture.stop()
         mc.call("SELECT", 0)
@@ -130,20 +127,25 @@ def test_a_full_sync_capture_against_the_masters_dump(tmp_path):
         [("str:int", ["value"])]
 
 
-@pytest.fixture(scope="module")
-def two_syncs(tmp_path_factory):
-    """(a capture of two full syncs, [the master's dump at each]): two replicas synced one
-    after the other, a value changed between."""
-    servers.require("redis-server", "tcpdump", root=True)
+def sync_a_replica(tmp_path, master) -> None:
+    """A replica of ``master`` started, synced in full, and stopped."""
     import test_real_redis_replication as repl
 
-    tmp_path = tmp_path_factory.mktemp("syncs")
+    with repl.Redis(tmp_path, "--replicaof", servers.LOOPBACK, str(master.port)) as replica:
+        rc = repl.Client(replica.port)
+        assert servers.wait_until(lambda: rc.info("master_link_status") == "up", 30)
+        rc.close()
+
+
+def two_full_syncs(tmp_path, writes: list, path) -> list:
+    """A master holding ``writes``, two replicas synced from it one after the other, ``k:3``
+    set to ``changed`` between them, captured into ``path``; [the master's dump at each]."""
+    import test_real_redis_replication as repl
+
     dumps = []
     with repl.Redis(tmp_path, "--repl-diskless-sync", "no") as master:
         mc = real.Client(master.port)
-        mc.pipeline([("SET", f"k:{i}", f"v{i}") for i in range(20)] + [("RPUSH", "l", "a", "b")]
-                    + [("HSET", "h", *(x for j in range(200) for x in (f"f{j}", "x" * j)))])
-        path = tmp_path / "syncs.pcap"
+        mc.pipeline(writes)
         capture = servers.TcpDump(path, master.port).start()
         try:
             for change in (None, ("SET", "k:3", "changed")):
@@ -152,14 +154,25 @@ def two_syncs(tmp_path_factory):
                 assert mc.call("SAVE") == "OK"
                 dumps.append(tmp_path / f"master-{len(dumps) + 1}.rdb")
                 shutil.copy(master.dir / "dump.rdb", dumps[-1])
-                with repl.Redis(tmp_path, "--replicaof", servers.LOOPBACK, str(master.port)) as replica:
-                    rc = repl.Client(replica.port)
-                    assert servers.wait_until(lambda: rc.info("master_link_status") == "up", 30)
-                    rc.close()
+                sync_a_replica(tmp_path, master)
         finally:
             capture.stop()
         mc.close()
-    return path, dumps
+    return dumps
+
+
+#: the strings and the list of tests/data/pcap/redis-two-syncs.pcap
+TWO_SYNCS_WRITES = [("SET", f"k:{i}", f"v{i}") for i in range(20)] + [("RPUSH", "l", "a", "b")]
+
+
+@pytest.fixture(scope="module")
+def two_syncs(tmp_path_factory):
+    """(a capture of two full syncs, [the master's dump at each]), a hash table besides."""
+    servers.require("redis-server", "tcpdump", root=True)
+    tmp_path = tmp_path_factory.mktemp("syncs")
+    path = tmp_path / "syncs.pcap"
+    writes = TWO_SYNCS_WRITES + [("HSET", "h", *(x for j in range(200) for x in (f"f{j}", "x" * j)))]
+    return path, two_full_syncs(tmp_path, writes, path)
 
 
 def test_a_capture_of_two_full_syncs_chooses_one(two_syncs):

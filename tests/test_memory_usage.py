@@ -116,13 +116,20 @@ def measured(tmp_path_factory):
                 assert not isinstance(reply, ReplyError), (cmd[:3], reply)
         assert c.call("SAVE") == "OK"
         assert c.call("DEBUG", "RELOAD") == "OK"
-        keys = c.call("KEYS", "*")
-        usage = dict(zip(keys, c.pipeline([("MEMORY", "USAGE", k, "SAMPLES", "0") for k in keys])))
-        encodings = dict(zip(keys, c.pipeline([("OBJECT", "ENCODING", k) for k in keys])))
+        usage, encodings = held(c)
         c.close()
     finally:
         servers._stop(proc)
-    return workdir / "dump.rdb", usage, {k: v.decode() for k, v in encodings.items()}
+    return workdir / "dump.rdb", usage, encodings
+
+
+def held(c) -> tuple[dict, dict]:
+    """({key: MEMORY USAGE key SAMPLES 0}, {key: OBJECT ENCODING}) of every key the server
+    ``c`` is connected to holds."""
+    keys = c.call("KEYS", "*")
+    usage = dict(zip(keys, c.pipeline([("MEMORY", "USAGE", k, "SAMPLES", "0") for k in keys])))
+    encodings = dict(zip(keys, c.pipeline([("OBJECT", "ENCODING", k) for k in keys])))
+    return usage, {k: v.decode() for k, v in encodings.items()}
 
 
 def estimates(path: Path) -> dict[bytes, memory.KeyMemory]:
@@ -224,13 +231,11 @@ def _measure_on(binary: str, workdir: Path, dump: Path | None, commands: list) -
             c.pipeline(commands[at:at + 500])
         if commands:
             assert c.call("SAVE") == "OK" and c.call("DEBUG", "RELOAD") == "OK"
-        keys = c.call("KEYS", "*")
-        usage = dict(zip(keys, c.pipeline([("MEMORY", "USAGE", k, "SAMPLES", "0") for k in keys])))
-        encodings = dict(zip(keys, c.pipeline([("OBJECT", "ENCODING", k) for k in keys])))
+        got = held(c)
         c.close()
     finally:
         servers._stop(proc)
-    return usage, {k: v.decode() for k, v in encodings.items()}
+    return got
 
 
 def _report(path: Path, *args) -> dict:
