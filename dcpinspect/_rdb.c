@@ -1133,22 +1133,46 @@ static size_t int_len(int64_t x) {
 }
 
 /* the longest element of a listpack checked already (every `step`-th entry from the first:
- * 2 for a sorted set's members, 1 for all), as the readers give its length, into m->largest;
- * -1 on a Python error */
-static int m_packed_largest(const Measure *M, Measured *m, const uint8_t *d, size_t len, int step) {
-    if (M == NULL)
-        return 0;
-    LpSink sink = {NULL, 0, 0};
-    Py_ssize_t count;
-    int r = listpack_walk(d, len, NULL, &count, 0, &sink);
-    if (r == 1)
-        for (size_t i = 0; i < sink.n; i += (size_t)step) {
-            size_t l = sink.items[i].s ? sink.items[i].len : int_len(sink.items[i].v);
+ * 2 for a sorted set's members, 1 for all), as the readers give its length, into
+ * m->largest: its entries walked by their encodings alone */
+static void m_packed_largest(const Measure *M, Measured *m, const uint8_t *b, size_t n, int step) {
+    if (M == NULL || n < 7)
+        return;
+    size_t p = 6, end = n - 1;
+    for (int i = 0; p < end && b[p] != 0xFF; i++) {
+        unsigned c = b[p];
+        size_t at = p, len;
+        int64_t v = 0;
+        int str = 1;
+        if (c < 0x80) {
+            v = c, str = 0, p += 1;
+        } else if (c < 0xC0) {
+            len = c & 0x3F, p += 1 + len;
+        } else if (c < 0xE0) {
+            int x = (int)((c & 0x1F) << 8 | b[p + 1]);
+            v = (x & 0x1000) ? x - 8192 : x, str = 0, p += 2;
+        } else if (c < 0xF0) {
+            len = (size_t)(c & 0x0F) << 8 | b[p + 1], p += 2 + len;
+        } else if (c == 0xF0) {
+            len = le32(b + p + 1), p += 5 + len;
+        } else if (c == 0xF1) {
+            v = (int16_t)((unsigned)b[p + 1] | (unsigned)b[p + 2] << 8), str = 0, p += 3;
+        } else if (c == 0xF2) {
+            v = int24(b + p + 1), str = 0, p += 4;
+        } else if (c == 0xF3) {
+            v = (int32_t)le32(b + p + 1), str = 0, p += 5;
+        } else if (c == 0xF4) {
+            v = le64s(b + p + 1), str = 0, p += 9;
+        } else {
+            return;
+        }
+        if (i % step == 0) {
+            size_t l = str ? len : int_len(v);
             if (l > m->largest)
                 m->largest = l;
         }
-    PyMem_Free(sink.items);
-    return r < 0 ? -1 : 0;
+        p += (size_t)backlen_size(p - at);
+    }
 }
 
 /* an intset's integers counted: layouts.intset's checks */
@@ -1235,8 +1259,8 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
             return 0;
         *elements = (uint64_t)count;
         m->packed = blen;
-        if (code == L_LISTPACK && m_packed_largest(M, m, data, blen, 1) < 0)
-            return -1;
+        if (code == L_LISTPACK)
+            m_packed_largest(M, m, data, blen, 1);
         return 1;
     case L_INTSET:
         if (!lane_intset(L, q, &count, &blen, M ? &m->largest : NULL))
@@ -1253,9 +1277,8 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
             return 0;
         *elements = (uint64_t)count / 2;
         m->packed = blen;
-        if ((code == L_LISTPACK_ZSET || code == L_LISTPACK_HASH) &&
-            m_packed_largest(M, m, data, blen, code == L_LISTPACK_ZSET ? 2 : 1) < 0)
-            return -1;
+        if (code == L_LISTPACK_ZSET || code == L_LISTPACK_HASH)
+            m_packed_largest(M, m, data, blen, code == L_LISTPACK_ZSET ? 2 : 1);
         return 1;
     case L_QUICKLIST:
     case L_QUICKLIST2: {
@@ -1284,8 +1307,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
                 if (!lane_packed(L, q, 0, 0, &count, &blen, &node))
                     return 0;
                 m_add(M, m, blen, 0);
-                if (m_packed_largest(M, m, node, blen, 1) < 0)
-                    return -1;
+                m_packed_largest(M, m, node, blen, 1);
                 total += (uint64_t)count;
             } else {
                 return 0;

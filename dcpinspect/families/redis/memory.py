@@ -195,6 +195,8 @@ class Config:
 
 
 DEFAULTS = Config()
+#: the RDB version Redis 7.2 writes, the first whose server holds set listpacks
+SET_LISTPACK_RDB = 11
 
 
 def listpack_sets(cfg: Config, redis_ver) -> Config:
@@ -613,15 +615,17 @@ class LaneMeasure:
         self.cfg = cfg
         self._made: dict[tuple, tuple] = {}
 
-    def __call__(self, vtypes: list) -> tuple[bytes, bytes, bytes]:
-        got = self._made.get(tuple(map(id, vtypes)))
+    def __call__(self, vtypes: list, version: int = 0) -> tuple[bytes, bytes, bytes]:
+        """The tables and rules for a file of RDB ``version`` whose type bytes mean ``vtypes``."""
+        made = (version, *map(id, vtypes))
+        got = self._made.get(made)
         if got is None:
             cfg = self.cfg
-            if any(v is not None and v.layout == "listpack_set" for v in vtypes):
+            if version >= SET_LISTPACK_RDB:
                 cfg = replace(cfg, set_listpacks=True)  # a file Redis 7.2 or later wrote
             rules = [x for v in vtypes for x in lane_rule(v, cfg)]
             got = (*_lane_tables(), struct.pack("<768q", *rules))
-            self._made[tuple(map(id, vtypes))] = got
+            self._made[made] = got
         return got
 
 
