@@ -358,6 +358,8 @@ def analyze_command(
     decode_as: list[str] = DECODE_AS_OPTION,
     no_heuristic: bool = NO_HEURISTIC_OPTION,
     collections: Collections = typer.Option(Collections.auto),
+    values: bool = typer.Option(False, "--values", help="The keys table's json: each key of an RDB file or a full "
+                                                        "sync with its value, as rdb --values gives it."),
 ) -> None:
     """Decode and validate captures and RDB files on Spark (the spark extra) into Parquet tables: exit 0 clean, 1 errors, 2 unusable."""
     from .engines.spark.job import analyze_paths
@@ -366,7 +368,7 @@ def analyze_command(
         fail(f"--split {split!r}: one of auto, connections, ranges")
     _run(lambda: analyze_paths(paths, out, master, spark_conf, range_size, _capture(port, decode_as, no_heuristic),
                                _collections(collections),
-                               split, remote))
+                               split, remote, values))
 
 
 @app.command("rules")

@@ -693,3 +693,15 @@ def drain(fd: int) -> bytes:
         out += chunk
     os.close(fd)
     return out
+
+
+def redis_server_at_least(major: int, minor: int) -> str:
+    """A redis-server of ``major.minor`` or later: ``DCPINSPECT_REDIS_72`` (a path to a
+    newer build than the distribution's), else the one on the PATH when it is that new;
+    the test is skipped without one."""
+    binary = os.environ.get("DCPINSPECT_REDIS_72") or require("redis-server")["redis-server"]
+    got = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
+    m = re.search(r"v=(\d+)\.(\d+)", got)
+    if not m or (int(m[1]), int(m[2])) < (major, minor):
+        pytest.skip(f"no redis-server of {major}.{minor} or later (set DCPINSPECT_REDIS_72): {got.strip()}")
+    return binary

@@ -226,7 +226,8 @@ def test_capture_given_to_rdb_points_to_decode(inputs, kind):
     r = servers.dcpinspect("rdb", str(path))
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr == (f"dcpinspect: {path}: a capture or hex dump, not a snapshot file: read it with "
-                        f"`dcpinspect decode {path}` (or validate, stats)\n")
+                        f"`dcpinspect decode {path}` (or validate, stats; --report reads the data a full sync "
+                        "in a capture file sends)\n")
 
 
 def test_rdb_of_other_text_says_it_is_no_rdb(tmp_path):

@@ -110,10 +110,7 @@ def test_a_full_sync_capture_against_the_masters_dump(tmp_path):
         path = tmp_path / "sync.pcap"
         capture = servers.TcpDump(path, master.port).start()
         try:
-            with repl.Redis(tmp_path, "--replicaof", servers.LOOPBACK, str(master.port)) as replica:
-                rc = repl.Client(replica.port)
-                assert servers.wait_until(lambda: rc.info("master_link_status") == "up", 30)
-                rc.close()
+            sync_a_replica(tmp_path, master)
         finally:
             capture.stop()
         mc.call("SELECT", 0)
@@ -128,3 +125,96 @@ def test_a_full_sync_capture_against_the_masters_dump(tmp_path):
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert res.returncode == 1 and [(r["key"], r["changes"]) for r in rows if r["kind"] == "diff"] == \
         [("str:int", ["value"])]
+
+
+def sync_a_replica(tmp_path, master) -> None:
+    """A replica of ``master`` started, synced in full, and stopped."""
+    import test_real_redis_replication as repl
+
+    with repl.Redis(tmp_path, "--replicaof", servers.LOOPBACK, str(master.port)) as replica:
+        rc = repl.Client(replica.port)
+        assert servers.wait_until(lambda: rc.info("master_link_status") == "up", 30)
+        rc.close()
+
+
+def two_full_syncs(tmp_path, writes: list, path) -> list:
+    """A master holding ``writes``, two replicas synced from it one after the other, ``k:3``
+    set to ``changed`` between them, captured into ``path``; [the master's dump at each]."""
+    import test_real_redis_replication as repl
+
+    dumps = []
+    with repl.Redis(tmp_path, "--repl-diskless-sync", "no") as master:
+        mc = real.Client(master.port)
+        mc.pipeline(writes)
+        capture = servers.TcpDump(path, master.port).start()
+        try:
+            for change in (None, ("SET", "k:3", "changed")):
+                if change:
+                    mc.call(*change)
+                assert mc.call("SAVE") == "OK"
+                dumps.append(tmp_path / f"master-{len(dumps) + 1}.rdb")
+                shutil.copy(master.dir / "dump.rdb", dumps[-1])
+                sync_a_replica(tmp_path, master)
+        finally:
+            capture.stop()
+        mc.close()
+    return dumps
+
+
+#: the strings and the list of tests/data/pcap/redis-two-syncs.pcap
+TWO_SYNCS_WRITES = [("SET", f"k:{i}", f"v{i}") for i in range(20)] + [("RPUSH", "l", "a", "b")]
+
+
+@pytest.fixture(scope="module")
+def two_syncs(tmp_path_factory):
+    """(a capture of two full syncs, [the master's dump at each]), a hash table besides."""
+    servers.require("redis-server", "tcpdump", root=True)
+    tmp_path = tmp_path_factory.mktemp("syncs")
+    path = tmp_path / "syncs.pcap"
+    writes = TWO_SYNCS_WRITES + [("HSET", "h", *(x for j in range(200) for x in (f"f{j}", "x" * j)))]
+    return path, two_full_syncs(tmp_path, writes, path)
+
+
+def test_a_capture_of_two_full_syncs_chooses_one(two_syncs):
+    """``PATH#N`` picks the N-th full sync of the capture; by default the first, with a
+    note that there are more; a sync the capture does not hold is exit 2."""
+    path, dumps = two_syncs
+    res = diff(path, dumps[0], "-f", "summary")
+    assert res.returncode == 0 and ": same;" in res.stdout, res.stdout + res.stderr
+    assert "holds 2 full syncs; used the first" in res.stdout + res.stderr
+    for n, dump in ((1, dumps[0]), (2, dumps[1])):
+        res = diff(f"{path}#{n}", dump, "-f", "summary")
+        assert res.returncode == 0 and ": same;" in res.stdout and "holds 2" not in res.stdout, res.stdout + res.stderr
+    res = diff(f"{path}#1", f"{path}#2", "-f", "jsonl")
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert res.returncode == 1 and [(r["key"], r["changes"]) for r in rows if r["kind"] == "diff"] == \
+        [("k:3", ["value"])]
+    res = diff(f"{path}#3", dumps[0])
+    assert res.returncode == 2 and "holds 2 data sets" in res.stdout + res.stderr
+    res = diff(f"{dumps[0]}#1", dumps[0])
+    assert res.returncode == 2 and "only a capture" in res.stdout + res.stderr
+
+
+def test_reports_on_a_full_sync_are_the_masters_dumps(two_syncs):
+    """``rdb CAPTURE --report ...``: the memory reports of what each full sync sent are
+    those of the master's dump of the same data (``#N`` for the second), selection too."""
+    path, dumps = two_syncs
+
+    def reports(*args):
+        res = subprocess.run([*servers.dcpinspect_argv(), "rdb", *map(str, args), "-r", "memory", "-r", "types",
+                              "-r", "prefix", "-r", "bigkeys", "-f", "jsonl"], capture_output=True, text=True,
+                             timeout=120, stdin=subprocess.DEVNULL)
+        assert res.returncode == 0, res.stderr
+        return [json.loads(line) for line in res.stdout.splitlines()], res.stderr
+
+    for cap, dump in ((path, dumps[0]), (f"{path}#2", dumps[1])):
+        got, err = reports(cap)
+        want, _ = reports(dump)
+        assert got == want and len(got) > 10
+    got, err = reports(path, "--match", "k:*")
+    assert "holds 2 full syncs; used the first" in err
+    assert {r["key"] for r in got if r["kind"] == "memory"} <= {f"k:{i}" for i in range(20)}
+    assert got == reports(dumps[0], "--match", "k:*")[0]
+    res = subprocess.run([*servers.dcpinspect_argv(), "rdb", str(path), "-f", "summary"], capture_output=True,
+                         text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert res.returncode == 2 and "--report" in res.stderr + res.stdout

@@ -64,6 +64,22 @@ def test_csv_has_rdbtools_memory_columns_and_every_key(saved):
     assert int(body["str:len:5000"][6]) == 5000
 
 
+def test_largest_element_of_every_key_the_lane_measured(saved):
+    """The report reads keys through the C record lane where it can (packed values,
+    quicklists, intsets, hash tables, skiplists, strings: no values made); the largest
+    element it gives is the one the readers find in the values, for every key but a
+    stream's (which has none)."""
+    path, est, recs = saved
+    out, code, _ = run(path, "--report", "memory", "--format", "csv")
+    assert code == 0
+    body = {r[2]: r for r in list(csv.reader(io.StringIO(out)))[1:] if r}
+    for k, m in est.items():
+        want = "" if m.largest is None else str(m.largest)
+        assert body[k.decode()][6] == want, (k, body[k.decode()], m)
+        assert want or recs[k].type == "stream", k
+    assert {body[k][4] for k in body} >= {"listpack", "intset", "quicklist", "hashtable", "skiplist"}
+
+
 def test_types_and_prefix_add_up_to_the_keys(saved):
     path, est, recs = saved
     objs = objects(path, "--report", "types", "--report", "prefix", "-n", "1000", "--depth", "2")

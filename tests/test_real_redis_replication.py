@@ -14,6 +14,8 @@ import servers
 from servers import LOOPBACK, Redis, TcpDump, require, wait_until
 from servers import RedisClient as Client
 
+LIBRARY = "#!lua name=synclib\nredis.register_function('hello', function() return 'hi' end)\n"
+
 
 @pytest.mark.parametrize("diskless", [False, True], ids=["disk", "diskless"])
 def test_a_real_full_sync_and_live_writes(tmp_path, diskless):
@@ -25,6 +27,7 @@ def test_a_real_full_sync_and_live_writes(tmp_path, diskless):
         for k, v in before.items():
             mc.call("SET", k, v)
         mc.call("RPUSH", "list", "a", "b", "c")
+        mc.call("FUNCTION", "LOAD", LIBRARY)
         digest = mc.call("DEBUG", "DIGEST").decode().lstrip("+")  # of the data the full sync sends
         path = tmp_path / "sync.pcap"
         dump = TcpDump(path, master.port).start()
@@ -51,6 +54,7 @@ def test_a_real_full_sync_and_live_writes(tmp_path, diskless):
     keys = {r["key"]: r for r in rows if r["kind"] == "key"}
     assert set(before) | {"list"} <= set(keys)
     assert keys["list"]["type"] == "list" and keys["before:1"]["type"] == "string"
+    assert not [r for r in rows if r["kind"] == "function"]
     head = [r for r in rows if r["kind"] == "payload"]
     assert len(head) == 1 and head[0]["form"] == ("eof" if diskless else "length")
     summary = [r for r in rows if r["kind"] == "summary"][0]
@@ -70,6 +74,8 @@ def test_a_real_full_sync_and_live_writes(tmp_path, diskless):
     keys = {r["key"]: r for r in rows if r["kind"] == "key"}
     assert {k: keys[k]["value"] for k in before} == before and keys["list"]["value"] == ["a", "b", "c"]
     assert [r["digest"] for r in rows if r["kind"] == "summary"] == [digest]
+    # and the function library the master sent, its code whole (not without --values)
+    assert [r["code"] for r in rows if r["kind"] == "function"] == [LIBRARY]
     res = servers.dcpinspect("validate", str(path))
     assert res.returncode == 0 and " 0 errors" in res.stdout, res.stdout
     _stats_of_the_sync(tmp_path, path, len(before) + 1, offset, acks)

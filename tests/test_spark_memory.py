@@ -71,3 +71,27 @@ def test_duckdb_gives_the_same(analysed):
     assert [(r[2], r[5]) for r in top][:2] == [(heaviest[0][0].decode(), heaviest[0][1].total)] * 2
     got = {(db, p): (n, mem) for db, p, n, mem in con.sql(PREFIX_DUCKDB.format(out=out)).fetchall()}
     assert got == _want_prefixes(est, 2)
+
+
+def test_values_in_the_keys_tables_json(spark, measured, tmp_path):  # noqa: F811
+    """``analyze --values``: each key's line in the keys table (its ``json`` column) has the
+    key's value as ``rdb --values`` gives it, and its digest as ever."""
+    import json
+    import subprocess
+
+    import pyarrow.parquet as pq
+
+    import servers
+    from dcpinspect.engines.spark.job import run_analysis
+
+    out = tmp_path / "tables"
+    run_analysis(spark, [str(measured[0])], str(out), values=True)
+    rows = pq.read_table(out / "keys").to_pylist()
+    got = {(r["db"], r["key_name"]): json.loads(r["json"]) for r in rows}
+    res = subprocess.run([*servers.dcpinspect_argv(), "rdb", "-f", "jsonl", "--values", str(measured[0])],
+                         capture_output=True, text=True, timeout=300)
+    want = {(o["db"], o["key"]): o for o in map(json.loads, res.stdout.splitlines()) if o["kind"] == "key"}
+    assert set(got) == set(want) and len(want) > 50
+    for k, o in want.items():
+        assert got[k]["value"] == o["value"] and got[k]["digest"] == o["digest"], k
+    assert all(r["digest"] == got[(r["db"], r["key_name"])]["digest"] for r in rows)

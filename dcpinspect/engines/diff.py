@@ -30,7 +30,7 @@ from ..outputs.jsonl import dumps_line
 from ..outputs.rows import print_rows
 from ..sources.inputs import InputError, looks_like_capture
 from .inputs import Unusable
-from .reading import capture_unusable
+from .sent import chosen, sent_data
 from .snapshots import _family_of, _gathered, _head_of
 
 CHANGES = ("only_in_a", "only_in_b", "type", "value", "expiry")
@@ -160,11 +160,14 @@ def _change(tally: Tally, out: "_Printer", changes: tuple, a: DataKey | None, b:
 def _keys(path: Path, tally: Tally) -> Iterator[DataKey]:
     """The keys of one input, from the family that reads it; notes (strings) go to the tally."""
     try:
+        path, which = chosen(path)
         head = _head_of(path)
         if looks_like_capture(head[:4]) and not any(f.snapshots is not None and f.snapshots.is_snapshot(head)
                                                      for f in families()):
-            yield from _capture_keys(path, tally)
+            yield from _capture_keys(path, tally, which)
             return
+        if which is not None:
+            raise Unusable(f"{path}#{which}: only a capture holds several data sets to choose from")
         for item in _gathered([path]):
             family = _family_of(_head_of(item[0] if isinstance(item, tuple) else item))
             if family.snapshots.data is None:
@@ -178,28 +181,10 @@ def _keys(path: Path, tally: Tally) -> Iterator[DataKey]:
         raise Unusable(str(exc)) from None
 
 
-def _capture_keys(path: Path, tally: Tally) -> Iterator[DataKey]:
-    from ..sources.capture import CaptureError
-    from .files import decode_capture_file
-
-    readers = [f for f in families() if f.snapshots is not None and f.snapshots.record_keys is not None]
-    found = False
-    try:
-        for item in decode_capture_file(path, detail="values", data=True):
-            msg = getattr(item, "msg", None)
-            if msg is None:
-                continue
-            for f in readers:
-                for k in f.snapshots.record_keys(msg):
-                    if isinstance(k, str):
-                        tally.notes.append(k)
-                    else:
-                        found = True
-                        yield k
-    except CaptureError as exc:
-        raise capture_unusable(path, exc) from None
-    if not found:
-        tally.notes.append(f"{path}: the capture holds no data sent whole (no full sync's payload)")
+def _capture_keys(path: Path, tally: Tally, which: int | None = None) -> Iterator[DataKey]:
+    """The keys of one data set sent whole in a capture (:mod:`.sent`)."""
+    yield from sent_data(path, which, [f.snapshots.record_keys for f in families()
+                                           if f.snapshots is not None and f.snapshots.record_keys is not None], tally.notes)
 
 
 class _Printer:

@@ -7,13 +7,14 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
-from ..families import Family, families
+from ..families import Family, SentData, families
 from ..findings import LEVELS
 from ..outputs.shown import Shown
 from ..framing.framer import Skipped
 from ..sources.capture import looks_like_capture
 from ..sources.inputs import Contents, Input, InputError, open_input
 from . import Unusable
+from .sent import chosen, sent_data
 
 #: bytes a family is shown to tell its snapshot files
 HEAD = 16
@@ -38,6 +39,9 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
         extra = {k: v for k, v in (("select", select), ("values", values), ("digest", digest),
                                    ("reports", reports)) if v}
         try:
+            if reports and not isinstance(item, tuple) and _sent(item):
+                worst = max(worst, _sent_reports(item, fmt, extra))
+                continue
             if isinstance(item, tuple):
                 worst = max(worst, _family_of(_head_of(item[0])).snapshots.show(item, fmt, key, offset, shown, **extra))
                 continue
@@ -46,12 +50,47 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
                 if not any(f.snapshots.is_snapshot(head) for f in families() if f.snapshots is not None) \
                         and _frames_instead(contents, head):
                     again = "-" if contents.name == "stdin" else contents.name
+                    hint = "" if again == "-" else "; --report reads the data a full sync in a capture file sends"
                     raise Unusable(f"{contents.name}: a capture or hex dump, not a snapshot file: read it with "
-                                   f"`dcpinspect decode {again}` (or validate, stats)")
+                                   f"`dcpinspect decode {again}` (or validate, stats{hint})")
                 worst = max(worst, _family_of(head).snapshots.show(contents, fmt, key, offset, shown, **extra))
         except InputError as exc:
             raise Unusable(str(exc)) from None
     return worst >= LEVELS[fail_on]
+
+
+def _sent(path) -> bool:
+    """Whether ``path`` names a capture file (or ``capture#N``): the data sets sent whole in
+    it are what is read."""
+    if not isinstance(path, (str, Path)) or str(path) == "-":
+        return False
+    path, which = chosen(Path(path))
+    if which is not None:
+        return True
+    try:
+        return looks_like_capture(_head_of(path)[:4])
+    except InputError:
+        return False
+
+
+def _sent_reports(path, fmt: str, extra: dict) -> int:
+    """The reports of the data set a full sync sends in the capture ``path`` (``#N``: the
+    N-th), by the family that reads it as it reads a snapshot; notes on stderr."""
+    import sys
+
+    from ..outputs.escape import safe
+
+    path, which = chosen(Path(path))
+    readers = [f for f in families() if f.snapshots is not None and f.snapshots.record_data is not None]
+    if not readers:
+        raise Unusable(f"{path}: no protocol family reports on data sent in captures")
+    family, notes = readers[0], []
+    name = f"{path}#{which}" if which else str(path)
+    worst = family.snapshots.show(SentData(name, sent_data(path, which, [family.snapshots.record_data], notes)),
+                                  fmt, None, None, Shown(), **extra)
+    for note in notes:
+        sys.stderr.write(safe(f"note: {note}") + "\n")
+    return worst
 
 
 def _gathered(files: list[Path]) -> list:

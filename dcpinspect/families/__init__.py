@@ -137,6 +137,27 @@ class DataKey(NamedTuple):
     expire_ms: int | None
 
 
+class DataStart(NamedTuple):
+    """Said by a family's ``data_keys`` and ``data_records`` before the keys of a new data
+    set in a connection (a full sync's payload begins): the keys that follow on the same
+    connection are that data set's, until the next."""
+
+    offset: int
+
+
+@dataclass(frozen=True)
+class SentData:
+    """A data set sent whole in a capture (a full sync's payload), given to its family's
+    ``snapshots`` in place of a file: ``name`` to show, and ``records``, its snapshot
+    decoder's records (from ``data_records``) as they come."""
+
+    name: str
+    records: Any
+
+    def __str__(self) -> str:
+        return self.name
+
+
 @dataclass(frozen=True)
 class Table:
     """A table of a family's records that a bulk engine writes (``analyze``'s Parquet
@@ -183,8 +204,8 @@ class SnapshotFiles:
     #: order, with every member found beside them; ``show`` is then given the tuple
     sets: Callable[[list], list] | None = None
     #: its files as JSON Lines objects, what ``rdb -f jsonl`` writes of one: ``rows(file,
-    #: name)`` from a binary file open at its start (gzip undone); findings come as objects
-    #: of kind ``finding``
+    #: name, values=False)`` from a binary file open at its start (gzip undone; ``values``:
+    #: each key with its value); findings come as objects of kind ``finding``
     rows: Callable[..., Any] | None = None
     #: the keys of one of its snapshots (a path, or a tuple from ``sets``) as
     #: :class:`DataKey` s, and notes (strings) on what could not be read, for ``diff``
@@ -192,6 +213,10 @@ class SnapshotFiles:
     #: the :class:`DataKey` s (and notes) a decoded record carries (read with
     #: :attr:`Options.data`): the data a connection sends whole, for ``diff``
     record_keys: Callable[[Any], Any] | None = None
+    #: the records of its snapshot decoder a decoded record carries (read with
+    #: :attr:`Options.data`, values kept), after a :class:`DataStart` where a data set sent
+    #: whole begins: what ``show`` reports on, given as :class:`SentData`
+    record_data: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)

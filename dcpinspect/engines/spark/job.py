@@ -67,10 +67,11 @@ class Analysis:
 
 def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE, capture: CaptureOptions | None = None,
                  collections: bool | None = None, split: str = "auto", progress: Progress | None = None,
-                 limits: dict | None = None) -> Analysis:
+                 limits: dict | None = None, values: bool = False) -> Analysis:
     """Analyse ``paths`` on ``spark`` into Parquet tables under ``out``. Raises
     :class:`Unusable` for no files, or a file that cannot be read or is neither a capture
-    nor a snapshot file. ``limits``: the caps a decoder takes (``max_held``, ``max_flows``)."""
+    nor a snapshot file. ``limits``: the caps a decoder takes (``max_held``, ``max_flows``);
+    ``values``: the keys' lines (the ``json`` column) carry each key's value."""
     began = time.monotonic()
     sc = _context(spark)
     parallelism = sc.defaultParallelism if sc is not None else int(
@@ -89,6 +90,8 @@ def run_analysis(spark, paths: list[str], out: str, range_size: int = RANGE_SIZE
     out = out if is_uri(out) else os.path.abspath(out)
     clear(out, [s.name for s in specs()] + [t.name for t in REPORT_TABLES])
     kw = dict(collections=collections, detail=VALUES, **(capture or CaptureOptions()).decoder(), **(limits or {}))
+    if values:  # the keys of snapshots, files and full syncs, with their values (Options.data)
+        kw["data"] = True
     try:
         rows = _rows(spark, plan, out, kw, progress).collect()
     except Exception as exc:  # noqa: BLE001 - a task's error reaches here as Spark's, whatever it was
@@ -240,7 +243,8 @@ def _write_text(target: str, text: str) -> None:
 
 def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: list[str] = (),
                   range_size: int = RANGE_SIZE, capture: CaptureOptions | None = None,
-                  collections: bool | None = None, split: str = "auto", remote: str | None = None) -> bool:
+                  collections: bool | None = None, split: str = "auto", remote: str | None = None,
+                  values: bool = False) -> bool:
     """The ``analyze`` command: run, print the summary of findings by rule and class, and
     return whether one is an error (what cannot be used raises :class:`Unusable`)."""
     from ...limits import FLOWS, HELD
@@ -264,7 +268,7 @@ def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: l
     startup = time.monotonic() - began
     limits = dict(max_held=HELD.value(), max_flows=FLOWS.value())
     with Progress(_context(spark)) as progress:
-        result = run_analysis(spark, paths, out, range_size, capture, collections, split, progress, limits)
+        result = run_analysis(spark, paths, out, range_size, capture, collections, split, progress, limits, values)
     result.phases["startup"] = startup
     err = make_console(stderr=True)
     for path, note in result.notes:

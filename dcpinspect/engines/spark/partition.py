@@ -227,7 +227,7 @@ def part_batches(task: tuple, index: int, files: list[str], out: str, kw: dict) 
     if kind == "snapshot":
         family = _snapshot_family(files[fi])
         with _open_unzipped(files[fi]) as fh:
-            output.snapshot(fi, family.snapshots.rows(fh, shown(files[fi])))
+            output.snapshot(fi, family.snapshots.rows(fh, shown(files[fi]), values=kw.get("data", False)))
         yield output.state()
         return
     stats = ReadStats()

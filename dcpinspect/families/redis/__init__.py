@@ -84,10 +84,10 @@ def _stats_view():
     return VIEW
 
 
-def _snapshot_rows(fh, name: str):
+def _snapshot_rows(fh, name: str, values: bool = False):
     from .reports.tables import snapshot_rows
 
-    return snapshot_rows(fh, name)
+    return snapshot_rows(fh, name, values)
 
 
 def _snapshot_data(item):
@@ -102,6 +102,12 @@ def _data_keys(record):
     return data_keys(record)
 
 
+def _data_records(record):
+    from .reports.compare import data_records
+
+    return data_records(record)
+
+
 def _rules() -> dict:
     from .rules import RULES
 
@@ -111,5 +117,5 @@ def _rules() -> dict:
 FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, aliases=("resp", "rdb", "valkey", "dragonfly"),
                 rules=_rules, correlator=_correlator, filters=FILTERS, statistics=Statistics(_stats_view),
                 snapshots=SnapshotFiles(_is_snapshot, _snapshots, _snapshot_sets, _snapshot_rows, _snapshot_data,
-                                        _data_keys),
+                                        _data_keys, _data_records),
                 tables=TABLES)

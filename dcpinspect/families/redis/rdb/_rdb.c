@@ -1070,8 +1070,9 @@ static int lane_skip(Lane *L, size_t *q) {
 }
 
 /* a packed layout's entries counted (scores: every second string plainly a number); its
- * bytes in *blen when asked */
-static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *count, size_t *blen) {
+ * bytes in *blen and where they are in *out (until the next string read) when asked */
+static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *count, size_t *blen,
+                       const uint8_t **out) {
     const uint8_t *data;
     size_t len;
     int kind;
@@ -1080,6 +1081,8 @@ static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *
         return 0;
     if (blen)
         *blen = len;
+    if (out)
+        *out = data;
     return (ziplist ? ziplist_run : listpack_run)(data, len, NULL, count, scores) == 1;
 }
 
@@ -1123,8 +1126,57 @@ static void m_add(const Measure *M, Measured *m, size_t len, int elements) {
         m->largest = len;
 }
 
+/* the length of an integer as decimal text (what the readers make of it) */
+static size_t int_len(int64_t x) {
+    char buf[24];
+    return (size_t)snprintf(buf, sizeof buf, "%lld", (long long)x);
+}
+
+/* the longest element of a listpack checked already (every `step`-th entry from the first:
+ * 2 for a sorted set's members, 1 for all), as the readers give its length, into
+ * m->largest: its entries walked by their encodings alone */
+static void m_packed_largest(const Measure *M, Measured *m, const uint8_t *b, size_t n, int step) {
+    if (M == NULL || n < 7)
+        return;
+    size_t p = 6, end = n - 1;
+    for (int i = 0; p < end && b[p] != 0xFF; i++) {
+        unsigned c = b[p];
+        size_t at = p, len;
+        int64_t v = 0;
+        int str = 1;
+        if (c < 0x80) {
+            v = c, str = 0, p += 1;
+        } else if (c < 0xC0) {
+            len = c & 0x3F, p += 1 + len;
+        } else if (c < 0xE0) {
+            int x = (int)((c & 0x1F) << 8 | b[p + 1]);
+            v = (x & 0x1000) ? x - 8192 : x, str = 0, p += 2;
+        } else if (c < 0xF0) {
+            len = (size_t)(c & 0x0F) << 8 | b[p + 1], p += 2 + len;
+        } else if (c == 0xF0) {
+            len = le32(b + p + 1), p += 5 + len;
+        } else if (c == 0xF1) {
+            v = (int16_t)((unsigned)b[p + 1] | (unsigned)b[p + 2] << 8), str = 0, p += 3;
+        } else if (c == 0xF2) {
+            v = int24(b + p + 1), str = 0, p += 4;
+        } else if (c == 0xF3) {
+            v = (int32_t)le32(b + p + 1), str = 0, p += 5;
+        } else if (c == 0xF4) {
+            v = le64s(b + p + 1), str = 0, p += 9;
+        } else {
+            return;
+        }
+        if (i % step == 0) {
+            size_t l = str ? len : int_len(v);
+            if (l > m->largest)
+                m->largest = l;
+        }
+        p += (size_t)backlen_size(p - at);
+    }
+}
+
 /* an intset's integers counted: layouts.intset's checks */
-static int lane_intset(Lane *L, size_t *q, Py_ssize_t *count, size_t *blen) {
+static int lane_intset(Lane *L, size_t *q, Py_ssize_t *count, size_t *blen, uint64_t *largest) {
     const uint8_t *d;
     size_t len;
     int kind;
@@ -1146,6 +1198,13 @@ static int lane_intset(Lane *L, size_t *q, Py_ssize_t *count, size_t *blen) {
         prev = x;
     }
     *count = n;
+    if (n && largest) { /* sorted: the longest text is the first's or the last's */
+        const uint8_t *v = d + 8;
+        int64_t lo = width == 2 ? (int64_t)(int16_t)((unsigned)v[0] | (unsigned)v[1] << 8)
+                   : width == 4 ? (int64_t)(int32_t)le32(v) : le64s(v);
+        size_t a = int_len(lo), b = int_len(prev);
+        *largest = a > b ? a : b;
+    }
     return 1;
 }
 
@@ -1196,13 +1255,15 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
         return 1;
     case L_ZIPLIST:
     case L_LISTPACK:
-        if (!lane_packed(L, q, code == L_ZIPLIST, 0, &count, &blen))
+        if (!lane_packed(L, q, code == L_ZIPLIST, 0, &count, &blen, &data))
             return 0;
         *elements = (uint64_t)count;
         m->packed = blen;
+        if (code == L_LISTPACK)
+            m_packed_largest(M, m, data, blen, 1);
         return 1;
     case L_INTSET:
-        if (!lane_intset(L, q, &count, &blen))
+        if (!lane_intset(L, q, &count, &blen, M ? &m->largest : NULL))
             return 0;
         *elements = (uint64_t)count;
         m->packed = blen;
@@ -1212,10 +1273,12 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
     case L_LISTPACK_ZSET:
     case L_LISTPACK_HASH:
         if (!lane_packed(L, q, code == L_ZIPLIST_ZSET || code == L_ZIPLIST_HASH,
-                         code == L_ZIPLIST_ZSET || code == L_LISTPACK_ZSET, &count, &blen) || count % 2)
+                         code == L_ZIPLIST_ZSET || code == L_LISTPACK_ZSET, &count, &blen, &data) || count % 2)
             return 0;
         *elements = (uint64_t)count / 2;
         m->packed = blen;
+        if (code == L_LISTPACK_ZSET || code == L_LISTPACK_HASH)
+            m_packed_largest(M, m, data, blen, code == L_LISTPACK_ZSET ? 2 : 1);
         return 1;
     case L_QUICKLIST:
     case L_QUICKLIST2: {
@@ -1224,7 +1287,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
             return 0;
         for (i = 0; i < n; i++) {
             if (code == L_QUICKLIST) {
-                if (!lane_packed(L, q, 1, 0, &count, NULL))
+                if (!lane_packed(L, q, 1, 0, &count, NULL, NULL))
                     return 0;
                 total += (uint64_t)count;
                 continue;
@@ -1236,11 +1299,15 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
                 if (!lane_string(L, q, 0, &data, &len, &k, num))
                     return 0;
                 m_add(M, m, len, 0);
+                if (M && len > m->largest)
+                    m->largest = len;
                 total += 1;
             } else if (container == 2) {
-                if (!lane_packed(L, q, 0, 0, &count, &blen))
+                const uint8_t *node;
+                if (!lane_packed(L, q, 0, 0, &count, &blen, &node))
                     return 0;
                 m_add(M, m, blen, 0);
+                m_packed_largest(M, m, node, blen, 1);
                 total += (uint64_t)count;
             } else {
                 return 0;
@@ -1544,9 +1611,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                     goto error;
                 break;
             }
-        } else if (!lane_value(&L, code, &q, &elements, &extra, &kind, M, &m) || (elements == 0 && code != L_STRING)) {
-            Py_DECREF(key);
-            break; /* an empty collection is the readers' to judge (rdb-empty-key, or an empty intset's rdb-corrupt) */
+        } else {
+            int r = lane_value(&L, code, &q, &elements, &extra, &kind, M, &m);
+            if (r <= 0 || (elements == 0 && code != L_STRING)) {
+                Py_DECREF(key);
+                if (r < 0)
+                    goto error;
+                break; /* an empty collection is the readers' to judge (rdb-empty-key, or an empty intset's rdb-corrupt) */
+            }
         }
         const uint8_t *head = NULL;
         size_t head_len = 0;
@@ -1555,7 +1627,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             if (rule[0] == MR_ELEMENTS)
                 decline |= (int64_t)elements <= rule[1] && (int64_t)m.largest <= rule[2];
             else if (rule[0] == MR_SET)
-                decline |= (int64_t)elements <= rule[1] && m.numeric;
+                decline |= ((int64_t)elements <= rule[1] && m.numeric) || (int64_t)elements <= rule[2];
             else if (rule[0] == MR_PACKED)
                 decline |= (int64_t)elements > rule[1];
             else if (rule[0] == MR_STRING && kind != S_INT && extra <= rule[1]) {
@@ -1621,14 +1693,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             if (rule[0] == MR_ELEMENTS || rule[0] == MR_NODES || rule[0] == MR_SET) {
                 r = (v = PyLong_FromUnsignedLongLong(m.sum)) == NULL || PyDict_SetItem(made[M_EXTRA], s_alloc, v) < 0;
                 Py_XDECREF(v);
-                if (!r && rule[0] != MR_NODES) {
-                    r = (v = PyLong_FromUnsignedLongLong(m.largest)) == NULL ||
-                        PyDict_SetItem(made[M_EXTRA], s_largest, v) < 0;
-                    Py_XDECREF(v);
-                }
             } else if (rule[0] == MR_PACKED) {
                 r = (v = PyLong_FromUnsignedLongLong(m.packed)) == NULL ||
                     PyDict_SetItem(made[M_EXTRA], s_packed, v) < 0;
+                Py_XDECREF(v);
+            }
+            if (!r && rule[0] != MR_STRING) { /* the longest element, as the readers give its length */
+                r = (v = PyLong_FromUnsignedLongLong(m.largest)) == NULL ||
+                    PyDict_SetItem(made[M_EXTRA], s_largest, v) < 0;
                 Py_XDECREF(v);
             } else if (head != NULL) {
                 r = (v = PyBytes_FromStringAndSize((const char *)head, (Py_ssize_t)head_len)) == NULL ||

@@ -426,7 +426,7 @@ class RdbParser:
         select = self.select
         want = measured = None
         if self.measure is not None:  # the lane measures the keys it can, the readers keep the others
-            measured = self.measure(vtypes)
+            measured = self.measure(vtypes, state.version)
         elif self._keep is not False:  # values are kept: the lane reads only the keys passed over
             keep, keep_test, ctime = self._keep, self._keep_test, state.ctime_ms
 

@@ -14,7 +14,8 @@ a list, a stream). A key's digest: mix of its type (4 bytes, big-endian), then b
 - zset: xor, for each member, of its own digest (from zero: mix of the member, mix of its
   score as text);
 - hash: xor, for each field, of its own digest (from zero: mix of the field, mix of the
-  value, and xor of ``!!hexpire!!`` when the field has an expiry);
+  value, and xor of ``!!hexpire!!`` when the field has an expiry: Redis 7.4's hash field
+  expiry, :data:`FIELD_TTL_COUNTS`);
 - stream: mix of each live entry's id as ``ms.seq``, then of each field and value;
   consumer groups do not count;
 - module: the module's own digest, which only the module knows: None here;
@@ -23,6 +24,13 @@ then xor of ``!!expire!!`` when the key has an expiry. The snapshot's digest: fo
 holding keys, in order, the running digest mixed with the db number (4 bytes, big-endian),
 then the xor of each key's own digest (from zero: mix of its name, then its value's as
 above, going on from there).
+
+Whose digest a field's expiry enters: Redis 7.4 and later's (``hashTypeNext`` gives each
+field's expiry to ``xorObjectDigest``); Valkey 9's ``HASH_2`` fields expire too, but
+Valkey's ``debug.c`` leaves the expiry out, so its digest is the fields' alone. Dragonfly
+has no ``DEBUG DIGEST``: its data's digests are what a Redis 7.4 holding the same data
+says (a hash's field expiry counts; a set's member expiry, which Redis has not, does not),
+for comparing it with a Redis, not with Dragonfly itself.
 
 A score's text is the server version's: ``%.17g`` before Redis 7.2, the shortest digits
 (:func:`.data.redis_double`) since; the snapshot's ``redis-ver`` aux field says which.
@@ -37,6 +45,9 @@ from .records import AuxRecord, KeyRecord
 
 #: the server's type numbers (OBJ_STRING ...)
 OBJ_TYPES = {"string": 0, "list": 1, "set": 2, "zset": 3, "hash": 4, "module": 5, "stream": 6}
+#: the hash layouts whose field expiry enters the digest (Redis's HFE; Dragonfly's, as Redis would)
+FIELD_TTL_COUNTS = frozenset(("hash_metadata", "hash_metadata_pre_ga", "listpack_ex", "listpack_ex_pre_ga",
+                              "df_hash_expiry"))
 _HEXPIRE = int.from_bytes(sha1(b"!!hexpire!!").digest(), "big")
 _EXPIRE = int.from_bytes(sha1(b"!!expire!!").digest(), "big")
 _TYPE_H = {t: int.from_bytes(sha1(n.to_bytes(4, "big")).digest(), "big") for t, n in OBJ_TYPES.items()}
@@ -108,10 +119,11 @@ def digests(rec: KeyRecord, score=redis_double, expiry: bool = True) -> tuple[in
             ed = frm(sha((ed ^ frm(sha(score(s).encode()).digest(), "big")).to_bytes(20, "big")).digest(), "big")
             unordered ^= frm(sha(ed.to_bytes(20, "big")).digest(), "big")
     else:  # hash
+        ttl_counts = rec.vtype.layout in FIELD_TTL_COUNTS
         for e in v:
             ed = frm(sha(frm(sha(_b(e[0])).digest(), "big").to_bytes(20, "big")).digest(), "big")
             ed = frm(sha((ed ^ frm(sha(_b(e[1])).digest(), "big")).to_bytes(20, "big")).digest(), "big")
-            if len(e) > 2 and e[2] is not None:
+            if ttl_counts and len(e) > 2 and e[2] is not None:
                 ed ^= _HEXPIRE
             unordered ^= frm(sha(ed.to_bytes(20, "big")).digest(), "big")
     tail = unordered ^ (_EXPIRE if expiry and rec.expire_ms is not None else 0)

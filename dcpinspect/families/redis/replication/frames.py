@@ -19,7 +19,7 @@ from .stats import RedisStats
 from ..rdb.data import function_json, value_json
 from ..dragonfly.journal import OP_NAMES, JournalEntry
 from ..rdb.records import AuxRecord, KeyRecord, OpRecord
-from ..rdb.types import DF_FULLSYNC_END, DF_JOURNAL_BLOB, DF_JOURNAL_OFFSET
+from ..rdb.types import DF_FULLSYNC_END, DF_JOURNAL_BLOB, DF_JOURNAL_OFFSET, FUNCTION2, FUNCTION_PRE_GA
 
 #: RESP type bytes by name (spec/rdb.md §12; RESP3 adds the second row)
 TYPE_NAMES = {"+": "simple", "-": "error", ":": "integer", "$": "bulk", "*": "array",
@@ -30,6 +30,8 @@ STRING_TYPES = frozenset("+-$!=(,")
 NAME_CHARS = 32
 #: the opcodes of a Dragonfly flow's snapshot shown as rows of their own (§8.2, §13.2)
 REPLICATION_OPCODES = frozenset({DF_FULLSYNC_END, DF_JOURNAL_BLOB, DF_JOURNAL_OFFSET})
+#: a function library's records, kept when the payload is read with its data
+FUNCTION_OPCODES = frozenset({FUNCTION2, FUNCTION_PRE_GA})
 
 
 def text(raw: bytes, limit: int | None = None) -> str:
@@ -202,12 +204,13 @@ class PayloadRecord(Decoded):
         self.findings: list[Finding] = []
         self.repl_offset: int | None = None
 
-    def add(self, records: list) -> None:
-        """Records of the RDB decoder: kept for the outputs, their findings gathered."""
+    def add(self, records: list, functions: bool = False) -> None:
+        """Records of the RDB decoder: kept for the outputs, their findings gathered;
+        ``functions``: function libraries too (read with the data, their code)."""
         for rec in records:
             self.findings.extend(report.findings_of(rec))
-            if isinstance(rec, (KeyRecord, AuxRecord, Finding)) or (
-                    isinstance(rec, OpRecord) and rec.opcode in REPLICATION_OPCODES):
+            if isinstance(rec, (KeyRecord, AuxRecord, Finding)) or (isinstance(rec, OpRecord) and (
+                    rec.opcode in REPLICATION_OPCODES or (functions and rec.opcode in FUNCTION_OPCODES))):
                 self.records.append(rec)
 
     @property

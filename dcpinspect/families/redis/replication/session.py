@@ -286,7 +286,7 @@ class Replication:
                     r.extra["digest"] = digester.key(r)
                 else:
                     digester.see(r)
-        rec.add(got)
+        rec.add(got, self.data)
         if last:
             rec.summary = report.payload_json(summary, got, self.cut, ended=ended)
 

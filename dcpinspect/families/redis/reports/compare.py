@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ... import DataKey
+from ... import DataKey, DataStart
 from ..rdb.digest import digests
 from ..rdb.records import Ending, KeyRecord
 
@@ -50,13 +50,28 @@ def snapshot_data(item) -> Iterator:
 
 def data_keys(record) -> Iterator:
     """The keys a decoded record carries: a full sync's RDB payload piece read with
-    ``Options.data`` (their digests made by the session)."""
+    ``Options.data`` (their digests made by the session), after a ``DataStart`` when the
+    piece is the payload's header."""
     from ..replication.frames import PayloadRecord
 
     if not isinstance(record, PayloadRecord):
         return
-    for rec in record.records:
-        if isinstance(rec, KeyRecord):
+    for rec in data_records(record):
+        if isinstance(rec, DataStart):
+            yield rec
+        elif isinstance(rec, KeyRecord):
             yield _key(rec)  # digested again: the session wrote scores as the payload's server does
     if record.summary is not None and not record.summary.get("complete", True):
         yield "a full sync's payload in the capture is incomplete: its keys after the loss are not compared"
+
+
+def data_records(record) -> Iterator:
+    """The RDB records a full sync's payload piece carries (read with ``Options.data``:
+    values kept), after a ``DataStart`` when the piece is the payload's header."""
+    from ..replication.frames import PayloadRecord
+
+    if not isinstance(record, PayloadRecord):
+        return
+    if record.head is not None:  # a full sync's payload begins
+        yield DataStart(record.offset)
+    yield from record.records

@@ -11,8 +11,16 @@ group by ``XGROUP CREATE ... ENTRIESREAD``, its consumers by ``XGROUP CREATECONS
 its pending entries by ``XCLAIM ... TIME RETRYCOUNT FORCE JUSTID``; then ``PEXPIREAT`` for
 a key with an expiry. Function libraries by ``FUNCTION LOAD``. A collection goes in
 commands of at most :data:`BATCH_ARGS` elements and about :data:`BATCH_BYTES` bytes each.
-A module's value, which only its module can write back, is not exported (counted in
-``skipped``).
+
+A pending entry whose message was deleted (``XDEL`` after delivery: the PEL keeps it) is
+claimed as the server lets it be: a placeholder entry (:data:`PLACEHOLDER`) is added at its
+id among the others, claimed, then deleted (``XDEL``), and ``XSETID`` once more puts back
+the stream's largest deleted id; the stream's entries and digest are untouched. A consumer's seen time (and Redis 7.2's active time) cannot be given: every
+command that makes or names a consumer sets it to the time of loading.
+
+A key that cannot be written back is not exported, and said so by ``skip(rec, reason)``
+(counted in ``skipped``): a module's value (only its module can write it), a value the
+decoder did not keep whole, a type no command makes (Dragonfly's filters).
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ UNKNOWN_READ = (1 << 64) - 1
 BATCH_ARGS = 512
 #: about the most bytes of elements one command carries (one larger element goes alone)
 BATCH_BYTES = 1 << 20
+#: the field and value of the placeholder that a deleted pending entry is claimed through
+PLACEHOLDER = (b"deleted", b"")
 
 
 def command(*parts: bytes) -> bytes:
@@ -50,10 +60,17 @@ class Exporter:
     """Writes each key record (values kept) as commands through ``write``; ``keys``,
     ``commands`` and ``skipped`` count what it did."""
 
-    def __init__(self, write: Callable[[bytes], object]) -> None:
+    def __init__(self, write: Callable[[bytes], object],
+                 skip: Callable[[KeyRecord, str], object] | None = None) -> None:
         self.write = write
+        self.skip = skip
         self.db: int | None = None
         self.keys = self.commands = self.skipped = 0
+
+    def _skipped(self, rec: KeyRecord, reason: str) -> None:
+        self.skipped += 1
+        if self.skip is not None:
+            self.skip(rec, reason)
 
     def _send(self, *parts: bytes) -> None:
         self.write(command(*parts))
@@ -82,8 +99,15 @@ class Exporter:
     def key(self, rec: KeyRecord) -> None:
         t, v, k = rec.vtype.type, rec.value, rec.key
         layout = rec.vtype.layout
-        if t == "module" or (v is None and t != "stream") or (t == "hash" and any(e[0] is None for e in v)):
-            self.skipped += 1
+        if t == "module":
+            self._skipped(rec, f"a value of module {rec.extra.get('module', '?')!r}, which only that module can write back")
+            return
+        if (v is None and t != "stream") or (t == "hash" and any(e[0] is None for e in v)):
+            self._skipped(rec, "its value was not read whole")
+            return
+        if t not in ("string", "ReJSON-RL", "list", "set", "zset", "hash") and not (
+                t == "stream" and layout.startswith("stream")):
+            self._skipped(rec, f"no command makes a {t} ({rec.vtype.rdb_name})")
             return
         if rec.db != self.db:
             self._send(b"SELECT", b"%d" % rec.db)
@@ -102,12 +126,8 @@ class Exporter:
             expiring = [e for e in v if len(e) > 2 and e[2] is not None]
             for e in expiring:
                 self._send(b"HPEXPIREAT", k, b"%d" % e[2], b"FIELDS", b"1", _b(e[0]))
-        elif t == "stream" and layout.startswith("stream"):
-            self._stream(rec)
         else:
-            self.keys -= 1
-            self.skipped += 1
-            return
+            self._stream(rec)
         if rec.expire_ms is not None:
             self._send(b"PEXPIREAT", k, b"%d" % rec.expire_ms)
 
@@ -116,15 +136,26 @@ class Exporter:
         meta = rec.extra.get("stream", {})
         entries = rec.value or []
         last = meta.get("last_id", (0, 0))
-        for sid, fields in entries:
+        groups = meta.get("groups") or ()
+        live = {sid for sid, _ in entries}
+        # pending entries whose message was deleted: added as placeholders, claimed, deleted again
+        gone = sorted({e["id"] for g in groups for e in g.get("pel", ()) if e["id"] not in live})
+        placeholders = [(sid, (PLACEHOLDER,)) for sid in gone]
+        for sid, fields in sorted((*entries, *placeholders), key=lambda e: e[0]) if gone else entries:
             self._send(b"XADD", k, _id(sid), *(p for f, x in fields for p in (f, x)))
-        if not entries:  # an empty stream: made, then emptied
+        if not entries and not gone:  # an empty stream: made, then emptied
             self._send(b"XADD", k, b"MAXLEN", b"0", _id(last) if last != (0, 0) else b"0-1", b"f", b"v")
         setid = [b"XSETID", k, _id(last)]
         if "entries_added" in meta:
             setid += [b"ENTRIESADDED", b"%d" % meta["entries_added"], b"MAXDELETEDID", _id(meta["max_deleted_id"])]
         self._send(*setid)
-        for g in meta.get("groups") or ():
+        self._groups(k, groups)
+        if gone:  # the placeholders go, and with them what XDEL changed (the largest deleted id)
+            self._batched((b"XDEL", k), ((_id(sid),) for sid in gone))
+            self._send(*setid)
+
+    def _groups(self, k: bytes, groups) -> None:
+        for g in groups:
             name = g["name"]
             create = [b"XGROUP", b"CREATE", k, name, _id(g["last_id"])]
             if g.get("entries_read", UNKNOWN_READ) != UNKNOWN_READ:

@@ -39,13 +39,20 @@ Where the server holds a key differently than the file (a listpack with more ent
 skiplist), the model converts it as ``rdbLoadObject`` does, by the thresholds of
 :class:`Config`: the server's defaults, or those of a ``redis.conf``. Modules' and
 Dragonfly's own types are counted as their serialised size.
+
+Redis 7.2 and later (a file whose ``redis-ver`` says so, :func:`listpack_sets`; any file
+with a set listpack, RDB 11) also hold small sets as listpacks: a plain set of at most
+``set-max-intset-entries`` members is loaded as an intset until a member is no integer,
+then made a listpack while it has fewer than ``set-max-listpack-entries`` (128) members
+of at most ``set-max-listpack-value`` (64) bytes, else a hash table; a set listpack is kept
+as it is up to 128 members (:func:`set_usage`). ``MEMORY USAGE`` counts the rest as 7.0.
 """
 
 from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -160,6 +167,10 @@ class Config:
     zset_max_listpack_value: int = 64
     set_max_intset_entries: int = 512
     list_max_listpack_size: int = -2
+    set_max_listpack_entries: int = 128
+    set_max_listpack_value: int = 64
+    #: the server holds small sets as listpacks (Redis 7.2 and later)
+    set_listpacks: bool = False
 
     @classmethod
     def read(cls, path: str | Path) -> "Config":
@@ -177,10 +188,27 @@ class Config:
                     given[names[parts[0].lower()]] = int(parts[1])
                 except ValueError:
                     raise ValueError(f"{path}: {parts[0]} {parts[1]!r} is not a number") from None
+        given.pop("set_listpacks", None)
+        if "set_max_listpack_entries" in given or "set_max_listpack_value" in given:
+            given["set_listpacks"] = True  # (names only Redis 7.2 and later know)
         return cls(**given)
 
 
 DEFAULTS = Config()
+#: the RDB version Redis 7.2 writes, the first whose server holds set listpacks
+SET_LISTPACK_RDB = 11
+
+
+def listpack_sets(cfg: Config, redis_ver) -> Config:
+    """``cfg`` for the server named by a file's ``redis-ver`` aux field: with set listpacks
+    from Redis 7.2 on."""
+    if isinstance(redis_ver, bytes):
+        redis_ver = redis_ver.decode("ascii", "replace")
+    try:
+        major, minor = (int(x) for x in str(redis_ver).split(".")[:2])
+    except ValueError:
+        return cfg
+    return replace(cfg, set_listpacks=True) if (major, minor) >= (7, 2) and not cfg.set_listpacks else cfg
 
 
 # --------------------------------------------------------------------------- pieces
@@ -331,13 +359,49 @@ def hash_usage(pairs: list, cfg: Config, packed: bool, blob: int | None = None) 
     return hashtable_usage(len(pairs), sizes), "hashtable"
 
 
-def set_usage(members: list, cfg: Config, intset: bool, blob: int | None = None) -> tuple[int, str]:
-    """A set's members (bytes); ``intset``: the file holds an intset (of ``blob`` bytes)."""
+def set_usage(members: list, cfg: Config, intset: bool, blob: int | None = None,
+              listpack: bool = False) -> tuple[int, str]:
+    """A set's members (bytes); ``intset``: the file holds an intset (of ``blob`` bytes);
+    ``listpack``: a listpack (of ``blob`` bytes; a server of set listpacks wrote it)."""
+    if listpack or (cfg.set_listpacks and not intset):
+        return _set_usage_72(members, cfg, blob if listpack else None)
     if len(members) <= cfg.set_max_intset_entries:
         ints = [as_int(m) for m in members]
         if intset or None not in ints:
             return ROBJ + jemalloc(intset_bytes(ints) if blob is None else blob), "intset"
     return hashtable_usage(len(members), sum(sds_alloc(len(m)) for m in members)), "hashtable"
+
+
+def _set_usage_72(members: list, cfg: Config, blob: int | None) -> tuple[int, str]:
+    """A set as Redis 7.2 loads it: a listpack the file holds (``blob``) kept up to
+    ``set-max-listpack-entries``; a plain set as ``rdbLoadObject`` builds it member by
+    member (an intset while they are integers, then a listpack while it may, then a hash
+    table)."""
+    n = len(members)
+    table = (hashtable_usage(n, sum(sds_alloc(len(m)) for m in members)), "hashtable")
+    if blob is not None:
+        return table if n > cfg.set_max_listpack_entries else (ROBJ + jemalloc(blob), "listpack")
+    if n > cfg.set_max_intset_entries:
+        return table
+    ints: list[int] = []
+    packed: list | None = None
+    longest = 0
+    for m in members:
+        longest = max(longest, len(m))
+        if packed is None:
+            v = as_int(m)
+            if v is not None:
+                ints.append(v)
+                continue
+            if not (len(ints) < cfg.set_max_listpack_entries and longest <= cfg.set_max_listpack_value):
+                return table
+            packed = list(ints)
+        if not (len(packed) < cfg.set_max_listpack_entries and len(m) <= cfg.set_max_listpack_value):
+            return table
+        packed.append(m)
+    if packed is None:
+        return ROBJ + jemalloc(intset_bytes(ints)), "intset"
+    return listpack_usage(packed), "listpack"
 
 
 def zset_usage(pairs: list, cfg: Config, packed: bool, blob: int | None = None) -> tuple[int, str]:
@@ -420,8 +484,8 @@ def _id_bytes(sid) -> bytes:
 class KeyMemory:
     """A key's memory: ``usage`` as ``MEMORY USAGE key SAMPLES 0`` counts it, ``expires``
     (its expires dict entry), the ``encoding`` the server holds it in, and the length of
-    its largest element (``largest``; None where the C lane measured a packed value or a
-    list's nodes without reading their elements)."""
+    its largest element (``largest``, as the readers give it: a member's, field's or value's
+    bytes, an integer's decimal text; None where there is none: a stream, a module's value)."""
 
     usage: int
     expires: int
@@ -468,12 +532,13 @@ def value_usage(rec, cfg: Config) -> tuple[int, str, int | None]:
         length = len(value)
         usage, enc = string_usage(value, length)
         return usage, enc, length
-    blob = rec.extra.get("packed_bytes") if layout in ("listpack_hash", "listpack_zset", "intset") else None
+    blob = rec.extra.get("packed_bytes") if layout in ("listpack_hash", "listpack_zset", "intset",
+                                                       "listpack_set") else None
     if t == "hash" and layout in ("hash", "ziplist_hash", "listpack_hash", "zipmap"):
         usage, enc = hash_usage(value, cfg, packed=layout != "hash", blob=blob)
         return usage, enc, _longest(x for p in value for x in p[:2])
     if t == "set" and layout in ("set", "intset", "listpack_set"):
-        usage, enc = set_usage(value, cfg, intset=layout == "intset", blob=blob)
+        usage, enc = set_usage(value, cfg, intset=layout == "intset", blob=blob, listpack=layout == "listpack_set")
         return usage, enc, _longest(value)
     if t == "zset" and layout in ("zset", "zset2", "ziplist_zset", "listpack_zset"):
         usage, enc = zset_usage(value, cfg, packed=layout not in ("zset", "zset2"), blob=blob)
@@ -504,7 +569,8 @@ LANE_TABLE = 1 << 16
 #: bytes: the server may pack it); its packed blob's bytes (left past ``a`` elements: the
 #: server unpacks it); its quicklist nodes' allocations; a string (its bytes given up to
 #: ``a``); a set's elements' allocations (left when it has at most ``a`` elements that all
-#: look like decimal integers: the server may make it an intset, as_int decides)
+#: look like decimal integers: the server may make it an intset, as_int decides; or when
+#: it has at most ``b``, which a server of set listpacks may pack)
 MR_DECLINE, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET = range(6)
 _NEVER = (1 << 63) - 1
 
@@ -524,8 +590,10 @@ def lane_rule(vtype, cfg: Config) -> tuple[int, int, int]:
         return MR_STRING, INT_STRING_MAX, 0
     if layout == "hash":
         return MR_ELEMENTS, cfg.hash_max_listpack_entries, cfg.hash_max_listpack_value
-    if layout == "set" and t == "set":
-        return MR_SET, cfg.set_max_intset_entries, 0
+    if layout == "set" and t == "set":  # (a server of set listpacks may pack a small one)
+        return MR_SET, cfg.set_max_intset_entries, cfg.set_max_listpack_entries if cfg.set_listpacks else 0
+    if layout == "listpack_set":
+        return MR_PACKED, cfg.set_max_listpack_entries, 0
     if layout == "zset2":
         return MR_ELEMENTS, cfg.zset_max_listpack_entries, cfg.zset_max_listpack_value
     if layout == "intset":
@@ -547,12 +615,17 @@ class LaneMeasure:
         self.cfg = cfg
         self._made: dict[tuple, tuple] = {}
 
-    def __call__(self, vtypes: list) -> tuple[bytes, bytes, bytes]:
-        got = self._made.get(tuple(map(id, vtypes)))
+    def __call__(self, vtypes: list, version: int = 0) -> tuple[bytes, bytes, bytes]:
+        """The tables and rules for a file of RDB ``version`` whose type bytes mean ``vtypes``."""
+        made = (version, *map(id, vtypes))
+        got = self._made.get(made)
         if got is None:
-            rules = [x for v in vtypes for x in lane_rule(v, self.cfg)]
+            cfg = self.cfg
+            if version >= SET_LISTPACK_RDB:
+                cfg = replace(cfg, set_listpacks=True)  # a file Redis 7.2 or later wrote
+            rules = [x for v in vtypes for x in lane_rule(v, cfg)]
             got = (*_lane_tables(), struct.pack("<768q", *rules))
-            self._made[tuple(map(id, vtypes))] = got
+            self._made[made] = got
         return got
 
 
@@ -572,7 +645,8 @@ def _shape_usage(rec) -> tuple[int, str, int | None]:
     if "alloc" in extra and layout == "zset2":
         return skiplist_usage(n, extra["alloc"]), "skiplist", extra["largest"]
     if "packed_bytes" in extra:
-        return ROBJ + jemalloc(extra["packed_bytes"]), "intset" if layout == "intset" else "listpack", None
+        return (ROBJ + jemalloc(extra["packed_bytes"]), "intset" if layout == "intset" else "listpack",
+                extra.get("largest"))
     if "alloc" in extra and layout == "quicklist2":
-        return quicklist_nodes_usage(extra.get("nodes", 0), extra["alloc"]), "quicklist", None
+        return quicklist_nodes_usage(extra.get("nodes", 0), extra["alloc"]), "quicklist", extra.get("largest")
     return ROBJ + rec.size, rec.encoding, None

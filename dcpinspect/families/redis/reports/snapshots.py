@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ....findings import LEVELS, Finding
+from ... import SentData
 from ....messages.text import key_text
 from ....outputs.escape import safe
 from ....outputs.jsonl import dumps_line
@@ -182,6 +183,8 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
         checks = dfs.SetChecks(members)
         stream = ((members[i].shard, rec)
                   for i, rec in dfs.read_set(members, checks, keep=True, select=select, measure=measure))
+    elif isinstance(path, SentData):
+        stream = ((None, rec) for rec in _selected(path.records, select))
     else:
         stream = ((None, rec) for rec in records(path, keep=True, select=select, measure=measure))
     for shard, rec in stream:
@@ -214,7 +217,8 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
             console.print(safe(title))
             print_rows(console, headers, [tuple("" if c is None else safe(str(c)) for c in r) for r in rows])
             console.print()
-        console.print(f"{reports.keys:,} keys, {reports.memory:,} bytes estimated (Redis 7.0's structures, "
+        server = "7.2" if reports.options.config.set_listpacks else "7.0"
+        console.print(f"{reports.keys:,} keys, {reports.memory:,} bytes estimated (Redis {server}'s structures, "
                       f"the server's thresholds{' of the config given' if asked.get('config') else ''})")
     sys.stdout.flush()
     if plot is not None:
@@ -223,6 +227,26 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
         except OSError as exc:
             raise InputError(f"--plot {asked['plot']}: {exc.strerror or exc}") from None
     return worst
+
+
+def _selected(recs, select):
+    """Records decoded already (values kept), of the keys ``select`` admits (all when None)
+    at the snapshot's ``ctime`` as its aux field gives it."""
+    ctime = None
+    for rec in recs:
+        kind = type(rec)
+        if kind is AuxRecord and rec.key == b"ctime":
+            ctime = _ctime_ms(rec.value)
+        elif kind is KeyRecord and select is not None and not select.admits(rec, ctime):
+            continue
+        yield rec
+
+
+def _ctime_ms(value) -> int | None:
+    try:
+        return int(value) * 1000
+    except (TypeError, ValueError):
+        return None
 
 
 def usage_options(asked: dict):
@@ -384,7 +408,11 @@ def export(recs, summary: report.Summary, check) -> None:
         raise InputError("--format resp writes the data as it is: send it to a file or a pipe "
                          "(| redis-cli --pipe), not to a terminal")
     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
-    exporter = Exporter(out.write if out is not None else (lambda b: sys.stdout.write(b.decode("latin-1"))))
+    def skip(rec: KeyRecord, why: str) -> None:
+        sys.stderr.write(safe(f"not exported: db {rec.db} key {key_text(rec.key)!r} at offset {rec.offset}: {why}")
+                         + "\n")
+
+    exporter = Exporter(out.write if out is not None else (lambda b: sys.stdout.write(b.decode("latin-1"))), skip)
     loose: list[Finding] = []
     for rec in recs:
         kind = type(rec)
@@ -402,7 +430,7 @@ def export(recs, summary: report.Summary, check) -> None:
     sys.stdout.flush()
     for f in loose:
         sys.stderr.write(safe(f"{f.severity}: {f.rule} at offset {f.offset}: {f.message}") + "\n")
-    skipped = f", {exporter.skipped} keys not exported (module values)" if exporter.skipped else ""
+    skipped = f", {exporter.skipped} keys not exported (each named above)" if exporter.skipped else ""
     sys.stderr.write(safe(f"{summary.file}: {exporter.keys} keys exported in {exporter.commands} commands{skipped}")
                      + "\n")
 

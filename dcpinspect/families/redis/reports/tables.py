@@ -29,18 +29,19 @@ TABLES = (COMMANDS, KEYS)
 CHUNK = 1 << 20
 
 
-def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
+def snapshot_rows(fh: BinaryIO, name: str, values: bool = False) -> Iterator[dict]:
     """What ``rdb -f jsonl --digest`` writes of the RDB file open as ``fh``: its keys (each
     with its ``DEBUG DIGEST-VALUE``, and its ``memory`` in the server too, :mod:`.memory`'s
     estimate, as ``rdb --report memory`` gives it), aux fields and findings as they
     complete, then its summary (with ``DEBUG DIGEST``). A file that is no RDB raises
     ``InputError`` (from ``sources.inputs``). Every key's value is read (the digest needs
-    it), and its memory is measured from it."""
+    it), and its memory is measured from it; ``values``: each key's ``value`` too, as
+    ``rdb --values`` gives it."""
     from ....findings import Finding
     from ....sources.inputs import InputError
     from . import report
     from ..rdb.digest import Digester
-    from .memory import key_memory
+    from .memory import DEFAULTS, key_memory, listpack_sets
     from ..rdb.decoder import RdbParser
     from ..rdb.records import AuxRecord, KeyRecord
     from .snapshots import _unusable
@@ -49,17 +50,21 @@ def snapshot_rows(fh: BinaryIO, name: str) -> Iterator[dict]:
     summary = report.Summary(name)
     digester = Digester()
     summary.digest = digester.snapshot
+    cfg = DEFAULTS  # the server's thresholds; set listpacks when the file's redis-ver has them
 
     def rows(recs) -> Iterator[dict]:
+        nonlocal cfg
         for rec in recs:
             _unusable(name, rec)
             summary.add(rec)
             if isinstance(rec, KeyRecord):
-                obj = report.key_json(rec, digester)
-                obj["memory"] = key_memory(rec).total
+                obj = report.key_json(rec, digester, values)
+                obj["memory"] = key_memory(rec, cfg).total
                 yield obj
             elif isinstance(rec, AuxRecord):
                 digester.see(rec)
+                if rec.key == b"redis-ver":
+                    cfg = listpack_sets(cfg, rec.value)
                 yield report.aux_json(rec)
             elif isinstance(rec, Finding):
                 yield report.finding_json(rec, name)

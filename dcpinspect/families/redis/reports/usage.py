@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ....messages.text import key_text
-from .memory import DEFAULTS, Config, KeyMemory, key_memory
+from .memory import DEFAULTS, Config, KeyMemory, key_memory, listpack_sets
 from ..rdb.records import AuxRecord, KeyRecord
 
 NAMES = ("memory", "bigkeys", "prefix", "types", "expiry")
@@ -164,6 +164,8 @@ class Reports:
         return Measured(rec.db, rec.key, rec.type, km.encoding, rec.elements or 0, km, rec.expire_ms, shard)
 
     def aux(self, rec: AuxRecord) -> None:
+        if rec.key == b"redis-ver":  # the server the model is of (set listpacks from 7.2)
+            self.options.config = listpack_sets(self.options.config, rec.value)
         if rec.key == b"ctime":
             try:
                 self.ctime_ms = int(rec.value) * 1000
