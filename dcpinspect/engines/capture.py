@@ -116,6 +116,9 @@ class FlowDecoder(Flow):
             self._session = session
         return session
 
+    def _made_session(self) -> Session:
+        return self.session
+
     @property
     def started(self) -> bool:
         """A frame (or a gap) has been seen: there is a session."""
@@ -132,6 +135,7 @@ class FlowDecoder(Flow):
         sd = self.c2s_side if direction == "c2s" else self.s2c_side
         if sd is None:
             sd = self.family.framer(not self.midstream, self.runs)
+            sd.follows(direction, self._made_session)
             if direction == "c2s":
                 self.c2s_side = sd
             else:
