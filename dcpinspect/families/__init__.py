@@ -212,6 +212,10 @@ class Family:
     #: are its own, its columns of the connections table, its tables, its lines of the
     #: chart and its panel of the plot)
     stats_view: Callable[[], StatsView] | None = None
+    #: on its own ports, what a connection opens with that another protocol sharing the port
+    #: speaks: ``refuses(first bytes of the client)`` names it (the connection is then not
+    #: decoded, and told as such) or gives None
+    refuses: Callable[[bytes], str | None] | None = None
 
 
 #: the family packages, in order of preference (the first decodes ports added by the

@@ -76,6 +76,12 @@ def _stats_view():
     return VIEW
 
 
+def _refuses(head: bytes) -> str | None:
+    from .text import refuses
+
+    return refuses(head)
+
+
 class _Dumps:
     """:mod:`.dumps`, imported when a hex dump is first read."""
 
@@ -87,4 +93,4 @@ class _Dumps:
 
 FAMILY = Family("mcbp", PORTS, TLS_PORTS, _sniffer, _framer, _session, _fast_path, dumps=_Dumps(), filters=FILTERS,
                 aliases=("dcp", "tap", "memcached"), tables=TABLES,
-                stats_view=_stats_view)
+                stats_view=_stats_view, refuses=_refuses)
