@@ -47,7 +47,7 @@ def plot(report_or_collector: Any, path: str | os.PathLike, *, views: Sequence[S
 
     A panel for each view that has one (a value over capture time, one line per key: the
     ``LEGEND_LINES`` busiest named in the legend, the rest thin and grey), above the
-    throughput: what the capture's family counts per second (DCP items, memcached operations)
+    throughput: what the capture's family counts per second (its :meth:`StatsView.rate`)
     and MB/s over time.  Raises :class:`PlotUnavailable` without matplotlib.
     """
     report = report_or_collector.report() if hasattr(report_or_collector, "report") else report_or_collector
@@ -114,7 +114,7 @@ def _lines_panel(ax, report: dict, panel: Panel, FuncFormatter, MaxNLocator) -> 
 
 def _throughput_panel(ax, report: dict, views: Sequence[StatsView], FuncFormatter) -> None:
     """What the capture carried over time: the count of the first view that counts something
-    (DCP items/s, memcached ops/s: :meth:`StatsView.rate`) and MB/s; MB/s alone when none does."""
+    (:meth:`StatsView.rate`: items or operations a second) and MB/s; MB/s alone when none does."""
     tl = report.get("timeline") or {}
     width = tl.get("bin_width") or 0
     nbytes = tl.get("bytes") or []

@@ -148,7 +148,7 @@ class StatsView:
 
     def rate(self, report: dict[str, Any]) -> tuple[str, list[int]] | None:
         """What the plot's throughput counts over time for the family, if it counts anything:
-        its unit (``DCP items/s``) and the count in each of the timeline's bins."""
+        its unit (``items/s``, named for the family) and the count in each of the timeline's bins."""
         return None
 
 
