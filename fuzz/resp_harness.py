@@ -3,8 +3,10 @@ framer, resync.py's resynchronisation, inline.py's splitting, session.py with
 pairing.py's pairing): ``check_resp(data)``.
 
 The first byte of the fuzzer's input says whether the direction is seen from its start or
-joined mid-way, and a chunk size; the second where the rest splits into what the client
-sends and what the server sends. For any input:
+joined mid-way, a chunk size, and whether the framers know their direction (the client's
+then resynchronises on inline commands too, the server's on replies that pair with the
+client's commands, given to a session first); the second where the rest splits into what
+the client sends and what the server sends. For any input:
 
 - the framer raises nothing, and its frames and skipped ranges cover each direction's
   bytes exactly once, in order, however the bytes are cut (fed whole and in chunks, the
@@ -24,15 +26,19 @@ from __future__ import annotations
 CHUNKS = (None, 1, 2, 3, 7, 64)
 
 
-def _frames(data: bytes, synced: bool, chunk: int | None) -> tuple[list, int]:
+def _frames(data: bytes, synced: bool, chunk: int | None, direction: str = "", session=None) -> tuple[list, int]:
     from dcpinspect.families.redis.replication.resp import RespFramer
 
     framer = RespFramer(synced)
+    if direction:
+        framer.follows(direction, lambda: session)
     out, held = [], 0
     if chunk is None:
+        framer.carried(len(data), 5)
         out += framer.feed(data)
     else:
         for i in range(0, len(data), chunk):
+            framer.carried(len(data[i:i + chunk]), 5)
             out += framer.feed(data[i:i + chunk])
             held = max(held, framer.buffered)
     return out + framer.close(), held
@@ -75,16 +81,22 @@ def check_resp(data: bytes) -> None:
     first, cut, body = data[0], data[1], data[2:]
     synced = bool(first & 1)
     chunk = CHUNKS[(first >> 1) % len(CHUNKS)]
+    directed = bool(first & 0x80)
+    waiting = Replication(None, synced)  # the client's commands, for the server's framer to pair with
     at = cut * len(body) // 256
     sides = {"c2s": body[:at], "s2c": body[at:]}
     framed = {}
     for direction, raw in sides.items():
-        whole, _ = _frames(raw, synced, None)
-        cut_up, held = _frames(raw, synced, chunk)
+        told = (direction, waiting) if directed else ("", None)
+        whole, _ = _frames(raw, synced, None, *told)
+        cut_up, held = _frames(raw, synced, chunk, *told)
         assert _signature(whole) == _signature(cut_up), direction
         _covers(whole, len(raw))
         assert held <= RESP_FRAME.value() + LOOK + 2 * (chunk or 1), held
         framed[direction] = [i for i in whole if isinstance(i, RespFrame)]
+        if direction == "c2s" and directed:
+            for raw_frame in framed[direction]:
+                waiting.decode(raw_frame, "c2s", 1000.0, 0)
     session = Replication(None, synced)
     given: list[int] = []
     frame = 0

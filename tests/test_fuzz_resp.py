@@ -35,7 +35,7 @@ def test_the_harness_sees_a_framer_that_loses_bytes(monkeypatch):
     import resp_harness
 
     real = resp_harness._frames
-    monkeypatch.setattr(resp_harness, "_frames", lambda data, synced, chunk: real(data[:-1], synced, chunk))
+    monkeypatch.setattr(resp_harness, "_frames", lambda data, synced, chunk, *told: real(data[:-1], synced, chunk, *told))
     with pytest.raises(AssertionError):
         check_resp(bytes([1, 128]) + CLIENT + SERVER)
 

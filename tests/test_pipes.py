@@ -268,3 +268,18 @@ def test_a_corrupt_gzip_rdb_on_a_pipe_is_one_line_exit_2(tail, rdb_file):
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     (line,) = res.stderr.splitlines()
     assert line.startswith("dcpinspect: stdin: cannot read (")
+
+
+@pytest.mark.parametrize("script", [
+    "cat {pcap} | $DCP analyze - --out {out}",
+    "$DCP analyze /dev/stdin --out {out} < <(cat {pcap})",
+    "$DCP analyze <(cat {pcap}) --out {out}",
+])
+def test_analyze_refuses_a_stream_at_once_with_exit_2(tmp_path, script):
+    """analyze's tasks open their files by name at the offsets they take: a stream is refused
+    before Spark starts, in one line that says what to do instead."""
+    res = bash(script.format(pcap=shlex.quote(str(PCAP)), out=shlex.quote(str(tmp_path / "out"))))
+    assert res.returncode == 2 and res.stdout == "", res
+    line, = res.stderr.splitlines()
+    assert "analyze reads files that its Spark tasks open by name" in line and "Traceback" not in line
+    assert "decode, validate or stats" in line and not (tmp_path / "out").exists()

@@ -180,3 +180,96 @@ def test_inline_commands_split_as_the_real_server_splits_them(tmp_path):
             checked += 1
         sock.close()
     assert checked > 50 and unbalanced > 5
+
+
+ENTRIES = 3000
+
+
+def _stream_traffic(tmp_path) -> tuple:
+    """A client that pipelines XRANGE (a nested reply of some 200 KB, several segments) and
+    GET, and one that sends only inline commands, both connected before tcpdump starts."""
+    require("redis-server", "tcpdump", root=True)
+    with Redis(tmp_path, port=server_port()) as redis:
+        setup = socket.create_connection((LOOPBACK, redis.port), timeout=5)
+        setup.sendall(b"".join(b"XADD s 1526985054069-%d temperature %d place %s\r\n" % (i + 1, 30 + i % 10, b"x" * 40)
+                               for i in range(ENTRIES)) + b"SET k \"after the stream\"\r\n")
+        assert _read_until(setup, b"+OK\r\n", 20).count(b"\r\n") == 2 * ENTRIES + 1
+        setup.close()
+        arrays = socket.create_connection((LOOPBACK, redis.port), timeout=5)
+        lines = socket.create_connection((LOOPBACK, redis.port), timeout=5)
+        for sock in (arrays, lines):
+            sock.sendall(b"PING\r\n")
+            assert _read_until(sock, b"\r\n") == b"+PONG\r\n"
+        path = tmp_path / "stream.pcap"
+        dump = TcpDump(path, redis.port).start()
+        try:
+            arrays.sendall(b"*4\r\n$6\r\nXRANGE\r\n$1\r\ns\r\n$1\r\n-\r\n$1\r\n+\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n")
+            assert _read_until(arrays, b"$16\r\nafter the stream\r\n", 20).startswith(b"*%d\r\n" % ENTRIES)
+            lines.sendall(b'SET ikey "two words"\r\n')
+            assert _read_until(lines, b"\r\n") == b"+OK\r\n"
+            lines.sendall(b"GET ikey\r\nINCR n\r\n")
+            assert _read_until(lines, b":1\r\n") == b"$9\r\ntwo words\r\n:1\r\n"
+            time.sleep(0.3)
+        finally:
+            dump.stop()
+            arrays.close()
+            lines.close()
+    return path, redis.port
+
+
+def _decoded(path, port) -> list[dict]:
+    res = servers.dcpinspect("decode", "-f", "jsonl", "--decode-as", f"{port}=redis", str(path))
+    assert res.returncode == 0, res.stderr
+    return [json.loads(line) for line in res.stdout.splitlines()]
+
+
+def _paired(frames: list[dict]) -> list[tuple]:
+    """Each connection's commands and replies in order: (command, reply type, reply value),
+    asserting that each reply names its command's frame, after a positive latency."""
+    out = []
+    for flow in sorted({r["flow"] for r in frames}):
+        commands = [r for r in frames if r["flow"] == flow and r["role"] == "command"]
+        replies = [r for r in frames if r["flow"] == flow and r.get("role") == "reply"]
+        for c, r in zip(commands, replies):
+            assert r["reply_to"] == c["frame"] and r["latency_ms"] > 0
+        out += [(c["command"], r["type"], r["value"]) for c, r in zip(commands, replies)]
+        out += [(c["command"], None, None) for c in commands[len(replies):]]
+        out += [(None, r["type"], r["value"]) for r in replies[len(commands):]]
+    return sorted(out, key=repr)
+
+
+def test_inline_clients_and_a_nested_reply_joined_midway_are_paired(tmp_path):
+    path, port = _stream_traffic(tmp_path)
+    rows = _decoded(path, port)
+    frames = [r for r in rows if r["kind"] == "frame"]
+    got = {(tuple(c), t) for c, t, _ in _paired(frames)}
+    # the inline client's commands, joined mid-way, are decoded (split as Redis splits them)
+    assert got == {(("XRANGE", "s", "-", "+"), "array"), (("GET", "k"), "bulk"), (("SET", "ikey", "two words"), "simple"),
+                   (("GET", "ikey"), "bulk"), (("INCR", "n"), "integer")}
+    xrange = next(r for r in frames if r.get("type") == "array" and r.get("role") == "reply")
+    assert len(xrange["value"]) == ENTRIES and xrange["value"][-1][0] == f"1526985054069-{ENTRIES}"
+    assert not [r for r in rows if r["kind"] in ("skipped", "gap")]
+    assert not [f for r in rows for f in r.get("findings", [])]
+
+
+def test_replies_whose_head_the_capture_missed_resynchronise_where_they_pair_with_the_commands(tmp_path):
+    """The record that carried the XRANGE reply's head is taken out of the real capture:
+    the server's bytes go on inside the nested reply, whose entries read whole as replies;
+    the place taken is the one whose replies pair with the commands waiting (XRANGE, an
+    array; GET, a string), so that GET is answered by its own reply."""
+    from dcpinspect.sources.capture import read_records
+    from dcpinspect.transport import synth
+
+    path, port = _stream_traffic(tmp_path)
+    records = list(read_records(path))
+    head = next(i for i, r in enumerate(records) if b"*%d\r\n*2\r\n$" % ENTRIES in r.data)
+    assert b"$16\r\nafter the stream\r\n" not in records[head].data  # the reply goes on after it
+    cut = tmp_path / "cut.pcap"
+    synth.write_pcap(cut, [(r.ts, r.data) for i, r in enumerate(records) if i != head])
+    rows = _decoded(cut, port)
+    frames = [r for r in rows if r["kind"] == "frame" and r["flow"].endswith(f":{port}")]
+    paired = _paired([r for r in frames if "XRANGE" in str([c.get("command") for c in frames
+                                                              if c["flow"] == r["flow"]])])
+    assert [(c, t, v) for c, t, v in paired if c == ["GET", "k"]] == [(["GET", "k"], "bulk", "after the stream")]
+    assert [t for c, t, _ in paired if c and c[0] == "XRANGE"] in (["array"], [None])
+    assert [r for r in rows if r["kind"] in ("gap", "skipped") and r.get("direction") == "s2c"]

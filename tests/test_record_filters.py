@@ -100,6 +100,15 @@ def test_command_names_replies_and_the_payload(mixed):
     assert [r["command"][0] for r in several] == ["SELECT", "DEL"]
 
 
+def test_command_keeps_the_replies_that_answer_it(mixed):
+    # the replica's handshake: each command and the reply the master sent it
+    kept = [(r.get("command") or [r["type"], r["value"]])[:2] for r in rows(mixed, "--command", "psync",
+                                                                           "--command", "Ping")]
+    assert kept == [["PING"], ["simple", "PONG"], ["PSYNC", "?"], ["simple", "FULLRESYNC " + "ab" * 20 + " 100"]]
+    replconf = rows(mixed, "--command", "REPLCONF")
+    assert [r["role"] for r in replconf] == ["command", "reply"] and replconf[1]["reply_to"] == replconf[0]["frame"]
+
+
 def test_each_family_applies_the_criteria_it_knows(mixed):
     both = rows(mixed, "--opcode", "mutation", "--command", "SET")
     assert [r["opcode"] for r in both if r["protocol"] == "dcp"] == [op for _, op in mutations()]

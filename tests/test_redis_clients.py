@@ -267,3 +267,57 @@ def test_a_master_stream_joined_before_the_replica_s_first_ack_is_commands(tmp_p
     assert [(i.direction, i.msg.role, i.msg.name) for i in items] == [
         ("s2c", "command", "SELECT"), ("s2c", "command", "SET"), ("s2c", "command", "PING"),
         ("c2s", "command", "REPLCONF")]
+
+
+class _Peer:
+    """What a framer that knows its direction reaches of its connection: the pairing."""
+
+    def __init__(self, waiting: int) -> None:
+        from dcpinspect.families.redis.replication.pairing import Pairing
+
+        self.pairing = Pairing()
+        for _ in range(waiting):
+            self.pairing.command([b"GET", b"k"], "GET", 1, 0.0)
+
+
+def _resync_work(monkeypatch, direction: str, data: bytes, waiting: int = 0) -> tuple[int, list]:
+    """The RESP values and inline lines a direction joined mid-way reads to resynchronise
+    over ``data`` fed in 7-byte segments (each carried by capture record 5), and its frames."""
+    from dcpinspect.families.redis.replication import resync
+    from dcpinspect.families.redis.replication.resp import RespFramer
+
+    calls = [0]
+    probe, inline = resync.probe, resync.inline
+
+    def counted(real):
+        def call(*args):
+            calls[0] += 1
+            return real(*args)
+        return call
+
+    monkeypatch.setattr(resync, "probe", counted(probe))
+    monkeypatch.setattr(resync, "inline", counted(inline))
+    framer = RespFramer(synced=False)
+    peer = _Peer(waiting)
+    framer.follows(direction, lambda: peer)
+    out = []
+    for i in range(0, len(data), 7):
+        framer.carried(len(data[i:i + 7]), 5)
+        out += framer.feed(data[i:i + 7])
+    return calls[0], out + framer.close()
+
+
+@pytest.mark.parametrize("direction,unit,waiting,tail", [
+    ("c2s", b'GET "open\r\n', 0, b"GET k\r\nGET k\r\n"),  # inline lines with unbalanced quotes
+    ("c2s", b"NOTACOMMAND k\r\n", 0, b"GET k\r\nGET k\r\n"),
+    ("s2c", b":1\r\n", 4, b"$1\r\nv\r\n"),  # integers whole, that pair with no GET waiting
+])
+def test_resynchronising_with_the_other_direction_is_linear(monkeypatch, direction, unit, waiting, tail):
+    n = 400
+    small, out = _resync_work(monkeypatch, direction, b"x\r\n" + unit * n + tail, waiting)
+    large, out8 = _resync_work(monkeypatch, direction, b"x\r\n" + unit * (8 * n) + tail, waiting)
+    assert large <= 10 * small
+    from dcpinspect.framing.framer import RawFrame
+
+    frames = [f for f in out8 if isinstance(f, RawFrame)]
+    assert frames and bytes(frames[0].data) == tail[:len(frames[0].data)]

@@ -116,6 +116,9 @@ class FlowDecoder(Flow):
             self._session = session
         return session
 
+    def _made_session(self) -> Session:
+        return self.session
+
     @property
     def started(self) -> bool:
         """A frame (or a gap) has been seen: there is a session."""
@@ -132,6 +135,7 @@ class FlowDecoder(Flow):
         sd = self.c2s_side if direction == "c2s" else self.s2c_side
         if sd is None:
             sd = self.family.framer(not self.midstream, self.runs)
+            sd.follows(direction, self._made_session)
             if direction == "c2s":
                 self.c2s_side = sd
             else:
@@ -448,11 +452,12 @@ class CaptureDecoder:
 
     def _data(self, fd: FlowDecoder, ev: Data, out: list) -> None:
         state = fd.state
-        if state is DECODING:
+        if state is DECODING and (fd.first or fd.family.refuses is None or not self._refused(fd, ev)):
             sd = fd.side(ev.direction)
             sd.carried(len(ev.data), ev.index)
             self._items(fd, ev.direction, sd.feed(ev.data), ev.ts, out)
             return
+        state = fd.state
         if state is ENCRYPTED or state is ENDED:
             return
         und = fd.pending
@@ -475,6 +480,20 @@ class CaptureDecoder:
             fd.state = HOLDING if und.chunks is not None else IGNORED
         elif und.chunks is None:
             fd.state = IGNORED
+
+    def _refused(self, fd: FlowDecoder, ev: Data) -> bool:
+        """A connection on its family's port opens as another protocol sharing the port does
+        (the family's ``refuses``): it is not decoded, and is told at the end as undecoded
+        (never taken for its server's family, as the server speaks both)."""
+        if ev.direction != "c2s":
+            return False
+        other = fd.family.refuses(ev.data)
+        if other is None:
+            return False
+        fd.state = IGNORED
+        und = fd.pending = _Undecided(fd, (), ev.ts, f"{other} on port {fd.key[3]}")
+        self.undecided[id(und)] = und
+        return True
 
     def _take(self, und: "_Undecided", family: Family, out: list) -> None:
         """A connection no family had taken is ``family``'s: decoded from the bytes held (if

@@ -266,6 +266,10 @@ class Family:
     default: bool = False
     #: its rules (:class:`~dcpinspect.rules.registry.Rule` s by id), read when the rule book is asked for
     rules: Callable[[], dict] | None = None
+    #: on its own ports, what a connection opens with that another protocol sharing the port
+    #: speaks: ``refuses(first bytes of the client)`` names it (the connection is then not
+    #: decoded, and told as such) or gives None
+    refuses: Callable[[bytes], str | None] | None = None
 
     # -- capabilities --------------------------------------------------------------------
 

@@ -80,6 +80,11 @@ class Framer:
     def close(self, data: bytes = b"") -> list[RawFrame | RawRun | Skipped]:
         raise NotImplementedError
 
+    def follows(self, direction: str, session) -> None:
+        """The engine says which direction the framer reads (``c2s`` or ``s2c``) and how to
+        reach its connection's session (``session()``, made when first asked): a family
+        whose framing leans on the other direction reads it there. Most need neither."""
+
     @property
     def buffered(self) -> int:
         raise NotImplementedError

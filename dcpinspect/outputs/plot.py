@@ -47,7 +47,8 @@ def plot(report_or_collector: Any, path: str | os.PathLike, *, views: Sequence[S
 
     A panel for each view that has one (a value over capture time, one line per key: the
     ``LEGEND_LINES`` busiest named in the legend, the rest thin and grey), above the
-    throughput: items/s and MB/s over time.  Raises :class:`PlotUnavailable` without matplotlib.
+    throughput: what the capture's family counts per second (its :meth:`StatsView.rate`)
+    and MB/s over time.  Raises :class:`PlotUnavailable` without matplotlib.
     """
     report = report_or_collector.report() if hasattr(report_or_collector, "report") else report_or_collector
     Figure, FigureCanvasAgg, FuncFormatter, MaxNLocator = _matplotlib()
@@ -62,7 +63,7 @@ def plot(report_or_collector: Any, path: str | os.PathLike, *, views: Sequence[S
 
     for ax, panel in zip(axes, panels):
         _lines_panel(ax, report, panel, FuncFormatter, MaxNLocator)
-    _throughput_panel(ax_tp, report, FuncFormatter)
+    _throughput_panel(ax_tp, report, views, FuncFormatter)
     ax_tp.set_xlabel("time since first frame (s)")
     _finding_marks(axes, report)
     for ax in axes:
@@ -111,35 +112,44 @@ def _lines_panel(ax, report: dict, panel: Panel, FuncFormatter, MaxNLocator) -> 
               title="busiest" if quiet else None, title_fontsize="small")
 
 
-def _throughput_panel(ax, report: dict, FuncFormatter) -> None:
+def _throughput_panel(ax, report: dict, views: Sequence[StatsView], FuncFormatter) -> None:
+    """What the capture carried over time: the count of the first view that counts something
+    (:meth:`StatsView.rate`: items or operations a second) and MB/s; MB/s alone when none does."""
     tl = report.get("timeline") or {}
     width = tl.get("bin_width") or 0
-    items = tl.get("items") or []
     nbytes = tl.get("bytes") or []
+    count = next((r for v in views if v.shown(report) and (r := v.rate(report)) is not None), None)
+    unit, items = count if count is not None else ("", [])
     ax.set_title("throughput", fontsize="small", loc="left")
-    ax.set_ylabel("items/s", color="tab:blue")
-    if not items or width <= 0:
+    if not nbytes or width <= 0:
+        ax.set_ylabel(unit or "MB/s")
         ax.text(0.5, 0.5, "no frames", transform=ax.transAxes, ha="center", va="center", color="grey")
         return
     n = max(len(items), len(nbytes))
     items = list(items) + [0] * (n - len(items))
     nbytes = list(nbytes) + [0] * (n - len(nbytes))
-    columns = chart_columns(sum(items), MAX_COLUMNS)
-    ips, col = regroup(items, width, columns)
-    bps, _ = regroup(nbytes, width, columns)
+    columns = chart_columns(sum(items) if count is not None else len(nbytes), MAX_COLUMNS)
+    bps, col = regroup(nbytes, width, columns)
     mbs = [b / _MB for b in bps]
-    xs = [i * col for i in range(len(ips) + 1)]  # column edges; the last value repeats to close the step
-    ax.fill_between(xs, ips + ips[-1:], step="post", color="tab:blue", alpha=0.2, linewidth=0)
-    (l1,) = ax.step(xs, ips + ips[-1:], where="post", color="tab:blue", linewidth=1.2, label="items/s")
-    ax.tick_params(axis="y", labelcolor="tab:blue")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
-    ax.set_ylim(bottom=0)
-    ax2 = ax.twinx()
-    (l2,) = ax2.step(xs, mbs + mbs[-1:], where="post", color="tab:orange", linewidth=1.2, label="MB/s")
-    ax2.set_ylabel("MB/s", color="tab:orange")
-    ax2.tick_params(axis="y", labelcolor="tab:orange")
-    ax2.set_ylim(bottom=0)
-    ax.legend(handles=[l1, l2], loc="upper left", bbox_to_anchor=(1.07, 1.0), fontsize="small", frameon=False,
+    xs = [i * col for i in range(len(bps) + 1)]  # column edges; the last value repeats to close the step
+    handles = []
+    ax_mb = ax
+    if count is not None:
+        ips, _ = regroup(items, width, columns)
+        ax.set_ylabel(_label(unit), color="tab:blue")
+        ax.fill_between(xs, ips + ips[-1:], step="post", color="tab:blue", alpha=0.2, linewidth=0)
+        (l1,) = ax.step(xs, ips + ips[-1:], where="post", color="tab:blue", linewidth=1.2, label=_label(unit))
+        ax.tick_params(axis="y", labelcolor="tab:blue")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
+        ax.set_ylim(bottom=0)
+        handles.append(l1)
+        ax_mb = ax.twinx()
+    (l2,) = ax_mb.step(xs, mbs + mbs[-1:], where="post", color="tab:orange", linewidth=1.2, label="MB/s")
+    ax_mb.set_ylabel("MB/s", color="tab:orange")
+    ax_mb.tick_params(axis="y", labelcolor="tab:orange")
+    ax_mb.set_ylim(bottom=0)
+    handles.append(l2)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.07, 1.0), fontsize="small", frameon=False,
               title=f"per {_seconds(col)}", title_fontsize="small")
 
 

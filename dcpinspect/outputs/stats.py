@@ -142,6 +142,15 @@ class StatsView:
         """The closing line's count of the report's ``capture`` part, when the family's part is shown."""
         return None
 
+    def label(self, report: dict[str, Any]) -> str:
+        """What the family's part of ``report`` is called (the plot's title): its :attr:`name`."""
+        return self.name
+
+    def rate(self, report: dict[str, Any]) -> tuple[str, list[int]] | None:
+        """What the plot's throughput counts over time for the family, if it counts anything:
+        its unit (``items/s``, named for the family) and the count in each of the timeline's bins."""
+        return None
+
 
 # -- terminal ------------------------------------------------------------------------------
 
@@ -337,12 +346,15 @@ def render(report: dict[str, Any], console: Console, *, views: Sequence[StatsVie
 
 def totals_line(report: dict[str, Any], views: Sequence[StatsView] = ()) -> tuple[str, str]:
     """What closes the report: the count of the first view whose part is shown and that
-    has one, with the view's name; else frames and connections, with no name."""
+    has one, with the view's label; else frames and connections, with the label of the one
+    view shown (no name when several are)."""
     cap = report.get("capture", {})
-    for view in views:
-        if view.shown(report) and (line := view.totals(cap)):
-            return view.name, line
-    return "", f"{plural(cap.get('frames', 0), 'frame')} in {plural(cap.get('connections', 0), 'connection')}"
+    shown = [view for view in views if view.shown(report)]
+    for view in shown:
+        if line := view.totals(cap):
+            return view.label(report), line
+    name = shown[0].label(report) if len(shown) == 1 else ""
+    return name, f"{plural(cap.get('frames', 0), 'frame')} in {plural(cap.get('connections', 0), 'connection')}"
 
 
 def render_chart(report: dict[str, Any], console: Console, *, lines: int = 10, columns: int | None = None,

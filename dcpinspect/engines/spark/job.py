@@ -241,6 +241,29 @@ def _write_text(target: str, text: str) -> None:
         f.write(text.encode())
 
 
+def refuse_streams(paths: list[str]) -> None:
+    """``analyze`` reads files its tasks open by name, each at the offsets it takes: standard
+    input (``-``), a pipe, a FIFO or a terminal (``/dev/stdin``, ``<(...)``) cannot be read
+    so, and is refused before Spark starts (:class:`Unusable`, exit 2)."""
+    import stat
+
+    for path in paths:
+        if path == "-":
+            raise Unusable("-: analyze reads files that its Spark tasks open by name, and standard input is a "
+                           "stream: write it to a file first (tcpdump -w FILE, redis-cli --rdb FILE), or read the "
+                           "stream with decode, validate or stats -")
+        if is_uri(path):
+            continue
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # told as the plan lists the inputs
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):
+            raise Unusable(f"{shown(path)}: a pipe or device, not a file: analyze reads files that its Spark tasks "
+                           "open by name; write the stream to a file first, or read it with decode, validate or "
+                           "stats")
+
+
 def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: list[str] = (),
                   range_size: int = RANGE_SIZE, capture: CaptureOptions | None = None,
                   collections: bool | None = None, split: str = "auto", remote: str | None = None,
@@ -253,6 +276,7 @@ def analyze_paths(paths: list[str], out: str, master: str | None = None, conf: l
     from ...outputs.rows import print_rows
     from .session import make_session, warm_up
 
+    refuse_streams(paths)
     settings = {}
     for item in conf:
         key, sep, value = item.partition("=")

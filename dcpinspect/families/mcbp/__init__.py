@@ -99,6 +99,12 @@ def _rules() -> dict:
     return RULES
 
 
+def _refuses(head: bytes) -> str | None:
+    from .text import refuses
+
+    return refuses(head)
+
+
 class _Dumps:
     """:mod:`.dumps`, imported when a hex dump is first read."""
 
@@ -110,4 +116,4 @@ class _Dumps:
 
 FAMILY = Family("mcbp", PORTS, TLS_PORTS, _sniffer, _framer, _session, aliases=("dcp", "tap", "memcached"),
                 default=True, rules=_rules, fast_path=_fast_path, hex_dumps=_Dumps(), filters=FILTERS,
-                statistics=Statistics(_stats_view, _stats_parts), tables=TABLES)
+                statistics=Statistics(_stats_view, _stats_parts), tables=TABLES, refuses=_refuses)

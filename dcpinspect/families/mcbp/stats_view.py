@@ -112,8 +112,30 @@ class McbpStats(StatsView):
                              "no operations", lines=lines))
         return tuple(out)
 
+    def label(self, report: dict[str, Any]) -> str:
+        """DCP when the capture has DCP streams or items, TAP when it has TAP connections, else
+        memcached (its operations)."""
+        cap = report.get("capture", {})
+        if cap.get("streams") or cap.get("items") or report.get("vbuckets"):
+            return self.name
+        return "TAP" if report.get("tap") else "memcached"
+
+    def rate(self, report: dict[str, Any]) -> tuple[str, list[int]] | None:
+        """DCP items per second; else memcached's operations (requests) per second."""
+        tl = report.get("timeline") or {}
+        items = tl.get("items") or []
+        if any(items):
+            return f"{self.name} items/s", items
+        ops = list((tl.get("ops") or {}).values())
+        if ops and any(map(any, ops)):
+            return "memcached ops/s", [sum(col) for col in zip(*ops)]
+        return None
+
     def totals(self, capture: dict[str, Any]) -> str:
-        """``39 frames, 18 items in 4 streams, 3 vbuckets, 2 connections``."""
+        """``39 frames, 18 items in 4 streams, 3 vbuckets, 2 connections`` (nothing without DCP
+        streams or items: the frames and connections then)."""
+        if not capture.get("streams") and not capture.get("items"):
+            return ""
         return (f"{plural(capture.get('frames', 0), 'frame')}, {plural(capture.get('items', 0), 'item')} in "
                 f"{plural(capture.get('streams', 0), 'stream')}, {plural(capture.get('vbuckets', 0), 'vbucket')}, "
                 f"{plural(capture.get('connections', 0), 'connection')}")

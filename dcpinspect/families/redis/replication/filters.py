@@ -1,6 +1,7 @@
 """How the record filters of ``decode`` and ``live`` match Redis records: ``--command
 NAME`` keeps the RESP frames of that name, whatever its case (a command by its first word,
-``SET``, ``REPLCONF``; a reply by its first word, ``+FULLRESYNC``, ``-ERR``) and, by the
+``SET``, ``REPLCONF``; a reply by its first word, ``+FULLRESYNC``, ``-ERR``), the replies
+that answer the commands of that name (``GET`` and its bulk, as one asks of a capture) and, by the
 name ``RDB payload``, the pieces of a replication's RDB payload with their keys; a
 Dragonfly journal record by ``journal`` and its command (``journal SET``) or op
 (``journal LSN``)."""
@@ -31,7 +32,10 @@ class Filters:
             raise ValueError("--command needs a name (SET, REPLCONF, +FULLRESYNC, ...)")
 
         def test(record) -> bool:
-            return not names or record.name.upper() in names
+            if not names or record.name.upper() in names:
+                return True
+            answers = getattr(record, "answers", None)  # a reply: the name of the command it answers
+            return answers is not None and answers.upper() in names
 
         return test
 

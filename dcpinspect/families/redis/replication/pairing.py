@@ -27,6 +27,7 @@ import re
 from collections import deque
 
 from ....limits import RESP_WAITING
+from .answers import fits
 
 #: commands remembered unanswered at most (a client that pipelines more is followed from there)
 MAX_PENDING = RESP_WAITING.default
@@ -123,6 +124,29 @@ class Pairing:
             return REPLY, None
         self.waiting.popleft()
         return REPLY, head
+
+    def pairs(self, replies: list[tuple[int, bytes]], number: int) -> bool | None:
+        """Whether replies the server sent (their type bytes, and the line of a status), the
+        first carried by capture record ``number``, answer the waiting commands in order:
+        no more of them than commands wait, each of a type its command may get (pushes
+        aside). None when the pairing cannot tell: no command waits, or the first waits
+        since after record ``number`` (what came before it answers commands before the
+        capture), or published messages or MONITOR lines may come unasked."""
+        waiting = self.waiting
+        if not waiting or number <= waiting[0].frame or self.subscribed or self.monitor:
+            return None
+        i = 0
+        for type_byte, line in replies:
+            if type_byte == 62:  # > a push answers nothing
+                continue
+            if i >= len(waiting):
+                return False
+            if waiting[i].subscribe:  # answered once a channel: counted by the confirmations
+                return None
+            if not fits(waiting[i].name, type_byte, line):
+                return False
+            i += 1
+        return True
 
     def take(self, verb: bytes) -> Waiting | None:
         """What is no RESP value answers the first waiting command when it is ``verb``

@@ -101,7 +101,7 @@ class RespFramer(Framer):
 
     __slots__ = ("buf", "base", "pos", "stack", "bulk", "doomed", "elements", "state", "expect", "left", "paid",
                  "mark", "searched", "resumed", "skip_from", "skip_size", "frame_cap", "elements_cap", "_doomed_bytes",
-                 "then", "need", "passing", "edge", "chain")
+                 "then", "need", "passing", "edge", "chain", "direction", "session")
 
     def __init__(self, synced: bool = True, runs: bool = False) -> None:
         Framer.__init__(self)
@@ -129,8 +129,15 @@ class RespFramer(Framer):
         self.passing: list | None = None  # a journal record passed over: [entry, strings left, bytes left]
         self.chain: tuple[int, int | None] = (0, None)  # the SELECTs read of the next journal record: (end, db)
         self.edge = not synced  # while lost: the buffer's first byte may start a frame (see resync.py)
+        self.direction = ""  # c2s or s2c, when the engine says (see follows)
+        self.session = None  # how to reach the connection's session (its pairing)
 
     # -- the Framer interface --------------------------------------------------------------
+
+    def follows(self, direction: str, session) -> None:
+        """A client's direction resynchronises on inline commands too; a server's on replies
+        that pair with the commands waiting (resync.py)."""
+        self.direction, self.session = direction, session
 
     def feed(self, data: bytes) -> list:
         if data:
@@ -295,7 +302,9 @@ class RespFramer(Framer):
         """Look for the earliest place a reply or command starts that reads whole (resync.py;
         ``final``: no more bytes will come)."""
         buf = self.buf
-        at, drop = resync.start(buf, self.edge, final)
+        direction = self.direction
+        at, drop = resync.start(buf, self.edge, final, direction == "c2s",
+                                self._pairs if direction == "s2c" and self.session is not None else None)
         if drop:
             self.edge = buf[drop - 1] == 10
             self.skip_size += drop
@@ -306,6 +315,14 @@ class RespFramer(Framer):
         self._skipped(out, "resynchronising: no RESP frame start")
         self.state = NORMAL
         return True
+
+    def _pairs(self, at: int) -> bool | None:
+        """Whether the replies from ``at`` in the buffer pair with the commands waiting."""
+        pairing = getattr(self.session(), "pairing", None)
+        if pairing is None or not pairing.waiting:
+            return None
+        replies = resync.replies(self.buf, at, at + resync.LOOK, min(len(pairing.waiting), resync.PAIRED) + 1)
+        return pairing.pairs(replies, self.record_of(self.base + at + 1) + 1)
 
     def _error(self, out: list, end: int, reason: str) -> int:
         """Bytes that are no RESP up to ``end`` in the buffer: an error frame, then the

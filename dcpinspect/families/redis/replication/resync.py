@@ -11,11 +11,20 @@ resynchronisation lands on the outermost start of a nested reply (``*2 *2 $15 ..
 inside it. A candidate whose first value needs more than :data:`LOOK` bytes to judge is
 taken as it stands (the framer's caps bound it from there). Each candidate is read at
 most up to :data:`LOOK` bytes past it, and a rejected one is never read again.
+
+Where the framer knows its direction: a client's line that is an inline command (a real
+command's name, then words split as Redis splits them) is a candidate too, as a RESP value
+is; and a server's candidate must also pair with the client's commands waiting (the
+framer's ``pairs``, given the candidate's replies as :func:`replies` reads them: no more
+replies than commands wait, each of a type its command may get).
 """
 
 from __future__ import annotations
 
 import re
+
+from .commands import NAMES
+from .inline import split_args
 
 #: the type bytes of RESP2 and RESP3 (anything else starting a frame is an inline command)
 LINE_TYPES = frozenset(b"+-:_,#(")
@@ -35,6 +44,14 @@ LOOK = 256 * 1024
 COMMAND = re.compile(rb"\*[1-9][0-9]{0,6}\r\n\$[0-9]{1,9}\r\n")
 #: what a probe found: more bytes are needed, or no RESP value starts there
 NEED, BAD = -1, -2
+#: an inline command's first word (a command's name, then a blank), one on its way, and
+#: what no client types on a line
+WORD = re.compile(rb"[ \t]*([A-Za-z][A-Za-z_|.-]{0,31})[ \t\r\n]")
+WORD_SO_FAR = re.compile(rb"[ \t]*[A-Za-z][A-Za-z_|.-]{0,31}")
+NOT_TEXT = re.compile(rb"[^\x20-\x7e\t]")
+#: replies read past a server's candidate at most, to pair them with the waiting commands
+#: (one more than the commands waiting, up to this: a candidate's reading stays bounded)
+PAIRED = 8
 
 
 def number(text: bytes) -> int | None:
@@ -109,16 +126,61 @@ def probe(buf: bytearray, pos: int, stop: int) -> int:
     return pos
 
 
-def start(buf: bytearray, edge: bool, final: bool = False) -> tuple[int | None, int]:
+def inline(buf: bytearray, pos: int, stop: int) -> int:
+    """The end of the inline command at ``pos`` (a line of text whose first word is a real
+    command's name), NEED or BAD, as :func:`probe`."""
+    n = min(len(buf), stop)
+    word = WORD.match(buf, pos, n)
+    if word is None:  # a name still coming, or none
+        return NEED if n - pos <= 40 and WORD_SO_FAR.fullmatch(buf, pos, n) else BAD
+    if word.group(1).upper() not in NAMES:
+        return BAD
+    nl = buf.find(b"\n", pos, min(n, pos + MAX_LINE + 1))
+    if nl < 0:
+        return NEED if n - pos <= MAX_LINE else BAD
+    line = bytes(buf[pos:nl - 1 if nl > pos and buf[nl - 1] == 13 else nl])
+    if NOT_TEXT.search(line):  # text, as a client types it
+        return BAD
+    words = split_args(line)
+    return nl + 1 if words and words[0].upper() in NAMES else BAD
+
+
+def replies(buf: bytearray, at: int, stop: int, most: int) -> list[tuple[int, bytes]]:
+    """The replies from ``at`` on (at most ``most``, read no further than ``stop``): each
+    one's type byte and, for a status, its line; the last may be one not yet whole."""
+    out: list[tuple[int, bytes]] = []
+    pos, n = at, min(len(buf), stop)
+    while pos < n and len(out) < most:
+        t = buf[pos]
+        nxt = probe(buf, pos, stop)
+        if nxt == BAD:
+            break
+        line = b""
+        if t == 43:  # +
+            cr = buf.find(b"\r", pos, min(n, pos + 64))
+            line = bytes(buf[pos + 1:cr]) if cr > 0 else b""
+        out.append((t, line))
+        if nxt == NEED:
+            break
+        pos = nxt
+    return out
+
+
+def start(buf: bytearray, edge: bool, final: bool = False, lines: bool = False,
+          pairs=None) -> tuple[int | None, int]:
     """The earliest candidate taken in ``buf`` (``edge``: its first byte is one), or None;
     and how many bytes at the front can go (no candidate is left in them, or one waits
     for more bytes at that place). ``final``: no more bytes will come (a candidate that
-    reads whole up to the end is taken)."""
+    reads whole up to the end is taken). ``lines``: inline commands are candidates too (a
+    client's direction); ``pairs(at)``: whether the replies from ``at`` pair with the
+    commands waiting (False: they do not; None: it cannot tell) for a server's."""
     n = len(buf)
     at = 0 if edge else _next(buf, 0, 0)
     while at < n:
-        if buf[at] in TYPES:
-            verdict = _judge(buf, at, final, 0 if edge and at == 0 else RUN)
+        if buf[at] in TYPES or lines:
+            verdict = _judge(buf, at, final, 0 if edge and at == 0 else RUN, lines)
+            if verdict and pairs is not None and pairs(at) is False:
+                verdict = None
             if verdict is not None:
                 return (at, at) if verdict else (None, at)
         at = _next(buf, at, at + 1)
@@ -134,7 +196,7 @@ def _next(buf: bytearray, at: int, after: int) -> int:
     return line if m is None or m.start() >= line else m.start()
 
 
-def _judge(buf: bytearray, at: int, final: bool, run: int) -> bool | None:
+def _judge(buf: bytearray, at: int, final: bool, run: int, lines: bool = False) -> bool | None:
     """True: take the candidate; False: wait for more bytes; None: it is no start. The
     verdict is the same however the bytes came: it waits until the first value and the
     ``run`` after it are whole, or :data:`LOOK` bytes are held past the candidate."""
@@ -143,7 +205,7 @@ def _judge(buf: bytearray, at: int, final: bool, run: int) -> bool | None:
     for _ in range(run + 1):
         if end >= len(buf) and end > at:
             return True if final or end >= stop else False
-        nxt = probe(buf, end, stop)
+        nxt = inline(buf, end, stop) if lines and buf[end] not in TYPES else probe(buf, end, stop)
         if nxt == BAD:
             return None
         if nxt == NEED:
