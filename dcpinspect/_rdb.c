@@ -1705,6 +1705,220 @@ static PyObject *ziplist(PyObject *self, PyObject *arg) { return entries(arg, zi
 static PyObject *listpack_count(PyObject *self, PyObject *arg) { return counted(arg, listpack_run); }
 static PyObject *ziplist_count(PyObject *self, PyObject *arg) { return counted(arg, ziplist_run); }
 
+/* -- digests (families/redis/digest.py) and values as JSON (families/redis/data.py) ------ */
+
+/* SHA-1 (FIPS 180-4), for the server's DEBUG DIGEST mixing of many short elements: one
+ * call per element without Python objects in between. */
+static uint32_t rol32(uint32_t x, int n) { return x << n | x >> (32 - n); }
+
+static void sha1_block(uint32_t h[5], const uint8_t *p) {
+    uint32_t w[80];
+    for (int i = 0; i < 16; i++)
+        w[i] = be32(p + 4 * i);
+    for (int i = 16; i < 80; i++)
+        w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+    for (int i = 0; i < 80; i++) {
+        uint32_t f, k;
+        if (i < 20)
+            f = (b & c) | (~b & d), k = 0x5A827999;
+        else if (i < 40)
+            f = b ^ c ^ d, k = 0x6ED9EBA1;
+        else if (i < 60)
+            f = (b & c) | (b & d) | (c & d), k = 0x8F1BBCDC;
+        else
+            f = b ^ c ^ d, k = 0xCA62C1D6;
+        uint32_t t = rol32(a, 5) + f + e + k + w[i];
+        e = d, d = c, c = rol32(b, 30), b = a, a = t;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e;
+}
+
+static void sha1(const uint8_t *p, size_t n, uint8_t out[20]) {
+    uint32_t h[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
+    uint64_t bits = (uint64_t)n * 8;
+    for (; n >= 64; p += 64, n -= 64)
+        sha1_block(h, p);
+    uint8_t last[128] = {0};
+    memcpy(last, p, n);
+    last[n] = 0x80;
+    size_t end = n < 56 ? 64 : 128;
+    for (int i = 0; i < 8; i++)
+        last[end - 1 - i] = (uint8_t)(bits >> (8 * i));
+    sha1_block(h, last);
+    if (end == 128)
+        sha1_block(h, last + 64);
+    for (int i = 0; i < 5; i++)
+        out[4 * i] = (uint8_t)(h[i] >> 24), out[4 * i + 1] = (uint8_t)(h[i] >> 16),
+        out[4 * i + 2] = (uint8_t)(h[i] >> 8), out[4 * i + 3] = (uint8_t)h[i];
+}
+
+/* The SHA-1 of an element as digest.py takes it: bytes as they are, a float through
+ * ``score`` (when given; then every non-bytes element goes through it), anything else
+ * as its str() in UTF-8. */
+static int sha1_of(PyObject *x, PyObject *score, uint8_t out[20]) {
+    if (PyBytes_Check(x)) {
+        sha1((const uint8_t *)PyBytes_AS_STRING(x), (size_t)PyBytes_GET_SIZE(x), out);
+        return 0;
+    }
+    if (PyByteArray_Check(x)) {
+        sha1((const uint8_t *)PyByteArray_AS_STRING(x), (size_t)PyByteArray_GET_SIZE(x), out);
+        return 0;
+    }
+    PyObject *s = score != NULL && score != Py_None ? PyObject_CallOneArg(score, x) : PyObject_Str(x);
+    if (s == NULL)
+        return -1;
+    Py_ssize_t n;
+    const char *t = PyUnicode_Check(s) ? PyUnicode_AsUTF8AndSize(s, &n) : NULL;
+    if (t == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "an element's text is not a str");
+        Py_DECREF(s);
+        return -1;
+    }
+    sha1((const uint8_t *)t, (size_t)n, out);
+    Py_DECREF(s);
+    return 0;
+}
+
+static void mix20(uint8_t d[20], const uint8_t h[20]) {
+    for (int i = 0; i < 20; i++)
+        d[i] ^= h[i];
+    sha1(d, 20, d);
+}
+
+static PyObject *digest_mix(PyObject *self, PyObject *args) {
+    Py_buffer d;
+    PyObject *items;
+    if (!PyArg_ParseTuple(args, "y*O", &d, &items))
+        return NULL;
+    uint8_t st[20], h[20];
+    if (d.len != 20) {
+        PyBuffer_Release(&d);
+        PyErr_SetString(PyExc_ValueError, "a digest is 20 bytes");
+        return NULL;
+    }
+    memcpy(st, d.buf, 20);
+    PyBuffer_Release(&d);
+    PyObject *seq = PySequence_Fast(items, "elements: a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **xs = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (sha1_of(xs[i], NULL, h) < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        mix20(st, h);
+    }
+    Py_DECREF(seq);
+    return PyBytes_FromStringAndSize((const char *)st, 20);
+}
+
+static PyObject *digest_xor(PyObject *self, PyObject *args) {
+    PyObject *items, *flag = Py_None, *score = Py_None;
+    int pairs;
+    if (!PyArg_ParseTuple(args, "Op|OO", &items, &pairs, &flag, &score))
+        return NULL;
+    uint8_t acc[20] = {0}, fl[20] = {0}, h[20], ed[20];
+    if (flag != Py_None) {
+        if (!PyBytes_Check(flag) || PyBytes_GET_SIZE(flag) != 20) {
+            PyErr_SetString(PyExc_ValueError, "the flag is a 20-byte digest");
+            return NULL;
+        }
+        memcpy(fl, PyBytes_AS_STRING(flag), 20);
+    }
+    PyObject *seq = PySequence_Fast(items, "elements: a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **xs = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = xs[i];
+        int tuple = PyTuple_Check(e);
+        if (!pairs) {
+            if (sha1_of(tuple && PyTuple_GET_SIZE(e) ? PyTuple_GET_ITEM(e, 0) : e, NULL, h) < 0)
+                goto bad;
+        } else {
+            if (!tuple || PyTuple_GET_SIZE(e) < 2) {
+                PyErr_SetString(PyExc_TypeError, "a pair is a tuple of two or more");
+                goto bad;
+            }
+            memset(ed, 0, 20);
+            if (sha1_of(PyTuple_GET_ITEM(e, 0), NULL, h) < 0)
+                goto bad;
+            mix20(ed, h);
+            if (sha1_of(PyTuple_GET_ITEM(e, 1), score, h) < 0)
+                goto bad;
+            mix20(ed, h);
+            if (PyTuple_GET_SIZE(e) > 2 && PyTuple_GET_ITEM(e, 2) != Py_None)
+                for (int j = 0; j < 20; j++)
+                    ed[j] ^= fl[j];
+            sha1(ed, 20, h);
+        }
+        for (int j = 0; j < 20; j++)
+            acc[j] ^= h[j];
+    }
+    Py_DECREF(seq);
+    return PyBytes_FromStringAndSize((const char *)acc, 20);
+bad:
+    Py_DECREF(seq);
+    return NULL;
+}
+
+/* An element as data.py's _item makes it: bytes that are UTF-8 as str, an int as it is,
+ * anything else through ``item`` (bytes that are not UTF-8, floats, ...). */
+static PyObject *json_item(PyObject *x, PyObject *item) {
+    if (PyBytes_CheckExact(x)) {
+        PyObject *s = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(x), PyBytes_GET_SIZE(x), NULL);
+        if (s != NULL || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+            return s;
+        PyErr_Clear();
+    } else if (PyLong_CheckExact(x))
+        return Py_NewRef(x);
+    return PyObject_CallOneArg(item, x);
+}
+
+static PyObject *json_items(PyObject *self, PyObject *args) {
+    PyObject *items, *item;
+    if (!PyArg_ParseTuple(args, "OO", &items, &item))
+        return NULL;
+    PyObject *seq = PySequence_Fast(items, "elements: a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **xs = PySequence_Fast_ITEMS(seq);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        goto bad;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = xs[i], *v;
+        if (PyTuple_Check(e)) {
+            Py_ssize_t m = PyTuple_GET_SIZE(e);
+            v = PyList_New(m);
+            for (Py_ssize_t j = 0; v != NULL && j < m; j++) {
+                PyObject *y = json_item(PyTuple_GET_ITEM(e, j), item);
+                if (y == NULL)
+                    Py_CLEAR(v);
+                else
+                    PyList_SET_ITEM(v, j, y);
+            }
+        } else
+            v = json_item(e, item);
+        if (v == NULL)
+            goto bad;
+        PyList_SET_ITEM(out, i, v);
+    }
+    Py_DECREF(seq);
+    return out;
+bad:
+    Py_XDECREF(out);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+
 static PyMethodDef methods[] = {
     {"crc64", crc64, METH_VARARGS, "crc64(data, crc=0): Redis' CRC-64 of data, continuing from crc."},
     {"crc64_table", crc64_table, METH_VARARGS, "crc64_table(data, crc=0): crc64 by the table alone (for tests)."},
@@ -1720,6 +1934,13 @@ static PyMethodDef methods[] = {
     {"ziplist", ziplist, METH_O, "A ziplist's entries (bytes and int), or None when it is damaged."},
     {"listpack_count", listpack_count, METH_O, "How many entries an undamaged listpack holds, or None."},
     {"ziplist_count", ziplist_count, METH_O, "How many entries an undamaged ziplist holds, or None."},
+    {"digest_mix", digest_mix, METH_VARARGS,
+     "digest_mix(d, elements): the 20-byte digest d with each element mixed in, in order (DEBUG DIGEST's mixDigest)."},
+    {"digest_xor", digest_xor, METH_VARARGS,
+     "digest_xor(elements, pairs, flag=None, score=None): the xor of the elements' SHA-1s (xorDigest); pairs: of each "
+     "(a, b[, expiry])'s own digest, mix(mix(0, a), b), xored with flag when the expiry is not None."},
+    {"json_items", json_items, METH_VARARGS,
+     "json_items(elements, item): the elements as data.value_json makes them (tuples as lists), item() for the others."},
     {NULL, NULL, 0, NULL},
 };
 

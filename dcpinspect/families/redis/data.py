@@ -33,6 +33,7 @@ import base64
 import math
 from typing import Any
 
+from .native import C
 from .records import KeyRecord, OpRecord
 
 PROTOCOL = "rdb"
@@ -108,6 +109,16 @@ def stream_id(sid) -> str | None:
     return None if sid is None else f"{sid[0]}-{sid[1]}"
 
 
+def _items_python(v, item) -> list:
+    return [[item(x) for x in e] if isinstance(e, tuple) else item(e) for e in v]
+
+
+#: a collection's elements in their shape (a tuple as a list, each element as ``_item``
+#: makes it): in C (``_rdb.json_items``, which hands ``_item`` what is not UTF-8 bytes or
+#: an int) when built
+_items = C.json_items if C is not None else _items_python
+
+
 def value_length(rec: KeyRecord) -> int | None:
     """STRLEN of a string, the number of elements of any other value (None where the
     decoder could not tell)."""
@@ -134,7 +145,7 @@ def value_json(rec: KeyRecord) -> Any:
         return None
     if isinstance(v, (bytes, bytearray)):
         return text(bytes(v))
-    return [[_item(x) for x in e] if isinstance(e, tuple) else _item(e) for e in v]
+    return _items(v, _item)
 
 
 def _stream(rec: KeyRecord) -> dict:
