@@ -1787,33 +1787,37 @@ static void mix20(uint8_t d[20], const uint8_t h[20]) {
     sha1(d, 20, d);
 }
 
-static PyObject *digest_mix(PyObject *self, PyObject *args) {
-    Py_buffer d;
-    PyObject *items;
-    if (!PyArg_ParseTuple(args, "y*O", &d, &items))
-        return NULL;
-    uint8_t st[20], h[20];
-    if (d.len != 20) {
-        PyBuffer_Release(&d);
-        PyErr_SetString(PyExc_ValueError, "a digest is 20 bytes");
-        return NULL;
-    }
-    memcpy(st, d.buf, 20);
-    PyBuffer_Release(&d);
+static PyObject *sha1_each(PyObject *self, PyObject *items) {
     PyObject *seq = PySequence_Fast(items, "elements: a sequence");
     if (seq == NULL)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **xs = PySequence_Fast_ITEMS(seq);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (sha1_of(xs[i], NULL, h) < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
-        mix20(st, h);
-    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 20 * n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++)
+        if (sha1_of(xs[i], NULL, (uint8_t *)PyBytes_AS_STRING(out) + 20 * i) < 0)
+            Py_CLEAR(out);
     Py_DECREF(seq);
-    return PyBytes_FromStringAndSize((const char *)st, 20);
+    return out;
+}
+
+static PyObject *digest_mix(PyObject *self, PyObject *args) {
+    Py_buffer d, hs;
+    if (!PyArg_ParseTuple(args, "y*y*", &d, &hs))
+        return NULL;
+    PyObject *out = NULL;
+    if (d.len != 20 || hs.len % 20 != 0)
+        PyErr_SetString(PyExc_ValueError, "a digest is 20 bytes, and so is each SHA-1");
+    else {
+        uint8_t st[20];
+        memcpy(st, d.buf, 20);
+        for (Py_ssize_t i = 0; i < hs.len; i += 20)
+            mix20(st, (const uint8_t *)hs.buf + i);
+        out = PyBytes_FromStringAndSize((const char *)st, 20);
+    }
+    PyBuffer_Release(&d);
+    PyBuffer_Release(&hs);
+    return out;
 }
 
 static PyObject *digest_xor(PyObject *self, PyObject *args) {
@@ -1934,8 +1938,10 @@ static PyMethodDef methods[] = {
     {"ziplist", ziplist, METH_O, "A ziplist's entries (bytes and int), or None when it is damaged."},
     {"listpack_count", listpack_count, METH_O, "How many entries an undamaged listpack holds, or None."},
     {"ziplist_count", ziplist_count, METH_O, "How many entries an undamaged ziplist holds, or None."},
+    {"sha1_each", sha1_each, METH_O, "sha1_each(elements): their SHA-1s, one after the other (20 bytes each)."},
     {"digest_mix", digest_mix, METH_VARARGS,
-     "digest_mix(d, elements): the 20-byte digest d with each element mixed in, in order (DEBUG DIGEST's mixDigest)."},
+     "digest_mix(d, hashes): the 20-byte digest d with each 20-byte SHA-1 of hashes mixed in, in order "
+     "(DEBUG DIGEST's mixDigest)."},
     {"digest_xor", digest_xor, METH_VARARGS,
      "digest_xor(elements, pairs, flag=None, score=None): the xor of the elements' SHA-1s (xorDigest); pairs: of each "
      "(a, b[, expiry])'s own digest, mix(mix(0, a), b), xored with flag when the expiry is not None."},

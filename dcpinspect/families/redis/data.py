@@ -76,11 +76,8 @@ def redis_double(d: float) -> str:
     r = repr(d)  # the shortest digits; laid out alike while no exponent and at most 6 decimals
     if "e" not in r and len(r) - r.index(".") <= 7:
         return r
-    from decimal import Decimal
-
     neg = d < 0
-    _, digits_t, K = Decimal(repr(abs(d))).normalize().as_tuple()
-    digits = "".join(map(str, digits_t))
+    digits, K = _shortest(repr(abs(d)))
     n = len(digits)
     exp = abs(K + n - 1)
     sign = "-" if neg else ""
@@ -94,6 +91,16 @@ def redis_double(d: float) -> str:
     digits = digits[:18 - neg]
     mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
     return f"{sign}{mant}e{'-' if K + n - 1 < 0 else '+'}{exp}"
+
+
+def _shortest(r: str) -> tuple[str, int]:
+    """The digits of a positive double's ``repr`` ``r`` without the zeros at either end,
+    and the power of ten ``K`` they are multiplied by (as ``Decimal(r).normalize()``)."""
+    mant, _, exp = r.partition("e")
+    whole, _, frac = mant.partition(".")
+    digits = (whole + frac).lstrip("0")
+    kept = digits.rstrip("0")
+    return kept, int(exp or 0) - len(frac) + len(digits) - len(kept)
 
 
 def g17(d: float) -> str:

@@ -71,11 +71,16 @@ def _b(v) -> bytes:
     return v if isinstance(v, bytes) else str(v).encode()
 
 
-def _mix_all(d: bytes, elements) -> bytes:
-    """``d`` (20 bytes) with each element's SHA1 mixed in, in order."""
+def _sha1_each(elements) -> bytes:
+    """The elements' SHA1s, one after the other."""
+    return b"".join(sha1(_b(e)).digest() for e in elements)
+
+
+def _mix_all(d: bytes, hashes: bytes) -> bytes:
+    """``d`` (20 bytes) with each 20-byte SHA1 of ``hashes`` mixed in, in order."""
     n = _FROM(d, "big")
-    for e in elements:
-        n = _mix(n, _b(e))
+    for i in range(0, len(hashes), 20):
+        n = _mixh(n, _FROM(hashes[i:i + 20], "big"))
     return n.to_bytes(20, "big")
 
 
@@ -98,7 +103,8 @@ def _xor_all(elements, pairs: bool, flag: bytes | None = None, score=None) -> by
 
 #: the element loops in C (``_rdb.digest_mix``, ``digest_xor``) when built: the same
 #: digests, without a Python object per SHA1
-MIX_ALL, XOR_ALL = (C.digest_mix, C.digest_xor) if C is not None else (_mix_all, _xor_all)
+SHA1_EACH, MIX_ALL, XOR_ALL = ((C.sha1_each, C.digest_mix, C.digest_xor) if C is not None
+                               else (_sha1_each, _mix_all, _xor_all))
 _HEXPIRE_B = _HEXPIRE.to_bytes(20, "big")
 
 
@@ -115,20 +121,21 @@ def digests(rec: KeyRecord, score=redis_double, expiry: bool = True) -> tuple[in
     if t == "hash" and rec.vtype.layout in ("hash_tmpl_lp_ref", "hash_tmpl_array_ref") \
             and any(f is None for f, _ in v):
         return None
-    ordered = ()  # the elements mixed in turn
+    ordered = b""  # the SHA1s of the elements mixed in turn
     unordered = 0
     if t == "string":
-        ordered = (v,)
+        ordered = sha1(v).digest()
     elif t == "list":
-        ordered = v
+        ordered = SHA1_EACH(v)
     elif t == "stream":
-        ordered = []
-        put = ordered.append
+        elements = []
+        put = elements.append
         for (ms, seq), fields in v or ():
             put(b"%d.%d" % (ms, seq))
             for f, x in fields:
                 put(f)
                 put(x)
+        ordered = SHA1_EACH(elements)
     elif t == "set":
         unordered = _FROM(XOR_ALL(v, False), "big")
     elif t == "zset":
