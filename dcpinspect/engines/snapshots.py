@@ -11,7 +11,6 @@ from ..families import Family, families
 from ..findings import LEVELS
 from ..outputs.shown import Shown
 from ..framing.framer import Skipped
-from ..sources.capture import looks_like_capture
 from ..sources.inputs import Contents, Input, InputError, open_input
 from . import Unusable
 
@@ -74,6 +73,8 @@ def _peek(contents: Contents) -> bytes:
 def _frames_instead(contents: Contents, head: bytes) -> bool:
     """Whether what no family takes for a snapshot is a capture, or text (no NUL in its
     first bytes) that reads as a hex dump of frames: what the other commands read."""
+    from ..sources.capture import looks_like_capture  # only for a file no family reads
+
     if looks_like_capture(head[:4]):
         return True
     try:
