@@ -288,8 +288,15 @@ static PyObject *skip_strings(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t p, n, tail;
     unsigned long long cap;
-    if (!PyArg_ParseTuple(args, "y*nnKn", &view, &p, &n, &cap, &tail))
+    PyObject *items = Py_None; /* a list: each string is appended, as primitives.read_string reads it */
+    if (!PyArg_ParseTuple(args, "y*nnKn|O", &view, &p, &n, &cap, &tail, &items))
         return NULL;
+    if (items != Py_None && !PyList_Check(items)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "items: a list");
+        return NULL;
+    }
+    int take = items != Py_None;
     const uint8_t *b = view.buf;
     size_t len = (size_t)view.len, at = p < 0 ? len : (size_t)p;
     Py_ssize_t done = 0;
@@ -345,7 +352,22 @@ static PyObject *skip_strings(PyObject *self, PyObject *args) {
             }
             if (!ok || l[0] > cap || l[1] > cap || l[0] > len - q || (size_t)tail > len - q - l[0])
                 break;
-            if (!lzf_run(b + q, (size_t)l[0], NULL, (size_t)l[1]))
+            if (take) {
+                /* lzf.decompress's bound: at most 88 times the input comes out */
+                if (l[1] > l[0] * 88)
+                    break;
+                PyObject *v = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)l[1]);
+                if (v == NULL)
+                    goto fail;
+                if (!lzf_run(b + q, (size_t)l[0], (uint8_t *)PyBytes_AS_STRING(v), (size_t)l[1])) {
+                    Py_DECREF(v);
+                    break;
+                }
+                int bad = PyList_Append(items, v);
+                Py_DECREF(v);
+                if (bad < 0)
+                    goto fail;
+            } else if (!lzf_run(b + q, (size_t)l[0], NULL, (size_t)l[1]))
                 break;
             at = q + (size_t)l[0] + (size_t)tail;
             done++;
@@ -359,11 +381,32 @@ static PyObject *skip_strings(PyObject *self, PyObject *args) {
         }
         if (size > len - q || (size_t)tail > len - q - size)
             break;
+        if (take) {
+            PyObject *v;
+            if (kind == 3) { /* an integer, given back in decimal */
+                long long x = c == 0xC0 ? (long long)(int8_t)b[q]
+                              : c == 0xC1 ? (long long)(int16_t)(b[q] | b[q + 1] << 8)
+                                          : (long long)(int32_t)le32(b + q);
+                char num[24];
+                int m = snprintf(num, sizeof num, "%lld", x);
+                v = PyBytes_FromStringAndSize(num, m);
+            } else
+                v = PyBytes_FromStringAndSize((const char *)b + q, (Py_ssize_t)size);
+            if (v == NULL)
+                goto fail;
+            int bad = PyList_Append(items, v);
+            Py_DECREF(v);
+            if (bad < 0)
+                goto fail;
+        }
         at = q + (size_t)size + (size_t)tail;
         done++;
     }
     PyBuffer_Release(&view);
     return Py_BuildValue("(nn)", (Py_ssize_t)at, done);
+fail:
+    PyBuffer_Release(&view);
+    return NULL;
 }
 
 /* -- entries ---------------------------------------------------------------------------- */
@@ -1933,7 +1976,8 @@ static PyMethodDef methods[] = {
      "scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes, salt[, want]): (index, KeyRecords) read "
      "straight from the buffer."},
     {"skip_strings", skip_strings, METH_VARARGS,
-     "skip_strings(buf, p, n, cap, tail): (index, count) after the strings in a row it could pass over."},
+     "skip_strings(buf, p, n, cap, tail[, items]): (index, count) after the strings in a row it could pass over "
+     "(appended to the list items, as read_string reads them, when given)."},
     {"listpack", listpack, METH_O, "A listpack's entries (bytes and int), or None when it is damaged."},
     {"ziplist", ziplist, METH_O, "A ziplist's entries (bytes and int), or None when it is damaged."},
     {"listpack_count", listpack_count, METH_O, "How many entries an undamaged listpack holds, or None."},

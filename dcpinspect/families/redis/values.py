@@ -16,7 +16,7 @@ from typing import Callable
 from . import layouts
 from .primitives import (
     Corrupt, NeedMore, TooLong, read_binary_double, read_binary_float, read_len, read_ms, read_stream_id,
-    read_string, read_string_double, skip_string, skip_strings, stream_id_of, string_encoding,
+    read_string, read_string_double, skip_string, skip_strings, stream_id_of, string_encoding, take_strings,
 )
 from .records import KeyRecord, StreamId
 
@@ -88,13 +88,13 @@ def _strings(r, p: int, n: int, items: list | None):
         return p
     put = items.append
     while k < n:
-        try:
-            while k < n:
+        p, done = take_strings(buf, p, n - k, cap, items)
+        k += done
+        if k < n:  # one that is not whole in the buffer, or that read_string complains of
+            try:
                 v, p = read_string(buf, p, cap)
-                put(v)
-                k += 1
-        except (NeedMore, TooLong, Corrupt):
-            v, p = yield from r.string(p)
+            except (NeedMore, TooLong, Corrupt):
+                v, p = yield from r.string(p)
             put(v)
             k += 1
     return p
