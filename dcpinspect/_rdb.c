@@ -1777,20 +1777,84 @@ static void sha1_block(uint32_t h[5], const uint8_t *p) {
     h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e;
 }
 
+#ifdef CRC_CLMUL
+#include <cpuid.h>
+/* With the SHA extensions (SHA-NI): four rounds an instruction. The message schedule in
+ * groups of four words: W[i] = sha1msg2(sha1msg1(W[i-4], W[i-3]) ^ W[i-2], W[i-1]); the
+ * fifth variable of a group from the A of the group before (sha1nexte). */
+#define SHA1_ROUNDS(f) abcd = _mm_sha1rnds4_epu32(abcd, e, f)
+__attribute__((target("sha,sse4.1,ssse3"))) static void sha1_block_ni(uint32_t h[5], const uint8_t *p) {
+    const __m128i swap = _mm_set_epi64x(0x0001020304050607LL, 0x08090a0b0c0d0e0fLL);
+    __m128i abcd = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)h), 0x1B);
+    __m128i e0 = _mm_set_epi32((int)h[4], 0, 0, 0), abcd0 = abcd, prev = abcd, e, w[4];
+    for (int i = 0; i < 20; i++) {
+        __m128i wi;
+        if (i < 4)
+            wi = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), swap);
+        else
+            wi = _mm_sha1msg2_epu32(_mm_xor_si128(_mm_sha1msg1_epu32(w[i & 3], w[(i + 1) & 3]), w[(i + 2) & 3]),
+                                    w[(i + 3) & 3]);
+        w[i & 3] = wi;
+        e = i == 0 ? _mm_add_epi32(e0, wi) : _mm_sha1nexte_epu32(prev, wi);
+        prev = abcd;
+        switch (i / 5) {
+        case 0: SHA1_ROUNDS(0); break;
+        case 1: SHA1_ROUNDS(1); break;
+        case 2: SHA1_ROUNDS(2); break;
+        default: SHA1_ROUNDS(3); break;
+        }
+    }
+    e0 = _mm_sha1nexte_epu32(prev, e0);
+    abcd = _mm_shuffle_epi32(_mm_add_epi32(abcd, abcd0), 0x1B);
+    _mm_storeu_si128((__m128i *)h, abcd);
+    h[4] = (uint32_t)_mm_extract_epi32(e0, 3);
+}
+
+static int sha1_ni_checked, sha1_has_ni;
+
+static int sha1_ni(void) {
+    if (!sha1_ni_checked) {
+        unsigned a, b, c, d;
+        int sha = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> 29 & 1);
+        int sse = __get_cpuid(1, &a, &b, &c, &d) && (c >> 19 & 1) && (c >> 9 & 1);
+        sha1_has_ni = sha && sse;
+        sha1_ni_checked = 1;
+    }
+    return sha1_has_ni;
+}
+#endif
+
+/* the block function: SHA-NI's where the CPU has it, unless portable (for tests) */
+static void (*sha1_pick(int portable))(uint32_t[5], const uint8_t *) {
+#ifdef CRC_CLMUL
+    if (!portable && sha1_ni())
+        return sha1_block_ni;
+#endif
+    return sha1_block;
+}
+
+static int sha1_portable_only;
+
 static void sha1(const uint8_t *p, size_t n, uint8_t out[20]) {
+    static void (*block)(uint32_t[5], const uint8_t *);
+    static int picked = -1;
+    if (picked != sha1_portable_only) {
+        block = sha1_pick(sha1_portable_only);
+        picked = sha1_portable_only;
+    }
     uint32_t h[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
     uint64_t bits = (uint64_t)n * 8;
     for (; n >= 64; p += 64, n -= 64)
-        sha1_block(h, p);
+        block(h, p);
     uint8_t last[128] = {0};
     memcpy(last, p, n);
     last[n] = 0x80;
     size_t end = n < 56 ? 64 : 128;
     for (int i = 0; i < 8; i++)
         last[end - 1 - i] = (uint8_t)(bits >> (8 * i));
-    sha1_block(h, last);
+    block(h, last);
     if (end == 128)
-        sha1_block(h, last + 64);
+        block(h, last + 64);
     for (int i = 0; i < 5; i++)
         out[4 * i] = (uint8_t)(h[i] >> 24), out[4 * i + 1] = (uint8_t)(h[i] >> 16),
         out[4 * i + 2] = (uint8_t)(h[i] >> 8), out[4 * i + 3] = (uint8_t)h[i];
@@ -1828,6 +1892,13 @@ static void mix20(uint8_t d[20], const uint8_t h[20]) {
     for (int i = 0; i < 20; i++)
         d[i] ^= h[i];
     sha1(d, 20, d);
+}
+
+static PyObject *sha1_portable(PyObject *self, PyObject *arg) {
+    /* for tests: whether the portable block function alone is used (set by arg), before */
+    int was = sha1_portable_only;
+    sha1_portable_only = PyObject_IsTrue(arg) > 0;
+    return PyBool_FromLong(was);
 }
 
 static PyObject *sha1_each(PyObject *self, PyObject *items) {
@@ -1982,6 +2053,8 @@ static PyMethodDef methods[] = {
     {"ziplist", ziplist, METH_O, "A ziplist's entries (bytes and int), or None when it is damaged."},
     {"listpack_count", listpack_count, METH_O, "How many entries an undamaged listpack holds, or None."},
     {"ziplist_count", ziplist_count, METH_O, "How many entries an undamaged ziplist holds, or None."},
+    {"sha1_portable", sha1_portable, METH_O,
+     "sha1_portable(on): SHA-1 by the portable block function alone (for tests); what it was before."},
     {"sha1_each", sha1_each, METH_O, "sha1_each(elements): their SHA-1s, one after the other (20 bytes each)."},
     {"digest_mix", digest_mix, METH_VARARGS,
      "digest_mix(d, hashes): the 20-byte digest d with each 20-byte SHA-1 of hashes mixed in, in order "

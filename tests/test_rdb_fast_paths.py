@@ -1,6 +1,6 @@
 """The C loops of ``rdb --values`` and of the memory reports give what their Python gives:
-the digests' SHA1 loops (``_rdb.sha1_each``, ``digest_mix``, ``digest_xor``) against
-``hashlib`` and digest.py's own, the values' JSON shapes (``_rdb.json_items``) against
+the digests' SHA1 loops (``_rdb.sha1_each``, ``digest_mix``, ``digest_xor``; SHA-NI and
+portable) against ``hashlib`` and digest.py's own, the values' JSON shapes (``_rdb.json_items``) against
 data.py's, the shortest digits of a double against ``Decimal``, and the memory model's
 size-class tables made from their steps against every size, and the strings the C lane
 takes in a row (``take_strings``) against ``read_string`` one at a time."""
@@ -29,9 +29,16 @@ ELEMENTS = [b"alpha", b"", b"\xff\xfe\x00", "été".encode(), bytes(range(256)) 
 
 
 @needs_c
-def test_sha1_each_is_hashlib():
-    got = C.sha1_each(ELEMENTS + [bytearray(b"ba"), 12345])
-    want = b"".join(hashlib.sha1(e).digest() for e in ELEMENTS + [b"ba", b"12345"])
+@pytest.mark.parametrize("portable", [False, True])  # SHA-NI where the CPU has it, and the portable blocks
+def test_sha1_each_is_hashlib(portable):
+    rnd = random.Random(5)
+    more = [rnd.randbytes(rnd.randrange(300)) for _ in range(500)]
+    was = C.sha1_portable(portable)
+    try:
+        got = C.sha1_each(ELEMENTS + more + [bytearray(b"ba"), 12345])
+    finally:
+        C.sha1_portable(was)
+    want = b"".join(hashlib.sha1(e).digest() for e in ELEMENTS + more + [b"ba", b"12345"])
     assert got == want
 
 
