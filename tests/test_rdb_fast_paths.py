@@ -2,8 +2,8 @@
 the digests' SHA1 loops (``_rdb.sha1_each``, ``digest_mix``, ``digest_xor``; SHA-NI and
 portable) against ``hashlib`` and digest.py's own, the values' JSON shapes (``_rdb.json_items``) against
 data.py's, the shortest digits of a double against ``Decimal``, and the memory model's
-size-class tables made from their steps against every size, and the strings the C lane
-takes in a row (``take_strings``) against ``read_string`` one at a time."""
+size-class tables made from their steps against every size (``take_strings``, the
+strings in a row, is tested beside ``skip_strings`` in test_rdb_fast.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,8 @@ import struct
 from decimal import Decimal
 
 import pytest
-from hypothesis import given, settings, strategies as st
 
-import rdbgen
-from dcpinspect.families.redis import data, digest, memory, primitives
+from dcpinspect.families.redis import data, digest, memory
 from dcpinspect.families.redis.native import C
 
 needs_c = pytest.mark.skipif(C is None, reason="the _rdb extension is not built")
@@ -84,52 +82,3 @@ def test_size_class_tables_from_their_steps():
     assert memory.steps(memory.sds_alloc, n) == [memory.sds_alloc(i) for i in range(n)]
     assert memory.steps(lambda i: i // 3, 10) == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3]
 
-
-def _strings_in_a_row(rnd: random.Random) -> tuple[bytes, int]:
-    """Strings in a row as RDB writes them: plain of each length form, integer-encoded of
-    each width, LZF (of literals only, and then of a damaged length)."""
-    text = b"order user price " * 8
-    out, n = bytearray(), rnd.randrange(1, 12)
-    for _ in range(n):
-        kind = rnd.randrange(6)
-        if kind == 0:
-            out += rdbgen.string(rnd.randbytes(rnd.randrange(64)))
-        elif kind == 1:
-            out += rdbgen.string(rnd.randbytes(rnd.choice([64, 300, 20000])))
-        elif kind == 2:
-            out += rdbgen.int_string(rnd.choice([5, -7, -300, 1 << 20, -(1 << 31)]))
-        elif kind == 3:
-            out += rdbgen.lzf_string(rdbgen.lzf_literals(text), len(text))
-        elif kind == 4:
-            out += rdbgen.lzf_string(rdbgen.lzf_literals(text), len(text) + 1)  # says one byte more
-        else:
-            out += b"\x80" + struct.pack(">I", 70) + rnd.randbytes(70)
-    return bytes(out), n
-
-
-@pytest.mark.parametrize("helper", ["c", "python"])
-@settings(max_examples=300, deadline=None)
-@given(seed=st.integers(0, 10**9), data=st.data())
-def test_strings_taken_in_a_row_are_read_strings(helper, seed, data):
-    """take_strings gives, of the strings it takes, what read_string gives one at a time,
-    and stops where skip_strings stops."""
-    if helper == "c" and C is None:
-        pytest.skip("dcpinspect._rdb is not built")
-    rnd = random.Random(seed)
-    buf, n = _strings_in_a_row(rnd)
-    buf = bytearray(buf)
-    for _ in range(data.draw(st.integers(0, 3))):
-        buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
-    buf = buf[:data.draw(st.integers(0, len(buf)))]
-    cap = data.draw(st.sampled_from([1 << 20, 100]))
-    items: list = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(primitives, "C", C if helper == "c" else None)
-        p, done = primitives.take_strings(buf, 0, n, cap, items)
-        assert (p, done) == primitives.skip_strings(buf, 0, n, cap)
-    assert len(items) == done
-    q = 0
-    for got in items:
-        want, q = primitives.read_string(buf, q, cap)
-        assert got == want and type(got) is bytes
-    assert q == p
