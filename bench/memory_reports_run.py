@@ -59,19 +59,22 @@ def main() -> int:
     impls = [(s.partition("=")[0], s.partition("=")[2]) for s in args.impl] or [("dcpinspect", str(HERE.parent))]
     chosen = [s for s in specs(hdt, scratch, impls)
               if not args.only or s[0].endswith(" summary") or any(o in s[0] for o in args.only)]
-    runs: dict[str, list[tuple[float, int, int]]] = {label: [] for label, _, _ in chosen}
+    runs: dict[str, list[tuple[float, int, int, float]]] = {label: [] for label, _, _ in chosen}
     warm(args.file)
     for i in range(args.repeat):
         for label, cmd, env in chosen:
             wall, cpu, rss, code, err = run_child(cmd + [str(args.file)], env, str(Path(scratch) / "stdout"))
-            runs[label].append((wall, rss, code))
-            print(f"#{i + 1} {label:40s} {wall:8.2f} s {rss / 1024:8.1f} MB exit {code} {err if code > 1 else ''}",
-                  flush=True)
-    base = statistics.median(w for w, _, _ in runs[next(label for label in runs if label.endswith(" summary"))])
-    print(f"\n| {args.file.name} | median wall s | ÷ summary | peak RSS MB |\n|---|---|---|---|")
+            runs[label].append((wall, rss, code, cpu))
+            print(f"#{i + 1} {label:40s} {wall:8.2f} s {cpu:8.2f} s CPU {rss / 1024:8.1f} MB exit {code} "
+                  f"{err if code > 1 else ''}", flush=True)
+    ref = runs[next(label for label in runs if label.endswith(" summary"))]
+    base, base_cpu = statistics.median(r[0] for r in ref), statistics.median(r[3] for r in ref)
+    print(f"\n| {args.file.name} | median wall s | ÷ summary | median CPU s | ÷ summary (CPU) | peak RSS MB |\n"
+          "|---|---|---|---|---|---|")
     for label, got in runs.items():
-        wall = statistics.median(w for w, _, _ in got)
-        print(f"| {label} | {wall:.2f} | {wall / base:.2f} | {max(r for _, r, _ in got) / 1024:.0f} |")
+        wall, cpu = statistics.median(r[0] for r in got), statistics.median(r[3] for r in got)
+        print(f"| {label} | {wall:.2f} | {wall / base:.2f} | {cpu:.2f} | {cpu / base_cpu:.2f} | "
+              f"{max(r[1] for r in got) / 1024:.0f} |")
     return 0
 
 
