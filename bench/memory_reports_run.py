@@ -38,7 +38,9 @@ def specs(hdt: str | None, scratch: str, impls: list[tuple[str, str]]) -> list[t
         out.append((f"{name}, the five reports at once", base + [a for r in REPORTS for a in ("-r", r)], env))
         out.append((f"{name} --plot", base + ["--plot", str(Path(scratch) / "plot.svg"), "-r", "types"], env))
     if hdt:
-        out += [(f"HDT3213/rdb -c {c}", [hdt, "-c", c, "-o", str(Path(scratch) / f"hdt-{c}.out")], child_env())
+        # -n: the rows of bigkey and prefix (without it, bigkey reads nothing), as many as ours by default
+        out += [(f"HDT3213/rdb -c {c}", [hdt, "-c", c, *(["-n", "20"] if c != "memory" else []),
+                                         "-o", str(Path(scratch) / f"hdt-{c}.out")], child_env())
                 for c in ("memory", "prefix", "bigkey")]
     return out
 
