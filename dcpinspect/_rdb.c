@@ -1985,6 +1985,32 @@ bad:
     return NULL;
 }
 
+/* values.py's _texts: packed entries as Redis gives them back, integers in decimal. */
+static PyObject *texts(PyObject *self, PyObject *items) {
+    PyObject *seq = PySequence_Fast(items, "entries: a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **xs = PySequence_Fast_ITEMS(seq);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *v;
+        if (PyLong_Check(xs[i])) {
+            PyObject *s = PyObject_Str(xs[i]);
+            v = s == NULL ? NULL : PyUnicode_AsUTF8String(s);
+            Py_XDECREF(s);
+            if (v == NULL) {
+                Py_CLEAR(out);
+                break;
+            }
+        } else
+            v = Py_NewRef(xs[i]);
+        PyList_SET_ITEM(out, i, v);
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
 /* An element as data.py's _item makes it: bytes that are UTF-8 as str, an int as it is,
  * anything else through ``item`` (bytes that are not UTF-8, floats, ...). */
 static PyObject *json_item(PyObject *x, PyObject *item) {
@@ -2062,6 +2088,7 @@ static PyMethodDef methods[] = {
     {"digest_xor", digest_xor, METH_VARARGS,
      "digest_xor(elements, pairs, flag=None, score=None): the xor of the elements' SHA-1s (xorDigest); pairs: of each "
      "(a, b[, expiry])'s own digest, mix(mix(0, a), b), xored with flag when the expiry is not None."},
+    {"texts", texts, METH_O, "texts(entries): the packed entries with each integer as its decimal bytes."},
     {"json_items", json_items, METH_VARARGS,
      "json_items(elements, item): the elements as data.value_json makes them (tuples as lists), item() for the others."},
     {NULL, NULL, 0, NULL},

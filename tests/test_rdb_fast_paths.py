@@ -2,7 +2,8 @@
 the digests' SHA1 loops (``_rdb.sha1_each``, ``digest_mix``, ``digest_xor``; SHA-NI and
 portable) against ``hashlib`` and digest.py's own, the values' JSON shapes (``_rdb.json_items``) against
 data.py's, the shortest digits of a double against ``Decimal``, and the memory model's
-size-class tables made from their steps against every size (``take_strings``, the
+size-class tables made from their steps against every size, the packed entries as text
+(``_rdb.texts``) against values.py's (``take_strings``, the
 strings in a row, is tested beside ``skip_strings`` in test_rdb_fast.py)."""
 
 from __future__ import annotations
@@ -82,3 +83,12 @@ def test_size_class_tables_from_their_steps():
     assert memory.steps(memory.sds_alloc, n) == [memory.sds_alloc(i) for i in range(n)]
     assert memory.steps(lambda i: i // 3, 10) == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3]
 
+
+
+@needs_c
+def test_texts_match_python():
+    from dcpinspect.families.redis import values
+
+    entries = [b"a", 0, -5, 1 << 62, -(1 << 63), b"", True, b"\xff"]
+    assert C.texts(entries) == values._texts_python(entries)
+    assert all(type(t) is bytes for t in C.texts(entries))
