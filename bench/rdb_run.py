@@ -1,4 +1,4 @@
-"""dcpinspect's RDB decoding against rdbtools and redis-check-rdb on the same files: MB/s,
+"""dcpinspect's RDB decoding against redis-check-rdb, rdb-cli, HDT3213/rdb, rdb-py and rdbtools on the same files: MB/s,
 ratios and peak memory, in one run.
 
     python bench/rdb_run.py [--corpus DIR] [--only NAME ...] [--repeat 3] [--big-repeat 2] [--out bench/results.md]
@@ -21,6 +21,18 @@ each in a fresh child process:
   rdbtools stops at RDB version 9 and knows no listpack: on a Redis 7 file it fails at
   once ("Invalid RDB version number 10"), which the table says; the ``--compat`` file is
   the one it reads.
+* the peers built under ``--peers DIR`` (default ``bench/out/peers``; each one that is not
+  there is skipped, and the run says so):
+  redis/librdb's ``DIR/librdb/bin/rdb-cli FILE print -k %d,%k`` (a line per key, its
+  parse-only pass) and ``rdb-cli FILE json`` (``make`` in a copy of github.com/redis/librdb,
+  with github.com/redis/hiredis in ``deps/hiredis``);
+  HDT3213/rdb's ``DIR/bin/hdt-rdb -c json`` and ``-c memory`` (``go build`` of
+  github.com/HDT3213/rdb with Debian's ``golang-go``, its module dependencies from public
+  copies by ``replace`` lines in its go.mod);
+  rdb-rs's Python package ``rdb-py`` (PyPI) from the virtualenv ``DIR/venv-rdbpy``: its
+  ``RdbDecoder`` iterated over the file (a library without a JSON writer; it passes over
+  streams, so that its keys differ);
+  and rdbtools from ``DIR/venv-rdbtools`` when ``--venv`` is not there.
 
 The file is read once first, so that every tool finds it in the page cache. Wall time and
 CPU time (user + sys) come from ``os.wait4`` on each child (every tool is one process),
@@ -34,8 +46,8 @@ section (between ``<!-- rdb -->`` and ``<!-- /rdb -->``; the rest stays as it is
 ``bench/run.py`` keeps the section when it rewrites the file), and ``rdb_results.json`` next
 to it keeps every run.
 
-The virtualenv: ``python3 -m venv bench/out/rdb/venv && bench/out/rdb/venv/bin/pip install
-rdbtools python-lzf``.
+The virtualenvs: ``python3 -m venv DIR && DIR/bin/pip install rdbtools python-lzf`` (and
+``rdb-py`` in its own).
 """
 
 from __future__ import annotations
@@ -56,10 +68,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DEFAULT_CORPUS = HERE / "out" / "rdb"
 DEFAULT_VENV = DEFAULT_CORPUS / "venv"
+DEFAULT_PEERS = HERE / "out" / "peers"
+#: where a command takes the file, when not last
+FILE = "{file}"
 BIG_FILE = 256 * 2**20
 #: the RDB section of results.md: between these markers (the other runners keep it)
 BEGIN, END = "<!-- rdb -->", "<!-- /rdb -->"
-SECTION = "# RDB: dcpinspect vs rdbtools and redis-check-rdb"
+SECTION = "# RDB: dcpinspect vs redis-check-rdb, rdb-cli, HDT3213/rdb, rdb-py and rdbtools"
 SUMMARY = "dcpinspect summary"
 
 
@@ -136,6 +151,38 @@ def keys_check_rdb(lines) -> int | None:
     return None
 
 
+def keys_rdbcli_json(lines) -> int:
+    """rdb-cli json: a key a line, indented by four spaces, in each db's object."""
+    return sum(line.startswith(b'    "') for line in lines)
+
+
+def keys_hdt_json(lines) -> int:
+    return sum(line.startswith(b'{"db"') for line in lines)
+
+
+def keys_lines(lines) -> int:
+    return sum(1 for _ in lines)
+
+
+def keys_said(lines) -> int | None:
+    """A driver's last line: ``N keys``."""
+    n = None
+    for line in lines:
+        m = re.match(rb"(\d+) keys$", line.strip())
+        if m:
+            n = int(m.group(1))
+    return n
+
+
+#: rdb-py's decoder iterated over the file: its key items counted (the others are its
+#: select_db, resize_db, aux_field and checksum items)
+RDBPY_DRIVER = ("import sys, rdb\n"
+                "n = 0\n"
+                "for item in rdb.RdbDecoder(sys.argv[1]):\n"
+                "    n += item['type'] not in ('select_db', 'resize_db', 'aux_field', 'checksum')\n"
+                "print(n, 'keys')\n")
+
+
 def keys_rdbtools_json(lines) -> int:
     return sum(line.startswith(b'"') for line in lines)
 
@@ -186,6 +233,32 @@ def child_env(**extra: str) -> dict:
     return env
 
 
+def peers(root: Path) -> tuple[list[tuple[str, list[str], dict, callable]], list[str]]:
+    """The peers found under ``root`` (see the module's text), and a line for each one not there."""
+    out, missing = [], []
+    rdb_cli = root / "librdb" / "bin" / "rdb-cli"
+    if os.access(rdb_cli, os.X_OK):
+        quiet = [str(rdb_cli), FILE, "-l", "/dev/null"]
+        out.append(("rdb-cli print", quiet + ["print", "-k", "%d,%k"], child_env(), keys_lines))
+        out.append(("rdb-cli json", quiet + ["json"], child_env(), keys_rdbcli_json))
+    else:
+        missing.append(f"redis/librdb's rdb-cli is not at {rdb_cli}: not measured")
+    hdt = root / "bin" / "hdt-rdb"
+    if os.access(hdt, os.X_OK):
+        out.append(("HDT3213/rdb json", [str(hdt), "-c", "json", "-o", "/dev/stdout", FILE], child_env(),
+                    keys_hdt_json))
+        out.append(("HDT3213/rdb memory", [str(hdt), "-c", "memory", "-o", "/dev/stdout", FILE], child_env(),
+                    keys_rdbtools_memory))
+    else:
+        missing.append(f"HDT3213/rdb is not at {hdt}: not measured")
+    rdbpy = root / "venv-rdbpy" / "bin" / "python"
+    if os.access(rdbpy, os.X_OK):
+        out.append(("rdb-py iterate", [str(rdbpy), "-c", RDBPY_DRIVER, FILE], child_env(), keys_said))
+    else:
+        missing.append(f"rdb-py is not in {rdbpy.parent.parent}: not measured")
+    return out, missing
+
+
 def tools(impls: list[tuple[str, str]], venv: Path | None) -> list[tuple[str, list[str], dict, callable]]:
     out = []
     for label, path in impls:
@@ -213,7 +286,8 @@ def warm(path: Path) -> None:
 
 
 def bench_file(path: Path, specs, repeat: int, big_repeat: int, scratch: str) -> list[Result]:
-    results = [Result(path.name, label, cmd + [str(path)]) for label, cmd, _, _ in specs]
+    results = [Result(path.name, label, [str(path) if a == FILE else a for a in cmd] if FILE in cmd
+                      else cmd + [str(path)]) for label, cmd, _, _ in specs]
     n = big_repeat if path.stat().st_size > BIG_FILE else repeat
     warm(path)
     for i in range(n):
@@ -282,6 +356,14 @@ def targets(all_results: list[list[Result]], corpus: Path) -> str:
                     slowest = min(p.best.wall / b.wall for p in peers)
                     bits.append(f"ahead of every peer that reads it ({', '.join(p.tool for p in peers)}): "
                                 f"{'✓' if slowest > 1 else '✗'} (the nearest takes {slowest:.2f}× its time)")
+            if ref.tool.endswith("--values"):
+                json_peers = [r for r in results if not r.tool.startswith("dcpinspect") and not r.failed
+                              and r.tool.endswith("json")]
+                if json_peers:
+                    fastest = min(json_peers, key=lambda r: r.best.wall)
+                    times = fastest.best.wall / b.wall
+                    bits.append(f"{times:.2f}× the speed of the fastest peer's JSON ({fastest.tool}) "
+                                f"{'✓' if times >= 2 else '✗'} (target 2×)")
             bits.append(f"peak {ref.peak_mb:.0f} MB {'✓' if ref.peak_mb < 150 else '✗'}")
             lines.append(f"- {results[0].file} {ref.tool}: " + ", ".join(bits))
     return "\n".join(lines)
@@ -327,6 +409,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "results.md")
     ap.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="the virtualenv rdbtools is installed in")
     ap.add_argument("--no-rdbtools", action="store_true")
+    ap.add_argument("--peers", type=Path, default=DEFAULT_PEERS,
+                    help="the directory the peers are built in (rdb-cli, HDT3213/rdb, rdb-py; see above)")
+    ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--impl", action="append", default=[],
                     help="LABEL=PYTHONPATH of a dcpinspect tree to time (repeatable; default: this one)")
     args = ap.parse_args(argv)
@@ -337,12 +422,20 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"no RDB file in {args.corpus} (run bench/make_rdb_corpus.py)\n")
         return 2
     venv = None if args.no_rdbtools else args.venv
+    if venv is not None and not (venv / "bin" / "rdb").exists() and (args.peers / "venv-rdbtools" / "bin" / "rdb").exists():
+        venv = args.peers / "venv-rdbtools"
     if venv is not None and not (venv / "bin" / "rdb").exists():
         sys.stderr.write(f"rdbtools is not in {venv} (python3 -m venv {venv} && {venv}/bin/pip install rdbtools "
                          "python-lzf); going on without it\n")
         venv = None
     impls = [(s.partition("=")[0], s.partition("=")[2]) for s in args.impl] or [("dcpinspect", str(ROOT))]
     specs = tools(impls, venv)
+    missing: list[str] = []
+    if not args.no_peers:
+        found, missing = peers(args.peers)
+        specs += found
+        for line in missing:
+            sys.stderr.write(line + "\n")
     env_line = environment(venv)
     all_results = []
     with tempfile.TemporaryDirectory(prefix="dcpinspect-rdb-bench-") as scratch:
@@ -369,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         table(all_results, args.corpus),
         "",
+        *([f"Not measured: {'; '.join(missing)}.", ""] if missing else []),
         "The files:",
         "",
         *mixes,

@@ -73,14 +73,17 @@ def _run(call: Callable[[], bool]) -> None:
     (its one line on stderr) when an input or option is unusable, 3 when the input ends
     inside a frame."""
     from .engines import Unusable
-    from .engines.inputs import Truncated
 
     try:
         failed = call()
     except Unusable as exc:
         fail(str(exc))
-    except Truncated as exc:
-        fail(str(exc), EXIT_TRUNCATED)
+    except Exception as exc:
+        from .engines.inputs import Truncated  # the capture engines': imported when one is raised
+
+        if isinstance(exc, Truncated):
+            fail(str(exc), EXIT_TRUNCATED)
+        raise
     raise typer.Exit(EXIT_VIOLATIONS if failed else EXIT_OK)
 
 

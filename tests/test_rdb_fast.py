@@ -2,7 +2,8 @@
 
 - The C helpers (dcpinspect/families/redis/rdb/_rdb.c): the CRC-64 agrees with the bit-by-bit definition;
   LZF, ziplists and listpacks give exactly what the Python readings give, and None exactly
-  where those raise, on valid blobs built from the layouts and on damaged ones.
+  where those raise, on valid blobs built from the layouts and on damaged ones; strings in
+  a row are passed over, or taken, where one at a time would read them.
 - Values not kept (``summary``, ``jsonl``, the table: strings passed over, LZF checked but
   not inflated, packed layouts counted, whole key records read by the C lane) give the
   records and findings of values kept, byte for byte, fed whole or a few bytes at a time,
@@ -431,9 +432,9 @@ def test_the_pure_setting_turns_the_helpers_off():
     assert out.stdout.strip() == "None"
 
 
-def _string_run(rnd: random.Random) -> tuple[bytes, int]:
+def _string_run(rnd: random.Random, scores: bool = True) -> tuple[bytes, int]:
     """Strings in a row as RDB writes them (plain of each length form, integer-encoded, LZF),
-    each followed by 8 bytes (a ZSET_2 score): the bytes and how many."""
+    each followed by 8 bytes (a ZSET_2 score) unless not ``scores``: the bytes and how many."""
     text = b"order user price " * 40
     lzf_text = rdbgen.lzf_string(lzf_compress(text), len(text))
     out, n = bytearray(), rnd.randrange(1, 12)
@@ -449,8 +450,18 @@ def _string_run(rnd: random.Random) -> tuple[bytes, int]:
             out += lzf_text
         else:
             out += b"\x80" + struct.pack(">I", 70) + rnd.randbytes(70)  # the 32-bit length form
-        out += struct.pack("<d", rnd.random())
+        if scores:
+            out += struct.pack("<d", rnd.random())
     return bytes(out), n
+
+
+def _damaged(buf: bytes, data) -> tuple[bytearray, int]:
+    """``buf`` with up to three bytes changed, cut anywhere, and a string cap to read it with."""
+    buf = bytearray(buf)
+    for _ in range(data.draw(st.integers(0, 3))):
+        buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
+    buf = buf[:data.draw(st.integers(0, len(buf)))]
+    return buf, data.draw(st.sampled_from([1 << 20, 100]))
 
 
 @pytest.mark.parametrize("helper", ["c", "python"])
@@ -464,11 +475,7 @@ def test_strings_in_a_row_are_passed_over_only_where_one_at_a_time_would_pass(he
         pytest.skip("dcpinspect.families.redis.rdb._rdb is not built")
     rnd = random.Random(seed)
     buf, n = _string_run(rnd)
-    buf = bytearray(buf)
-    for _ in range(data.draw(st.integers(0, 3))):
-        buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
-    buf = buf[:data.draw(st.integers(0, len(buf)))]
-    cap = data.draw(st.sampled_from([1 << 20, 100]))
+    buf, cap = _damaged(buf, data)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(primitives, "C", C if helper == "c" else None)
         p, done = primitives.skip_strings(buf, 0, n, cap, 8)
@@ -480,6 +487,29 @@ def test_strings_in_a_row_are_passed_over_only_where_one_at_a_time_would_pass(he
     if helper == "c" and done < n and not (p < len(buf) and buf[p] == 0x81):
         with pytest.raises((primitives.NeedMore, primitives.TooLong, Corrupt)):
             primitives.read_binary_double(buf, primitives.skip_string(buf, p, cap)[1])
+
+
+@pytest.mark.parametrize("helper", ["c", "python"])
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 10**9), data=st.data())
+def test_strings_taken_in_a_row_are_read_strings(helper, seed, data):
+    """take_strings (a collection's strings, values kept) gives, of the strings it takes,
+    what read_string gives one at a time, and stops where skip_strings stops."""
+    if helper == "c" and C is None:
+        pytest.skip("dcpinspect._rdb is not built")
+    buf, n = _string_run(random.Random(seed), scores=False)
+    buf, cap = _damaged(buf, data)
+    items: list = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(primitives, "C", C if helper == "c" else None)
+        p, done = primitives.take_strings(buf, 0, n, cap, items)
+        assert (p, done) == primitives.skip_strings(buf, 0, n, cap)
+    assert len(items) == done
+    q = 0
+    for got in items:
+        want, q = primitives.read_string(buf, q, cap)
+        assert got == want and type(got) is bytes
+    assert q == p
 
 
 def test_the_lane_reads_the_keys_it_knows(monkeypatch):

@@ -11,7 +11,6 @@ from ..families import Family, SentData, families
 from ..findings import LEVELS
 from ..outputs.shown import Shown
 from ..framing.framer import Skipped
-from ..sources.capture import looks_like_capture
 from ..sources.inputs import Contents, Input, InputError, open_input
 from . import Unusable
 from .sent import chosen, sent_data
@@ -67,6 +66,8 @@ def _sent(path) -> bool:
     path, which = chosen(Path(path))
     if which is not None:
         return True
+    from ..sources.capture import looks_like_capture  # only for a file named so
+
     try:
         return looks_like_capture(_head_of(path)[:4])
     except InputError:
@@ -113,6 +114,8 @@ def _peek(contents: Contents) -> bytes:
 def _frames_instead(contents: Contents, head: bytes) -> bool:
     """Whether what no family takes for a snapshot is a capture, or text (no NUL in its
     first bytes) that reads as a hex dump of frames: what the other commands read."""
+    from ..sources.capture import looks_like_capture  # only for a file no family reads
+
     if looks_like_capture(head[:4]):
         return True
     try:

@@ -42,14 +42,17 @@ def dumps(record: dict[str, Any]) -> str:
     return dumps_line(record)[:-1].decode("ascii")
 
 
-def dumps_line(record: dict[str, Any]) -> bytes:
-    """:func:`dumps` as ASCII bytes, newline included: what jsonl output writes."""
+def dumps_line(record: dict[str, Any], floats: bool = True) -> bytes:
+    """:func:`dumps` as ASCII bytes, newline included: what jsonl output writes.
+    ``floats`` False: the caller knows that ``record`` holds no float, so that orjson's
+    ``null`` and digits are the same as ``json.dumps``'s and only its raw non-ASCII text
+    differs."""
     if orjson is not None:
         try:
             out = orjson.dumps(record, option=_ORJSON_OPTS | orjson.OPT_APPEND_NEWLINE)
         except TypeError:
             return (_stdlib(record) + "\n").encode("ascii")
-        if _plain(out):
+        if (out.isascii() and b"\x7f" not in out) if not floats else _plain(out):
             return out
     return (_stdlib(record) + "\n").encode("ascii")
 

@@ -288,8 +288,15 @@ static PyObject *skip_strings(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t p, n, tail;
     unsigned long long cap;
-    if (!PyArg_ParseTuple(args, "y*nnKn", &view, &p, &n, &cap, &tail))
+    PyObject *items = Py_None; /* a list: each string is appended, as primitives.read_string reads it */
+    if (!PyArg_ParseTuple(args, "y*nnKn|O", &view, &p, &n, &cap, &tail, &items))
         return NULL;
+    if (items != Py_None && !PyList_Check(items)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "items: a list");
+        return NULL;
+    }
+    int take = items != Py_None;
     const uint8_t *b = view.buf;
     size_t len = (size_t)view.len, at = p < 0 ? len : (size_t)p;
     Py_ssize_t done = 0;
@@ -345,7 +352,22 @@ static PyObject *skip_strings(PyObject *self, PyObject *args) {
             }
             if (!ok || l[0] > cap || l[1] > cap || l[0] > len - q || (size_t)tail > len - q - l[0])
                 break;
-            if (!lzf_run(b + q, (size_t)l[0], NULL, (size_t)l[1]))
+            if (take) {
+                /* lzf.decompress's bound: at most 88 times the input comes out */
+                if (l[1] > l[0] * 88)
+                    break;
+                PyObject *v = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)l[1]);
+                if (v == NULL)
+                    goto fail;
+                if (!lzf_run(b + q, (size_t)l[0], (uint8_t *)PyBytes_AS_STRING(v), (size_t)l[1])) {
+                    Py_DECREF(v);
+                    break;
+                }
+                int bad = PyList_Append(items, v);
+                Py_DECREF(v);
+                if (bad < 0)
+                    goto fail;
+            } else if (!lzf_run(b + q, (size_t)l[0], NULL, (size_t)l[1]))
                 break;
             at = q + (size_t)l[0] + (size_t)tail;
             done++;
@@ -359,11 +381,32 @@ static PyObject *skip_strings(PyObject *self, PyObject *args) {
         }
         if (size > len - q || (size_t)tail > len - q - size)
             break;
+        if (take) {
+            PyObject *v;
+            if (kind == 3) { /* an integer, given back in decimal */
+                long long x = c == 0xC0 ? (long long)(int8_t)b[q]
+                              : c == 0xC1 ? (long long)(int16_t)(b[q] | b[q + 1] << 8)
+                                          : (long long)(int32_t)le32(b + q);
+                char num[24];
+                int m = snprintf(num, sizeof num, "%lld", x);
+                v = PyBytes_FromStringAndSize(num, m);
+            } else
+                v = PyBytes_FromStringAndSize((const char *)b + q, (Py_ssize_t)size);
+            if (v == NULL)
+                goto fail;
+            int bad = PyList_Append(items, v);
+            Py_DECREF(v);
+            if (bad < 0)
+                goto fail;
+        }
         at = q + (size_t)size + (size_t)tail;
         done++;
     }
     PyBuffer_Release(&view);
     return Py_BuildValue("(nn)", (Py_ssize_t)at, done);
+fail:
+    PyBuffer_Release(&view);
+    return NULL;
 }
 
 /* -- entries ---------------------------------------------------------------------------- */
@@ -1777,6 +1820,321 @@ static PyObject *ziplist(PyObject *self, PyObject *arg) { return entries(arg, zi
 static PyObject *listpack_count(PyObject *self, PyObject *arg) { return counted(arg, listpack_run); }
 static PyObject *ziplist_count(PyObject *self, PyObject *arg) { return counted(arg, ziplist_run); }
 
+/* -- digests (families/redis/digest.py) and values as JSON (families/redis/data.py) ------ */
+
+/* SHA-1 (FIPS 180-4), for the server's DEBUG DIGEST mixing of many short elements: one
+ * call per element without Python objects in between. */
+static uint32_t rol32(uint32_t x, int n) { return x << n | x >> (32 - n); }
+
+static void sha1_block(uint32_t h[5], const uint8_t *p) {
+    uint32_t w[80];
+    for (int i = 0; i < 16; i++)
+        w[i] = be32(p + 4 * i);
+    for (int i = 16; i < 80; i++)
+        w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+    for (int i = 0; i < 80; i++) {
+        uint32_t f, k;
+        if (i < 20)
+            f = (b & c) | (~b & d), k = 0x5A827999;
+        else if (i < 40)
+            f = b ^ c ^ d, k = 0x6ED9EBA1;
+        else if (i < 60)
+            f = (b & c) | (b & d) | (c & d), k = 0x8F1BBCDC;
+        else
+            f = b ^ c ^ d, k = 0xCA62C1D6;
+        uint32_t t = rol32(a, 5) + f + e + k + w[i];
+        e = d, d = c, c = rol32(b, 30), b = a, a = t;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e;
+}
+
+#ifdef CRC_CLMUL
+#include <cpuid.h>
+/* With the SHA extensions (SHA-NI): four rounds an instruction. The message schedule in
+ * groups of four words: W[i] = sha1msg2(sha1msg1(W[i-4], W[i-3]) ^ W[i-2], W[i-1]); the
+ * fifth variable of a group from the A of the group before (sha1nexte). */
+#define SHA1_ROUNDS(f) abcd = _mm_sha1rnds4_epu32(abcd, e, f)
+__attribute__((target("sha,sse4.1,ssse3"))) static void sha1_block_ni(uint32_t h[5], const uint8_t *p) {
+    const __m128i swap = _mm_set_epi64x(0x0001020304050607LL, 0x08090a0b0c0d0e0fLL);
+    __m128i abcd = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)h), 0x1B);
+    __m128i e0 = _mm_set_epi32((int)h[4], 0, 0, 0), abcd0 = abcd, prev = abcd, e, w[4];
+    for (int i = 0; i < 20; i++) {
+        __m128i wi;
+        if (i < 4)
+            wi = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), swap);
+        else
+            wi = _mm_sha1msg2_epu32(_mm_xor_si128(_mm_sha1msg1_epu32(w[i & 3], w[(i + 1) & 3]), w[(i + 2) & 3]),
+                                    w[(i + 3) & 3]);
+        w[i & 3] = wi;
+        e = i == 0 ? _mm_add_epi32(e0, wi) : _mm_sha1nexte_epu32(prev, wi);
+        prev = abcd;
+        switch (i / 5) {
+        case 0: SHA1_ROUNDS(0); break;
+        case 1: SHA1_ROUNDS(1); break;
+        case 2: SHA1_ROUNDS(2); break;
+        default: SHA1_ROUNDS(3); break;
+        }
+    }
+    e0 = _mm_sha1nexte_epu32(prev, e0);
+    abcd = _mm_shuffle_epi32(_mm_add_epi32(abcd, abcd0), 0x1B);
+    _mm_storeu_si128((__m128i *)h, abcd);
+    h[4] = (uint32_t)_mm_extract_epi32(e0, 3);
+}
+
+static int sha1_ni_checked, sha1_has_ni;
+
+static int sha1_ni(void) {
+    if (!sha1_ni_checked) {
+        unsigned a, b, c, d;
+        int sha = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> 29 & 1);
+        int sse = __get_cpuid(1, &a, &b, &c, &d) && (c >> 19 & 1) && (c >> 9 & 1);
+        sha1_has_ni = sha && sse;
+        sha1_ni_checked = 1;
+    }
+    return sha1_has_ni;
+}
+#endif
+
+/* the block function: SHA-NI's where the CPU has it, unless portable (for tests) */
+static void (*sha1_pick(int portable))(uint32_t[5], const uint8_t *) {
+#ifdef CRC_CLMUL
+    if (!portable && sha1_ni())
+        return sha1_block_ni;
+#endif
+    return sha1_block;
+}
+
+static int sha1_portable_only;
+
+static void sha1(const uint8_t *p, size_t n, uint8_t out[20]) {
+    static void (*block)(uint32_t[5], const uint8_t *);
+    static int picked = -1;
+    if (picked != sha1_portable_only) {
+        block = sha1_pick(sha1_portable_only);
+        picked = sha1_portable_only;
+    }
+    uint32_t h[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
+    uint64_t bits = (uint64_t)n * 8;
+    for (; n >= 64; p += 64, n -= 64)
+        block(h, p);
+    uint8_t last[128] = {0};
+    memcpy(last, p, n);
+    last[n] = 0x80;
+    size_t end = n < 56 ? 64 : 128;
+    for (int i = 0; i < 8; i++)
+        last[end - 1 - i] = (uint8_t)(bits >> (8 * i));
+    block(h, last);
+    if (end == 128)
+        block(h, last + 64);
+    for (int i = 0; i < 5; i++)
+        out[4 * i] = (uint8_t)(h[i] >> 24), out[4 * i + 1] = (uint8_t)(h[i] >> 16),
+        out[4 * i + 2] = (uint8_t)(h[i] >> 8), out[4 * i + 3] = (uint8_t)h[i];
+}
+
+/* The SHA-1 of an element as digest.py takes it: bytes as they are, a float through
+ * ``score`` (when given; then every non-bytes element goes through it), anything else
+ * as its str() in UTF-8. */
+static int sha1_of(PyObject *x, PyObject *score, uint8_t out[20]) {
+    if (PyBytes_Check(x)) {
+        sha1((const uint8_t *)PyBytes_AS_STRING(x), (size_t)PyBytes_GET_SIZE(x), out);
+        return 0;
+    }
+    if (PyByteArray_Check(x)) {
+        sha1((const uint8_t *)PyByteArray_AS_STRING(x), (size_t)PyByteArray_GET_SIZE(x), out);
+        return 0;
+    }
+    PyObject *s = score != NULL && score != Py_None ? PyObject_CallOneArg(score, x) : PyObject_Str(x);
+    if (s == NULL)
+        return -1;
+    Py_ssize_t n;
+    const char *t = PyUnicode_Check(s) ? PyUnicode_AsUTF8AndSize(s, &n) : NULL;
+    if (t == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "an element's text is not a str");
+        Py_DECREF(s);
+        return -1;
+    }
+    sha1((const uint8_t *)t, (size_t)n, out);
+    Py_DECREF(s);
+    return 0;
+}
+
+static void mix20(uint8_t d[20], const uint8_t h[20]) {
+    for (int i = 0; i < 20; i++)
+        d[i] ^= h[i];
+    sha1(d, 20, d);
+}
+
+static PyObject *sha1_portable(PyObject *self, PyObject *arg) {
+    /* for tests: whether the portable block function alone is used (set by arg), before */
+    int was = sha1_portable_only;
+    sha1_portable_only = PyObject_IsTrue(arg) > 0;
+    return PyBool_FromLong(was);
+}
+
+static PyObject *sha1_each(PyObject *self, PyObject *items) {
+    PyObject *seq = PySequence_Fast(items, "elements: a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **xs = PySequence_Fast_ITEMS(seq);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 20 * n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++)
+        if (sha1_of(xs[i], NULL, (uint8_t *)PyBytes_AS_STRING(out) + 20 * i) < 0)
+            Py_CLEAR(out);
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyObject *digest_mix(PyObject *self, PyObject *args) {
+    Py_buffer d, hs;
+    if (!PyArg_ParseTuple(args, "y*y*", &d, &hs))
+        return NULL;
+    PyObject *out = NULL;
+    if (d.len != 20 || hs.len % 20 != 0)
+        PyErr_SetString(PyExc_ValueError, "a digest is 20 bytes, and so is each SHA-1");
+    else {
+        uint8_t st[20];
+        memcpy(st, d.buf, 20);
+        for (Py_ssize_t i = 0; i < hs.len; i += 20)
+            mix20(st, (const uint8_t *)hs.buf + i);
+        out = PyBytes_FromStringAndSize((const char *)st, 20);
+    }
+    PyBuffer_Release(&d);
+    PyBuffer_Release(&hs);
+    return out;
+}
+
+static PyObject *digest_xor(PyObject *self, PyObject *args) {
+    PyObject *items, *flag = Py_None, *score = Py_None;
+    int pairs;
+    if (!PyArg_ParseTuple(args, "Op|OO", &items, &pairs, &flag, &score))
+        return NULL;
+    uint8_t acc[20] = {0}, fl[20] = {0}, h[20], ed[20];
+    if (flag != Py_None) {
+        if (!PyBytes_Check(flag) || PyBytes_GET_SIZE(flag) != 20) {
+            PyErr_SetString(PyExc_ValueError, "the flag is a 20-byte digest");
+            return NULL;
+        }
+        memcpy(fl, PyBytes_AS_STRING(flag), 20);
+    }
+    PyObject *seq = PySequence_Fast(items, "elements: a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **xs = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = xs[i];
+        int tuple = PyTuple_Check(e);
+        if (!pairs) {
+            if (sha1_of(tuple && PyTuple_GET_SIZE(e) ? PyTuple_GET_ITEM(e, 0) : e, NULL, h) < 0)
+                goto bad;
+        } else {
+            if (!tuple || PyTuple_GET_SIZE(e) < 2) {
+                PyErr_SetString(PyExc_TypeError, "a pair is a tuple of two or more");
+                goto bad;
+            }
+            memset(ed, 0, 20);
+            if (sha1_of(PyTuple_GET_ITEM(e, 0), NULL, h) < 0)
+                goto bad;
+            mix20(ed, h);
+            if (sha1_of(PyTuple_GET_ITEM(e, 1), score, h) < 0)
+                goto bad;
+            mix20(ed, h);
+            if (PyTuple_GET_SIZE(e) > 2 && PyTuple_GET_ITEM(e, 2) != Py_None)
+                for (int j = 0; j < 20; j++)
+                    ed[j] ^= fl[j];
+            sha1(ed, 20, h);
+        }
+        for (int j = 0; j < 20; j++)
+            acc[j] ^= h[j];
+    }
+    Py_DECREF(seq);
+    return PyBytes_FromStringAndSize((const char *)acc, 20);
+bad:
+    Py_DECREF(seq);
+    return NULL;
+}
+
+/* values.py's _texts: packed entries as Redis gives them back, integers in decimal. */
+static PyObject *texts(PyObject *self, PyObject *items) {
+    PyObject *seq = PySequence_Fast(items, "entries: a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **xs = PySequence_Fast_ITEMS(seq);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *v;
+        if (PyLong_Check(xs[i])) {
+            PyObject *s = PyObject_Str(xs[i]);
+            v = s == NULL ? NULL : PyUnicode_AsUTF8String(s);
+            Py_XDECREF(s);
+            if (v == NULL) {
+                Py_CLEAR(out);
+                break;
+            }
+        } else
+            v = Py_NewRef(xs[i]);
+        PyList_SET_ITEM(out, i, v);
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+/* An element as data.py's _item makes it: bytes that are UTF-8 as str, an int as it is,
+ * anything else through ``item`` (bytes that are not UTF-8, floats, ...). */
+static PyObject *json_item(PyObject *x, PyObject *item) {
+    if (PyBytes_CheckExact(x)) {
+        PyObject *s = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(x), PyBytes_GET_SIZE(x), NULL);
+        if (s != NULL || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+            return s;
+        PyErr_Clear();
+    } else if (PyLong_CheckExact(x))
+        return Py_NewRef(x);
+    return PyObject_CallOneArg(item, x);
+}
+
+static PyObject *json_items(PyObject *self, PyObject *args) {
+    PyObject *items, *item;
+    if (!PyArg_ParseTuple(args, "OO", &items, &item))
+        return NULL;
+    PyObject *seq = PySequence_Fast(items, "elements: a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **xs = PySequence_Fast_ITEMS(seq);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        goto bad;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = xs[i], *v;
+        if (PyTuple_Check(e)) {
+            Py_ssize_t m = PyTuple_GET_SIZE(e);
+            v = PyList_New(m);
+            for (Py_ssize_t j = 0; v != NULL && j < m; j++) {
+                PyObject *y = json_item(PyTuple_GET_ITEM(e, j), item);
+                if (y == NULL)
+                    Py_CLEAR(v);
+                else
+                    PyList_SET_ITEM(v, j, y);
+            }
+        } else
+            v = json_item(e, item);
+        if (v == NULL)
+            goto bad;
+        PyList_SET_ITEM(out, i, v);
+    }
+    Py_DECREF(seq);
+    return out;
+bad:
+    Py_XDECREF(out);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+
 static PyMethodDef methods[] = {
     {"crc64", crc64, METH_VARARGS, "crc64(data, crc=0): Redis' CRC-64 of data, continuing from crc."},
     {"crc64_table", crc64_table, METH_VARARGS, "crc64_table(data, crc=0): crc64 by the table alone (for tests)."},
@@ -1787,11 +2145,24 @@ static PyMethodDef methods[] = {
      "scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes, salt[, want]): (index, KeyRecords) read "
      "straight from the buffer."},
     {"skip_strings", skip_strings, METH_VARARGS,
-     "skip_strings(buf, p, n, cap, tail): (index, count) after the strings in a row it could pass over."},
+     "skip_strings(buf, p, n, cap, tail[, items]): (index, count) after the strings in a row it could pass over "
+     "(appended to the list items, as read_string reads them, when given)."},
     {"listpack", listpack, METH_O, "A listpack's entries (bytes and int), or None when it is damaged."},
     {"ziplist", ziplist, METH_O, "A ziplist's entries (bytes and int), or None when it is damaged."},
     {"listpack_count", listpack_count, METH_O, "How many entries an undamaged listpack holds, or None."},
     {"ziplist_count", ziplist_count, METH_O, "How many entries an undamaged ziplist holds, or None."},
+    {"sha1_portable", sha1_portable, METH_O,
+     "sha1_portable(on): SHA-1 by the portable block function alone (for tests); what it was before."},
+    {"sha1_each", sha1_each, METH_O, "sha1_each(elements): their SHA-1s, one after the other (20 bytes each)."},
+    {"digest_mix", digest_mix, METH_VARARGS,
+     "digest_mix(d, hashes): the 20-byte digest d with each 20-byte SHA-1 of hashes mixed in, in order "
+     "(DEBUG DIGEST's mixDigest)."},
+    {"digest_xor", digest_xor, METH_VARARGS,
+     "digest_xor(elements, pairs, flag=None, score=None): the xor of the elements' SHA-1s (xorDigest); pairs: of each "
+     "(a, b[, expiry])'s own digest, mix(mix(0, a), b), xored with flag when the expiry is not None."},
+    {"texts", texts, METH_O, "texts(entries): the packed entries with each integer as its decimal bytes."},
+    {"json_items", json_items, METH_VARARGS,
+     "json_items(elements, item): the elements as data.value_json makes them (tuples as lists), item() for the others."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -33,6 +33,7 @@ import base64
 import math
 from typing import Any
 
+from .native import C
 from .records import KeyRecord, OpRecord
 
 PROTOCOL = "rdb"
@@ -75,11 +76,8 @@ def redis_double(d: float) -> str:
     r = repr(d)  # the shortest digits; laid out alike while no exponent and at most 6 decimals
     if "e" not in r and len(r) - r.index(".") <= 7:
         return r
-    from decimal import Decimal
-
     neg = d < 0
-    _, digits_t, K = Decimal(repr(abs(d))).normalize().as_tuple()
-    digits = "".join(map(str, digits_t))
+    digits, K = _shortest(repr(abs(d)))
     n = len(digits)
     exp = abs(K + n - 1)
     sign = "-" if neg else ""
@@ -95,6 +93,16 @@ def redis_double(d: float) -> str:
     return f"{sign}{mant}e{'-' if K + n - 1 < 0 else '+'}{exp}"
 
 
+def _shortest(r: str) -> tuple[str, int]:
+    """The digits of a positive double's ``repr`` ``r`` without the zeros at either end,
+    and the power of ten ``K`` they are multiplied by (as ``Decimal(r).normalize()``)."""
+    mant, _, exp = r.partition("e")
+    whole, _, frac = mant.partition(".")
+    digits = (whole + frac).lstrip("0")
+    kept = digits.rstrip("0")
+    return kept, int(exp or 0) - len(frac) + len(digits) - len(kept)
+
+
 def g17(d: float) -> str:
     """A double as Redis 7.0 and earlier wrote it into digests (``%.17g``)."""
     if d != d:
@@ -106,6 +114,16 @@ def g17(d: float) -> str:
 
 def stream_id(sid) -> str | None:
     return None if sid is None else f"{sid[0]}-{sid[1]}"
+
+
+def _items_python(v, item) -> list:
+    return [[item(x) for x in e] if isinstance(e, tuple) else item(e) for e in v]
+
+
+#: a collection's elements in their shape (a tuple as a list, each element as ``_item``
+#: makes it): in C (``_rdb.json_items``, which hands ``_item`` what is not UTF-8 bytes or
+#: an int) when built
+_items = C.json_items if C is not None else _items_python
 
 
 def value_length(rec: KeyRecord) -> int | None:
@@ -134,7 +152,7 @@ def value_json(rec: KeyRecord) -> Any:
         return None
     if isinstance(v, (bytes, bytearray)):
         return text(bytes(v))
-    return [[_item(x) for x in e] if isinstance(e, tuple) else _item(e) for e in v]
+    return _items(v, _item)
 
 
 def _stream(rec: KeyRecord) -> dict:

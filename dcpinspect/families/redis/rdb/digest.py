@@ -41,6 +41,7 @@ from __future__ import annotations
 from hashlib import sha1
 
 from .data import g17, redis_double
+from .native import C
 from .records import AuxRecord, KeyRecord
 
 #: the server's type numbers (OBJ_STRING ...)
@@ -81,6 +82,43 @@ def _b(v) -> bytes:
     return v if isinstance(v, bytes) else str(v).encode()
 
 
+def _sha1_each(elements) -> bytes:
+    """The elements' SHA1s, one after the other."""
+    return b"".join(sha1(_b(e)).digest() for e in elements)
+
+
+def _mix_all(d: bytes, hashes: bytes) -> bytes:
+    """``d`` (20 bytes) with each 20-byte SHA1 of ``hashes`` mixed in, in order."""
+    n = _FROM(d, "big")
+    for i in range(0, len(hashes), 20):
+        n = _mixh(n, _FROM(hashes[i:i + 20], "big"))
+    return n.to_bytes(20, "big")
+
+
+def _xor_all(elements, pairs: bool, flag: bytes | None = None, score=None) -> bytes:
+    """The xor of the elements' SHA1s (a tuple: of its first item); ``pairs``: of each
+    ``(a, b[, expiry])``'s own digest from zero, ``mix(mix(0, a), b)`` (``b`` through
+    ``score`` when given), xored with ``flag`` when the expiry is not None."""
+    acc = 0
+    flag_n = _FROM(flag, "big") if flag is not None else 0
+    for e in elements:
+        if not pairs:
+            acc ^= _h(_b(e[0] if isinstance(e, tuple) else e))
+            continue
+        ed = _mix(_mix(0, _b(e[0])), (score(e[1]).encode() if score is not None else _b(e[1])))
+        if len(e) > 2 and e[2] is not None:
+            ed ^= flag_n
+        acc ^= _h(ed.to_bytes(20, "big"))
+    return acc.to_bytes(20, "big")
+
+
+#: the element loops in C (``_rdb.digest_mix``, ``digest_xor``) when built: the same
+#: digests, without a Python object per SHA1
+SHA1_EACH, MIX_ALL, XOR_ALL = ((C.sha1_each, C.digest_mix, C.digest_xor) if C is not None
+                               else (_sha1_each, _mix_all, _xor_all))
+_HEXPIRE_B = _HEXPIRE.to_bytes(20, "big")
+
+
 def digests(rec: KeyRecord, score=redis_double, expiry: bool = True) -> tuple[int, int] | None:
     """(``DEBUG DIGEST-VALUE`` of the key, its part of ``DEBUG DIGEST``) as integers; None for
     a module's value or a value the decoder did not keep whole. ``expiry`` False: as if the
@@ -94,47 +132,34 @@ def digests(rec: KeyRecord, score=redis_double, expiry: bool = True) -> tuple[in
     if t == "hash" and rec.vtype.layout in ("hash_tmpl_lp_ref", "hash_tmpl_array_ref") \
             and any(f is None for f, _ in v):
         return None
-    sha, frm = sha1, _FROM
-    hashes: list | None = None  # the SHA1 of each ordered element, mixed in turn
+    ordered = b""  # the SHA1s of the elements mixed in turn
     unordered = 0
     if t == "string":
-        hashes = [frm(sha(v).digest(), "big")]
+        ordered = sha1(v).digest()
     elif t == "list":
-        hashes = [frm(sha(e).digest(), "big") for e in v]
+        ordered = SHA1_EACH(v)
     elif t == "stream":
-        hashes = []
-        put = hashes.append
+        elements = []
+        put = elements.append
         for (ms, seq), fields in v or ():
-            put(frm(sha(b"%d.%d" % (ms, seq)).digest(), "big"))
+            put(b"%d.%d" % (ms, seq))
             for f, x in fields:
-                put(frm(sha(f).digest(), "big"))
-                put(frm(sha(x).digest(), "big"))
+                put(f)
+                put(x)
+        ordered = SHA1_EACH(elements)
     elif t == "set":
-        for e in v:
-            unordered ^= frm(sha(e[0] if isinstance(e, tuple) else e).digest(), "big")
+        unordered = _FROM(XOR_ALL(v, False), "big")
     elif t == "zset":
-        for m, s in v:
-            # an element's own digest from zero: mix(mix(0, member), score text); xored in as its SHA1
-            ed = frm(sha(frm(sha(m).digest(), "big").to_bytes(20, "big")).digest(), "big")
-            ed = frm(sha((ed ^ frm(sha(score(s).encode()).digest(), "big")).to_bytes(20, "big")).digest(), "big")
-            unordered ^= frm(sha(ed.to_bytes(20, "big")).digest(), "big")
+        unordered = _FROM(XOR_ALL(v, True, None, score), "big")
     else:  # hash
-        ttl_counts = rec.vtype.layout in FIELD_TTL_COUNTS
-        for e in v:
-            ed = frm(sha(frm(sha(_b(e[0])).digest(), "big").to_bytes(20, "big")).digest(), "big")
-            ed = frm(sha((ed ^ frm(sha(_b(e[1])).digest(), "big")).to_bytes(20, "big")).digest(), "big")
-            if ttl_counts and len(e) > 2 and e[2] is not None:
-                ed ^= _HEXPIRE
-            unordered ^= frm(sha(ed.to_bytes(20, "big")).digest(), "big")
+        flag = _HEXPIRE_B if rec.vtype.layout in FIELD_TTL_COUNTS else None  # (Valkey's HASH_2: its TTLs do not count)
+        unordered = _FROM(XOR_ALL(v, True, flag), "big")
     tail = unordered ^ (_EXPIRE if expiry and rec.expire_ms is not None else 0)
     type_h = _TYPE_H[t]
 
     def from_(d: int) -> int:
-        d = frm(sha((d ^ type_h).to_bytes(20, "big")).digest(), "big")
-        if hashes is not None:
-            for h in hashes:
-                d = frm(sha((d ^ h).to_bytes(20, "big")).digest(), "big")
-        return d ^ tail
+        start = _mixh(d, type_h).to_bytes(20, "big")
+        return _FROM(MIX_ALL(start, ordered) if ordered else start, "big") ^ tail
 
     return from_(0), _h(from_(_mix(0, rec.key)).to_bytes(20, "big"))
 

@@ -202,6 +202,23 @@ def skip_strings(buf, p: int, n: int, cap: int, tail: int = 0) -> tuple[int, int
     return p, done
 
 
+def take_strings(buf, p: int, n: int, cap: int, items: list) -> tuple[int, int]:
+    """:func:`skip_strings`'s strings, each appended to ``items`` as :func:`read_string`
+    reads it (in C every encoding; in Python the short plain strings only)."""
+    if C is not None:
+        return C.skip_strings(buf, p, min(n, 1 << 62), cap, 0, items)
+    done, end = 0, len(buf)
+    put = items.append
+    while done < n and p < end:
+        b = buf[p]
+        if b >= 0x40 or p + 1 + b > end:
+            break
+        put(bytes(buf[p + 1:p + 1 + b]))
+        p += 1 + b
+        done += 1
+    return p, done
+
+
 def string_header(buf, p: int) -> tuple[int, int, bool]:
     """(bytes stored, index of the first, compressed) of the string at ``p``, for passing
     over it unread; integer-encoded strings give their payload."""

@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Callable
 
 from . import layouts
+from .native import C
 from .primitives import (
     Corrupt, NeedMore, TooLong, read_binary_double, read_binary_float, read_len, read_ms, read_stream_id,
-    read_string, read_string_double, skip_string, skip_strings, stream_id_of, string_encoding,
+    read_string, read_string_double, skip_string, skip_strings, stream_id_of, string_encoding, take_strings,
 )
 from .records import KeyRecord, StreamId
 
@@ -45,6 +46,14 @@ def reader(*layouts_: str):
 def _text(v) -> bytes:
     """A packed entry as Redis gives it back: integers in decimal."""
     return str(v).encode() if isinstance(v, int) else v
+
+
+def _texts_python(entries) -> list:
+    return [_text(e) for e in entries]
+
+
+#: :func:`_text` of each entry (in C when built)
+_texts = C.texts if C is not None else _texts_python
 
 
 def _score(v, at: int) -> float:
@@ -88,13 +97,13 @@ def _strings(r, p: int, n: int, items: list | None):
         return p
     put = items.append
     while k < n:
-        try:
-            while k < n:
+        p, done = take_strings(buf, p, n - k, cap, items)
+        k += done
+        if k < n:  # one that is not whole in the buffer, or that read_string complains of
+            try:
                 v, p = read_string(buf, p, cap)
-                put(v)
-                k += 1
-        except (NeedMore, TooLong, Corrupt):
-            v, p = yield from r.string(p)
+            except (NeedMore, TooLong, Corrupt):
+                v, p = yield from r.string(p)
             put(v)
             k += 1
     return p
@@ -258,7 +267,7 @@ def ziplist_list(r, p, rec):
         rec.elements, p = yield from _packed(r, p, rec, layouts.ziplist_count, "ziplist")
         return p
     entries, p = yield from _packed(r, p, rec, layouts.ziplist, "ziplist")
-    _finish(r, rec, entries, entries and [_text(e) for e in entries])
+    _finish(r, rec, entries, entries and _texts(entries))
     return p
 
 
@@ -268,7 +277,7 @@ def intset(r, p, rec):
         rec.elements, p = yield from _packed(r, p, rec, layouts.intset_count, "intset")
         return p
     entries, p = yield from _packed(r, p, rec, layouts.intset, "intset")
-    _finish(r, rec, entries, entries and r.keeping and [_text(e) for e in entries])
+    _finish(r, rec, entries, entries and r.keeping and _texts(entries))
     return p
 
 
@@ -278,7 +287,7 @@ def listpack_set(r, p, rec):
         rec.elements, p = yield from _packed(r, p, rec, layouts.listpack_count, "listpack")
         return p
     entries, p = yield from _packed(r, p, rec, layouts.listpack, "listpack")
-    _finish(r, rec, entries, entries and [_text(e) for e in entries])
+    _finish(r, rec, entries, entries and _texts(entries))
     return p
 
 
@@ -338,7 +347,7 @@ def quicklist(r, p, rec):
             continue
         count += len(entries)
         per_node.append(len(entries))
-        items.extend(_text(e) for e in entries)
+        items += _texts(entries)
     rec.extra["nodes"] = nodes
     if r.keeping:
         rec.extra["node_entries"] = per_node
@@ -379,7 +388,7 @@ def quicklist2(r, p, rec):
             count += entries
             continue
         count += len(entries)
-        items.extend(_text(e) for e in entries)
+        items += _texts(entries)
     rec.extra["nodes"] = nodes
     if r.keeping:
         rec.extra["node_bytes"] = sizes
@@ -483,7 +492,7 @@ def hash_tmpl_lp_ref(r, p, rec):
             r.note("rdb-corrupt", f"the listpack of key {r.key_text(rec)} has no template id", rec.offset)
         _finish(r, rec, None)
         return p
-    template_id, values = entries[0], [_text(v) for v in entries[1:]]
+    template_id, values = entries[0], _texts(entries[1:])
     rec.extra["template_id"] = template_id
     names = r._state.templates.of(template_id, rec, r)
     if names is not None and len(names) != len(values):

@@ -575,10 +575,32 @@ MR_DECLINE, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET = range(6)
 _NEVER = (1 << 63) - 1
 
 
+def steps(f, n: int) -> list[int]:
+    """``[f(0), ..., f(n - 1)]`` of a nondecreasing ``f`` (a size class: ``jemalloc``,
+    ``sds_alloc``), asked only about its steps (found by doubling, then halving)."""
+    out: list[int] = []
+    i = 0
+    while i < n:
+        v = f(i)
+        step = 1
+        while i + step < n and f(i + step) == v:
+            step *= 2
+        lo, hi = i + step // 2, min(i + step, n)  # f(lo) == v; hi is past the run, or n
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if f(mid) == v:
+                lo = mid
+            else:
+                hi = mid
+        out += [v] * (lo + 1 - i)
+        i = lo + 1
+    return out
+
+
 @lru_cache(maxsize=1)
 def _lane_tables() -> tuple[bytes, bytes]:
-    return (struct.pack(f"<{LANE_TABLE}I", *map(sds_alloc, range(LANE_TABLE))),
-            struct.pack(f"<{LANE_TABLE}I", *map(jemalloc, range(LANE_TABLE))))
+    return (struct.pack(f"<{LANE_TABLE}I", *steps(sds_alloc, LANE_TABLE)),
+            struct.pack(f"<{LANE_TABLE}I", *steps(jemalloc, LANE_TABLE)))
 
 
 def lane_rule(vtype, cfg: Config) -> tuple[int, int, int]:

@@ -357,7 +357,7 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
             summary.add(rec)
             obj = _json(rec, str(path), digester, how.values)
             if obj is not None:
-                line = dumps_line(obj)
+                line = dumps_line(obj, type(rec) is not KeyRecord)  # a key's object holds no float
                 write(line) if write else sys.stdout.write(line.decode("ascii"))
         line = dumps_line(summary.to_json())
         write(line) if write else sys.stdout.write(line.decode("ascii"))
