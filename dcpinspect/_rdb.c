@@ -415,6 +415,62 @@ static int plain_float(const uint8_t *s, size_t n) {
     return i == n;
 }
 
+/* The members of one set, sorted set or hash (its fields) as 64-bit hashes of the text Redis
+ * gives back (integers in decimal), for telling whether one repeats: the readers judge a
+ * repeat (rdb-duplicate-member, rdb-duplicate-member-kept), so the lane only declines the
+ * key when two hashes are equal, and a collision costs a reading in Python, never a finding. */
+typedef struct {
+    uint64_t *h;
+    size_t n, room;
+    unsigned step; /* every step-th entry is a member (2: field/value, member/score pairs) */
+} Members;
+
+static uint64_t member_hash(const uint8_t *s, size_t len) {
+    uint64_t h = 0xcbf29ce484222325ULL ^ len; /* FNV-1a, then a final mix */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ s[i]) * 0x100000001b3ULL;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
+}
+
+static int members_put(Members *d, const uint8_t *s, size_t len) {
+    if (d->n == d->room) {
+        size_t room = d->room ? d->room * 2 : 64;
+        uint64_t *h = PyMem_Realloc(d->h, room * sizeof(uint64_t));
+        if (h == NULL)
+            return -1; /* the key declined, no error raised */
+        d->h = h;
+        d->room = room;
+    }
+    d->h[d->n++] = member_hash(s, len);
+    return 0;
+}
+
+static int members_put_int(Members *d, int64_t v) {
+    char num[24];
+    int k = snprintf(num, sizeof num, "%lld", (long long)v);
+    return members_put(d, (const uint8_t *)num, (size_t)k);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* whether two of the members put since the last call hash alike (and none kept after) */
+static int members_repeat(Members *d) {
+    size_t n = d->n;
+    d->n = 0;
+    if (n < 2)
+        return 0;
+    qsort(d->h, n, sizeof(uint64_t), cmp_u64);
+    for (size_t i = 1; i < n; i++)
+        if (d->h[i] == d->h[i - 1])
+            return 1;
+    return 0;
+}
+
 /* the entries of a listpack as C values, for the stream lane */
 typedef struct {
     int64_t v;
@@ -446,6 +502,8 @@ static int sink_put(LpSink *k, int64_t v, const uint8_t *s, size_t len) {
  * score (every second entry); an integer entry: appended */
 #define STRING_ENTRY(ptr, size)                                                                 \
     do {                                                                                       \
+        if (mem && got % mem->step == 0 && members_put(mem, (ptr), (size)) < 0)                \
+            return -1;                                                                         \
         if (list)                                                                              \
             r = put_bytes(list, (ptr), (size));                                                \
         else if (sink)                                                                         \
@@ -453,7 +511,9 @@ static int sink_put(LpSink *k, int64_t v, const uint8_t *s, size_t len) {
         else if (scores && (got & 1) && !plain_float((ptr), (size)))                           \
             return 0;                                                                          \
     } while (0)
-#define INT_ENTRY(x) (list ? put_int(list, (x)) : sink ? sink_put(sink, (x), NULL, 0) : 0)
+#define INT_ENTRY(x)                                                                            \
+    (mem && got % mem->step == 0 && members_put_int(mem, (x)) < 0 ? -1                        \
+     : list ? put_int(list, (x)) : sink ? sink_put(sink, (x), NULL, 0) : 0)
 
 /* -- listpack (§6.2) -------------------------------------------------------------------- */
 
@@ -473,7 +533,7 @@ static int backlen_size(uint64_t size) {
  * 0: layouts.listpack would raise (or, with scores, a score is not plainly a number);
  * -1: a Python error. */
 static int listpack_walk(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores,
-                         LpSink *sink) {
+                         LpSink *sink, Members *mem) {
     if (n < 7 || le32(b) != n)
         return 0;
     unsigned declared = (unsigned)b[4] | (unsigned)b[5] << 8;
@@ -563,12 +623,13 @@ static int listpack_walk(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t 
 }
 
 static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
-    return listpack_walk(b, n, list, count, scores, NULL);
+    return listpack_walk(b, n, list, count, scores, NULL, NULL);
 }
 
 /* -- ziplist (§6.1) --------------------------------------------------------------------- */
 
-static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
+static int ziplist_walk(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores,
+                        Members *mem) {
     LpSink *sink = NULL;
     if (n < 11 || le32(b) != n)
         return 0;
@@ -624,36 +685,30 @@ static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *c
             if (enc == 0xC0) {
                 if (p + 2 > n)
                     return 0;
-                if (list)
-                    r = put_int(list, (int16_t)((unsigned)b[p] | (unsigned)b[p + 1] << 8));
+                r = INT_ENTRY((int16_t)((unsigned)b[p] | (unsigned)b[p + 1] << 8));
                 p += 2;
             } else if (enc == 0xD0) {
                 if (p + 4 > n)
                     return 0;
-                if (list)
-                    r = put_int(list, (int32_t)le32(b + p));
+                r = INT_ENTRY((int32_t)le32(b + p));
                 p += 4;
             } else if (enc == 0xE0) {
                 if (p + 8 > n)
                     return 0;
-                if (list)
-                    r = put_int(list, le64s(b + p));
+                r = INT_ENTRY(le64s(b + p));
                 p += 8;
             } else if (enc == 0xF0) {
                 if (p + 3 > n)
                     return 0;
-                if (list)
-                    r = put_int(list, int24(b + p));
+                r = INT_ENTRY(int24(b + p));
                 p += 3;
             } else if (enc == 0xFE) {
                 if (p + 1 > n)
                     return 0;
-                if (list)
-                    r = put_int(list, (int8_t)b[p]);
+                r = INT_ENTRY((int8_t)b[p]);
                 p += 1;
             } else if (enc >= 0xF1 && enc <= 0xFD) {
-                if (list)
-                    r = put_int(list, (int)(enc & 0x0F) - 1);
+                r = INT_ENTRY((int)(enc & 0x0F) - 1);
             } else {
                 return 0;
             }
@@ -673,6 +728,10 @@ static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *c
     if (count)
         *count = got;
     return 1;
+}
+
+static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
+    return ziplist_walk(b, n, list, count, scores, NULL);
 }
 
 /* -- the keys seen: which key hashes a snapshot has serialised already --------------------- */
@@ -946,7 +1005,7 @@ fail:
 enum {
     L_STRING = 1, L_STRINGS, L_HASH, L_ZSET2, L_ZIPLIST, L_INTSET, L_ZIPLIST_ZSET, L_ZIPLIST_HASH,
     L_QUICKLIST, L_LISTPACK_HASH, L_LISTPACK_ZSET, L_QUICKLIST2, L_LISTPACK, L_STREAM1, L_STREAM2, L_STREAM3,
-    L_STREAM4
+    L_STREAM4, L_SET_STRINGS
 };
 
 typedef struct {
@@ -955,6 +1014,7 @@ typedef struct {
     uint64_t cap;
     uint8_t *scratch;
     size_t room;
+    Members mem; /* the members of the value being read (L_SET_STRINGS, L_HASH, L_ZSET2 and packed ones) */
 } Lane;
 
 static int lane_len(const Lane *L, size_t *q, uint64_t *out) {
@@ -1070,8 +1130,10 @@ static int lane_skip(Lane *L, size_t *q) {
 }
 
 /* a packed layout's entries counted (scores: every second string plainly a number); its
- * bytes in *blen when asked */
-static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *count, size_t *blen) {
+ * bytes in *blen when asked; step > 0: every step-th entry a member, 0 (declined) when one
+ * repeats */
+static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *count, size_t *blen,
+                       unsigned step) {
     const uint8_t *data;
     size_t len;
     int kind;
@@ -1080,7 +1142,12 @@ static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *
         return 0;
     if (blen)
         *blen = len;
-    return (ziplist ? ziplist_run : listpack_run)(data, len, NULL, count, scores) == 1;
+    Members *mem = step ? &L->mem : NULL;
+    if (mem)
+        mem->step = step;
+    int r = ziplist ? ziplist_walk(data, len, NULL, count, scores, mem)
+                    : listpack_walk(data, len, NULL, count, scores, NULL, mem);
+    return r == 1 && !(mem && members_repeat(mem));
 }
 
 /* What the memory model (families/redis/memory.py) asks of each key when scan measures:
@@ -1171,12 +1238,17 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
         return 1;
     }
     case L_STRINGS:
+    case L_SET_STRINGS:
     case L_HASH:
-    case L_ZSET2:
-        if (!lane_count(L, q, &n, code == L_STRINGS ? 1 : code == L_HASH ? 2 : 9))
+    case L_ZSET2: {
+        int members = code != L_STRINGS; /* a set's members, a hash's fields, a sorted set's members */
+        L->mem.n = 0;
+        if (!lane_count(L, q, &n, code == L_STRINGS || code == L_SET_STRINGS ? 1 : code == L_HASH ? 2 : 9))
             return 0;
         for (i = 0; i < n; i++) {
-            if (!lane_string(L, q, 0, &data, &len, &k, num))
+            if (!lane_string(L, q, members, &data, &len, &k, num))
+                return 0;
+            if (members && members_put(&L->mem, data, len) < 0)
                 return 0;
             m_add(M, m, len, 1);
             if (M && m->numeric && !m_numeric(data, len, k))
@@ -1192,11 +1264,14 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
                 *q += 8;
             }
         }
+        if (members && members_repeat(&L->mem))
+            return 0; /* a member twice: the readers' to judge */
         *elements = n;
         return 1;
+    }
     case L_ZIPLIST:
     case L_LISTPACK:
-        if (!lane_packed(L, q, code == L_ZIPLIST, 0, &count, &blen))
+        if (!lane_packed(L, q, code == L_ZIPLIST, 0, &count, &blen, code == L_LISTPACK))
             return 0;
         *elements = (uint64_t)count;
         m->packed = blen;
@@ -1212,7 +1287,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
     case L_LISTPACK_ZSET:
     case L_LISTPACK_HASH:
         if (!lane_packed(L, q, code == L_ZIPLIST_ZSET || code == L_ZIPLIST_HASH,
-                         code == L_ZIPLIST_ZSET || code == L_LISTPACK_ZSET, &count, &blen) || count % 2)
+                         code == L_ZIPLIST_ZSET || code == L_LISTPACK_ZSET, &count, &blen, 2) || count % 2)
             return 0;
         *elements = (uint64_t)count / 2;
         m->packed = blen;
@@ -1224,7 +1299,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
             return 0;
         for (i = 0; i < n; i++) {
             if (code == L_QUICKLIST) {
-                if (!lane_packed(L, q, 1, 0, &count, NULL))
+                if (!lane_packed(L, q, 1, 0, &count, NULL, 0))
                     return 0;
                 total += (uint64_t)count;
                 continue;
@@ -1238,7 +1313,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
                 m_add(M, m, len, 0);
                 total += 1;
             } else if (container == 2) {
-                if (!lane_packed(L, q, 0, 0, &count, &blen))
+                if (!lane_packed(L, q, 0, 0, &count, &blen, 0))
                     return 0;
                 m_add(M, m, blen, 0);
                 total += (uint64_t)count;
@@ -1326,7 +1401,7 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
         if (!lane_string(L, q, 1, &d, &len, &kind, num) || kind == S_INT)
             return 0;
         sink->n = 0;
-        int r = listpack_walk(d, len, NULL, NULL, 0, sink);
+        int r = listpack_walk(d, len, NULL, NULL, 0, sink, NULL);
         if (r <= 0)
             return r;
         uint64_t n;
@@ -1457,7 +1532,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         return NULL;
     }
     const uint8_t *codes = table.buf;
-    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0};
+    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0, {NULL, 0, 0, 1}};
     LpSink sink = {NULL, 0, 0};
     size_t at = (size_t)p;
     while (at < L.n) {
@@ -1534,7 +1609,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             Py_DECREF(key);
             break;
         }
-        if (code >= L_STREAM1) {
+        if (code >= L_STREAM1 && code <= L_STREAM4) {
             int r = lane_stream(&L, &q, code - L_STREAM1 + 1, &sink, &elements, &nodes, &groups);
             extra = -1;
             kind = -1;
@@ -1603,7 +1678,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         made[M_IDLE] = has_idle ? PyLong_FromUnsignedLongLong(idle) : Py_NewRef(Py_None);
         made[M_FREQ] = has_freq ? PyLong_FromLong((long)freq) : Py_NewRef(Py_None);
         made[M_EXTRA] = PyDict_New();
-        if (made[M_EXTRA] != NULL && code >= L_STREAM1) { /* the stream's metadata, as values.stream sums it up */
+        if (made[M_EXTRA] != NULL && code >= L_STREAM1 && code <= L_STREAM4) { /* the stream's metadata, as values.stream sums it up */
             PyObject *meta = Py_BuildValue("{OKOKOK}", s_nodes, (unsigned long long)nodes, s_length,
                                            (unsigned long long)elements, s_groups, (unsigned long long)groups);
             if (meta == NULL || PyDict_SetItem(made[M_EXTRA], s_stream, meta) < 0)
@@ -1649,12 +1724,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
 done:
     PyMem_Free(L.scratch);
+    PyMem_Free(L.mem.h);
     PyMem_Free(sink.items);
     PyBuffer_Release(&view);
     PyBuffer_Release(&table);
     return Py_BuildValue("(nN)", (Py_ssize_t)at, records);
 error:
     PyMem_Free(L.scratch);
+    PyMem_Free(L.mem.h);
     PyMem_Free(sink.items);
     PyBuffer_Release(&view);
     PyBuffer_Release(&table);
@@ -1700,6 +1777,40 @@ static PyObject *counted(PyObject *arg, layout_fn run) {
     return PyLong_FromSsize_t(count);
 }
 
+/* packed_repeats(blob, ziplist, step): whether two of a packed value's members (every step-th
+ * entry) hash alike, or None when the blob is damaged or too big to hash */
+static PyObject *packed_repeats(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    int zl;
+    unsigned step;
+    if (!PyArg_ParseTuple(args, "y*pI", &view, &zl, &step))
+        return NULL;
+    Members mem = {NULL, 0, 0, step ? step : 1};
+    Py_ssize_t count = 0;
+    int r = zl ? ziplist_walk(view.buf, (size_t)view.len, NULL, &count, 0, &mem)
+               : listpack_walk(view.buf, (size_t)view.len, NULL, &count, 0, NULL, &mem);
+    PyBuffer_Release(&view);
+    int repeat = r == 1 && members_repeat(&mem);
+    PyMem_Free(mem.h);
+    if (r != 1)
+        Py_RETURN_NONE;
+    return PyBool_FromLong(repeat);
+}
+
+/* packed_scores(blob, ziplist): whether a packed value's every second entry is plainly a number */
+static PyObject *packed_scores(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    int zl;
+    if (!PyArg_ParseTuple(args, "y*p", &view, &zl))
+        return NULL;
+    Py_ssize_t count = 0;
+    int r = (zl ? ziplist_run : listpack_run)(view.buf, (size_t)view.len, NULL, &count, 1);
+    PyBuffer_Release(&view);
+    if (r < 0)
+        return NULL;
+    return PyBool_FromLong(r == 1);
+}
+
 static PyObject *listpack(PyObject *self, PyObject *arg) { return entries(arg, listpack_run); }
 static PyObject *ziplist(PyObject *self, PyObject *arg) { return entries(arg, ziplist_run); }
 static PyObject *listpack_count(PyObject *self, PyObject *arg) { return counted(arg, listpack_run); }
@@ -1720,6 +1831,10 @@ static PyMethodDef methods[] = {
     {"ziplist", ziplist, METH_O, "A ziplist's entries (bytes and int), or None when it is damaged."},
     {"listpack_count", listpack_count, METH_O, "How many entries an undamaged listpack holds, or None."},
     {"ziplist_count", ziplist_count, METH_O, "How many entries an undamaged ziplist holds, or None."},
+    {"packed_scores", packed_scores, METH_VARARGS,
+     "packed_scores(blob, ziplist): whether every second entry is plainly a number (False also when damaged)."},
+    {"packed_repeats", packed_repeats, METH_VARARGS,
+     "packed_repeats(blob, ziplist, step): whether two members (every step-th entry) hash alike, or None."},
     {NULL, NULL, 0, NULL},
 };
 

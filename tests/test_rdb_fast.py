@@ -359,7 +359,7 @@ def _damaged_copies() -> list[tuple[str, bytes]]:
         ("lzf in a list", b"\x04list\x03\x01a\xc3", 13, 0x20, "LZF string: back-reference at 0"),
         ("listpack", b"\x81f\x02\x81v\x02", 2, 0x7F, "the backlen of the entry at 6"),
         ("ziplist", zl, len(zl) - 1, 0, "the ziplist does not end with 0xff"),
-        ("intset", rdbgen.intset([1, 5, 9]), 8, 9, "not strictly increasing at 1"),
+        ("intset", rdbgen.intset([1, 5, 9]), 8, 9, "not in increasing order at 1"),
         ("listpack score", b"\x832.5", 2, ord("x"), "listpack of key 'zsetlp': score b'2x5' is not a number"),
         ("string double", b"\x031.5", 2, ord("z"), "score b'1z5' is not a number"),
         ("encoding", b"\x07ziplist", 0, 0xC7, "string encoding 0xc7 is none of"),

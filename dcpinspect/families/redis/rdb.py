@@ -72,6 +72,8 @@ class RdbParser:
         self._keep_test = callable(keep)
         self._keep = keep if self._keep_test else bool(keep)
         self.keeping = False
+        #: (member, longest) of the value just read when a member of it repeats (values.py)
+        self.duplicate: tuple[bytes, int | None] | None = None
         self.select = select
         #: what the memory model asks the C lane to measure (memory.LaneMeasure), or None
         self.measure = measure
@@ -473,6 +475,7 @@ class RdbParser:
         if self.keeping and select is not None:
             self.keeping = select.wanted(rec.db, rec.key, vtype.type, rec.expire_ms, state.ctime_ms)
         value_start = self.base + p
+        self.duplicate = None
         p = yield from READERS[vtype.layout](self, p, rec)
         end = self.base + p
         rec.size = end - value_start
@@ -495,6 +498,16 @@ class RdbParser:
         state = self._state
         if rec.elements == 0 and rec.vtype.type in _COLLECTIONS:
             self.note("rdb-empty-key", f"{rec.vtype.type} {self.key_text(rec)} holds no element", rec.offset)
+        if self.duplicate is not None:
+            member, longest = self.duplicate
+            self.duplicate = None
+            most = _KEPT_PACKED.get(rec.vtype.layout)
+            kept = (most is not None and rec.elements is not None and rec.elements <= most
+                    and longest is not None and longest <= _KEPT_PACKED_VALUE)
+            what = "field" if rec.vtype.type == "hash" else "member"
+            self.note("rdb-duplicate-member-kept" if kept else "rdb-duplicate-member",
+                      f"{rec.vtype.type} {self.key_text(rec)} ({rec.vtype.rdb_name}) holds the {what} "
+                      f"{key_text(member[:64])!r} twice", rec.offset)
         if rec.expire_ms is not None and state.ctime_ms is not None and rec.expire_ms < state.ctime_ms:
             self.note("rdb-expired-key", f"key {self.key_text(rec)} expired at {rec.expire_ms} ms, before the "
                                          f"snapshot's ctime {state.ctime_ms // 1000} s", rec.offset)
@@ -566,7 +579,7 @@ Seen = C.Seen if C is not None else _SeenSet
 # ---------------------------------------------------------------------- the C record lane
 
 #: the layouts the lane reads (``scan``'s codes in dcpinspect/_rdb.c)
-_LANE_CODES = {"string": 1, "list": 2, "set": 2, "hash": 3, "zset2": 4, "ziplist_list": 5, "intset": 6,
+_LANE_CODES = {"string": 1, "list": 2, "set": 18, "hash": 3, "zset2": 4, "ziplist_list": 5, "intset": 6,
                "ziplist_zset": 7, "ziplist_hash": 8, "quicklist": 9, "listpack_hash": 10, "listpack_zset": 11,
                "quicklist2": 12, "listpack_set": 13, "stream1": 14, "stream2": 15, "stream3": 16, "stream4": 17}
 #: the KeyRecord fields ``scan`` gives, in its order
@@ -678,6 +691,15 @@ def _raw4(buf, p):
 
 #: the types whose keys a server skips when they hold no element (``rdb-empty-key``)
 _COLLECTIONS = frozenset(("list", "set", "zset", "hash"))
+#: The layouts in which a server at its defaults (sanitize-dump-payload no) loads a value
+#: whose member (or field) repeats, keeping it packed as written (rdb-duplicate-member-kept),
+#: and the most entries it keeps packed: set-max-intset-entries, set-max-listpack-entries,
+#: zset-max-listpack-entries and hash-max-listpack-entries (a plain hash is packed as it
+#: loads, while its fields and values are at most hash-max-listpack-value bytes). Past them
+#: it makes a table of the value, which refuses the repeat or stops the server on an
+#: assertion; every other layout is checked as it loads (rdb-duplicate-member).
+_KEPT_PACKED = {"intset": 512, "listpack_set": 128, "listpack_zset": 128, "listpack_hash": 512, "hash": 512}
+_KEPT_PACKED_VALUE = 64
 _BLOBS = (types.DF_LZ4_BLOB, types.DF_ZSTD_BLOB)
 _PREFIXES = {types.EXPIRETIME_MS: _expire_ms, types.EXPIRETIME: _expire_s, types.IDLE: _idle, types.FREQ: _freq,
              types.ENT_RAM_LRU: _ent_len, types.ENT_SLOT_NUM: _ent_len, types.DF_MASK: _df_mask}
