@@ -426,12 +426,28 @@ typedef struct {
 } Members;
 
 static uint64_t member_hash(const uint8_t *s, size_t len) {
-    uint64_t h = 0xcbf29ce484222325ULL ^ len; /* FNV-1a, then a final mix */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ s[i]) * 0x100000001b3ULL;
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ len, w; /* 8 bytes a step, then a final mix */
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 31;
+    }
+    w = 0;
+    memcpy(&w, s + i, len - i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;
     return h ^ (h >> 33);
+}
+
+/* the members put so far, in order, for a few: no sort */
+static int members_repeat_few(const uint64_t *h, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (h[i] == h[j])
+                return 1;
+    return 0;
 }
 
 static int members_put(Members *d, const uint8_t *s, size_t len) {
@@ -464,6 +480,8 @@ static int members_repeat(Members *d) {
     d->n = 0;
     if (n < 2)
         return 0;
+    if (n <= 24)
+        return members_repeat_few(d->h, n);
     qsort(d->h, n, sizeof(uint64_t), cmp_u64);
     for (size_t i = 1; i < n; i++)
         if (d->h[i] == d->h[i - 1])
