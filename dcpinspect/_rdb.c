@@ -280,10 +280,11 @@ static PyObject *lzf_ok(PyObject *self, PyObject *args) {
 /* -- strings in a row (§3.2) ----------------------------------------------------------- */
 
 /* Pass over up to n strings from buf[p], each followed by `tail` more bytes (a ZSET_2
- * score): plain ones, integer-encoded ones and LZF ones that inflate to what they say,
- * none longer than cap. Stops before the first one that is not whole in the buffer or that
- * primitives.skip_string would not pass over without a complaint (too long, damaged, an
- * unknown encoding, a length that is no length): the caller reads that one its own way. */
+ * score): plain ones and integer-encoded ones, none longer than cap. Stops before the first
+ * one that is not whole in the buffer, that primitives.skip_string would not pass over
+ * without a complaint (too long, an unknown encoding, a length that is no length), or that
+ * is LZF (whose inflated bytes the Python reading charges to the input's budget): the
+ * caller reads that one its own way. */
 static PyObject *skip_strings(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t p, n, tail;
@@ -317,41 +318,8 @@ static PyObject *skip_strings(PyObject *self, PyObject *args) {
             q += 8;
         } else if (c == 0xC0 || c == 0xC1 || c == 0xC2) {
             size = c == 0xC0 ? 1 : c == 0xC1 ? 2 : 4;
-        } else if (c == 0xC3) {
-            /* LZF: two plain lengths, then the data */
-            uint64_t l[2];
-            int ok = 1;
-            for (int i = 0; i < 2 && ok; i++) {
-                if (q >= len) {
-                    ok = 0;
-                    break;
-                }
-                unsigned d = b[q];
-                if (d >> 6 == 0) {
-                    l[i] = d;
-                    q += 1;
-                } else if (d >> 6 == 1 && q + 2 <= len) {
-                    l[i] = (uint64_t)(d & 0x3F) << 8 | b[q + 1];
-                    q += 2;
-                } else if (d == 0x80 && q + 5 <= len) {
-                    l[i] = be32(b + q + 1);
-                    q += 5;
-                } else if (d == 0x81 && q + 9 <= len) {
-                    l[i] = (uint64_t)be32(b + q + 1) << 32 | be32(b + q + 5);
-                    q += 9;
-                } else {
-                    ok = 0;
-                }
-            }
-            if (!ok || l[0] > cap || l[1] > cap || l[0] > len - q || (size_t)tail > len - q - l[0])
-                break;
-            if (!lzf_run(b + q, (size_t)l[0], NULL, (size_t)l[1]))
-                break;
-            at = q + (size_t)l[0] + (size_t)tail;
-            done++;
-            continue;
         } else {
-            break;
+            break; /* LZF among them: the Python reading charges what it inflates to (the input's budget) */
         }
         if (kind < 2 || c == 0x80 || c == 0x81) {
             if (size > cap)
@@ -1033,6 +1001,7 @@ typedef struct {
     uint8_t *scratch;
     size_t room;
     Members mem; /* the members of the value being read (L_SET_STRINGS, L_HASH, L_ZSET2 and packed ones) */
+    uint64_t lzf_left; /* the bytes LZF strings may still inflate to (the input's budget): past it, decline */
 } Lane;
 
 static int lane_len(const Lane *L, size_t *q, uint64_t *out) {
@@ -1105,8 +1074,9 @@ static int lane_string(Lane *L, size_t *q, int want, const uint8_t **data, size_
         uint64_t clen, ulen;
         if (!lane_len(L, &r, &clen) || !lane_len(L, &r, &ulen))
             return 0;
-        if (clen > L->cap || ulen > L->cap || clen > L->n - r)
+        if (clen > L->cap || ulen > L->cap || clen > L->n - r || ulen > L->lzf_left)
             return 0;
+        L->lzf_left -= ulen;
         if (want) {
             if (ulen > clen * 88)
                 return 0;
@@ -1501,8 +1471,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *seen_arg, *ctime_arg, *db, *vtypes, *want = Py_None, *measure = Py_None;
     Maker *maker;
     long long salt;
-    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L|OO", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
-                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &salt, &want, &measure))
+    unsigned long long lzf_left = UINT64_MAX;
+    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L|OOK", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
+                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &salt, &want, &measure, &lzf_left))
         return NULL;
     Measure Mst;
     const Measure *M = NULL;
@@ -1550,7 +1521,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         return NULL;
     }
     const uint8_t *codes = table.buf;
-    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0, {NULL, 0, 0, 1}};
+    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0, {NULL, 0, 0, 1}, lzf_left};
+    uint64_t committed = lzf_left; /* what is left after the keys made so far (a declined one's LZF uncharged) */
     LpSink sink = {NULL, 0, 0};
     size_t at = (size_t)p;
     while (at < L.n) {
@@ -1739,6 +1711,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (r < 0)
             goto error;
         at = q;
+        committed = L.lzf_left;
     }
 done:
     PyMem_Free(L.scratch);
@@ -1746,7 +1719,7 @@ done:
     PyMem_Free(sink.items);
     PyBuffer_Release(&view);
     PyBuffer_Release(&table);
-    return Py_BuildValue("(nN)", (Py_ssize_t)at, records);
+    return Py_BuildValue("(nNK)", (Py_ssize_t)at, records, (unsigned long long)(lzf_left - committed));
 error:
     PyMem_Free(L.scratch);
     PyMem_Free(L.mem.h);

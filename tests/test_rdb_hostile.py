@@ -408,3 +408,54 @@ def test_a_16_mib_sorted_set_listpack_of_an_odd_count_is_counted_not_built(pure,
     assert [(k.key, k.elements) for k in keys] == [(b"z", None), (b"after", 1)]
     assert [(f.rule, f"{entries} entries" in f.message) for f in keys[0].findings] == [("rdb-corrupt", True)]
     assert peak < 4 * len(data), (peak, len(data))  # the blob and its copies; its entries built: 8 times it
+
+
+# -- LZF strings count against the input's inflation budget ----------------------------------
+
+#: an LZF string of 265 bytes in 5: the literal "a", then 264 bytes copied from 1 back
+LZF_265 = rdbgen.lzf_string(b"\x00a" + bytes([7 << 5, 264 - 2 - 7, 0]), 265)
+
+
+def lzf_file(n: int) -> bytes:
+    """``n`` keys whose values are LZF strings of 265 bytes (5 stored), then a plain one."""
+    body = b"".join(rdbgen.key(0, f"k{i:03d}", LZF_265) for i in range(n))
+    return rdbgen.rdb(b"\xfe\x00" + body + rdbgen.key(0, "after", rdbgen.string("1")), version=9)
+
+
+@pytest.mark.parametrize("pure", [False, True])
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize("env", [{"DCPINSPECT_MAX_RDB_INFLATED": "10000"}, {"DCPINSPECT_MAX_RDB_INFLATE_RATIO": "2"}])
+def test_lzf_strings_count_against_the_inflation_budget(env, keep, pure, monkeypatch):
+    """Many LZF strings crossing a small budget: those within it are read, the first past it
+    is an rdb-inflate-cap warning at its offset and it and the later ones past the budget
+    are passed over unread; every key is still reported, and the file ends whole."""
+    from dcpinspect.families.redis import layouts, lzf, primitives, rdb
+
+    if pure:
+        for module in (layouts, lzf, primitives, rdb):
+            monkeypatch.setattr(module, "C", None)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    data = lzf_file(100)
+    parser = RdbParser(keep=keep)
+    out = parser.feed(data) + parser.close()
+    keys = [r for r in out if isinstance(r, KeyRecord)]
+    assert [k.key for k in keys] == [b"k%03d" % i for i in range(100)] + [b"after"]
+    read = [k for k in keys[:-1] if k.extra.get("value_length") == 265]
+    allowed = 10_000 if "DCPINSPECT_MAX_RDB_INFLATED" in env else 2 * len(data)
+    assert read == keys[:len(read)] and len(read) == allowed // 265  # those within the budget, in order
+    assert all(k.value == b"a" * 265 for k in read) if keep else all(k.value is None for k in keys)
+    assert parser.inflated == 265 * len(read) <= allowed
+    caps = [(f.rule, f.severity, f.offset) for k in keys for f in k.findings]
+    first_over = keys[len(read)]
+    assert caps == [("rdb-inflate-cap", "warning", data.index(LZF_265, first_over.offset))]
+    assert "LZF string" in first_over.findings[0].message and "passed over" in first_over.findings[0].message
+    assert isinstance(out[-1], Ending) and out[-1].checksum == "ok" and not out[-1].stopped
+
+
+def test_lzf_strings_within_the_default_budget_are_no_finding():
+    parser = RdbParser()
+    out = parser.feed(lzf_file(100)) + parser.close()
+    keys = [r for r in out if isinstance(r, KeyRecord)]
+    assert len(keys) == 101 and all(k.extra.get("value_length") == 265 for k in keys[:-1])
+    assert not [f for k in keys for f in k.findings] and parser.inflated == 265 * 100

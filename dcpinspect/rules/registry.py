@@ -169,8 +169,8 @@ RDB_RULES = _rules(
      "A master loads the file without the key (\"keys expired: N\"); a replica keeps it for its master to expire."),
     ("rdb-trailing-data", "EINVAL", "warning", REDIS + "src/rdb.c#L3397", "Bytes follow the EOF opcode and its checksum.", "rdb",
      "Loads the file; the bytes after the checksum are never read."),
-    ("rdb-inflate-cap", "LIMIT", "warning", DRAGONFLY + "src/server/rdb_load.cc#L2910", "Dragonfly's compressed blobs inflate past the input's budget (DCPINSPECT_MAX_RDB_INFLATE_RATIO times the bytes read, 1,000 by default, or DCPINSPECT_MAX_RDB_INFLATED in all, 8 GiB), or nest more than 4 deep: the rest of the blob is passed over unread, and decoding goes on after it.", "rdb",
-     "redis-server reads no Dragonfly blob (its opcodes are past the ones it knows); the budget is this decoder's, not the file's."),
+    ("rdb-inflate-cap", "LIMIT", "warning", DRAGONFLY + "src/server/rdb_load.cc#L2910", "Dragonfly's compressed blobs and LZF strings inflate past the input's budget (DCPINSPECT_MAX_RDB_INFLATE_RATIO times the bytes read, 1,000 by default, or DCPINSPECT_MAX_RDB_INFLATED in all, 8 GiB), or blobs nest more than 4 deep: the rest of the blob, or the LZF string (and any later one past the budget: said once), is passed over unread, and decoding goes on after it.", "rdb",
+     "Loads LZF strings whatever they inflate to, and reads no Dragonfly blob (its opcodes are past the ones it knows); the budget is this decoder's, not the file's."),
     ("rdb-keys-cap", "LIMIT", "info", LIMITS, "The snapshot has more keys than are remembered for the duplicate-key rule (DCPINSPECT_MAX_RDB_KEYS, 2,000,000): the rest are not checked.", "rdb",
      "Loads the file (the cap is this decoder's)."),
 )

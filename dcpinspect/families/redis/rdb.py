@@ -29,7 +29,7 @@ from . import types
 from .crc64 import crc64
 from .native import C
 from .primitives import (
-    LEN_ENC, Corrupt, NeedMore, TooLong, read_len, read_ms, read_seconds, read_string, read_u32, read_u64,
+    LEN_ENC, Cap, Corrupt, LzfOverBudget, NeedMore, TooLong, read_len, read_ms, read_seconds, read_string, read_u32, read_u64,
     skip_string, string_header,
 )
 from .records import AuxRecord, Ending, KeyRecord, OpRecord
@@ -69,6 +69,9 @@ class RdbParser:
         self.buf = bytearray()
         self.base = 0  # the input offset of buf[0]
         self.cap = RDB_STRING.value() if cap is None else cap
+        if nested is None:  # a blob's content is charged to the input's budget by its parser's Cap
+            self.cap = Cap(self.cap)
+            self.cap.inflates = self._lzf_inflates
         self._keep_test = callable(keep)
         self._keep = keep if self._keep_test else bool(keep)
         self.keeping = False
@@ -101,8 +104,10 @@ class RdbParser:
         self.nested = nested
         self.depth = depth  # how many compressed blobs this content is inside
         if nested is None:
-            #: bytes the input's compressed blobs inflated to so far, and their bounds
+            #: bytes the input's compressed blobs and LZF strings inflated to so far, and their
+            #: bounds; whether an LZF string past them was said
             self.inflated = 0
+            self.lzf_over = False
             self._ratio, self._inflated_cap = RDB_INFLATE_RATIO.value(), RDB_INFLATED.value()
             self.vendor: str | None = None
             self.version: int | None = None
@@ -155,22 +160,39 @@ class RdbParser:
         self._out.append(end)
         return self._take()
 
-    def charge(self, n: int, what: str) -> None:
-        """``n`` more bytes inflated from ``what`` (a blob's name): counted against the
-        input's budget, the ratio to the bytes read so far and the absolute cap
-        (RDB_INFLATE_RATIO, RDB_INFLATED); :class:`OverBudget` past either."""
+    def charge(self, n: int, what: str, rest: str = "the rest of the blob is passed over") -> None:
+        """``n`` more bytes inflated from ``what`` (a blob's name, or LZF strings): counted
+        against the input's budget, the ratio to the bytes read so far and the absolute cap
+        (RDB_INFLATE_RATIO, RDB_INFLATED); :class:`OverBudget` past either (``rest``: what
+        then becomes of it)."""
         state = self._state
-        read = state.base + len(state.buf)
-        allowed = min(state._inflated_cap, state._ratio * read)
+        allowed = self._allowed()
         claimed = state.inflated + n
         if claimed > allowed:
             left = max(0, allowed - state.inflated)
             state.inflated += left
-            raise OverBudget(left, f"{what} inflates past the input's budget: {claimed:,} bytes inflated from "
-                                   f"{read:,} read, more than {state._ratio:,} times those (DCPINSPECT_MAX_RDB_"
-                                   f"INFLATE_RATIO) or {state._inflated_cap:,} in all (DCPINSPECT_MAX_RDB_INFLATED); "
-                                   "the rest of the blob is passed over")
+            raise OverBudget(left, self._over(claimed, what, rest))
         state.inflated += n
+
+    def _over(self, claimed: int, what: str, rest: str) -> str:
+        state = self._state
+        return (f"{what} inflates past the input's budget: {claimed:,} bytes inflated from "
+                f"{state.base + len(state.buf):,} read, more than {state._ratio:,} times those (DCPINSPECT_MAX_RDB_"
+                f"INFLATE_RATIO) or {state._inflated_cap:,} in all (DCPINSPECT_MAX_RDB_INFLATED); {rest}")
+
+    def _allowed(self) -> int:
+        """The bytes the input's compressed content may inflate to, its bytes read so far."""
+        state = self._state
+        return min(state._inflated_cap, state._ratio * (state.base + len(state.buf)))
+
+    def _lzf_inflates(self, n: int) -> bool:
+        """Whether an LZF string's ``n`` bytes are within the input's budget (charged if
+        so): :class:`~.primitives.Cap`'s question, for every reading of a string."""
+        state = self._state
+        if state.inflated + n > self._allowed():
+            return False
+        state.inflated += n
+        return True
 
     def take_leftover(self) -> bytes:
         """The bytes after the end so far (a replication stream's next bytes), given once."""
@@ -252,6 +274,16 @@ class RdbParser:
                 return read_string(self.buf, p, self.cap)
             except NeedMore as more:
                 p = yield from self.wait(p, more.args[0])
+            except LzfOverBudget as over:
+                state = self._state
+                if not state.lzf_over:  # said once an input: the strings past the budget after it are passed over too
+                    state.lzf_over = True
+                    self.note("rdb-inflate-cap", self._over(state.inflated + over.inflated,
+                                                            f"an LZF string of {over.length:,} bytes in {self.what}",
+                                                            "it is passed over unread, as is any later one past the "
+                                                            "budget"), self.base + p)
+                p = yield from self.skip(over.start, over.length)
+                return None, p
             except TooLong as long:
                 self.note("rdb-string-too-long", f"a {long.what} of {long.length:,} bytes in {self.what} is more "
                                                  f"than the {self.cap:,} held: passed over", self.base + p)
@@ -436,8 +468,10 @@ class RdbParser:
                 return (not keep_test or keep(key)) and (select is None or
                                                          select.wanted(db, key, vtypes[op].type, expire, ctime))
             want = wanted
-        q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms,
-                          _MAKER, self.base, db, vtypes, db_salt(db), want, measured)
+        q, found, inflated = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1,
+                                    state.ctime_ms, _MAKER, self.base, db, vtypes, db_salt(db), want, measured,
+                                    max(0, self._allowed() - state.inflated))
+        state.inflated += inflated  # the LZF strings of the keys it made, within the budget
         state.keys += len(found)
         if seen is not None:
             state._seen_count += len(found)
