@@ -354,19 +354,24 @@ def test_a_zipmap_inside_lzf_is_counted_without_building_its_pairs(tmp_path):
         assert res.returncode == 1 and peak - base < 16 * 1024, (pure, peak, base)  # KiB; 700k pairs built: 60 MB
 
 
-def test_a_listpack_whose_count_is_off_by_one_is_counted_not_built():
+def decoded_traced(data: bytes) -> tuple[list, int]:
+    """The records of ``data`` and the most memory Python allocated while decoding it."""
     import tracemalloc
 
+    tracemalloc.start()
+    try:
+        out = decode(data)
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_listpack_whose_count_is_off_by_one_is_counted_not_built():
     n = 60_000
     lp = bytearray(rdbgen.listpack([b"a"] * n))
     struct.pack_into("<H", lp, 4, n + 1)  # one more than it holds
     data = rdbgen.rdb(b"\xfe\x00" + rdbgen.key(20, "set", rdbgen.string(bytes(lp))))
-    tracemalloc.start()
-    try:
-        out = decode(data)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    out, peak = decoded_traced(data)
     assert [(rule, f"{n + 1} entries" in f.message) for r in out if isinstance(r, KeyRecord) for f in r.findings
             for rule in [f.rule]] == [("rdb-corrupt", True)]
     assert peak < 4 * len(data), (peak, len(data))  # the blob and its copies; 60,000 entries built took 10 times it
@@ -386,8 +391,6 @@ def test_a_16_mib_sorted_set_listpack_of_an_odd_count_is_counted_not_built(pure,
     do not pair up (one member more than its scores) makes the record lane decline; the
     readers count it, read its scores and look for a repeated member without building its
     entries, and say what is wrong."""
-    import tracemalloc
-
     from dcpinspect.families.redis import layouts, lzf, primitives, rdb
 
     if pure:
@@ -398,12 +401,7 @@ def test_a_16_mib_sorted_set_listpack_of_an_odd_count_is_counted_not_built(pure,
     data = rdbgen.rdb(b"\xfe\x00" + rdbgen.key(17, "z", rdbgen.string(lp)) + rdbgen.key(0, "after", rdbgen.string("1")),
                       version=10, checksum=False)
     del lp
-    tracemalloc.start()
-    try:
-        out = decode(data)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    out, peak = decoded_traced(data)
     keys = [r for r in out if isinstance(r, KeyRecord)]
     assert [(k.key, k.elements) for k in keys] == [(b"z", None), (b"after", 1)]
     assert [(f.rule, f"{entries} entries" in f.message) for f in keys[0].findings] == [("rdb-corrupt", True)]
