@@ -3,8 +3,10 @@
 checks ``redis-check-rdb`` makes too) and read by ``redis-check-rdb``, and the tests assert
 what the server does (serves or exits, its keys, its log line) as well as what the rule
 says. The severities follow the server: a file it refuses in either mode gets an error
-finding, a file it loads in both gets none (a warning says what it changed). Redis's own
-test files (tests/corpora/redis-assets) are judged the same way.
+finding, a file it loads in both gets none (a warning says what it changed); a member twice in
+a value the server keeps packed follows the default mode alone (``by_default``: a warning that
+says what ``yes`` does). Redis's own test files (tests/corpora/redis-assets) are judged the
+same way.
 
 The files are RDB version 9 or 10, so that every Redis from 7.0 reads them.
 """

@@ -137,7 +137,8 @@ TAP_RULES = _rules(
 
 #: Each RDB rule's severity is what redis-server (7.0.15, with sanitize-dump-payload no, its
 #: default, and yes, the deep checks redis-check-rdb makes) does with a file that triggers it:
-#: an error where it refuses the file, a warning where it loads it (tests/test_rdb_server.py).
+#: an error where it refuses the file, a warning where it loads it (tests/test_rdb_server.py);
+#: rdb-duplicate-member-kept follows the default alone, and says what yes does.
 RDB_RULES = _rules(
     ("rdb-magic", "EINVAL", "error", REDIS + "src/rdb.c#L3350", "The input does not start with REDIS and 4 digits, or VALKEY and 3: it is no RDB.", "rdb",
      "Refuses the file: \"Wrong signature trying to load DB from file\"."),
