@@ -339,6 +339,14 @@ class Members:
                 self.repeat = text
         self.n += 1
 
+    def sized(self, size: int | None) -> None:
+        """One more string that is no member, by its length alone (None: not read)."""
+        if size is None or self.longest is None:
+            self.longest = None
+        elif size > self.longest:
+            self.longest = size
+        self.n += 1
+
     def __len__(self) -> int:
         return self.n
 
