@@ -114,13 +114,14 @@ RDB_STRING = Limit(
     env="DCPINSPECT_MAX_RDB_STRING", least=1024)
 RDB_INFLATE_RATIO = Limit(
     "RDB inflation ratio", 1000, "times",
-    "Bytes Dragonfly's LZ4 and ZSTD blobs of one RDB file or payload (nested at any depth) inflate "
-    "to, all together, against the bytes read so far; past it the rest of the blob is an "
-    "rdb-inflate-cap finding, passed over, and decoding goes on after it (LZF, at most 88-fold by "
-    "its format, stays within it)", env="DCPINSPECT_MAX_RDB_INFLATE_RATIO")
+    "Bytes Dragonfly's LZ4 and ZSTD blobs (nested at any depth) and the LZF strings of one RDB "
+    "file or payload inflate to, all together, against the bytes read so far; past it the rest of "
+    "the blob, or the LZF string, is an rdb-inflate-cap finding, passed over, and decoding goes on "
+    "after it", env="DCPINSPECT_MAX_RDB_INFLATE_RATIO")
 RDB_INFLATED = Limit(
     "RDB bytes inflated", 8 << 30, "bytes",
-    "Bytes the compressed blobs of one RDB file or payload inflate to in all, whatever the ratio; "
+    "Bytes the compressed blobs and LZF strings of one RDB file or payload inflate to in all, "
+    "whatever the ratio; "
     "past it as past the ratio", env="DCPINSPECT_MAX_RDB_INFLATED", least=1024)
 RDB_NESTING = Limit(
     "RDB blob nesting", 4, "levels",

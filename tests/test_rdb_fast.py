@@ -364,7 +364,7 @@ def _damaged_copies() -> list[tuple[str, bytes]]:
         ("lzf in a list", b"\x04list\x03\x01a\xc3", 13, 0x20, "LZF string: back-reference at 0"),
         ("listpack", b"\x81f\x02\x81v\x02", 2, 0x7F, "the backlen of the entry at 6"),
         ("ziplist", zl, len(zl) - 1, 0, "the ziplist does not end with 0xff"),
-        ("intset", rdbgen.intset([1, 5, 9]), 8, 9, "not strictly increasing at 1"),
+        ("intset", rdbgen.intset([1, 5, 9]), 8, 9, "not in increasing order at 1"),
         ("listpack score", b"\x832.5", 2, ord("x"), "listpack of key 'zsetlp': score b'2x5' is not a number"),
         ("string double", b"\x031.5", 2, ord("z"), "score b'1z5' is not a number"),
         ("encoding", b"\x07ziplist", 0, 0xC7, "string encoding 0xc7 is none of"),
@@ -484,7 +484,7 @@ def test_strings_in_a_row_are_passed_over_only_where_one_at_a_time_would_pass(he
         q = primitives.skip_string(buf, q, cap)[1] + 8
         assert q <= len(buf)
     assert q == p
-    if helper == "c" and done < n and not (p < len(buf) and buf[p] == 0x81):
+    if helper == "c" and done < n and not (p < len(buf) and buf[p] in (0x81, 0xC3)):  # LZF: read one at a time
         with pytest.raises((primitives.NeedMore, primitives.TooLong, Corrupt)):
             primitives.read_binary_double(buf, primitives.skip_string(buf, p, cap)[1])
 
@@ -522,9 +522,9 @@ def test_the_lane_reads_the_keys_it_knows(monkeypatch):
     seen = []
 
     def scan(*args):
-        q, found = C.scan(*args)
+        q, found, inflated = C.scan(*args)
         seen.extend(r.key for r in found)
-        return q, found
+        return q, found, inflated
 
     monkeypatch.setattr(rdb, "C", type("Lane", (), {"scan": staticmethod(scan)}))
     keys = [r.key for r in decode(EVERY, False) if getattr(r, "kind", "") == "key"]

@@ -85,6 +85,8 @@ CASES = {
     "rdb-unknown-type": _file(rdbgen.key(8, "x", b"")),
     "rdb-corrupt": _file(rdbgen.key(10, "zl", rdbgen.string(b"\x00" * 12))),
     "rdb-empty-key": _file(rdbgen.key(2, "s", rdbgen.length(0))),
+    "rdb-duplicate-member": _file(rdbgen.key(2, "s", rdbgen.length(2) + rdbgen.string("a") + rdbgen.string("a"))),
+    "rdb-duplicate-member-kept": _file(rdbgen.key(11, "i", rdbgen.string(rdbgen.intset([1, 1, 2])))),
     "rdb-stream-length": _file(rdbgen.key(15, "st", rdbgen.stream([rdbgen.stream_node(1, 0, ["n"], [(0, 0, [1])])], 2,
                                                                   (1, 0)))),
     "rdb-module": _file(rdbgen.key(7, "m", rdbgen.length(5) + rdbgen.length(0))),

@@ -3,8 +3,10 @@
 checks ``redis-check-rdb`` makes too) and read by ``redis-check-rdb``, and the tests assert
 what the server does (serves or exits, its keys, its log line) as well as what the rule
 says. The severities follow the server: a file it refuses in either mode gets an error
-finding, a file it loads in both gets none (a warning says what it changed). Redis's own
-test files (tests/corpora/redis-assets) are judged the same way.
+finding, a file it loads in both gets none (a warning says what it changed); a member twice in
+a value the server keeps packed follows the default mode alone (``by_default``: a warning that
+says what ``yes`` does). Redis's own test files (tests/corpora/redis-assets) are judged the
+same way.
 
 The files are RDB version 9 or 10, so that every Redis from 7.0 reads them.
 """
@@ -12,6 +14,7 @@ The files are RDB version 9 or 10, so that every Redis from 7.0 reads them.
 from __future__ import annotations
 
 import json
+import struct
 from dataclasses import dataclass, field
 
 import pytest
@@ -32,6 +35,15 @@ AFTER = g.key(0, "after", g.string("kept"))  # a key after the one judged: loade
 
 def _file(body: bytes, version: int = 9) -> bytes:
     return g.rdb(body, version)
+
+
+def _pairs(n: int, value: bytes = b"v") -> list:
+    """``n`` distinct members or fields m0 .. m(n-1), each followed by ``value``."""
+    return [x for i in range(n) for x in (f"m{i}".encode(), value)]
+
+
+def _twice(type_: int, name: str, value: bytes, version: int = 9) -> bytes:
+    return _file(g.key(type_, name, value) + AFTER, version)
 
 
 def _node(n: int) -> bytes:
@@ -59,6 +71,9 @@ class Case:
     lacks: str = ""  # what the server lacks to load the sound file it refuses (then no error)
     parser: dict = field(default_factory=dict)  # RdbParser arguments
     env: dict = field(default_factory=dict)
+    #: the severity follows the default mode alone (a warning where it loads the file, which
+    #: the rule says sanitize-dump-payload yes refuses)
+    by_default: bool = False
 
 
 CASES = {
@@ -87,6 +102,46 @@ CASES = {
                                              check_says="Hash listpack integrity check failed"),
     "a key twice": Case(_file(g.key(0, "a", g.string("1")) + g.key(0, "a", g.string("2"))), {"rdb-duplicate-key"},
                         False, False, "RDB has duplicated key 'a' in DB 0", check_ok=True),
+    # a member (a hash's field) twice: refused where the server checks as it loads or makes a
+    # table of the value (past its packed encoding's entries: an assertion), loaded as written
+    # where it keeps the value packed
+    "a set's member twice": Case(_twice(2, "s", g.length(2) + g.string("a") + g.string("a")),
+                                 {"rdb-duplicate-member"}, False, False, "Duplicate set members detected"),
+    "a sorted set's member twice": Case(_twice(5, "z", g.length(2) + g.string("a") + struct.pack("<d", 1)
+                                               + g.string("a") + struct.pack("<d", 2)),
+                                        {"rdb-duplicate-member"}, False, False, "Duplicate zset fields detected"),
+    "a hash's field twice, a value of 65 bytes": Case(_twice(4, "h", g.length(2) + g.string("f") + g.string("v")
+                                                             + g.string("f") + g.string("w" * 65)),
+                                                      {"rdb-duplicate-member"}, False, False,
+                                                      "Duplicate hash fields detected"),
+    "a hash of 513 fields, one twice": Case(_twice(4, "h", g.length(513) + b"".join(map(g.string, _pairs(512)))
+                                                   + g.string("m0") + g.string("v")),
+                                            {"rdb-duplicate-member"}, False, False, "Duplicate hash fields detected"),
+    "a zipmap's field twice": Case(_twice(9, "h", g.string(g.zipmap([(b"f", b"v"), (b"f", b"w")]))),
+                                   {"rdb-duplicate-member"}, False, False, "Hash zipmap with dup elements"),
+    "a hash ziplist's field twice": Case(_twice(13, "h", g.string(g.ziplist([b"f", b"v", b"f", b"w"]))),
+                                         {"rdb-duplicate-member"}, False, False, "Hash ziplist integrity check failed"),
+    "a sorted set ziplist's member twice": Case(_twice(12, "z", g.string(g.ziplist([b"a", 1, b"a", 2]))),
+                                                {"rdb-duplicate-member"}, False, False,
+                                                "Zset ziplist integrity check failed"),
+    "an intset of 513 integers, one twice": Case(_twice(11, "i", g.string(g.intset([0, *range(512)]))),
+                                                 {"rdb-duplicate-member"}, False, False, "ASSERTION FAILED"),
+    "a sorted set listpack of 129, a member twice": Case(_twice(17, "z", g.string(g.listpack(
+        [b"a", 1, *_pairs(128, 1), b"a", 2])), 10), {"rdb-duplicate-member"}, False, False, "ASSERTION FAILED"),
+    "a hash listpack of 513, a field twice": Case(_twice(16, "h", g.string(g.listpack(
+        [b"f", b"v", *_pairs(512), b"f", b"w"])), 10), {"rdb-duplicate-member"}, False, False,
+        "Listpack corruption detected"),
+    "a small hash's field twice": Case(_twice(4, "h", g.length(2) + g.string("f") + g.string("v") + g.string("f")
+                                              + g.string("w")), {"rdb-duplicate-member-kept"}, True, False,
+                                       "keys loaded: 2", keys=2, by_default=True),
+    "an intset's integer twice": Case(_twice(11, "i", g.string(g.intset([1, 1, 2]))), {"rdb-duplicate-member-kept"},
+                                      True, False, "keys loaded: 2", keys=2, by_default=True),
+    "a sorted set listpack's member twice": Case(_twice(17, "z", g.string(g.listpack([b"a", 1, b"a", 2])), 10),
+                                                 {"rdb-duplicate-member-kept"}, True, False, "keys loaded: 2", keys=2,
+                                                 by_default=True),
+    "a hash listpack's field twice": Case(_twice(16, "h", g.string(g.listpack([b"f", b"v", b"f", b"w"])), 10),
+                                          {"rdb-duplicate-member-kept"}, True, False, "keys loaded: 2", keys=2,
+                                          by_default=True),
     "an empty set": Case(_file(g.key(2, "s", g.length(0)) + AFTER), {"rdb-empty-key"}, True, True,
                          "skipping empty key: s", keys=1),
     "an empty hash listpack": Case(_file(g.key(16, "h", g.string(g.listpack([]))) + AFTER, 10), {"rdb-empty-key"},
@@ -103,6 +158,10 @@ CASES = {
                                      check_ok=True),
     "a string past the cap": Case(_file(g.key(0, "big", g.string(b"x" * 2000)) + AFTER), {"rdb-string-too-long"},
                                   True, True, "keys loaded: 2", keys=2, check_ok=True, parser={"cap": 1024}),
+    "LZF strings past a small budget": Case(_file(b"".join(g.key(0, f"k{i}", g.lzf_string(b"\x00a" + bytes([0xE0, 255, 0]),
+                                                                                 265)) for i in range(10)) + AFTER),
+                                            {"rdb-inflate-cap"}, True, True, "keys loaded: 11", keys=11, check_ok=True,
+                                            env={"DCPINSPECT_MAX_RDB_INFLATED": "1024"}),
     "more keys than the cap": Case(PLAIN, {"rdb-keys-cap"}, True, True, "keys loaded: 2", keys=2, check_ok=True,
                                    env={"DCPINSPECT_MAX_RDB_KEYS": "1"}),
     "a module's value": Case(_file(g.key(7, "m", g.length(5) + g.length(2) + g.length(42) + g.length(0)) + AFTER),
@@ -135,13 +194,8 @@ def judged(tmp_path_factory) -> dict:
     return out
 
 
-#: rules of what only Dragonfly's files hold (its compressed blobs), which no redis-server
-#: reads: a limit of this decoder, a warning as rdb-string-too-long is (tests/test_rdb_hostile.py)
-DRAGONFLY_ONLY = {"rdb-inflate-cap"}
-
-
 def test_every_rdb_rule_is_judged_by_the_server():
-    assert set(RDB_RULES) - DRAGONFLY_ONLY == {r for c in CASES.values() for r in c.rules}
+    assert set(RDB_RULES) == {r for c in CASES.values() for r in c.rules}
     assert all(r.server for r in RDB_RULES.values())
 
 
@@ -161,7 +215,7 @@ def test_what_the_server_does_and_what_the_rule_says(name, judged, monkeypatch):
     # the rule, and its severity by the server's verdict
     found = findings(case.data, monkeypatch, case.parser, case.env)
     assert {f.rule for f in found} - ({"rdb-truncated"} if "rdb-magic" in case.rules else set()) == case.rules
-    refused = not (case.loads and case.sanitized_loads)
+    refused = not case.loads if case.by_default else not (case.loads and case.sanitized_loads)
     assert any(f.severity == "error" for f in found) == (refused and not case.lacks)
     for f in found:
         assert f.severity == RDB_RULES[f.rule].severity
@@ -178,6 +232,23 @@ def test_the_streams_length_field_is_what_xlen_answers(tmp_path):
     path = tmp_path / "stream.rdb"
     path.write_bytes(CASES["a stream of 118 entries saying 120"].data)
     assert servers.redis_load(path, tmp_path / "srv", ask=ask).asked == (120, 118)
+
+
+def test_a_member_kept_twice_is_counted_twice(tmp_path):
+    """What rdb-duplicate-member-kept says the server does: SCARD, ZCARD and HLEN count both."""
+    for name, command, key in [("an intset's integer twice", "SCARD", "i"),
+                               ("a sorted set listpack's member twice", "ZCARD", "z"),
+                               ("a hash listpack's field twice", "HLEN", "h"), ("a small hash's field twice", "HLEN", "h")]:
+        def ask(port):
+            c = Client(port)
+            try:
+                return c.call(command, key)
+            finally:
+                c.close()
+
+        path = tmp_path / f"{key}{command}.rdb"
+        path.write_bytes(CASES[name].data)
+        assert servers.redis_load(path, tmp_path / f"srv-{key}{command}", ask=ask).asked == (3 if key == "i" else 2)
 
 
 def test_redis_corrupt_empty_keys_asset(tmp_path, monkeypatch):
@@ -228,3 +299,26 @@ def test_a_stream_node_read_twice_is_no_finding():
     out = p.feed(data) + p.close()
     (rec,) = [r for r in out if isinstance(r, KeyRecord)]
     assert rec.elements == 4 and not rec.findings and not [f for f in out if isinstance(f, Finding)]
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_member_twice_is_judged_alike_with_or_without_c(keep, monkeypatch):
+    """The record lane declines a value whose members hash alike and the readers judge it:
+    the findings are the same with dcpinspect._rdb and without, values kept or not."""
+    from dcpinspect.families.redis.rdb import decoder as rdb, layouts, lzf, primitives
+
+    def judged():
+        out = []
+        for name, case in CASES.items():
+            if case.rules & {"rdb-duplicate-member", "rdb-duplicate-member-kept"} or name == "nothing wrong":
+                p = RdbParser(keep=keep)
+                records = p.feed(case.data) + p.close()
+                out.append((name, sorted((f.rule, f.severity, f.message) for r in records
+                                         for f in getattr(r, "findings", [])), len(records)))
+        return out
+
+    with_c = judged()
+    assert sum(bool(found) for _, found, _ in with_c) == len(with_c) - 1
+    for module in (layouts, lzf, primitives, rdb):
+        monkeypatch.setattr(module, "C", None)
+    assert judged() == with_c

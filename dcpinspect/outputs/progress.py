@@ -18,13 +18,23 @@ def progress_for(inp, fmt: str = "summary", printed_between: bool = False) -> "P
     rate), when stderr is a terminal. ``fmt`` names what is printed on standard output: a
     line only goes beside output printed at the end ("summary") or not to the terminal,
     or, with ``printed_between``, that the caller takes the line off before it prints."""
+    if not inp.regular:
+        return progress_sized(None, fmt=fmt, printed_between=printed_between)
+    return progress_sized(inp.size, inp.peek(2) == GZIP_MAGIC, fmt, printed_between)
+
+
+def progress_sized(size: int | None, gzipped: bool = False, fmt: str = "summary",
+                   printed_between: bool = False) -> "Progress | None":
+    """:func:`progress_for` of inputs whose bytes come to ``size`` (None: a stream), such
+    as the files of a snapshot set read one after the other; ``gzipped``: they are gzip,
+    whose bar starts at a smaller size."""
     if not sys.stderr.isatty() or (fmt != "summary" and sys.stdout.isatty() and not printed_between):
         return None
-    if not inp.regular:
+    if size is None:
         return Progress(None)
-    if inp.size < (PROGRESS_GZIP_BYTES if inp.peek(2) == GZIP_MAGIC else PROGRESS_BYTES):
+    if size < (PROGRESS_GZIP_BYTES if gzipped else PROGRESS_BYTES):
         return None
-    return Progress(inp.size)
+    return Progress(size)
 
 
 def _bytes(n: float) -> str:

@@ -16,7 +16,8 @@ DRAGONFLY = "https://github.com/dragonflydb/dragonfly/blob/f8eca6d0b05c915cee943
 
 #: Each RDB rule's severity is what redis-server (7.0.15, with sanitize-dump-payload no, its
 #: default, and yes, the deep checks redis-check-rdb makes) does with a file that triggers it:
-#: an error where it refuses the file, a warning where it loads it (tests/test_rdb_server.py).
+#: an error where it refuses the file, a warning where it loads it (tests/test_rdb_server.py);
+#: rdb-duplicate-member-kept follows the default alone, and says what yes does.
 RDB_RULES = _rules(
     ("rdb-magic", "EINVAL", "error", REDIS + "src/rdb.c#L3350", "The input does not start with REDIS and 4 digits, or VALKEY and 3: it is no RDB.", "rdb",
      "Refuses the file: \"Wrong signature trying to load DB from file\"."),
@@ -32,6 +33,10 @@ RDB_RULES = _rules(
      "Refuses the file (\"… integrity check failed\", \"Invalid LZF compressed string\", \"Stream length inconsistent with rax entries\"; an empty intset or zipmap fails the check too). A packed value whose header holds but whose entries do not is loaded under sanitize-dump-payload no and refused under yes and by redis-check-rdb."),
     ("rdb-empty-key", "SNAPSHOT", "warning", REDIS + "src/rdb.c#L3594", "A list, set, sorted set or hash holds no element (an empty intset or zipmap is rdb-corrupt).", "rdb",
      "Loads the file without the key: \"rdbLoadObject skipping empty key: K\", \"empty keys skipped: N\"; redis-check-rdb stops there with an error."),
+    ("rdb-duplicate-member", "SNAPSHOT", "error", REDIS + "src/rdb.c#L2010", "A set's or sorted set's member, or a hash's field, comes twice in one value where the server refuses it: a plain set or sorted set, a ziplist or zipmap, a plain hash of more than 512 fields or with a field or value over 64 bytes, an intset of more than 512, a listpack set or sorted set of more than 128 or a listpack hash of more than 512 entries.", "rdb",
+     "Refuses the file: \"Duplicate set members detected\", \"Duplicate zset fields detected\", \"Duplicate hash fields detected\", \"Zset ziplist integrity check failed\", \"Hash ziplist integrity check failed\", \"Hash zipmap with dup elements\"; a packed value past its encoding's entries (set-max-intset-entries, set-max-listpack-entries, zset-max-listpack-entries, hash-max-listpack-entries) stops it on an assertion as it makes a table of it; redis-check-rdb: an error."),
+    ("rdb-duplicate-member-kept", "SNAPSHOT", "warning", REDIS + "src/rdb.c#L1892", "A set's or sorted set's member, or a hash's field, comes twice in a value the server keeps packed as written: an intset of at most 512, a listpack set or sorted set of at most 128 or a listpack hash of at most 512 entries, or a plain hash of at most 512 fields and values of at most 64 bytes (past these it is rdb-duplicate-member).", "rdb",
+     "Loads the file (sanitize-dump-payload no, the default) and keeps both: SCARD, ZCARD and HLEN count the member twice, and the server stops on an assertion when the value later grows into a table. Under sanitize-dump-payload yes it refuses the file (\"… integrity check failed\", \"Hash with dup elements\"), and redis-check-rdb reports an error."),
     ("rdb-stream-length", "SNAPSHOT", "warning", REDIS + "src/rdb.c#L2891", "A stream's length field is not the number of live entries its nodes hold.", "rdb",
      "Loads the stream as written: XLEN answers the length field, XRANGE the entries the nodes hold; no log line, and redis-check-rdb finds nothing. A length above 0 with no node at all is rdb-corrupt (refused)."),
     ("rdb-module", "NOT_SUPPORTED", "info", REDIS + "src/rdb.c#L3107", "A key or MODULE_AUX holds a module's data (said once for each module of a file): only a server with that module loads it.", "rdb",
@@ -44,8 +49,8 @@ RDB_RULES = _rules(
      "A master loads the file without the key (\"keys expired: N\"); a replica keeps it for its master to expire."),
     ("rdb-trailing-data", "EINVAL", "warning", REDIS + "src/rdb.c#L3397", "Bytes follow the EOF opcode and its checksum.", "rdb",
      "Loads the file; the bytes after the checksum are never read."),
-    ("rdb-inflate-cap", "LIMIT", "warning", DRAGONFLY + "src/server/rdb_load.cc#L2910", "Dragonfly's compressed blobs inflate past the input's budget (DCPINSPECT_MAX_RDB_INFLATE_RATIO times the bytes read, 1,000 by default, or DCPINSPECT_MAX_RDB_INFLATED in all, 8 GiB), or nest more than 4 deep: the rest of the blob is passed over unread, and decoding goes on after it.", "rdb",
-     "redis-server reads no Dragonfly blob (its opcodes are past the ones it knows); the budget is this decoder's, not the file's."),
+    ("rdb-inflate-cap", "LIMIT", "warning", DRAGONFLY + "src/server/rdb_load.cc#L2910", "Dragonfly's compressed blobs and LZF strings inflate past the input's budget (DCPINSPECT_MAX_RDB_INFLATE_RATIO times the bytes read, 1,000 by default, or DCPINSPECT_MAX_RDB_INFLATED in all, 8 GiB), or blobs nest more than 4 deep: the rest of the blob, or the LZF string (and any later one past the budget: said once), is passed over unread, and decoding goes on after it.", "rdb",
+     "Loads LZF strings whatever they inflate to, and reads no Dragonfly blob (its opcodes are past the ones it knows); the budget is this decoder's, not the file's."),
     ("rdb-keys-cap", "LIMIT", "info", LIMITS, "The snapshot has more keys than are remembered for the duplicate-key rule (DCPINSPECT_MAX_RDB_KEYS, 2,000,000): the rest are not checked.", "rdb",
      "Loads the file (the cap is this decoder's)."),
 )

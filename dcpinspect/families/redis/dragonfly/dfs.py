@@ -35,6 +35,7 @@ from ....limits import RDB_KEYS
 from ....outputs.console import make_console
 from ....outputs.escape import safe
 from ....outputs.jsonl import dumps_line
+from ....outputs.progress import progress_sized
 from ....outputs.rows import print_rows
 from ....outputs.shown import Shown
 from ..rules import DFS_RULES
@@ -316,13 +317,15 @@ def _number(raw: bytes) -> int | None:
     return value if value >= 0 else None
 
 
-def read_set(members: list[Member], checks: SetChecks, keep=False, select=None, measure=None):
+def read_set(members: list[Member], checks: SetChecks, keep=False, select=None, measure=None, progress=None):
     """The records of each member in turn, as ``(index, record)``, the set's findings on the
     key records and after each member, and the whole set's last (a file that is no RDB at all
-    is an InputError)."""
+    is an InputError); ``progress`` (if any) hears of the bytes read of the whole set."""
     judge = checks.key
+    before = 0  # the bytes of the members read before this one
     for i, member in enumerate(members):
-        for rec in records(member.path, keep, select, measure=measure):
+        heard = None if progress is None else (lambda done, at, before=before: progress(done, before + at))
+        for rec in records(member.path, keep, select, measure=measure, progress=heard):
             kind = type(rec)
             if kind is KeyRecord:
                 finding = judge(i, rec)
@@ -335,7 +338,22 @@ def read_set(members: list[Member], checks: SetChecks, keep=False, select=None, 
             yield i, rec
         for finding in checks.end(i):
             yield i, finding
+        if progress is not None:
+            before += _size(member.path)
     yield from checks.finish()
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _set_progress(members: list[Member], fmt: str):
+    """The progress line of a set read whole: by the bytes of its files read (a gzip file's
+    compressed bytes), or None."""
+    return progress_sized(sum(_size(m.path) for m in members), fmt=fmt)
 
 
 class MemberFigures:
@@ -455,24 +473,32 @@ def show_set(paths, fmt: str, key: str | None = None, offset: int | None = None,
     shown = shown or Shown()
     if key is not None or offset is not None:
         _detail(members, checks, figures, key, offset, shown, how, fmt)
-    elif fmt == "resp":
-        export((rec for i, rec in _figured(read_set(members, checks, True, select), figures)), figures.total,
-               lambda rec: None)  # read_set checks each member
-        figures.close()
-    elif fmt == "jsonl":
-        _jsonl(members, checks, figures, how)
-    elif fmt == "summary":
-        digester = how.digester()
-        if digester is not None:
-            figures.total.digest = digester.snapshot
-        for i, rec in read_set(members, checks, digester is not None, select):
-            figures.add(i, rec)
+        return figures.worst()
+    progress = _set_progress(members, fmt)
+    try:
+        if fmt == "resp":
+            export((rec for i, rec in _figured(read_set(members, checks, True, select, progress=progress), figures)),
+                   figures.total, lambda rec: None)  # read_set checks each member
+            figures.close()
+        elif fmt == "jsonl":
+            _jsonl(members, checks, figures, how, progress)
+        elif fmt == "summary":
+            digester = how.digester()
             if digester is not None:
-                digester.key(rec) if type(rec) is KeyRecord else digester.see(rec)
-        figures.close()
-        _print_set_summary(figures)
-    else:
-        _table(members, checks, figures, shown, select)
+                figures.total.digest = digester.snapshot
+            for i, rec in read_set(members, checks, digester is not None, select, progress=progress):
+                figures.add(i, rec)
+                if digester is not None:
+                    digester.key(rec) if type(rec) is KeyRecord else digester.see(rec)
+            figures.close()
+            if progress is not None:
+                progress.close()
+            _print_set_summary(figures)
+        else:
+            _table(members, checks, figures, shown, select, progress)
+    finally:
+        if progress is not None:
+            progress.close()
     return figures.worst()
 
 
@@ -483,13 +509,13 @@ def _figured(pairs, figures: SetFigures):
         yield i, rec
 
 
-def _jsonl(members: list[Member], checks: SetChecks, figures: SetFigures, how: Reading = ALL) -> None:
+def _jsonl(members: list[Member], checks: SetChecks, figures: SetFigures, how: Reading = ALL, progress=None) -> None:
     write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else (lambda b: sys.stdout.write(b.decode()))
     files = [str(m.path) for m in members]
     digester = how.digester()
     if digester is not None:
         figures.total.digest = digester.snapshot
-    for i, rec in read_set(members, checks, digester is not None, how.select):
+    for i, rec in read_set(members, checks, digester is not None, how.select, progress=progress):
         figures.add(i, rec)
         member = members[i]
         if type(rec) is not KeyRecord and digester is not None:
@@ -505,13 +531,14 @@ def _jsonl(members: list[Member], checks: SetChecks, figures: SetFigures, how: R
     sys.stdout.flush()
 
 
-def _table(members: list[Member], checks: SetChecks, figures: SetFigures, shown: Shown, select=None) -> None:
+def _table(members: list[Member], checks: SetChecks, figures: SetFigures, shown: Shown, select=None,
+           progress=None) -> None:
     console = make_console()
     headers = ("shard", *report.KEY_HEADERS)
     rows: list[tuple[str, ...]] = []
     loose: list[tuple[int, Finding]] = []
     printed = False
-    for i, rec in read_set(members, checks, False, select):
+    for i, rec in read_set(members, checks, False, select, progress=progress):
         figures.add(i, rec)
         if type(rec) is KeyRecord:
             rows.append((members[i].label, *(safe(_cut(c, shown.value)) for c in report.key_row(rec))))

@@ -280,10 +280,11 @@ static PyObject *lzf_ok(PyObject *self, PyObject *args) {
 /* -- strings in a row (§3.2) ----------------------------------------------------------- */
 
 /* Pass over up to n strings from buf[p], each followed by `tail` more bytes (a ZSET_2
- * score): plain ones, integer-encoded ones and LZF ones that inflate to what they say,
- * none longer than cap. Stops before the first one that is not whole in the buffer or that
- * primitives.skip_string would not pass over without a complaint (too long, damaged, an
- * unknown encoding, a length that is no length): the caller reads that one its own way. */
+ * score): plain ones and integer-encoded ones, none longer than cap. Stops before the first
+ * one that is not whole in the buffer, that primitives.skip_string would not pass over
+ * without a complaint (too long, an unknown encoding, a length that is no length), or that
+ * is LZF (whose inflated bytes the Python reading charges to the input's budget): the
+ * caller reads that one its own way. */
 static PyObject *skip_strings(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t p, n, tail;
@@ -324,56 +325,8 @@ static PyObject *skip_strings(PyObject *self, PyObject *args) {
             q += 8;
         } else if (c == 0xC0 || c == 0xC1 || c == 0xC2) {
             size = c == 0xC0 ? 1 : c == 0xC1 ? 2 : 4;
-        } else if (c == 0xC3) {
-            /* LZF: two plain lengths, then the data */
-            uint64_t l[2];
-            int ok = 1;
-            for (int i = 0; i < 2 && ok; i++) {
-                if (q >= len) {
-                    ok = 0;
-                    break;
-                }
-                unsigned d = b[q];
-                if (d >> 6 == 0) {
-                    l[i] = d;
-                    q += 1;
-                } else if (d >> 6 == 1 && q + 2 <= len) {
-                    l[i] = (uint64_t)(d & 0x3F) << 8 | b[q + 1];
-                    q += 2;
-                } else if (d == 0x80 && q + 5 <= len) {
-                    l[i] = be32(b + q + 1);
-                    q += 5;
-                } else if (d == 0x81 && q + 9 <= len) {
-                    l[i] = (uint64_t)be32(b + q + 1) << 32 | be32(b + q + 5);
-                    q += 9;
-                } else {
-                    ok = 0;
-                }
-            }
-            if (!ok || l[0] > cap || l[1] > cap || l[0] > len - q || (size_t)tail > len - q - l[0])
-                break;
-            if (take) {
-                /* lzf.decompress's bound: at most 88 times the input comes out */
-                if (l[1] > l[0] * 88)
-                    break;
-                PyObject *v = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)l[1]);
-                if (v == NULL)
-                    goto fail;
-                if (!lzf_run(b + q, (size_t)l[0], (uint8_t *)PyBytes_AS_STRING(v), (size_t)l[1])) {
-                    Py_DECREF(v);
-                    break;
-                }
-                int bad = PyList_Append(items, v);
-                Py_DECREF(v);
-                if (bad < 0)
-                    goto fail;
-            } else if (!lzf_run(b + q, (size_t)l[0], NULL, (size_t)l[1]))
-                break;
-            at = q + (size_t)l[0] + (size_t)tail;
-            done++;
-            continue;
         } else {
-            break;
+            break; /* LZF among them: the Python reading charges what it inflates to (the input's budget) */
         }
         if (kind < 2 || c == 0x80 || c == 0x81) {
             if (size > cap)
@@ -458,6 +411,80 @@ static int plain_float(const uint8_t *s, size_t n) {
     return i == n;
 }
 
+/* The members of one set, sorted set or hash (its fields) as 64-bit hashes of the text Redis
+ * gives back (integers in decimal), for telling whether one repeats: the readers judge a
+ * repeat (rdb-duplicate-member, rdb-duplicate-member-kept), so the lane only declines the
+ * key when two hashes are equal, and a collision costs a reading in Python, never a finding. */
+typedef struct {
+    uint64_t *h;
+    size_t n, room;
+    unsigned step; /* every step-th entry is a member (2: field/value, member/score pairs) */
+} Members;
+
+static uint64_t member_hash(const uint8_t *s, size_t len) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ len, w; /* 8 bytes a step, then a final mix */
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 31;
+    }
+    w = 0;
+    memcpy(&w, s + i, len - i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
+}
+
+/* the members put so far, in order, for a few: no sort */
+static int members_repeat_few(const uint64_t *h, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (h[i] == h[j])
+                return 1;
+    return 0;
+}
+
+static int members_put(Members *d, const uint8_t *s, size_t len) {
+    if (d->n == d->room) {
+        size_t room = d->room ? d->room * 2 : 64;
+        uint64_t *h = PyMem_Realloc(d->h, room * sizeof(uint64_t));
+        if (h == NULL)
+            return -1; /* the key declined, no error raised */
+        d->h = h;
+        d->room = room;
+    }
+    d->h[d->n++] = member_hash(s, len);
+    return 0;
+}
+
+static int members_put_int(Members *d, int64_t v) {
+    char num[24];
+    int k = snprintf(num, sizeof num, "%lld", (long long)v);
+    return members_put(d, (const uint8_t *)num, (size_t)k);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* whether two of the members put since the last call hash alike (and none kept after) */
+static int members_repeat(Members *d) {
+    size_t n = d->n;
+    d->n = 0;
+    if (n < 2)
+        return 0;
+    if (n <= 24)
+        return members_repeat_few(d->h, n);
+    qsort(d->h, n, sizeof(uint64_t), cmp_u64);
+    for (size_t i = 1; i < n; i++)
+        if (d->h[i] == d->h[i - 1])
+            return 1;
+    return 0;
+}
+
 /* the entries of a listpack as C values, for the stream lane */
 typedef struct {
     int64_t v;
@@ -489,6 +516,8 @@ static int sink_put(LpSink *k, int64_t v, const uint8_t *s, size_t len) {
  * score (every second entry); an integer entry: appended */
 #define STRING_ENTRY(ptr, size)                                                                 \
     do {                                                                                       \
+        if (mem && got % mem->step == 0 && members_put(mem, (ptr), (size)) < 0)                \
+            return -1;                                                                         \
         if (list)                                                                              \
             r = put_bytes(list, (ptr), (size));                                                \
         else if (sink)                                                                         \
@@ -496,7 +525,9 @@ static int sink_put(LpSink *k, int64_t v, const uint8_t *s, size_t len) {
         else if (scores && (got & 1) && !plain_float((ptr), (size)))                           \
             return 0;                                                                          \
     } while (0)
-#define INT_ENTRY(x) (list ? put_int(list, (x)) : sink ? sink_put(sink, (x), NULL, 0) : 0)
+#define INT_ENTRY(x)                                                                            \
+    (mem && got % mem->step == 0 && members_put_int(mem, (x)) < 0 ? -1                        \
+     : list ? put_int(list, (x)) : sink ? sink_put(sink, (x), NULL, 0) : 0)
 
 /* -- listpack (§6.2) -------------------------------------------------------------------- */
 
@@ -516,7 +547,7 @@ static int backlen_size(uint64_t size) {
  * 0: layouts.listpack would raise (or, with scores, a score is not plainly a number);
  * -1: a Python error. */
 static int listpack_walk(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores,
-                         LpSink *sink) {
+                         LpSink *sink, Members *mem) {
     if (n < 7 || le32(b) != n)
         return 0;
     unsigned declared = (unsigned)b[4] | (unsigned)b[5] << 8;
@@ -606,12 +637,13 @@ static int listpack_walk(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t 
 }
 
 static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
-    return listpack_walk(b, n, list, count, scores, NULL);
+    return listpack_walk(b, n, list, count, scores, NULL, NULL);
 }
 
 /* -- ziplist (§6.1) --------------------------------------------------------------------- */
 
-static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
+static int ziplist_walk(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores,
+                        Members *mem) {
     LpSink *sink = NULL;
     if (n < 11 || le32(b) != n)
         return 0;
@@ -667,36 +699,30 @@ static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *c
             if (enc == 0xC0) {
                 if (p + 2 > n)
                     return 0;
-                if (list)
-                    r = put_int(list, (int16_t)((unsigned)b[p] | (unsigned)b[p + 1] << 8));
+                r = INT_ENTRY((int16_t)((unsigned)b[p] | (unsigned)b[p + 1] << 8));
                 p += 2;
             } else if (enc == 0xD0) {
                 if (p + 4 > n)
                     return 0;
-                if (list)
-                    r = put_int(list, (int32_t)le32(b + p));
+                r = INT_ENTRY((int32_t)le32(b + p));
                 p += 4;
             } else if (enc == 0xE0) {
                 if (p + 8 > n)
                     return 0;
-                if (list)
-                    r = put_int(list, le64s(b + p));
+                r = INT_ENTRY(le64s(b + p));
                 p += 8;
             } else if (enc == 0xF0) {
                 if (p + 3 > n)
                     return 0;
-                if (list)
-                    r = put_int(list, int24(b + p));
+                r = INT_ENTRY(int24(b + p));
                 p += 3;
             } else if (enc == 0xFE) {
                 if (p + 1 > n)
                     return 0;
-                if (list)
-                    r = put_int(list, (int8_t)b[p]);
+                r = INT_ENTRY((int8_t)b[p]);
                 p += 1;
             } else if (enc >= 0xF1 && enc <= 0xFD) {
-                if (list)
-                    r = put_int(list, (int)(enc & 0x0F) - 1);
+                r = INT_ENTRY((int)(enc & 0x0F) - 1);
             } else {
                 return 0;
             }
@@ -716,6 +742,10 @@ static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *c
     if (count)
         *count = got;
     return 1;
+}
+
+static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
+    return ziplist_walk(b, n, list, count, scores, NULL);
 }
 
 /* -- the keys seen: which key hashes a snapshot has serialised already --------------------- */
@@ -989,7 +1019,7 @@ fail:
 enum {
     L_STRING = 1, L_STRINGS, L_HASH, L_ZSET2, L_ZIPLIST, L_INTSET, L_ZIPLIST_ZSET, L_ZIPLIST_HASH,
     L_QUICKLIST, L_LISTPACK_HASH, L_LISTPACK_ZSET, L_QUICKLIST2, L_LISTPACK, L_STREAM1, L_STREAM2, L_STREAM3,
-    L_STREAM4
+    L_STREAM4, L_SET_STRINGS
 };
 
 typedef struct {
@@ -998,6 +1028,8 @@ typedef struct {
     uint64_t cap;
     uint8_t *scratch;
     size_t room;
+    Members mem; /* the members of the value being read (L_SET_STRINGS, L_HASH, L_ZSET2 and packed ones) */
+    uint64_t lzf_left; /* the bytes LZF strings may still inflate to (the input's budget): past it, decline */
 } Lane;
 
 static int lane_len(const Lane *L, size_t *q, uint64_t *out) {
@@ -1070,8 +1102,9 @@ static int lane_string(Lane *L, size_t *q, int want, const uint8_t **data, size_
         uint64_t clen, ulen;
         if (!lane_len(L, &r, &clen) || !lane_len(L, &r, &ulen))
             return 0;
-        if (clen > L->cap || ulen > L->cap || clen > L->n - r)
+        if (clen > L->cap || ulen > L->cap || clen > L->n - r || ulen > L->lzf_left)
             return 0;
+        L->lzf_left -= ulen;
         if (want) {
             if (ulen > clen * 88)
                 return 0;
@@ -1113,9 +1146,10 @@ static int lane_skip(Lane *L, size_t *q) {
 }
 
 /* a packed layout's entries counted (scores: every second string plainly a number); its
- * bytes in *blen and where they are in *out (until the next string read) when asked */
+ * bytes in *blen and where they are in *out (until the next string read) when asked; step >
+ * 0: every step-th entry a member, 0 (declined) when one repeats */
 static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *count, size_t *blen,
-                       const uint8_t **out) {
+                       unsigned step, const uint8_t **out) {
     const uint8_t *data;
     size_t len;
     int kind;
@@ -1126,7 +1160,12 @@ static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *
         *blen = len;
     if (out)
         *out = data;
-    return (ziplist ? ziplist_run : listpack_run)(data, len, NULL, count, scores) == 1;
+    Members *mem = step ? &L->mem : NULL;
+    if (mem)
+        mem->step = step;
+    int r = ziplist ? ziplist_walk(data, len, NULL, count, scores, mem)
+                    : listpack_walk(data, len, NULL, count, scores, NULL, mem);
+    return r == 1 && !(mem && members_repeat(mem));
 }
 
 /* What the memory model (families/redis/memory.py) asks of each key when scan measures:
@@ -1273,12 +1312,17 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
         return 1;
     }
     case L_STRINGS:
+    case L_SET_STRINGS:
     case L_HASH:
-    case L_ZSET2:
-        if (!lane_count(L, q, &n, code == L_STRINGS ? 1 : code == L_HASH ? 2 : 9))
+    case L_ZSET2: {
+        int members = code != L_STRINGS; /* a set's members, a hash's fields, a sorted set's members */
+        L->mem.n = 0;
+        if (!lane_count(L, q, &n, code == L_STRINGS || code == L_SET_STRINGS ? 1 : code == L_HASH ? 2 : 9))
             return 0;
         for (i = 0; i < n; i++) {
-            if (!lane_string(L, q, 0, &data, &len, &k, num))
+            if (!lane_string(L, q, members, &data, &len, &k, num))
+                return 0;
+            if (members && members_put(&L->mem, data, len) < 0)
                 return 0;
             m_add(M, m, len, 1);
             if (M && m->numeric && !m_numeric(data, len, k))
@@ -1294,11 +1338,14 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
                 *q += 8;
             }
         }
+        if (members && members_repeat(&L->mem))
+            return 0; /* a member twice: the readers' to judge */
         *elements = n;
         return 1;
+    }
     case L_ZIPLIST:
     case L_LISTPACK:
-        if (!lane_packed(L, q, code == L_ZIPLIST, 0, &count, &blen, &data))
+        if (!lane_packed(L, q, code == L_ZIPLIST, 0, &count, &blen, code == L_LISTPACK, &data))
             return 0;
         *elements = (uint64_t)count;
         m->packed = blen;
@@ -1316,7 +1363,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
     case L_LISTPACK_ZSET:
     case L_LISTPACK_HASH:
         if (!lane_packed(L, q, code == L_ZIPLIST_ZSET || code == L_ZIPLIST_HASH,
-                         code == L_ZIPLIST_ZSET || code == L_LISTPACK_ZSET, &count, &blen, &data) || count % 2)
+                         code == L_ZIPLIST_ZSET || code == L_LISTPACK_ZSET, &count, &blen, 2, &data) || count % 2)
             return 0;
         *elements = (uint64_t)count / 2;
         m->packed = blen;
@@ -1330,7 +1377,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
             return 0;
         for (i = 0; i < n; i++) {
             if (code == L_QUICKLIST) {
-                if (!lane_packed(L, q, 1, 0, &count, NULL, NULL))
+                if (!lane_packed(L, q, 1, 0, &count, NULL, 0, NULL))
                     return 0;
                 total += (uint64_t)count;
                 continue;
@@ -1347,7 +1394,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
                 total += 1;
             } else if (container == 2) {
                 const uint8_t *node;
-                if (!lane_packed(L, q, 0, 0, &count, &blen, &node))
+                if (!lane_packed(L, q, 0, 0, &count, &blen, 0, &node))
                     return 0;
                 m_add(M, m, blen, 0);
                 m_packed_largest(M, m, node, blen, 1);
@@ -1436,7 +1483,7 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
         if (!lane_string(L, q, 1, &d, &len, &kind, num) || kind == S_INT)
             return 0;
         sink->n = 0;
-        int r = listpack_walk(d, len, NULL, NULL, 0, sink);
+        int r = listpack_walk(d, len, NULL, NULL, 0, sink, NULL);
         if (r <= 0)
             return r;
         uint64_t n;
@@ -1518,8 +1565,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *seen_arg, *ctime_arg, *db, *vtypes, *want = Py_None, *measure = Py_None;
     Maker *maker;
     long long salt;
-    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L|OO", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
-                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &salt, &want, &measure))
+    unsigned long long lzf_left = UINT64_MAX;
+    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L|OOK", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
+                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &salt, &want, &measure, &lzf_left))
         return NULL;
     Measure Mst;
     const Measure *M = NULL;
@@ -1567,7 +1615,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         return NULL;
     }
     const uint8_t *codes = table.buf;
-    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0};
+    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0, {NULL, 0, 0, 1}, lzf_left};
+    uint64_t committed = lzf_left; /* what is left after the keys made so far (a declined one's LZF uncharged) */
     LpSink sink = {NULL, 0, 0};
     size_t at = (size_t)p;
     while (at < L.n) {
@@ -1644,7 +1693,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             Py_DECREF(key);
             break;
         }
-        if (code >= L_STREAM1) {
+        if (code >= L_STREAM1 && code <= L_STREAM4) {
             int r = lane_stream(&L, &q, code - L_STREAM1 + 1, &sink, &elements, &nodes, &groups);
             extra = -1;
             kind = -1;
@@ -1718,7 +1767,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         made[M_IDLE] = has_idle ? PyLong_FromUnsignedLongLong(idle) : Py_NewRef(Py_None);
         made[M_FREQ] = has_freq ? PyLong_FromLong((long)freq) : Py_NewRef(Py_None);
         made[M_EXTRA] = PyDict_New();
-        if (made[M_EXTRA] != NULL && code >= L_STREAM1) { /* the stream's metadata, as values.stream sums it up */
+        if (made[M_EXTRA] != NULL && code >= L_STREAM1 && code <= L_STREAM4) { /* the stream's metadata, as values.stream sums it up */
             PyObject *meta = Py_BuildValue("{OKOKOK}", s_nodes, (unsigned long long)nodes, s_length,
                                            (unsigned long long)elements, s_groups, (unsigned long long)groups);
             if (meta == NULL || PyDict_SetItem(made[M_EXTRA], s_stream, meta) < 0)
@@ -1761,15 +1810,18 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (r < 0)
             goto error;
         at = q;
+        committed = L.lzf_left;
     }
 done:
     PyMem_Free(L.scratch);
+    PyMem_Free(L.mem.h);
     PyMem_Free(sink.items);
     PyBuffer_Release(&view);
     PyBuffer_Release(&table);
-    return Py_BuildValue("(nN)", (Py_ssize_t)at, records);
+    return Py_BuildValue("(nNK)", (Py_ssize_t)at, records, (unsigned long long)(lzf_left - committed));
 error:
     PyMem_Free(L.scratch);
+    PyMem_Free(L.mem.h);
     PyMem_Free(sink.items);
     PyBuffer_Release(&view);
     PyBuffer_Release(&table);
@@ -1813,6 +1865,40 @@ static PyObject *counted(PyObject *arg, layout_fn run) {
     if (r == 0)
         Py_RETURN_NONE;
     return PyLong_FromSsize_t(count);
+}
+
+/* packed_repeats(blob, ziplist, step): whether two of a packed value's members (every step-th
+ * entry) hash alike, or None when the blob is damaged or too big to hash */
+static PyObject *packed_repeats(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    int zl;
+    unsigned step;
+    if (!PyArg_ParseTuple(args, "y*pI", &view, &zl, &step))
+        return NULL;
+    Members mem = {NULL, 0, 0, step ? step : 1};
+    Py_ssize_t count = 0;
+    int r = zl ? ziplist_walk(view.buf, (size_t)view.len, NULL, &count, 0, &mem)
+               : listpack_walk(view.buf, (size_t)view.len, NULL, &count, 0, NULL, &mem);
+    PyBuffer_Release(&view);
+    int repeat = r == 1 && members_repeat(&mem);
+    PyMem_Free(mem.h);
+    if (r != 1)
+        Py_RETURN_NONE;
+    return PyBool_FromLong(repeat);
+}
+
+/* packed_scores(blob, ziplist): whether a packed value's every second entry is plainly a number */
+static PyObject *packed_scores(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    int zl;
+    if (!PyArg_ParseTuple(args, "y*p", &view, &zl))
+        return NULL;
+    Py_ssize_t count = 0;
+    int r = (zl ? ziplist_run : listpack_run)(view.buf, (size_t)view.len, NULL, &count, 1);
+    PyBuffer_Release(&view);
+    if (r < 0)
+        return NULL;
+    return PyBool_FromLong(r == 1);
 }
 
 static PyObject *listpack(PyObject *self, PyObject *arg) { return entries(arg, listpack_run); }
@@ -2163,6 +2249,10 @@ static PyMethodDef methods[] = {
     {"texts", texts, METH_O, "texts(entries): the packed entries with each integer as its decimal bytes."},
     {"json_items", json_items, METH_VARARGS,
      "json_items(elements, item): the elements as data.value_json makes them (tuples as lists), item() for the others."},
+    {"packed_scores", packed_scores, METH_VARARGS,
+     "packed_scores(blob, ziplist): whether every second entry is plainly a number (False also when damaged)."},
+    {"packed_repeats", packed_repeats, METH_VARARGS,
+     "packed_repeats(blob, ziplist, step): whether two members (every step-th entry) hash alike, or None."},
     {NULL, NULL, 0, NULL},
 };
 

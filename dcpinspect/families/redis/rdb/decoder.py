@@ -29,7 +29,7 @@ from . import types
 from .crc64 import crc64
 from .native import C
 from .primitives import (
-    LEN_ENC, Corrupt, NeedMore, TooLong, read_len, read_ms, read_seconds, read_string, read_u32, read_u64,
+    LEN_ENC, Cap, Corrupt, LzfOverBudget, NeedMore, TooLong, read_len, read_ms, read_seconds, read_string, read_u32, read_u64,
     skip_string, string_header,
 )
 from .records import AuxRecord, Ending, KeyRecord, OpRecord
@@ -69,9 +69,14 @@ class RdbParser:
         self.buf = bytearray()
         self.base = 0  # the input offset of buf[0]
         self.cap = RDB_STRING.value() if cap is None else cap
+        if nested is None:  # a blob's content is charged to the input's budget by its parser's Cap
+            self.cap = Cap(self.cap)
+            self.cap.inflates = self._lzf_inflates
         self._keep_test = callable(keep)
         self._keep = keep if self._keep_test else bool(keep)
         self.keeping = False
+        #: (member, longest) of the value just read when a member of it repeats (values.py)
+        self.duplicate: tuple[bytes, int | None] | None = None
         self.select = select
         #: what the memory model asks the C lane to measure (memory.LaneMeasure), or None
         self.measure = measure
@@ -99,8 +104,10 @@ class RdbParser:
         self.nested = nested
         self.depth = depth  # how many compressed blobs this content is inside
         if nested is None:
-            #: bytes the input's compressed blobs inflated to so far, and their bounds
+            #: bytes the input's compressed blobs and LZF strings inflated to so far, and their
+            #: bounds; whether an LZF string past them was said
             self.inflated = 0
+            self.lzf_over = False
             self._ratio, self._inflated_cap = RDB_INFLATE_RATIO.value(), RDB_INFLATED.value()
             self.vendor: str | None = None
             self.version: int | None = None
@@ -153,22 +160,39 @@ class RdbParser:
         self._out.append(end)
         return self._take()
 
-    def charge(self, n: int, what: str) -> None:
-        """``n`` more bytes inflated from ``what`` (a blob's name): counted against the
-        input's budget, the ratio to the bytes read so far and the absolute cap
-        (RDB_INFLATE_RATIO, RDB_INFLATED); :class:`OverBudget` past either."""
+    def charge(self, n: int, what: str, rest: str = "the rest of the blob is passed over") -> None:
+        """``n`` more bytes inflated from ``what`` (a blob's name, or LZF strings): counted
+        against the input's budget, the ratio to the bytes read so far and the absolute cap
+        (RDB_INFLATE_RATIO, RDB_INFLATED); :class:`OverBudget` past either (``rest``: what
+        then becomes of it)."""
         state = self._state
-        read = state.base + len(state.buf)
-        allowed = min(state._inflated_cap, state._ratio * read)
+        allowed = self._allowed()
         claimed = state.inflated + n
         if claimed > allowed:
             left = max(0, allowed - state.inflated)
             state.inflated += left
-            raise OverBudget(left, f"{what} inflates past the input's budget: {claimed:,} bytes inflated from "
-                                   f"{read:,} read, more than {state._ratio:,} times those (DCPINSPECT_MAX_RDB_"
-                                   f"INFLATE_RATIO) or {state._inflated_cap:,} in all (DCPINSPECT_MAX_RDB_INFLATED); "
-                                   "the rest of the blob is passed over")
+            raise OverBudget(left, self._over(claimed, what, rest))
         state.inflated += n
+
+    def _over(self, claimed: int, what: str, rest: str) -> str:
+        state = self._state
+        return (f"{what} inflates past the input's budget: {claimed:,} bytes inflated from "
+                f"{state.base + len(state.buf):,} read, more than {state._ratio:,} times those (DCPINSPECT_MAX_RDB_"
+                f"INFLATE_RATIO) or {state._inflated_cap:,} in all (DCPINSPECT_MAX_RDB_INFLATED); {rest}")
+
+    def _allowed(self) -> int:
+        """The bytes the input's compressed content may inflate to, its bytes read so far."""
+        state = self._state
+        return min(state._inflated_cap, state._ratio * (state.base + len(state.buf)))
+
+    def _lzf_inflates(self, n: int) -> bool:
+        """Whether an LZF string's ``n`` bytes are within the input's budget (charged if
+        so): :class:`~.primitives.Cap`'s question, for every reading of a string."""
+        state = self._state
+        if state.inflated + n > self._allowed():
+            return False
+        state.inflated += n
+        return True
 
     def take_leftover(self) -> bytes:
         """The bytes after the end so far (a replication stream's next bytes), given once."""
@@ -250,6 +274,16 @@ class RdbParser:
                 return read_string(self.buf, p, self.cap)
             except NeedMore as more:
                 p = yield from self.wait(p, more.args[0])
+            except LzfOverBudget as over:
+                state = self._state
+                if not state.lzf_over:  # said once an input: the strings past the budget after it are passed over too
+                    state.lzf_over = True
+                    self.note("rdb-inflate-cap", self._over(state.inflated + over.inflated,
+                                                            f"an LZF string of {over.length:,} bytes in {self.what}",
+                                                            "it is passed over unread, as is any later one past the "
+                                                            "budget"), self.base + p)
+                p = yield from self.skip(over.start, over.length)
+                return None, p
             except TooLong as long:
                 self.note("rdb-string-too-long", f"a {long.what} of {long.length:,} bytes in {self.what} is more "
                                                  f"than the {self.cap:,} held: passed over", self.base + p)
@@ -434,8 +468,10 @@ class RdbParser:
                 return (not keep_test or keep(key)) and (select is None or
                                                          select.wanted(db, key, vtypes[op].type, expire, ctime))
             want = wanted
-        q, found = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1, state.ctime_ms,
-                          _MAKER, self.base, db, vtypes, db_salt(db), want, measured)
+        q, found, inflated = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1,
+                                    state.ctime_ms, _MAKER, self.base, db, vtypes, db_salt(db), want, measured,
+                                    max(0, self._allowed() - state.inflated))
+        state.inflated += inflated  # the LZF strings of the keys it made, within the budget
         state.keys += len(found)
         if seen is not None:
             state._seen_count += len(found)
@@ -473,6 +509,7 @@ class RdbParser:
         if self.keeping and select is not None:
             self.keeping = select.wanted(rec.db, rec.key, vtype.type, rec.expire_ms, state.ctime_ms)
         value_start = self.base + p
+        self.duplicate = None
         p = yield from READERS[vtype.layout](self, p, rec)
         end = self.base + p
         rec.size = end - value_start
@@ -495,6 +532,16 @@ class RdbParser:
         state = self._state
         if rec.elements == 0 and rec.vtype.type in _COLLECTIONS:
             self.note("rdb-empty-key", f"{rec.vtype.type} {self.key_text(rec)} holds no element", rec.offset)
+        if self.duplicate is not None:
+            member, longest = self.duplicate
+            self.duplicate = None
+            most = _KEPT_PACKED.get(rec.vtype.layout)
+            kept = (most is not None and rec.elements is not None and rec.elements <= most
+                    and longest is not None and longest <= _KEPT_PACKED_VALUE)
+            what = "field" if rec.vtype.type == "hash" else "member"
+            self.note("rdb-duplicate-member-kept" if kept else "rdb-duplicate-member",
+                      f"{rec.vtype.type} {self.key_text(rec)} ({rec.vtype.rdb_name}) holds the {what} "
+                      f"{key_text(member[:64])!r} twice", rec.offset)
         if rec.expire_ms is not None and state.ctime_ms is not None and rec.expire_ms < state.ctime_ms:
             self.note("rdb-expired-key", f"key {self.key_text(rec)} expired at {rec.expire_ms} ms, before the "
                                          f"snapshot's ctime {state.ctime_ms // 1000} s", rec.offset)
@@ -566,7 +613,7 @@ Seen = C.Seen if C is not None else _SeenSet
 # ---------------------------------------------------------------------- the C record lane
 
 #: the layouts the lane reads (``scan``'s codes in dcpinspect/families/redis/rdb/_rdb.c)
-_LANE_CODES = {"string": 1, "list": 2, "set": 2, "hash": 3, "zset2": 4, "ziplist_list": 5, "intset": 6,
+_LANE_CODES = {"string": 1, "list": 2, "set": 18, "hash": 3, "zset2": 4, "ziplist_list": 5, "intset": 6,
                "ziplist_zset": 7, "ziplist_hash": 8, "quicklist": 9, "listpack_hash": 10, "listpack_zset": 11,
                "quicklist2": 12, "listpack_set": 13, "stream1": 14, "stream2": 15, "stream3": 16, "stream4": 17}
 #: the KeyRecord fields ``scan`` gives, in its order
@@ -678,6 +725,15 @@ def _raw4(buf, p):
 
 #: the types whose keys a server skips when they hold no element (``rdb-empty-key``)
 _COLLECTIONS = frozenset(("list", "set", "zset", "hash"))
+#: The layouts in which a server at its defaults (sanitize-dump-payload no) loads a value
+#: whose member (or field) repeats, keeping it packed as written (rdb-duplicate-member-kept),
+#: and the most entries it keeps packed: set-max-intset-entries, set-max-listpack-entries,
+#: zset-max-listpack-entries and hash-max-listpack-entries (a plain hash is packed as it
+#: loads, while its fields and values are at most hash-max-listpack-value bytes). Past them
+#: it makes a table of the value, which refuses the repeat or stops the server on an
+#: assertion; every other layout is checked as it loads (rdb-duplicate-member).
+_KEPT_PACKED = {"intset": 512, "listpack_set": 128, "listpack_zset": 128, "listpack_hash": 512, "hash": 512}
+_KEPT_PACKED_VALUE = 64
 _BLOBS = (types.DF_LZ4_BLOB, types.DF_ZSTD_BLOB)
 _PREFIXES = {types.EXPIRETIME_MS: _expire_ms, types.EXPIRETIME: _expire_s, types.IDLE: _idle, types.FREQ: _freq,
              types.ENT_RAM_LRU: _ent_len, types.ENT_SLOT_NUM: _ent_len, types.DF_MASK: _df_mask}

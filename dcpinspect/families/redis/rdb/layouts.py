@@ -65,15 +65,17 @@ def ziplist_count(blob: bytes) -> int:
     return len(ziplist_python(blob, build=False))
 
 
-def ziplist_python(blob: bytes, build: bool = True) -> list[Entry]:
+def ziplist_python(blob: bytes, build: bool = True, out=None) -> list[Entry]:
     """:func:`ziplist` in Python alone: the reference, and the messages (``build`` False:
-    the entries counted, none made: a sized object in place of the list)."""
+    the entries counted, none made: a sized object in place of the list; ``out``: where
+    the entries go, one at a time, in place of a list)."""
     if len(blob) < 11:
         raise Corrupt(f"a ziplist is at least 11 bytes, this one {len(blob)}", 0)
     zlbytes, zltail, zllen = _U32(blob, 0)[0], _U32(blob, 4)[0], _U16(blob, 8)[0]
     if zlbytes != len(blob):
         raise Corrupt(f"zlbytes says {zlbytes}, the blob is {len(blob)} bytes", 0)
-    out: list[Entry] = [] if build else _Count()
+    if out is None:
+        out = [] if build else _Count()
     p, prev, last = 10, 0, 10
     end = len(blob) - 1
     while p < end:
@@ -183,15 +185,17 @@ def listpack_count(blob: bytes) -> int:
     return len(listpack_python(blob, build=False))
 
 
-def listpack_python(blob: bytes, build: bool = True) -> list[Entry]:
+def listpack_python(blob: bytes, build: bool = True, out=None) -> list[Entry]:
     """:func:`listpack` in Python alone: the reference, and the messages (``build`` False:
-    the entries counted, none made: a sized object in place of the list)."""
+    the entries counted, none made: a sized object in place of the list; ``out``: where
+    the entries go, one at a time, in place of a list)."""
     if len(blob) < 7:
         raise Corrupt(f"a listpack is at least 7 bytes, this one {len(blob)}", 0)
     total, count = _U32(blob, 0)[0], _U16(blob, 4)[0]
     if total != len(blob):
         raise Corrupt(f"the listpack says it is {total} bytes, the blob is {len(blob)}", 0)
-    out: list[Entry] = [] if build else _Count()
+    if out is None:
+        out = [] if build else _Count()
     p, end = 6, len(blob) - 1
     append = out.append
     while p < end:
@@ -276,10 +280,10 @@ def intset(blob: bytes) -> list[int]:
     """An intset's integers (§6.3): ``encoding:u32 length:u32`` then sorted integers."""
     width, count, fmt = _intset_head(blob)
     values = list(struct.unpack_from(f"<{count}{fmt}", blob, 8))
-    if values != sorted(set(values)):  # not strictly increasing: say where
+    if values != sorted(values):  # not in order: say where
         for i in range(1, count):
-            if values[i] <= values[i - 1]:
-                raise Corrupt(f"intset integers are not strictly increasing at {i}", 8 + width * i)
+            if values[i] < values[i - 1]:
+                raise Corrupt(f"intset integers are not in increasing order at {i}", 8 + width * i)
     return values
 
 
@@ -288,10 +292,109 @@ def intset_count(blob: bytes) -> int:
     width, count, fmt = _intset_head(blob)
     prev = None
     for i, (v,) in enumerate(struct.iter_unpack("<" + fmt, memoryview(blob)[8:])):
-        if prev is not None and v <= prev:
-            raise Corrupt(f"intset integers are not strictly increasing at {i}", 8 + width * i)
+        if prev is not None and v < prev:
+            raise Corrupt(f"intset integers are not in increasing order at {i}", 8 + width * i)
         prev = v
     return count
+
+
+def _intset_repeat(blob: bytes) -> int | None:
+    """The first integer of a sound intset equal to the one before it (its integers are in
+    order), or None."""
+    _, _, fmt = _intset_head(blob)
+    prev = None
+    for (v,) in struct.iter_unpack("<" + fmt, memoryview(blob)[8:]):
+        if v == prev:
+            return v
+        prev = v
+    return None
+
+
+# ----------------------------------------------------------------------------- members
+
+class Members:
+    """The members of one set or sorted set, or the fields of one hash (every ``step``-th
+    entry or string of its value), taken one at a time as Redis gives them back (integers in
+    decimal): ``repeat``, the first one that came before, and ``longest``, the most bytes of
+    any entry (a plain hash's fields and values alike: None when one was past reading).
+    Kept as 64-bit hashes, 8 bytes each when dcpinspect._rdb is built."""
+
+    __slots__ = ("_new", "step", "n", "repeat", "longest")
+
+    def __init__(self, step: int = 1) -> None:
+        from .decoder import Seen  # the parser's table of key hashes, one home for both
+
+        self._new = Seen().add
+        self.step, self.n, self.repeat, self.longest = step, 0, None, 0
+
+    def append(self, entry) -> None:
+        """One more entry or string (None: one not read: too long, or damaged)."""
+        if entry is None:
+            self.longest = None
+        else:
+            text = str(entry).encode() if isinstance(entry, int) else bytes(entry)
+            if self.longest is not None and len(text) > self.longest:
+                self.longest = len(text)
+            if self.n % self.step == 0 and not self._new(hash(text)) and self.repeat is None:
+                self.repeat = text
+        self.n += 1
+
+    def sized(self, size: int | None) -> None:
+        """One more string that is no member, by its length alone (None: not read)."""
+        if size is None or self.longest is None:
+            self.longest = None
+        elif size > self.longest:
+            self.longest = size
+        self.n += 1
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class _Scores:
+    """Where a walk puts a sorted set's entries to find the first score (every second
+    entry) that is no number: counted, none kept."""
+
+    __slots__ = ("n", "bad")
+
+    def __init__(self) -> None:
+        self.n, self.bad = 0, None
+
+    def append(self, entry) -> None:
+        if self.n & 1 and self.bad is None and not isinstance(entry, int):
+            try:
+                float(entry)
+            except ValueError:
+                self.bad = bytes(entry)
+        self.n += 1
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def bad_score(blob: bytes, kind: str) -> bytes | None:
+    """The first score of a sound ziplist or listpack of member/score pairs that is no
+    number, or None; none of its entries kept (C says when every score is plainly one)."""
+    if C is not None and C.packed_scores(blob, kind == "ziplist"):
+        return None
+    scores = _Scores()
+    (ziplist_python if kind == "ziplist" else listpack_python)(blob, out=scores)
+    return scores.bad
+
+
+def first_repeat(blob: bytes, kind: str, step: int) -> bytes | None:
+    """The first member of a sound packed value (``kind``: listpack, ziplist, zipmap or
+    intset; every ``step``-th entry) that equals one before it, as Redis gives it back, or
+    None. In C a first pass over the blob tells whether any two hash alike, and only then
+    is it read in Python."""
+    if kind == "intset":
+        v = _intset_repeat(blob)
+        return None if v is None else str(v).encode()
+    if C is not None and kind != "zipmap" and not C.packed_repeats(blob, kind == "ziplist", step):
+        return None
+    members = Members(step)
+    {"listpack": listpack_python, "ziplist": ziplist_python, "zipmap": zipmap}[kind](blob, out=members)
+    return members.repeat
 
 
 # ----------------------------------------------------------------------------- zipmap
@@ -312,13 +415,14 @@ def zipmap_count(blob: bytes) -> int:
     return len(zipmap(blob, build=False))
 
 
-def zipmap(blob: bytes, build: bool = True) -> list[bytes]:
+def zipmap(blob: bytes, build: bool = True, out=None) -> list[bytes]:
     """A zipmap's keys and values, alternating (§6.3): ``zmlen`` then ``len key len free
-    value`` until 0xff (``build`` False: counted, none made)."""
+    value`` until 0xff (``build`` False: counted, none made; ``out``: where they go)."""
     if len(blob) < 2:
         raise Corrupt(f"a zipmap is at least 2 bytes, this one {len(blob)}", 0)
     zmlen = blob[0]
-    out: list[bytes] = [] if build else _Count()
+    if out is None:
+        out = [] if build else _Count()
     p = 1
     while True:
         _need(blob, p + 1, "entry", p)

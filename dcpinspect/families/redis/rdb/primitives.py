@@ -59,6 +59,30 @@ class TooLong(Exception):
         self.length, self.start, self.what = length, start, what
 
 
+class LzfOverBudget(TooLong):
+    """An LZF string would inflate past the input's budget (see :class:`Cap`): its
+    ``length`` compressed bytes from ``start`` are passed over; ``inflated``, what it says it
+    inflates to."""
+
+    def __init__(self, length: int, start: int, inflated: int) -> None:
+        super().__init__(length, start, "LZF string")
+        self.inflated = inflated
+
+
+class Cap(int):
+    """The longest string a decoder holds (an int, as every ``cap`` is), which also carries
+    the input's inflation budget: ``inflates(n)``, set by the decoder, charges the ``n``
+    bytes an LZF string inflates to and says whether they were within it."""
+
+    inflates = None
+
+
+def _within_budget(cap, ulen: int, clen: int, q: int) -> None:
+    inflates = getattr(cap, "inflates", None)
+    if inflates is not None and not inflates(ulen):
+        raise LzfOverBudget(clen, q, ulen)
+
+
 def read_len(buf, p: int) -> tuple[int, int]:
     """A plain length (§3.1); an encoded-string marker here is corrupt."""
     n = len(buf)
@@ -121,6 +145,7 @@ def read_string(buf, p: int, cap: int) -> tuple[bytes, int]:
             return str(_I32(buf, p + 1)[0]).encode(), p + 5
         if enc == ENC_LZF:
             ulen, q, end = _lzf_extent(buf, p, cap)
+            _within_budget(cap, ulen, end - q, q)
             try:
                 return decompress(buf[q:end], ulen), end
             except LzfError as exc:
@@ -172,6 +197,7 @@ def skip_string(buf, p: int, cap: int) -> tuple[int, int]:
             raw, end = read_string(buf, p, cap)
             return len(raw), end
         ulen, q, end = _lzf_extent(buf, p, cap)
+        _within_budget(cap, ulen, end - q, q)
         with memoryview(buf) as whole, whole[q:end] as data:
             try:
                 check(data, ulen)
@@ -186,7 +212,9 @@ def skip_strings(buf, p: int, n: int, cap: int, tail: int = 0) -> tuple[int, int
     """(index, count) after as many of ``n`` strings in a row from ``p`` (each followed by
     ``tail`` bytes: a ZSET_2 score) as :func:`skip_string` passes over without a complaint
     and the buffer holds whole; it stops before the first other one, for the caller to read
-    its own way. In C every encoding; in Python the short plain strings only."""
+    its own way. In C plain and integer-encoded ones (LZF ones are read one at a time, their
+    inflated bytes charged to the input's budget: see :class:`Cap`); in Python the short
+    plain strings only."""
     if C is not None:
         return C.skip_strings(buf, p, min(n, 1 << 62), cap, tail)
     done, end = 0, len(buf)

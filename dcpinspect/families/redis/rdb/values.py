@@ -78,13 +78,14 @@ def module_name(module_id: int) -> tuple[str, int]:
 
 # --------------------------------------------------------------------------- helpers
 
-def _strings(r, p: int, n: int, items: list | None):
+def _strings(r, p: int, n: int, items: list | None, members: layouts.Members | None = None):
     """``n`` strings in a row from ``p``, appended to ``items`` when values are kept (passed
-    over unmade when not): the next index. Read straight from the buffer while they are in
-    it; through the parser's waiting helpers when one is not, or is damaged or too long."""
+    over unmade when not) and to ``members`` when given: the next index. Read straight from
+    the buffer while they are in it; through the parser's waiting helpers when one is not,
+    or is damaged or too long."""
     buf, cap = r.buf, r.cap
     k = 0
-    if items is None:
+    if items is None and members is None:
         while k < n:
             p, done = skip_strings(buf, p, n - k, cap)
             k += done
@@ -95,7 +96,26 @@ def _strings(r, p: int, n: int, items: list | None):
                     p = (yield from r.string_size(p))[1]
                 k += 1
         return p
-    put = items.append
+    put = items.append if members is None else members.append if items is None else _both(items, members)
+    if items is None and members.step > 1:  # a hash's values, not kept: their lengths only
+        while k < n:
+            member = k % members.step == 0
+            try:
+                if member:
+                    v, p = read_string(buf, p, cap)
+                    put(v)
+                else:
+                    size, p = skip_string(buf, p, cap)
+                    members.sized(size)
+            except (NeedMore, TooLong, Corrupt):
+                if member:
+                    v, p = yield from r.string(p)
+                    put(v)
+                else:
+                    size, p = yield from r.string_size(p)
+                    members.sized(size)
+            k += 1
+        return p
     while k < n:
         p, done = take_strings(buf, p, n - k, cap, items)
         k += done
@@ -109,9 +129,24 @@ def _strings(r, p: int, n: int, items: list | None):
     return p
 
 
-def _packed(r, p: int, rec: KeyRecord, decode, what: str, sizes: list | None = None):
+def _both(items: list, members: layouts.Members):
+    def put(v):
+        items.append(v)
+        members.append(v)
+    return put
+
+
+def _repeat(r, members: layouts.Members) -> None:
+    """What the duplicate rules judge of the value just read (:meth:`~.rdb.RdbParser._judge`)."""
+    if members.repeat is not None:
+        r.duplicate = (members.repeat, members.longest)
+
+
+def _packed(r, p: int, rec: KeyRecord, decode, what: str, sizes: list | None = None, members: tuple = ()):
     """A string holding a packed layout: (``decode`` of it — its entries, or their count —
-    or None when damaged, next index); its length appended to ``sizes`` if given."""
+    or None when damaged, next index); its length appended to ``sizes`` if given; a member
+    repeated for the duplicate rules when ``members`` is (the layout, every how many
+    entries a member is) and the layout is sound."""
     start = r.base + p
     try:
         raw, p = read_string(r.buf, p, r.cap)
@@ -124,10 +159,15 @@ def _packed(r, p: int, rec: KeyRecord, decode, what: str, sizes: list | None = N
     elif r.keeping:  # a value's one blob: what the server allocates for it when it keeps it
         rec.extra["packed_bytes"] = len(raw)
     try:
-        return decode(raw), p
+        out = decode(raw)
     except Corrupt as exc:
         r.note("rdb-corrupt", f"{what} of key {r.key_text(rec)}: {exc.args[0]}", start)
         return None, p
+    if members:
+        repeat = layouts.first_repeat(raw, *members)
+        if repeat is not None:
+            r.duplicate = (repeat, 0)
+    return out, p
 
 
 def _pairs(entries: list, what: str, size: int) -> list[tuple]:
@@ -152,18 +192,9 @@ def _group_count(r, p, rec, n: int | None, what: str, size: int) -> int | None:
     return n // size
 
 
-def _scores_ok(entries: list) -> bool:
-    """Whether every second entry is a score (what :func:`_score` takes without a complaint)."""
-    try:
-        list(map(float, entries[1::2]))
-    except ValueError:
-        return False
-    return True
-
-
-def _packed_groups(r, p, rec, decode, what, size):
+def _packed_groups(r, p, rec, decode, what, size, members: tuple = ()):
     """A packed string of ``size``-tuples (field/value pairs, member/score pairs, triplets)."""
-    entries, p = yield from _packed(r, p, rec, decode, what)
+    entries, p = yield from _packed(r, p, rec, decode, what, members=members)
     if entries is None:
         return None, p
     try:
@@ -209,7 +240,10 @@ def string(r, p, rec):
 def list_or_set(r, p, rec):
     n, p = yield from r.get(read_len, p)
     items = [] if r.keeping else None
-    p = yield from _strings(r, p, n, items)
+    members = layouts.Members() if rec.vtype.layout == "set" else None
+    p = yield from _strings(r, p, n, items, members)
+    if members is not None:
+        _repeat(r, members)
     rec.elements = n
     rec.value = items
     return p
@@ -219,7 +253,9 @@ def list_or_set(r, p, rec):
 def hash_(r, p, rec):
     n, p = yield from r.get(read_len, p)
     items = [] if r.keeping else None
-    p = yield from _strings(r, p, 2 * n, items)
+    members = layouts.Members(2)
+    p = yield from _strings(r, p, 2 * n, items, members)
+    _repeat(r, members)
     if items is not None:
         items = list(zip(items[0::2], items[1::2]))
     rec.elements = n
@@ -232,28 +268,27 @@ def zset(r, p, rec):
     n, p = yield from r.get(read_len, p)
     score = read_string_double if rec.vtype.layout == "zset" else read_binary_double
     items = [] if r.keeping else None
-    member = read_string if r.keeping else skip_string
+    members = layouts.Members()
+    see = members.append
     buf, cap = r.buf, r.cap
     k = 0
     while k < n:
-        if score is read_binary_double and not r.keeping:  # members and their 8-byte scores in a row
-            p, done = skip_strings(buf, p, n - k, cap, 8)
-            k += done
-            if k == n:
-                break
         try:  # straight from the buffer while the pairs are in it
             while k < n:
-                m, q = member(buf, p, cap)
+                m, q = read_string(buf, p, cap)
                 s, p = score(buf, q)
+                see(m)
                 if items is not None:
                     items.append((m, s))
                 k += 1
         except (NeedMore, TooLong, Corrupt):
-            m, p = yield from (r.string(p) if r.keeping else r.string_size(p))
+            m, p = yield from r.string(p)
             s, p = yield from r.get(score, p)
+            see(m)
             if items is not None:
                 items.append((m, s))
             k += 1
+    _repeat(r, members)
     rec.elements = n
     rec.value = items
     return p
@@ -274,9 +309,9 @@ def ziplist_list(r, p, rec):
 @reader("intset")
 def intset(r, p, rec):
     if not r.keeping:
-        rec.elements, p = yield from _packed(r, p, rec, layouts.intset_count, "intset")
+        rec.elements, p = yield from _packed(r, p, rec, layouts.intset_count, "intset", members=("intset", 1))
         return p
-    entries, p = yield from _packed(r, p, rec, layouts.intset, "intset")
+    entries, p = yield from _packed(r, p, rec, layouts.intset, "intset", members=("intset", 1))
     _finish(r, rec, entries, entries and r.keeping and _texts(entries))
     return p
 
@@ -284,9 +319,9 @@ def intset(r, p, rec):
 @reader("listpack_set")
 def listpack_set(r, p, rec):
     if not r.keeping:
-        rec.elements, p = yield from _packed(r, p, rec, layouts.listpack_count, "listpack")
+        rec.elements, p = yield from _packed(r, p, rec, layouts.listpack_count, "listpack", members=("listpack", 1))
         return p
-    entries, p = yield from _packed(r, p, rec, layouts.listpack, "listpack")
+    entries, p = yield from _packed(r, p, rec, layouts.listpack, "listpack", members=("listpack", 1))
     _finish(r, rec, entries, entries and _texts(entries))
     return p
 
@@ -297,16 +332,20 @@ def _zset_pairs(pairs):
 
 @reader("ziplist_zset", "listpack_zset")
 def packed_zset(r, p, rec):
-    decode = layouts.ziplist if rec.vtype.layout == "ziplist_zset" else layouts.listpack
-    if not r.keeping:
-        entries, p = yield from _packed(r, p, rec, decode, rec.vtype.encoding)
-        if entries is None or len(entries) % 2 or _scores_ok(entries):
-            rec.elements = _group_count(r, p, rec, None if entries is None else len(entries),
-                                        rec.vtype.encoding, 2)
-            return p
-        pairs = _pairs(entries, "pairs", 2)  # a score that is no number: said below
-    else:
-        pairs, p = yield from _packed_groups(r, p, rec, decode, rec.vtype.encoding, 2)
+    kind = "ziplist" if rec.vtype.layout == "ziplist_zset" else "listpack"
+    if not r.keeping:  # counted and its scores read, no entry kept
+        count = layouts.ziplist_count if kind == "ziplist" else layouts.listpack_count
+        checked, p = yield from _packed(r, p, rec, lambda raw: (count(raw), layouts.bad_score(raw, kind)),
+                                        rec.vtype.encoding, members=(kind, 2))
+        n, bad = checked if checked is not None else (None, None)
+        rec.elements = _group_count(r, p, rec, n, rec.vtype.encoding, 2)
+        if rec.elements is not None and bad is not None:
+            r.note("rdb-corrupt", f"{rec.vtype.encoding} of key {r.key_text(rec)}: score {bad[:40]!r} is not a number",
+                   r.base + p)
+            rec.elements = None
+        return p
+    decode = layouts.ziplist if kind == "ziplist" else layouts.listpack
+    pairs, p = yield from _packed_groups(r, p, rec, decode, rec.vtype.encoding, 2, (kind, 2))
     if pairs is not None:
         try:
             pairs = _zset_pairs(pairs)
@@ -319,15 +358,16 @@ def packed_zset(r, p, rec):
 
 @reader("ziplist_hash", "listpack_hash", "zipmap")
 def packed_hash(r, p, rec):
+    kind = rec.vtype.layout.split("_")[0]  # ziplist, listpack or zipmap
     if not r.keeping:
         count = {"ziplist_hash": layouts.ziplist_count, "listpack_hash": layouts.listpack_count,
                  "zipmap": layouts.zipmap_count}[rec.vtype.layout]
-        n, p = yield from _packed(r, p, rec, count, rec.vtype.encoding)
+        n, p = yield from _packed(r, p, rec, count, rec.vtype.encoding, members=(kind, 2))
         rec.elements = _group_count(r, p, rec, n, rec.vtype.encoding, 2)
         return p
     decode = {"ziplist_hash": layouts.ziplist, "listpack_hash": layouts.listpack,
               "zipmap": layouts.zipmap}[rec.vtype.layout]
-    pairs, p = yield from _packed_groups(r, p, rec, decode, rec.vtype.encoding, 2)
+    pairs, p = yield from _packed_groups(r, p, rec, decode, rec.vtype.encoding, 2, (kind, 2))
     _finish(r, rec, pairs, pairs and [(_text(f), _text(v)) for f, v in pairs])
     return p
 

@@ -135,6 +135,8 @@ def records(path, keep=False, select=None, recent: "_Recent | None" = None, meas
         raise _problem(path, exc) from None
     parser = RdbParser(keep=keep, select=select, measure=measure)
     at = 0
+    # how far into the file itself: a gzip file's compressed bytes, not those they inflate to
+    where = fh.fileobj.tell if isinstance(fh, gzip.GzipFile) else None
     try:
         while True:
             try:
@@ -148,7 +150,7 @@ def records(path, keep=False, select=None, recent: "_Recent | None" = None, meas
             at += len(chunk)
             yield from parser.records(chunk)
             if progress is not None:
-                progress(0, at)
+                progress(0, at if where is None else where())
     finally:
         if not opened:
             fh.close()
@@ -320,12 +322,15 @@ def _unusable(path: Path, rec) -> None:
 
 
 def _progress(path, fmt: str):
-    """The progress line of an opened input read whole (not inflated: its bytes read are
-    its position), or None."""
+    """The progress line of an opened input read whole, or None: by the bytes read from the
+    input itself (gzip's compressed bytes, not those they inflate to)."""
     inp = getattr(path, "_input", None)
-    if inp is None or getattr(path, "gzipped", True):
+    if inp is None:
         return None
-    return progress_for(inp, fmt)
+    progress = progress_for(inp, fmt)
+    if progress is not None and getattr(path, "gzipped", False):
+        progress.where = inp.tell
+    return progress
 
 
 def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown, how: Reading = ALL) -> int:
