@@ -11,10 +11,10 @@
  * 32:stream_waiting, 33:strayed, 34:stream_ended, 35:late, 36:stream_ids,
  * 37:unlabelled, 38:v22_negotiated, 39:v22_unmet, 40:in_oso, 41:first_floor,
  * 42:adopted, 43:end_reached, 44:buffer_size, 45:overrun, 46:oso_base, 47:unmarked,
- * 48:open_flags_known, 49:deletion_extras
+ * 48:outside, 49:open_flags_known, 50:deletion_extras
  */
 
-#define GENERATED_FINGERPRINT "05d8bd3eb769e56e149e"
+#define GENERATED_FINGERPRINT "ee12ca4af75df0c014d7"
 /* messages/keys.py's RESERVED_COLLECTION_IDS */
 #define RESERVED_COLLECTION_FIRST 1
 #define RESERVED_COLLECTION_LAST 7
@@ -43,7 +43,7 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if (F[40]) m |= UINT64_C(1) << 11; /* oso-below-start */
         if ((!F[40])) m |= UINT64_C(1) << 12; /* seqno-regression */
         if (((!F[40]) && (!F[42]) && (!F[47]))) m |= UINT64_C(1) << 13; /* item-before-marker */
-        if ((!F[40])) m |= UINT64_C(1) << 14; /* seqno-outside-snapshot */
+        if (((!F[40]) && (!F[48]))) m |= UINT64_C(1) << 14; /* seqno-outside-snapshot */
         if ((F[43] && (!F[40]))) m |= UINT64_C(1) << 15; /* beyond-end-seqno */
         if ((!F[40])) m |= UINT64_C(1) << 16; /* duplicate-key */
         if (((F[44] != UINT64_C(0)) && (!F[45]))) m |= UINT64_C(1) << 17; /* buffer-overrun */
@@ -54,11 +54,11 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if ((((!F[31]) || F[32]) && (!F[33]))) m |= UINT64_C(1) << 8; /* no-stream */
         if ((F[34] && (!F[35]))) m |= UINT64_C(1) << 9; /* after-stream-end */
         if ((F[36] && (!F[37]))) m |= UINT64_C(1) << 10; /* stream-id-missing */
-        if (F[48]) m |= UINT64_C(1) << 11; /* deletion-version */
+        if (F[49]) m |= UINT64_C(1) << 11; /* deletion-version */
         if (F[40]) m |= UINT64_C(1) << 12; /* oso-below-start */
         if ((!F[40])) m |= UINT64_C(1) << 13; /* seqno-regression */
         if (((!F[40]) && (!F[42]) && (!F[47]))) m |= UINT64_C(1) << 14; /* item-before-marker */
-        if ((!F[40])) m |= UINT64_C(1) << 15; /* seqno-outside-snapshot */
+        if (((!F[40]) && (!F[48]))) m |= UINT64_C(1) << 15; /* seqno-outside-snapshot */
         if ((F[43] && (!F[40]))) m |= UINT64_C(1) << 16; /* beyond-end-seqno */
         if ((!F[40])) m |= UINT64_C(1) << 17; /* duplicate-key */
         if (((F[44] != UINT64_C(0)) && (!F[45]))) m |= UINT64_C(1) << 18; /* buffer-overrun */
@@ -124,7 +124,7 @@ static int generated_any(int i, uint64_t m, const uint64_t *F) {
         if ((m >> 8 & 1) && UINT64_C(1)) return 1; /* no-stream */
         if ((m >> 9 & 1) && UINT64_C(1)) return 1; /* after-stream-end */
         if ((m >> 10 & 1) && (!F[8])) return 1; /* stream-id-missing */
-        if ((m >> 11 & 1) && (F[2] != F[49])) return 1; /* deletion-version */
+        if ((m >> 11 & 1) && (F[2] != F[50])) return 1; /* deletion-version */
         if ((m >> 12 & 1) && (F[0] <= F[46])) return 1; /* oso-below-start */
         if ((m >> 13 & 1) && ((F[0] <= F[20]) && (!(F[42] && (F[20] == UINT64_C(0)))))) return 1; /* seqno-regression */
         if ((m >> 14 & 1) && (!F[21])) return 1; /* item-before-marker */

@@ -105,6 +105,8 @@ strayed = Fact("strayed", "a message for this vbucket and stream id came while i
                "opened since", "c.st.strayed(c.stream, c.msg)")
 unlabelled = Fact("unlabelled", "a message of the stream came without the stream-id frame enable_stream_id asks for",
                   "c.stream.unlabelled")
+outside = Fact("outside", "an item of the stream came with a seqno outside its current snapshot",
+               "c.snap is not None and c.snap.strayed")
 unmarked = Fact("unmarked", "an item of the stream came before any snapshot marker", "c.stream.unmarked")
 
 

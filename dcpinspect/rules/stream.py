@@ -122,9 +122,11 @@ _in_snapshot = (F.seqno >= F.snap_start) & (F.seqno <= F.snap_end)
 declare("item-before-marker", "stream.seqno", ~F.has_snapshot & ~F.in_oso & ~F.adopted & ~F.unmarked,
         lambda c: f"{c.msg.name} seqno {c.seqno} before any snapshot marker (said once a stream)", on=ITEM_OPCODES,
         begins=lambda c: c.st.unmarked(c.stream))
-declare("seqno-outside-snapshot", "stream.seqno", F.has_snapshot & ~_in_snapshot & ~F.in_oso,
+# a state too (items go on past a snapshot whose next marker is missing): once a snapshot
+declare("seqno-outside-snapshot", "stream.seqno", F.has_snapshot & ~_in_snapshot & ~F.in_oso & ~F.outside,
         lambda c: f"{c.msg.name} seqno {c.seqno} outside snapshot {c.snap.start}..{c.snap.end} "
-        f"(marker frame {c.snap.index})", on=ITEM_OPCODES)
+        f"(marker frame {c.snap.index}; said once a snapshot)", on=ITEM_OPCODES,
+        begins=lambda c: c.st.outside(c.snap))
 declare("beyond-end-seqno", "stream.seqno", F.end_reached & F.has_snapshot & F.snap_complete & _in_snapshot & ~F.in_oso,
         lambda c: f"{c.msg.name} seqno {c.seqno} after the snapshot holding end seqno {c.stream.end_seqno}",
         on=ITEM_OPCODES)

@@ -49,6 +49,8 @@ class Snapshot:
     keys: set = field(default_factory=set)
     complete: bool = False
     acked: bool = False
+    #: an item of the stream came with a seqno outside this snapshot (reported on the first)
+    strayed: bool = False
 
     @property
     def may_duplicate(self) -> bool:
@@ -277,6 +279,10 @@ class DcpState:
     def unmarked(self, stream: Stream) -> None:
         """An item of the stream came before any snapshot marker."""
         stream.unmarked = True
+
+    def outside(self, snap: Snapshot) -> None:
+        """An item came with a seqno outside the stream's current snapshot ``snap``."""
+        snap.strayed = True
 
     def _opened(self, key: tuple[int, int | None]) -> None:
         if self._strays:
