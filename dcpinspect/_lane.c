@@ -15,6 +15,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1661,9 +1662,14 @@ static PyObject *valid_json(PyObject *self, PyObject *arg) {
     return PyLong_FromLong(r);
 }
 
-static PyObject *plain_json(PyObject *self, PyObject *arg) {
+static PyObject *plain_json(PyObject *self, PyObject *args) {
     /* outputs/jsonl.dumps_line's test of an orjson line, in one pass: ASCII without DEL, and
-       no "null", "0.0000" or exponent (e-?[0-9]+ then , } or ]) where json.dumps could differ */
+       no "null" (unless nulls is true: the record has no NaN or infinity), "0.0000" or
+       exponent (e-?[0-9]+ then , } or ]) where json.dumps could differ */
+    PyObject *arg;
+    int nulls = 0;
+    if (!PyArg_ParseTuple(args, "O|p", &arg, &nulls))
+        return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -1674,7 +1680,7 @@ static PyObject *plain_json(PyObject *self, PyObject *arg) {
         uint8_t c = s[i];
         if (c >= 0x7f)
             ok = 0;
-        else if (c == 'n')
+        else if (c == 'n' && !nulls)
             ok = !(i + 4 <= n && memcmp(s + i, "null", 4) == 0);
         else if (c == '0')
             ok = !(i + 6 <= n && memcmp(s + i, "0.0000", 6) == 0);
@@ -1692,6 +1698,32 @@ static PyObject *plain_json(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(ok);
 }
 
+static int all_finite(PyObject *o, int depth) {
+    /* no float in o (dicts, lists and tuples walked) is NaN or infinite: 0 past 64 levels */
+    if (PyFloat_CheckExact(o))
+        return isfinite(PyFloat_AS_DOUBLE(o));
+    if (depth > 64)
+        return 0;
+    if (PyDict_CheckExact(o)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(o, &pos, &k, &v))
+            if (!all_finite(v, depth + 1))
+                return 0;
+    } else if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!all_finite(PySequence_Fast_GET_ITEM(o, i), depth + 1))
+                return 0;
+    }
+    return 1;
+}
+
+static PyObject *finite_record(PyObject *self, PyObject *arg) {
+    /* outputs/jsonl._finite: whether a line's null tokens can only be None */
+    return PyBool_FromLong(all_finite(arg, 0));
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Lines for a run of plain DCP items of one stream."},
     {"fixed", fixed, METH_VARARGS, "The line of a frame of fixed fields only, and which shape it has."},
@@ -1700,7 +1732,8 @@ static PyMethodDef methods[] = {
     {"compile_rules", compile_rules, METH_VARARGS, "The checks of the lane's opcodes as programs, read once for scan."},
     {"check_facts", check_facts, METH_VARARGS, "Whether a check of an opcode says true over fact values."},
     {"cut", cut, METH_VARARGS, "End and count of the whole frames from a position."},
-    {"plain_json", plain_json, METH_O, "Whether json.dumps would write these orjson bytes the same."},
+    {"plain_json", plain_json, METH_VARARGS, "Whether json.dumps would write these orjson bytes the same."},
+    {"finite", finite_record, METH_O, "Whether no float in a record (its dicts, lists, tuples) is NaN or infinite."},
     {"valid_json", valid_json, METH_O, "Strict JSON check of ASCII bytes: 1, 0, or -1 (too deep)."},
     {NULL, NULL, 0, NULL},
 };
