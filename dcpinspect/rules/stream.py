@@ -32,7 +32,7 @@ _SYNC_WRITES = (OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT)
 _COLLECTIONS = (OP.DCP_SEQNO_ADVANCED, OP.DCP_OSO_SNAPSHOT, OP.DCP_SYSTEM_EVENT)
 
 
-_ONCE = " (said once until the connection negotiates it)"
+_ONCE = " (once until negotiated)"
 
 
 def _sid(c) -> str:
@@ -49,12 +49,11 @@ declare("dcp-open-missing", "stream.open", ~F.dcp_open_seen & ~F.producer_known 
 _no_stream = ~F.has_stream | F.stream_waiting
 declare("no-stream", "stream.found", _no_stream & ~F.strayed,
         lambda c: f"{c.msg.name} for vb {c.msg.vbucket}{_sid(c)} opaque 0x{c.msg.opaque:08x}: no open stream "
-        "(said once until a stream of this vbucket and stream id opens)", on=STREAM_OPCODES)
+        "(once until one opens)", on=STREAM_OPCODES)
 declare("after-stream-end", "stream.ended", F.stream_ended & ~F.late,
-        lambda c: f"{c.msg.name} after STREAM_END of {c.stream.label()} (frame {c.stream.end_index}); "
-        "the messages after it on this stream are not reported one by one", on=STREAM_OPCODES)
+        lambda c: f"{c.msg.name} after STREAM_END of {c.stream.label()} (frame {c.stream.end_index}; once a stream)", on=STREAM_OPCODES)
 declare("stream-id-missing", "stream.live", F.stream_ids & ~F.has_sid & ~F.unlabelled,
-        lambda c: f"{c.msg.name} without a stream-id frame (said once a stream)", on=STREAM_OPCODES - _NO_SID,
+        lambda c: f"{c.msg.name} without a stream-id frame (once a stream)", on=STREAM_OPCODES - _NO_SID,
         begins=lambda c: c.st.unlabelled(c.stream))
 # only a connection seen from its start shows what was (not) negotiated; each said once
 # until the connection negotiates it
@@ -120,12 +119,12 @@ declare("seqno-regression", "stream.seqno",
         lambda c: f"{c.msg.name} seqno {c.seqno} <= previous {c.stream.last_seqno} on {c.stream.label()}", on=_SEQNO)
 _in_snapshot = (F.seqno >= F.snap_start) & (F.seqno <= F.snap_end)
 declare("item-before-marker", "stream.seqno", ~F.has_snapshot & ~F.in_oso & ~F.adopted & ~F.unmarked,
-        lambda c: f"{c.msg.name} seqno {c.seqno} before any snapshot marker (said once a stream)", on=ITEM_OPCODES,
+        lambda c: f"{c.msg.name} seqno {c.seqno} before any snapshot marker (once a stream)", on=ITEM_OPCODES,
         begins=lambda c: c.st.unmarked(c.stream))
 # a state too (items go on past a snapshot whose next marker is missing): once a snapshot
 declare("seqno-outside-snapshot", "stream.seqno", F.has_snapshot & ~_in_snapshot & ~F.in_oso & ~F.outside,
         lambda c: f"{c.msg.name} seqno {c.seqno} outside snapshot {c.snap.start}..{c.snap.end} "
-        f"(marker frame {c.snap.index}; said once a snapshot)", on=ITEM_OPCODES,
+        f"(marker frame {c.snap.index}; once a snapshot)", on=ITEM_OPCODES,
         begins=lambda c: c.st.outside(c.snap))
 declare("beyond-end-seqno", "stream.seqno", F.end_reached & F.has_snapshot & F.snap_complete & _in_snapshot & ~F.in_oso,
         lambda c: f"{c.msg.name} seqno {c.seqno} after the snapshot holding end seqno {c.stream.end_seqno}",
