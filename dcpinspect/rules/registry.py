@@ -86,7 +86,7 @@ FRAME_RULES = _rules(
 
 STREAM_RULES = _rules(
     ("seqno-regression", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L313", "A stream's seqnos must strictly increase (OSO snapshots excepted).", "stream"),
-    ("seqno-outside-snapshot", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L426", "A data item's seqno must lie in its snapshot's [start, end].", "stream"),
+    ("seqno-outside-snapshot", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L426", "A data item's seqno must lie in its snapshot's [start, end] (said once a snapshot, on the first item outside it).", "stream"),
     ("item-before-marker", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L426", "A data item arrived before any snapshot marker on its stream (said once a stream).", "stream"),
     ("marker-overlap", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L916", "A snapshot starts before the previous one ended.", "stream"),
     ("marker-end-regression", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L916", "Snapshot end seqnos must strictly increase (History after non-History disk excepted).", "stream"),
