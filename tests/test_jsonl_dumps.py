@@ -90,3 +90,28 @@ _TOKENS = st.sampled_from([b"null", b"nul", b"0.0000", b"0.000", b"1e5,", b"1e-5
 @given(st.one_of(st.lists(_TOKENS, max_size=12).map(b"".join), st.binary(max_size=40)))
 def test_the_one_pass_check_is_the_python_one(out):
     assert jsonl._plain(out) == jsonl.plain_orjson(out)
+    assert jsonl._plain(out, True) == jsonl.plain_orjson(out, True)
+
+
+@settings(max_examples=2000)
+@given(trees)
+def test_the_finite_walks_agree(tree):
+    """orjson's null is None or a NaN or infinity: the C walk and the Python one say alike
+    whether a record holds one of the latter."""
+    assert jsonl._finite(tree) == jsonl.finite(tree)
+    assert jsonl.finite({"a": [1, {"b": (2.5, float("nan"))}]}) is False and jsonl.finite({"a": None}) is True
+
+
+def test_finding_rows_with_nulls_take_the_fast_encoder(monkeypatch):
+    """A finding's row holds None (stream_id, related_frame): written by orjson, not twice."""
+    pytest.importorskip("orjson")
+    row = {"rule": "seqno-regression", "frame": 13, "ts": 1700000000.00012, "stream_id": None, "related_frame": None}
+    want = reference(row)
+
+    def refused(record):
+        raise AssertionError("written by the standard library")
+
+    monkeypatch.setattr(jsonl, "_stdlib", refused)
+    assert jsonl.dumps(row) == want
+    with pytest.raises(AssertionError):
+        jsonl.dumps({**row, "ts": float("nan")})

@@ -217,10 +217,28 @@ class FindingRow:
                 "  ".join(x for x in (when, self.flow or "", self.where) if x), f.message)
 
     @property
+    def line(self) -> str:
+        """The JSON line of :attr:`record`, its newline included."""
+        return dumps_line(self.record).decode("ascii")
+
+    @property
     def cells(self) -> tuple[str, ...]:
         f, vb = self.finding, self.vbucket
         return (self.frame_cell, self.stamp(self.ts) if self.ts else "-", self.flow or "-", "-" if vb is None else str(vb),
                 "-" if f.stream_id is None else str(f.stream_id), f.severity, f.cls, f.rule, f.message)
+
+
+class WrittenRow:
+    """A finding's row as JSON Lines prints it: its ``severity`` and ``line``, all a process
+    sends of it."""
+
+    __slots__ = ("severity", "line")
+
+    def __init__(self, severity: str, line: str) -> None:
+        self.severity, self.line = severity, line
+
+    def __reduce__(self):
+        return WrittenRow, (self.severity, self.line)
 
 
 @dataclass
@@ -233,6 +251,9 @@ class FindingsSink:
     stamp: Callable[[float], str] = _stamp  # a date, or the raw time when it cannot be one
     frames: int = 0
     labels: _Labels = field(default_factory=_Labels)
+    #: rows as their JSON line (:class:`WrittenRow`), made where the finding is found (in
+    #: the worker process, that sends the line and not the row)
+    lines: bool = False
 
     def take(self, key: int, item: Captured | Note) -> list[FindingRow | str] | None:
         if isinstance(item, Captured):
@@ -249,6 +270,8 @@ class FindingsSink:
         else:
             return None
         rows = [self._row(f, item) for f in found if self.show_info or f.severity != "info"]
+        if self.lines:
+            rows = [WrittenRow(row.severity, row.line) for row in rows]
         return rows or None
 
     def _row(self, f: Finding, where: Captured | Note) -> FindingRow:

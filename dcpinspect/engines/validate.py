@@ -48,7 +48,7 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: Captur
                 if captured:
                     progress = progress_for(inp, "jsonl" if jsonl else "table", printed_between=True)
                 out.before_print = lambda: clear(progress)
-                payloads, results = findings_of(inp, capture, collections, jobs, show_info, progress)
+                payloads, results = findings_of(inp, capture, collections, jobs, show_info, progress, jsonl)
                 for batch in payloads:
                     for row in batch:
                         if isinstance(row, str):
@@ -83,11 +83,12 @@ def _print_undecoded(undecoded: list[Note], jsonl: bool) -> None:
 
 
 def findings_of(inp: Input, capture: CaptureOptions, collections: bool | None, jobs: int, show_info: bool,
-                progress=None) -> tuple[Iterator[list[FindingRow | str]], Callable[[], list[int]]]:
+                progress=None, lines: bool = False) -> tuple[Iterator[list[FindingRow | str]], Callable[[], list[int]]]:
     """Batches of findings rows of a capture (over ``jobs`` processes when it pays) or of a
-    hex dump given as a file, in order as they are found, and a function giving the frames
-    checked (a list to sum) once they are all read."""
-    recipe = partial(make_sink, "findings", inp.name, show_info)
+    hex dump given as a file, in order as they are found (``lines``: as their JSON lines,
+    sinks.WrittenRow), and a function giving the frames checked (a list to sum) once they
+    are all read."""
+    recipe = partial(make_sink, "findings", inp.name, show_info, lines=lines)
     if kind_of(inp) == CAPTURE:
         kw = dict(collections=collections, detail=VALUES, **capture.decoder())  # no field rows
         return sink_run(inp, jobs_for(inp, jobs, True), recipe, kw, progress)

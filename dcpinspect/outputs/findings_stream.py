@@ -19,7 +19,6 @@ from typing import Any, Callable
 from ..findings import LEVELS
 from ..limits import FOLDED
 from .escape import safe
-from .jsonl import dumps
 from .rows import RowWindows
 
 #: rows a window holds before it is printed; a window is printed sooner when it has waited
@@ -67,7 +66,7 @@ class FindingsStream:
         if level > self.worst:
             self.worst = level
         if self.jsonl:
-            self._write(dumps(row.record) + "\n")
+            self._write(row.line)
             return
         key = row.fold_key
         seen = self._repeats.get(key)

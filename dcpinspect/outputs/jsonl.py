@@ -17,7 +17,8 @@ _ENCODE = json.encoder.c_make_encoder(
 
 # orjson writes the same bytes about four times faster, except where it differs from the
 # line above, and then the line above is used: non-ASCII text and DEL (written raw),
-# floats outside [1e-4, 1e16) (other exponent and fixed forms), NaN and infinities (null),
+# floats outside [1e-4, 1e16) (other exponent and fixed forms), NaN and infinities (null,
+# told from None by a walk of the record only where a line has null),
 # and whatever orjson refuses (integers over 64 bits, non-string keys, and, by the
 # pass-through options, subclasses, dataclasses and dates, which ``default=str`` prints).
 try:
@@ -52,9 +53,28 @@ def dumps_line(record: dict[str, Any], floats: bool = True) -> bytes:
             out = orjson.dumps(record, option=_ORJSON_OPTS | orjson.OPT_APPEND_NEWLINE)
         except TypeError:
             return (_stdlib(record) + "\n").encode("ascii")
-        if (out.isascii() and b"\x7f" not in out) if not floats else _plain(out):
+        if ((out.isascii() and b"\x7f" not in out) if not floats
+                else _plain(out) or (b"null" in out and _plain(out, True) and _finite(record))):
             return out
     return (_stdlib(record) + "\n").encode("ascii")
+
+
+def finite(obj: Any) -> bool:
+    """No float in ``obj`` is NaN or infinite: its ``null`` tokens are None, as ``json.dumps``
+    writes them too (orjson writes the non-finite floats as null; a finding's row has
+    several None, and its line was written twice without this test)."""
+    todo = [obj]
+    pop, many = todo.pop, todo.extend
+    while todo:
+        o = pop()
+        t = type(o)
+        if t is dict:
+            many(o.values())
+        elif t is list or t is tuple:
+            many(o)
+        elif t is float and o - o != 0.0:
+            return False
+    return True
 
 
 def indented_json(obj: Any) -> str | None:
@@ -71,9 +91,10 @@ def indented_json(obj: Any) -> str | None:
     return out.decode("ascii") if _written_alike(out, _ANY_EXPONENT) else None
 
 
-def plain_orjson(out: bytes) -> bool:
-    """Whether ``json.dumps`` writes what orjson wrote in ``out``: see above for the cases."""
-    return b"null" not in out and _written_alike(out, _EXPONENT)
+def plain_orjson(out: bytes, nulls: bool = False) -> bool:
+    """Whether ``json.dumps`` writes what orjson wrote in ``out``: see above for the cases
+    (``nulls``: its null tokens are known to be None, :func:`finite`)."""
+    return (nulls or b"null" not in out) and _written_alike(out, _EXPONENT)
 
 
 def _written_alike(out: bytes, exponent) -> bool:
@@ -82,7 +103,7 @@ def _written_alike(out: bytes, exponent) -> bool:
     return out.isascii() and b"0.0000" not in out and b"\x7f" not in out and exponent(out) is None
 
 
-try:  # the same test in one pass of C, when the fast lane is built
-    from ._jsonline import plain_json as _plain
+try:  # the same tests in C, when it is built
+    from ._jsonline import finite as _finite, plain_json as _plain
 except ImportError:
-    _plain = plain_orjson
+    _plain, _finite = plain_orjson, finite

@@ -28,6 +28,10 @@ class Check:
     severity: Callable[[Any], str | None] | None = None
     #: the finding's offset from the message (frame checks), where it is not the rule's
     offset: Callable[[Any], int | None] | None = None
+    #: for a check of a state that lasts (reported once an episode): what a finding tells
+    #: the session, from the context (the session then holds the episode; its condition
+    #: reads that fact, and the session ends the episode)
+    begins: Callable[[Any], None] | None = None
 
 
 CHECKS: list[Check] = []
@@ -50,7 +54,7 @@ def changed() -> None:
 def replace_check(old: Check, when: Expr) -> Check:
     """``old`` with another condition, in its place (for experiments and tests): both the
     rules and the fast paths made after it judge by the new one."""
-    new = Check(old.rule, old.point, when, old.say, old.on, old.severity, old.offset)
+    new = Check(old.rule, old.point, when, old.say, old.on, old.severity, old.offset, old.begins)
     CHECKS[CHECKS.index(old)] = new
     changed()
     return new

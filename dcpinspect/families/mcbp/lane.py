@@ -372,7 +372,7 @@ class Lane:
         if stream is None or stream.vbucket != vbucket or stream.state != "open" or stream.in_oso:
             return pos, None
         snap = stream.snapshot
-        if snap is None:
+        if snap is None or snap.strayed:  # (items outside it: the rules follow the episode to the next marker)
             return pos, None
         collections = negotiation.context(self.base).collections
         limit = negotiation.buffer_size or 0

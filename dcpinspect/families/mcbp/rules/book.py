@@ -61,15 +61,15 @@ FRAME_RULES = _rules(
 
 STREAM_RULES = _rules(
     ("seqno-regression", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L313", "A stream's seqnos must strictly increase (OSO snapshots excepted).", "stream"),
-    ("seqno-outside-snapshot", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L426", "A data item's seqno must lie in its snapshot's [start, end].", "stream"),
-    ("item-before-marker", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L426", "A data item arrived before any snapshot marker on its stream.", "stream"),
+    ("seqno-outside-snapshot", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L426", "A data item's seqno must lie in its snapshot's [start, end] (said once a snapshot, on the first item outside it).", "stream"),
+    ("item-before-marker", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L426", "A data item arrived before any snapshot marker on its stream (said once a stream).", "stream"),
     ("marker-overlap", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L916", "A snapshot starts before the previous one ended.", "stream"),
     ("marker-end-regression", "ERANGE", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L916", "Snapshot end seqnos must strictly increase (History after non-History disk excepted).", "stream"),
     ("first-marker-start", "ERANGE", "error", KV + "docs/dcp/documentation/commands/snapshot-marker.md#implementation-notes", "The first snapshot starts below the requested start seqno.", "stream"),
     ("marker-inside-snapshot", "ERANGE", "warning", KV + "docs/dcp/documentation/commands/snapshot-marker.md#implementation-notes", "A new marker arrived before the previous snapshot reached its end seqno.", "stream"),
     ("stream-request-range", "ERANGE", "error", KV + "docs/dcp/documentation/commands/stream-request.md#stream-request-opcode-0x53", "A stream request must satisfy snap_start <= start <= snap_end and start <= end.", "stream"),
-    ("no-stream", "KEY_ENOENT", "error", KV + "docs/dcp/documentation/commands/snapshot-marker.md#errors", "A stream message for a vbucket / opaque / stream-id with no open stream.", "stream"),
-    ("after-stream-end", "KEY_ENOENT", "error", KV + "docs/dcp/documentation/commands/stream-end.md#stream-end-opcode-0x55", "A stream message after that stream's STREAM_END.", "stream"),
+    ("no-stream", "KEY_ENOENT", "error", KV + "docs/dcp/documentation/commands/snapshot-marker.md#errors", "A stream message for a vbucket / opaque / stream-id with no open stream (said once, again only after a stream of that vbucket and stream id opened).", "stream"),
+    ("after-stream-end", "KEY_ENOENT", "error", KV + "docs/dcp/documentation/commands/stream-end.md#stream-end-opcode-0x55", "A stream message after that stream's STREAM_END (said once a stream, on the first).", "stream"),
     ("duplicate-key", "SNAPSHOT", "warning", KV + "docs/dcp/documentation/commands/snapshot-marker.md#snapshot-marker-opcode-0x56", "A key repeats in a snapshot without MayContainDuplicates (0x20) or History (0x10).", "stream"),
     ("ack-unanswered", "SNAPSHOT", "error", KV + "engines/ep/src/dcp/passive_stream.cc#L1146", "An Acknowledge-flagged snapshot was completed but never acknowledged.", "stream"),
     ("hcs-without-disk", "SNAPSHOT", "warning", KV + "docs/dcp/documentation/commands/snapshot-marker.md#version-byte-values", "High completed / prepared seqno given in a snapshot without the Disk flag.", "stream"),
@@ -86,8 +86,8 @@ STREAM_RULES = _rules(
     ("reserved-collection", "EINVAL", "error", KV + "docs/Collections.md#L255", "A system event names a reserved collection id (1–7).", "stream"),
     ("dcp-open-missing", "EINVAL", "warning", KV + "docs/dcp/documentation/commands/open-connection.md#open-connection-opcode-0x50", "DCP messages on a connection whose DCP_OPEN was not seen (or a second DCP_OPEN).", "stream"),
     ("deletion-version", "EINVAL", "error", KV + "docs/dcp/documentation/commands/deletion.md#delete-time", "Deletion extras length disagrees with the DCP_OPEN IncludeDeleteTimes flag.", "stream"),
-    ("negotiation-missing", "EINVAL", "warning", KV + "docs/dcp/documentation/commands/control.md#control-opcode-0x5e", "A message that needs a control or HELO feature the connection did not negotiate.", "stream"),
-    ("stream-id-missing", "EINVAL", "error", KV + "docs/BinaryProtocol.md#id2---dcp-stream-id", "enable_stream_id is on but a stream message or request has no stream id.", "stream"),
+    ("negotiation-missing", "EINVAL", "warning", KV + "docs/dcp/documentation/commands/control.md#control-opcode-0x5e", "A message that needs a control or HELO feature the connection did not negotiate (said once a feature, again only after the connection negotiated it).", "stream"),
+    ("stream-id-missing", "EINVAL", "error", KV + "docs/BinaryProtocol.md#id2---dcp-stream-id", "enable_stream_id is on but a stream message or request has no stream id (each request; a stream's messages once a stream).", "stream"),
 )
 
 TAP_RULES = _rules(

@@ -97,3 +97,25 @@ expiry_opcode = Fact("expiry_opcode", "DCP_CONTROL enable_expiry_opcode=true was
                      "c.neg.controls.get('enable_expiry_opcode') == 'true'")
 collections_refused = Fact("collections_refused", "HELO settled collections, and not on",
                            "c.neg.collections_source == 'HELO' and not c.neg.collections")
+
+# -- episodes: a state that lasts is reported on its first message, again only once it ended --
+
+late = Fact("late", "a message came on the stream after its STREAM_END (the first one was judged)", "c.stream.late")
+strayed = Fact("strayed", "a message for this vbucket and stream id came while it had no open stream, and none has "
+               "opened since", "c.st.strayed(c.stream, c.msg)")
+unlabelled = Fact("unlabelled", "a message of the stream came without the stream-id frame enable_stream_id asks for",
+                  "c.stream.unlabelled")
+outside = Fact("outside", "an item of the stream came with a seqno outside its current snapshot",
+               "c.snap is not None and c.snap.strayed")
+unmarked = Fact("unmarked", "an item of the stream came before any snapshot marker", "c.stream.unmarked")
+
+
+def _unmet(name: str, key: str) -> Fact:
+    return Fact(name, f"a message that needs {key} came while the connection had not negotiated it, and it has "
+                "not been negotiated since", f"{key!r} in c.neg.unmet")
+
+
+collections_unmet = _unmet("collections_unmet", "collections")
+sync_writes_unmet = _unmet("sync_writes_unmet", "enable_sync_writes")
+expiry_unmet = _unmet("expiry_unmet", "enable_expiry_opcode")
+v22_unmet = _unmet("v22_unmet", "max_marker_version")

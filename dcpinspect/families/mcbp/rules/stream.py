@@ -32,6 +32,9 @@ _SYNC_WRITES = (OP.DCP_PREPARE, OP.DCP_COMMIT, OP.DCP_ABORT)
 _COLLECTIONS = (OP.DCP_SEQNO_ADVANCED, OP.DCP_OSO_SNAPSHOT, OP.DCP_SYSTEM_EVENT)
 
 
+_ONCE = " (once until negotiated)"
+
+
 def _sid(c) -> str:
     return f" sid {c.msg.stream_id}" if c.msg.stream_id is not None else ""
 
@@ -40,22 +43,33 @@ def _sid(c) -> str:
 
 declare("dcp-open-missing", "stream.open", ~F.dcp_open_seen & ~F.producer_known & F.seen_from_start,
         lambda c: f"{c.msg.name} on a connection whose DCP_OPEN was not seen", on=_DCP_REQUESTS)
-declare("no-stream", "stream.found", ~F.has_stream | F.stream_waiting,
-        lambda c: f"{c.msg.name} for vb {c.msg.vbucket}{_sid(c)} opaque 0x{c.msg.opaque:08x}: no open stream",
-        on=STREAM_OPCODES)
-declare("after-stream-end", "stream.ended", F.stream_ended,
-        lambda c: f"{c.msg.name} after STREAM_END of {c.stream.label()} (frame {c.stream.end_index})", on=STREAM_OPCODES)
-declare("stream-id-missing", "stream.live", F.stream_ids & ~F.has_sid,
-        lambda c: f"{c.msg.name} without a stream-id frame", on=STREAM_OPCODES - _NO_SID)
-# only a connection seen from its start shows what was (not) negotiated
-declare("negotiation-missing", "stream.live", F.seen_from_start & F.collections_refused,
-        lambda c: f"{c.msg.name} on a connection that did not negotiate collections", on=_COLLECTIONS)
-declare("negotiation-missing", "stream.live", F.seen_from_start & ~F.sync_writes,
-        lambda c: f"{c.msg.name} without DCP_CONTROL enable_sync_writes=true", on=_SYNC_WRITES)
-declare("negotiation-missing", "stream.live", F.seen_from_start & ~F.expiry_opcode,
-        lambda c: f"{c.msg.name} without DCP_CONTROL enable_expiry_opcode=true", on=(OP.DCP_EXPIRATION,))
-declare("negotiation-missing", "stream.live", F.seen_from_start & F.marker_version.eq(SNAPSHOT_VERSION_22) & ~F.v22_negotiated,
-        lambda c: "v2.2 snapshot marker without DCP_CONTROL max_marker_version=2.2", on=(OP.DCP_SNAPSHOT_MARKER,))
+# A state that lasts (no open stream, a stream past its end, stream ids or a negotiation
+# missing, items before any marker) is reported on its first message: an episode, that the
+# session holds (rules/facts.py's episodes) and ends; again only once it ended and began again.
+_no_stream = ~F.has_stream | F.stream_waiting
+declare("no-stream", "stream.found", _no_stream & ~F.strayed,
+        lambda c: f"{c.msg.name} for vb {c.msg.vbucket}{_sid(c)} opaque 0x{c.msg.opaque:08x}: no open stream "
+        "(once until one opens)", on=STREAM_OPCODES)
+declare("after-stream-end", "stream.ended", F.stream_ended & ~F.late,
+        lambda c: f"{c.msg.name} after STREAM_END of {c.stream.label()} (frame {c.stream.end_index}; once a stream)", on=STREAM_OPCODES)
+declare("stream-id-missing", "stream.live", F.stream_ids & ~F.has_sid & ~F.unlabelled,
+        lambda c: f"{c.msg.name} without a stream-id frame (once a stream)", on=STREAM_OPCODES - _NO_SID,
+        begins=lambda c: c.st.unlabelled(c.stream))
+# only a connection seen from its start shows what was (not) negotiated; each said once
+# until the connection negotiates it
+declare("negotiation-missing", "stream.live", F.seen_from_start & F.collections_refused & ~F.collections_unmet,
+        lambda c: f"{c.msg.name} on a connection that did not negotiate collections{_ONCE}", on=_COLLECTIONS,
+        begins=lambda c: c.neg.went_without("collections"))
+declare("negotiation-missing", "stream.live", F.seen_from_start & ~F.sync_writes & ~F.sync_writes_unmet,
+        lambda c: f"{c.msg.name} without DCP_CONTROL enable_sync_writes=true{_ONCE}", on=_SYNC_WRITES,
+        begins=lambda c: c.neg.went_without("enable_sync_writes"))
+declare("negotiation-missing", "stream.live", F.seen_from_start & ~F.expiry_opcode & ~F.expiry_unmet,
+        lambda c: f"{c.msg.name} without DCP_CONTROL enable_expiry_opcode=true{_ONCE}", on=(OP.DCP_EXPIRATION,),
+        begins=lambda c: c.neg.went_without("enable_expiry_opcode"))
+declare("negotiation-missing", "stream.live",
+        F.seen_from_start & F.marker_version.eq(SNAPSHOT_VERSION_22) & ~F.v22_negotiated & ~F.v22_unmet,
+        lambda c: f"v2.2 snapshot marker without DCP_CONTROL max_marker_version=2.2{_ONCE}", on=(OP.DCP_SNAPSHOT_MARKER,),
+        begins=lambda c: c.neg.went_without("max_marker_version"))
 
 # a snapshot marker (judged with the snapshot it follows, if any: snap_*)
 _MARKER = (OP.DCP_SNAPSHOT_MARKER,)
@@ -104,11 +118,14 @@ declare("seqno-regression", "stream.seqno",
         (F.seqno <= F.last_seqno) & ~F.in_oso & ~(F.adopted & F.last_seqno.eq(0)),
         lambda c: f"{c.msg.name} seqno {c.seqno} <= previous {c.stream.last_seqno} on {c.stream.label()}", on=_SEQNO)
 _in_snapshot = (F.seqno >= F.snap_start) & (F.seqno <= F.snap_end)
-declare("item-before-marker", "stream.seqno", ~F.has_snapshot & ~F.in_oso & ~F.adopted,
-        lambda c: f"{c.msg.name} seqno {c.seqno} before any snapshot marker", on=ITEM_OPCODES)
-declare("seqno-outside-snapshot", "stream.seqno", F.has_snapshot & ~_in_snapshot & ~F.in_oso,
+declare("item-before-marker", "stream.seqno", ~F.has_snapshot & ~F.in_oso & ~F.adopted & ~F.unmarked,
+        lambda c: f"{c.msg.name} seqno {c.seqno} before any snapshot marker (once a stream)", on=ITEM_OPCODES,
+        begins=lambda c: c.st.unmarked(c.stream))
+# a state too (items go on past a snapshot whose next marker is missing): once a snapshot
+declare("seqno-outside-snapshot", "stream.seqno", F.has_snapshot & ~_in_snapshot & ~F.in_oso & ~F.outside,
         lambda c: f"{c.msg.name} seqno {c.seqno} outside snapshot {c.snap.start}..{c.snap.end} "
-        f"(marker frame {c.snap.index})", on=ITEM_OPCODES)
+        f"(marker frame {c.snap.index}; once a snapshot)", on=ITEM_OPCODES,
+        begins=lambda c: c.st.outside(c.snap))
 declare("beyond-end-seqno", "stream.seqno", F.end_reached & F.has_snapshot & F.snap_complete & _in_snapshot & ~F.in_oso,
         lambda c: f"{c.msg.name} seqno {c.seqno} after the snapshot holding end seqno {c.stream.end_seqno}",
         on=ITEM_OPCODES)
@@ -122,6 +139,11 @@ declare("duplicate-key", "stream.seqno",
 declare("buffer-overrun", "stream.flow", F.buffer_size.ne(0) & (F.unacked >= F.buffer_size) & ~F.overrun,
         lambda c: f"{c.msg.name} sent with {c.st.unacked} unacknowledged bytes >= buffer {c.neg.buffer_size}",
         on=FLOW_CONTROLLED - {OP.DCP_NOOP})
+
+
+#: the walk's own questions, by the facts the checks read
+_NO_STREAM = _no_stream.python(False)
+_ENDED = F.stream_ended.get
 
 
 class Judging:
@@ -256,11 +278,15 @@ class ConnectionValidator:
     def _stream_message(self, msg: Message, index, ts, emit, c: Judging, J) -> None:
         st, op = self.state, msg.opcode
         stream = c.stream = st.stream_for(msg)
-        if _judge(c, J["stream.found"], emit, _OF_MESSAGE):
+        _judge(c, J["stream.found"], emit, _OF_MESSAGE)
+        if _NO_STREAM(c):
+            st.stray(msg)
             return
         ctx = stream.context
         c.snap = stream.snapshot
-        if _judge(c, J["stream.ended"], emit, ctx):
+        _judge(c, J["stream.ended"], emit, ctx)
+        if _ENDED(c):
+            st.late(stream)
             return
         _judge(c, J["stream.live"], emit, ctx)
         if op == OP.DCP_SNAPSHOT_MARKER:
@@ -359,4 +385,6 @@ def _judge(c: Judging, judge, emit: "_Emitter", ctx: dict = {}) -> bool:
         ctx = {"vbucket": c.msg.vbucket, "stream_id": c.msg.stream_id}
     for check in hit:
         emit(check.rule, check.say(c), severity=check.severity(c) if check.severity else None, **ctx)
+        if check.begins is not None:
+            check.begins(c)
     return bool(hit)

@@ -31,6 +31,9 @@ class Negotiation:
     buffer_size: int = 0  # connection_buffer_size accepted by the producer (0: no flow control)
     stream_ids: bool = False  # enable_stream_id=true accepted
     _pending_controls: dict[int, tuple[str, str]] = field(default_factory=dict)
+    #: what messages needed and the connection had not negotiated (a control's name, or
+    #: "collections"): each said once, until the control or HELO settles it again
+    unmet: set[str] = field(default_factory=set)
     #: the last context made, and the base it was made from (one base a connection, in practice)
     _context: DecodeContext | None = field(default=None, repr=False, compare=False)
     _context_base: DecodeContext | None = field(default=None, repr=False, compare=False)
@@ -58,6 +61,7 @@ class Negotiation:
             elif msg.status == 0:
                 self.features = list(msg.fields.get("features", []))
                 self._set_collections(FEATURES[FEATURE_COLLECTIONS] in self.features, "HELO")
+                self.unmet.discard("collections")
         elif op == OP.DCP_OPEN and msg.is_request:
             self.dcp_name = msg.fields.get("key")
             self.dcp_open_flags = msg.values.get("flags")
@@ -68,6 +72,7 @@ class Negotiation:
                 key, value = self._pending_controls.pop(msg.opaque)
                 if msg.status == 0:
                     self.controls[key] = value
+                    self.unmet.discard(key)
                     if key == "connection_buffer_size":
                         self.buffer_size = int(value) if value.isdigit() else 0
                     elif key == "enable_stream_id":
@@ -79,6 +84,11 @@ class Negotiation:
             or (op == OP.DCP_STREAM_REQ and msg.body_length > msg.extras_length)
         ):
             self._set_collections(True, msg.name)
+
+    def went_without(self, key: str) -> None:
+        """A message needed ``key`` (a control, or "collections") the connection had not
+        negotiated."""
+        self.unmet.add(key)
 
     def _set_collections(self, on: bool, source: str) -> None:
         if self.collections_source != "HELO":

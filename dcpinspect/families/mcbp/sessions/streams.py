@@ -27,6 +27,9 @@ ITEM_OPCODES = frozenset(op for op, spec in CLIENT_SPECS.items() if spec.item)
 #: Messages the producer counts against the consumer's flow-control buffer.
 FLOW_CONTROLLED = STREAM_OPCODES
 MAX_SEQNO = 0xFFFFFFFFFFFFFFFF
+#: (vbucket, stream id) pairs remembered as having had messages with no open stream; past
+#: it the oldest is forgotten (and a message for it reported again)
+MAX_STRAYS = 65_536
 #: keys of one snapshot remembered for the duplicate-key rule (read where they are added,
 #: by this state and the jsonl lane alike)
 MAX_SNAPSHOT_KEYS = SNAPSHOT_KEYS.default
@@ -46,6 +49,8 @@ class Snapshot:
     keys: set = field(default_factory=set)
     complete: bool = False
     acked: bool = False
+    #: an item of the stream came with a seqno outside this snapshot (reported on the first)
+    strayed: bool = False
 
     @property
     def may_duplicate(self) -> bool:
@@ -85,6 +90,10 @@ class Stream:
     manifest_uid: int | None = None
     failover_log: list = field(default_factory=list)
     adopted: bool = False  # first seen mid-conversation, without its request
+    # states that last, each reported on its first message (rules/facts.py's episodes):
+    late: bool = False  # a message came after its STREAM_END
+    unlabelled: bool = False  # a message came without the stream-id frame enable_stream_id asks for
+    unmarked: bool = False  # an item came before any snapshot marker
     _context: dict | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -183,10 +192,12 @@ class DcpState:
     ``streams_by_opaque``: stream by the opaque of its request; ``live`` / ``ended``: open and
     ended streams by (vb, sid); ``all_streams`` in order; ``pending``: requests awaiting an
     answer by (direction, opaque); ``rollbacks``: (vb, sid) → rollback seqno; ``noops``;
-    ``acks_due``: snapshots whose ack is awaited."""
+    ``acks_due``: snapshots whose ack is awaited; ``strays``: (vb, sid) that had messages
+    while no stream of theirs was open, until one opens."""
 
     _CONTAINERS = {"streams_by_opaque": dict, "live": dict, "ended": dict, "all_streams": list,
-                   "pending": dict, "rollbacks": dict, "noops": dict, "acks_due": list}
+                   "pending": dict, "rollbacks": dict, "noops": dict, "acks_due": list,
+                   "strays": dict}
     __slots__ = tuple("_" + name for name in _CONTAINERS) + (
         "buffer_size", "unacked", "sent_total", "acked_total", "dcp_open_seen", "requests_seen", "lossy",
         "producer_direction", "overrun")
@@ -199,6 +210,7 @@ class DcpState:
     rollbacks: dict[tuple[int, int | None], int] = _Made("_rollbacks", dict)
     noops: dict[int, Pending] = _Made("_noops", dict)
     acks_due: list[tuple[Stream, Snapshot]] = _Made("_acks_due", list)
+    strays: dict[tuple[int, int | None], None] = _Made("_strays", dict)
 
     def __init__(self) -> None:
         for name in self._CONTAINERS:
@@ -231,6 +243,12 @@ class DcpState:
         key = (msg.vbucket, msg.stream_id)
         return self.live.get(key) or self.ended.get(key)
 
+    def strayed(self, stream: Stream | None, msg: Message | None) -> bool:
+        """Whether messages for the vbucket and stream id of ``msg`` (else of ``stream``)
+        came while none of their streams was open, and none has opened since."""
+        key = (msg.vbucket, msg.stream_id) if msg is not None else (stream.vbucket, stream.stream_id)
+        return self._strays is not None and key in self._strays
+
     def request_for(self, msg: Message, direction: str | None) -> Pending | None:
         other = _other(direction)
         return self.pending.get((other, msg.opaque)) or (self.pending.get((None, msg.opaque)) if other else None)
@@ -241,6 +259,34 @@ class DcpState:
         """A DCP_OPEN went ``direction``: the other side produces."""
         self.dcp_open_seen = True
         self.producer_direction = _other(direction)
+
+    def stray(self, msg: Message) -> None:
+        """A stream message with no open stream (none known, or only one requested or
+        rejected): its vbucket and stream id are astray until a stream of theirs opens."""
+        strays = self.strays
+        strays[(msg.vbucket, msg.stream_id)] = None
+        if len(strays) > MAX_STRAYS:
+            strays.pop(next(iter(strays)))
+
+    def late(self, stream: Stream) -> None:
+        """A message on a stream after its STREAM_END (it changes nothing else)."""
+        stream.late = True
+
+    def unlabelled(self, stream: Stream) -> None:
+        """A message of the stream came without the stream-id frame it should carry."""
+        stream.unlabelled = True
+
+    def unmarked(self, stream: Stream) -> None:
+        """An item of the stream came before any snapshot marker."""
+        stream.unmarked = True
+
+    def outside(self, snap: Snapshot) -> None:
+        """An item came with a seqno outside the stream's current snapshot ``snap``."""
+        snap.strayed = True
+
+    def _opened(self, key: tuple[int, int | None]) -> None:
+        if self._strays:
+            self._strays.pop(key, None)
 
     def noop(self, msg: Message, index: int, ts: float | None, direction: str | None) -> None:
         self.noops[msg.opaque] = Pending(msg, index, ts, direction)
@@ -313,7 +359,9 @@ class DcpState:
         """A stream whose request was not captured: known from its first message on."""
         stream = Stream(msg.vbucket or 0, msg.stream_id, msg.opaque, {}, -1, None, state="open", adopted=True)
         self.streams_by_opaque[msg.opaque] = stream
-        self.live[(stream.vbucket, stream.stream_id)] = stream
+        key = (stream.vbucket, stream.stream_id)
+        self.live[key] = stream
+        self._opened(key)
         self.all_streams.append(stream)
         return stream
 
@@ -323,6 +371,7 @@ class DcpState:
         key = (stream.vbucket, stream.stream_id)
         self.live[key] = stream
         self.ended.pop(key, None)
+        self._opened(key)
 
     def reject(self, stream: Stream, response: Message) -> None:
         stream.state = "rejected"
