@@ -25,7 +25,7 @@ from hypothesis import given, settings, strategies as st
 
 import rdbgen
 from dcpinspect.families.redis.rdb.values import KEPT_ONLY
-from dcpinspect.families.redis.rdb.decoder import crc64 as crc_module
+from dcpinspect.families.redis.rdb import crc64 as crc_module
 from dcpinspect.families.redis.rdb import layouts
 from dcpinspect.families.redis.rdb import lzf
 from dcpinspect.families.redis.rdb import native
@@ -423,7 +423,7 @@ def test_mutated_files_decode_the_same_with_values_kept_or_not(draw):
 
 
 def test_the_pure_setting_turns_the_helpers_off():
-    code = "from dcpinspect.families.redis import native; print(native.C)"
+    code = "from dcpinspect.families.redis.rdb import native; print(native.C)"
     import subprocess
     import sys
 
@@ -496,7 +496,7 @@ def test_strings_taken_in_a_row_are_read_strings(helper, seed, data):
     """take_strings (a collection's strings, values kept) gives, of the strings it takes,
     what read_string gives one at a time, and stops where skip_strings stops."""
     if helper == "c" and C is None:
-        pytest.skip("dcpinspect._rdb is not built")
+        pytest.skip("dcpinspect.families.redis.rdb._rdb is not built")
     buf, n = _string_run(random.Random(seed), scores=False)
     buf, cap = _damaged(buf, data)
     items: list = []

@@ -8,7 +8,7 @@ import lz4.frame
 import pytest
 import zstandard
 
-from dcpinspect.families.redis.rdb.decoder import types
+from dcpinspect.families.redis.rdb import types
 from dcpinspect.families.redis.rdb.decoder import INFLATE_PIECE, ZSTD_PIECE, _inflate
 
 BIG = 64 << 20  # zeros: a few KB compressed

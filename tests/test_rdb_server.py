@@ -304,7 +304,7 @@ def test_a_stream_node_read_twice_is_no_finding():
 @pytest.mark.parametrize("keep", [False, True])
 def test_a_member_twice_is_judged_alike_with_or_without_c(keep, monkeypatch):
     """The record lane declines a value whose members hash alike and the readers judge it:
-    the findings are the same with dcpinspect._rdb and without, values kept or not."""
+    the findings are the same with dcpinspect.families.redis.rdb._rdb and without, values kept or not."""
     from dcpinspect.families.redis.rdb import decoder as rdb, layouts, lzf, primitives
 
     def judged():

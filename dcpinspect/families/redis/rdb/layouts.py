@@ -317,7 +317,7 @@ class Members:
     entry or string of its value), taken one at a time as Redis gives them back (integers in
     decimal): ``repeat``, the first one that came before, and ``longest``, the most bytes of
     any entry (a plain hash's fields and values alike: None when one was past reading).
-    Kept as 64-bit hashes, 8 bytes each when dcpinspect._rdb is built."""
+    Kept as 64-bit hashes, 8 bytes each when dcpinspect.families.redis.rdb._rdb is built."""
 
     __slots__ = ("_new", "step", "n", "repeat", "longest")
 

@@ -117,7 +117,11 @@ def _strings(r, p: int, n: int, items: list | None, members: layouts.Members | N
             k += 1
         return p
     while k < n:
-        p, done = take_strings(buf, p, n - k, cap, items)
+        got = items if members is None else []  # (the members see each string too)
+        p, done = take_strings(buf, p, n - k, cap, got)
+        if members is not None:
+            for v in got:
+                put(v)
         k += done
         if k < n:  # one that is not whole in the buffer, or that read_string complains of
             try:
