@@ -42,4 +42,6 @@ fi
 "$py" -m pip install -q -e ".[test,plot,spark,query]"
 "$py" -c "import dcpinspect.families.mcbp._lane, dcpinspect.families.redis.rdb._rdb, dcpinspect.sources._pcap, dcpinspect.outputs._jsonline" \
   || { echo "a C part (setup.py) did not build: its tests would be skipped" >&2; exit 1; }
-exec "$py" -m pytest -q -p no:cacheprovider "$@"
+# Two worker processes (each test file in one of them, its real servers and Spark session its
+# own); -n 0 after the command runs it in one process.
+exec "$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile "$@"

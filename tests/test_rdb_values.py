@@ -102,7 +102,7 @@ def test_values_are_the_servers(snapshot):
     assert ["bottom", "-inf"] in by[(0, "zset:big")]["value"] and ["top", "inf"] in by[(0, "zset:big")]["value"]
 
 
-def test_digests_are_the_servers(snapshot, tmp_path):
+def test_digests_are_the_servers(snapshot, tmp_path, monkeypatch):
     rows = jsonl(snapshot.path, "--values")
     keys = [r for r in rows if r["kind"] == "key"]
     (summary,) = [r for r in rows if r["kind"] == "summary"]
@@ -114,7 +114,9 @@ def test_digests_are_the_servers(snapshot, tmp_path):
             theirs = c.call("DEBUG", "DIGEST-VALUE", *[r["key"] for r in mine])
             for r, d in zip(mine, theirs):
                 assert r["digest"] == (d if isinstance(d, str) else d.decode()), (db, r["key"], r["type"], r["encoding"])
-    # the summary says it too, and --digest alone costs no values on the rows
+    # the summary says it too (on a line as wide as the file's name needs), and --digest
+    # alone costs no values on the rows
+    monkeypatch.setenv("COLUMNS", "400")
     res = servers.dcpinspect("rdb", "-f", "summary", "--digest", snapshot.path)
     assert f"digest {summary['digest']}" in res.stdout
     lean = [r for r in jsonl(snapshot.path, "--digest") if r["kind"] == "key"]
