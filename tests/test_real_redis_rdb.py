@@ -490,7 +490,11 @@ def test_a_cut_file_reports_every_key_before_the_cut(snapshot, tmp_path, where):
     recs = key_records(snapshot.path)
     data = snapshot.path.read_bytes()
     if where == "inside a big list":
+        # the big list, unless the server wrote it first (its key order is its dict's): then
+        # the biggest value after the first key, so that some key lies before the cut
         big = next(r for r in recs if r.key == b"list:big")
+        if big is recs[0]:
+            big = max(recs[1:], key=lambda r: r.length)
         cut = big.offset + big.length // 2
     elif where == "between two keys":
         cut = recs[len(recs) // 2].offset
