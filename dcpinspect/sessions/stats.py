@@ -216,6 +216,7 @@ class StatsCollector:
                     self.finding_marks.add(ts, f.rule, self._key)
         part_of = msg.stats_part
         if part_of is not None:
+            # (_part_of's lookup by name inline: once a frame)
             part = self.parts.get(part_of) if type(part_of) is str else self._part_of(part_of)
             if part is not None:
                 part.add(item, ts, self._key, self)
