@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dcpinspect.engines.capture import CaptureDecoder  # noqa: E402
+from dcpinspect.engines.connections import CaptureDecoder  # noqa: E402
 from dcpinspect.families import HEADERS  # noqa: E402
 from dcpinspect.sources.capture import CaptureError, CaptureProblem, read_records  # noqa: E402
 from dcpinspect.transport.packet import Skip, parse_record  # noqa: E402

@@ -407,8 +407,8 @@ def engine_jsonl(path: Path, fast: bool, stats=None, collector=None) -> bytes:
     """The jsonl a capture decodes to in this process: the record-by-record Python path
     (``DCPINSPECT_PURE``) or the C path (records followed in C, the fast lane). A
     ``collector`` (a StatsCollector) counts the same items, the lane's lines by what they carry."""
-    from dcpinspect.engines.files import keyed_items
-    from dcpinspect.engines.parallel import run_sink
+    from dcpinspect.engines.records import keyed_items
+    from dcpinspect.engines.sinks import run_sink
     from dcpinspect.engines.sinks import JsonlSink
     from dcpinspect.families import VALUES
     from dcpinspect.sources.capture import read_records
@@ -446,7 +446,7 @@ CLI_EVERY = int(os.environ.get("DCPINSPECT_FUZZ_CLI_EVERY", "1"))
 def check_capture_file(path: Path, inputs: int, gz: bool = True) -> None:
     """A capture file through the engine (the Python and C paths print the same, and so does
     the file gzipped), and the summary, findings and stats outputs, in this process."""
-    from dcpinspect.engines.files import ReadStats
+    from dcpinspect.engines.records import ReadStats
     from dcpinspect.families import stats_collector
     from dcpinspect.sessions.stats import StatsCollector
     from dcpinspect.sources.capture import CaptureError
@@ -495,8 +495,8 @@ def engine_reports(path: Path, rich: bool = True) -> int:
     """What ``decode -f summary``, ``validate`` and ``stats`` make of a capture, in this
     process (the summary's rich table only if ``rich``); returns the bytes they print."""
     from dcpinspect.outputs.stamp import stamp as _stamp
-    from dcpinspect.engines.capture import Captured
-    from dcpinspect.engines.files import keyed_items
+    from dcpinspect.engines.connections import Captured
+    from dcpinspect.engines.records import keyed_items
     from dcpinspect.engines.sinks import FindingsSink, SummarySink
     from dcpinspect.outputs.jsonl import dumps
     from dcpinspect.outputs.stats import report_json
@@ -736,7 +736,7 @@ def check_conversation(data: bytes) -> None:
     the same jsonl and count the same records; on one in ``RICH_EVERY``, the capture is
     decoded with every field's rows and the summary and stats tables are rendered; on one in
     ``CLI_EVERY``, every capture command runs (exit codes 0, 1 or 2, bounded output)."""
-    from dcpinspect.engines.files import ReadStats
+    from dcpinspect.engines.records import ReadStats
     from dcpinspect.sources.capture import CaptureError
     from dcpinspect.transport import synth
 
@@ -769,8 +769,8 @@ def conversation_sinks(path: Path, inputs: int, stats, rich: bool = True) -> byt
     their sinks at once: the jsonl lines, the findings rows, the summary's counts and the
     stats report (and its tables if ``rich``), each bounded in ``inputs``. Returns the jsonl
     and its tally, as :func:`engine_jsonl` gives them."""
-    from dcpinspect.engines.capture import Captured
-    from dcpinspect.engines.files import keyed_items
+    from dcpinspect.engines.connections import Captured
+    from dcpinspect.engines.records import keyed_items
     from dcpinspect.engines.sinks import FindingsSink, JsonlSink, SummarySink
     from dcpinspect.families import VALUES
     from dcpinspect.outputs.jsonl import dumps
@@ -812,7 +812,7 @@ def _compare_paths(path: Path, text: bytes, stats) -> None:
     """The Python path alone (no records followed in C) and the C paths (the fast lane too)
     print what the every-input pass printed, and count the same records; the statistics of
     the C paths' lines are those of the Python path's messages."""
-    from dcpinspect.engines.files import ReadStats
+    from dcpinspect.engines.records import ReadStats
     from dcpinspect.families import stats_collector
     from dcpinspect.sessions.stats import StatsCollector
 
@@ -839,7 +839,7 @@ def _compare_paths(path: Path, text: bytes, stats) -> None:
 def check_render(data: bytes) -> None:
     """Whatever a byte stream decodes to, through every renderer at a chosen width: the
     table, the byte diagram, jsonl, the capture summary and the stats report."""
-    from dcpinspect.engines.capture import Captured, Note
+    from dcpinspect.engines.connections import Captured, Note
     from dcpinspect.engines.streaming import ByteStreamDecoder
     from dcpinspect.families.mcbp.framer import Skipped
     from dcpinspect.families.mcbp.messages.frame import Message

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 import dflygen
-from dcpinspect.engines.files import decode_records
+from dcpinspect.engines.records import decode_records
 from dcpinspect.families.redis.replication.frames import JournalRecord, PayloadRecord
 from dcpinspect.families.redis.dragonfly.journal import COMMAND, LSN, PING, read_record
 from dcpinspect.families.redis.replication.resp import RespFramer, RespFrame

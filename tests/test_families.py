@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dcpinspect import families as families_module
-from dcpinspect.engines.files import decode_records
+from dcpinspect.engines.records import decode_records
 from dcpinspect.families import Family, SnapshotFiles, families
 from dcpinspect.findings import Finding
 from dcpinspect.framing.framer import Framer, RawFrame, Skipped

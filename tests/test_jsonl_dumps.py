@@ -59,8 +59,8 @@ def test_floats_at_the_edges_of_the_two_encoders(value):
 
 def test_real_frame_records_are_written_alike():
     """Every record the shipped samples produce, through both paths."""
-    from dcpinspect.engines.files import decode_capture_file
-    from dcpinspect.engines.capture import Captured
+    from dcpinspect.engines.records import decode_capture_file
+    from dcpinspect.engines.connections import Captured
 
     samples = Path(__file__).resolve().parent.parent / "samples"
     n = 0

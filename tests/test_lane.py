@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 import dcpgen
 from dcpgen import DISK, MAY_DUPLICATE, MEMORY, Dcp
 from dcpinspect.families.mcbp import lane as lane_module
-from dcpinspect.engines.capture import CaptureDecoder
-from dcpinspect.engines.files import keyed_items
+from dcpinspect.engines.connections import CaptureDecoder
+from dcpinspect.engines.records import keyed_items
 from dcpinspect.sessions.captured import Lines
-from dcpinspect.engines.parallel import run_sink
+from dcpinspect.engines.sinks import run_sink
 from dcpinspect.engines.sinks import JsonlSink
 from dcpinspect.families.mcbp.messages import dcp as L
 from dcpinspect.families.mcbp.messages.codecs.leb128 import encode_uleb128

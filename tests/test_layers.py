@@ -127,12 +127,12 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     """The check itself: an outputs module that reaches up into the engines is caught."""
     fake = tmp_path / "dcpinspect"
     (fake / "outputs").mkdir(parents=True)
-    (fake / "outputs" / "x.py").write_text("from ..engines.capture import Captured\n")
+    (fake / "outputs" / "x.py").write_text("from ..engines.connections import Captured\n")
     monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
     try:
         test_no_module_imports_from_a_layer_above_its_own()
     except AssertionError as exc:
-        assert "imports dcpinspect.engines.capture (engines)" in str(exc)
+        assert "imports dcpinspect.engines.connections (engines)" in str(exc)
     else:
         raise AssertionError("an upward import went unseen")
 

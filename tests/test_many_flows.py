@@ -59,7 +59,7 @@ def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 def items(path: Path, **kw) -> list:
-    from dcpinspect.engines.files import keyed_items
+    from dcpinspect.engines.records import keyed_items
     from dcpinspect.families import VALUES
     from dcpinspect.sources.capture import read_records
 
@@ -69,7 +69,7 @@ def items(path: Path, **kw) -> list:
 
 def truncated_flows(got: list) -> set:
     """The connections whose one frame came out truncated, with the finding that says so."""
-    from dcpinspect.engines.capture import Captured
+    from dcpinspect.engines.connections import Captured
 
     out = set()
     for item in got:
@@ -100,7 +100,7 @@ def test_held_bytes_over_the_cap_are_given_up_with_a_note(tmp_path):
     """A cap of 4 KiB for 600 connections holding 32 bytes each: partial frames are given up
     (reported truncated, as at the end of the capture), a note says so, and a connection
     whose held frame was given up still decodes the whole frames that follow."""
-    from dcpinspect.engines.capture import Captured
+    from dcpinspect.engines.connections import Captured
 
     head, count = partial_frame(10_000, body=40, held=8), 600
     rest = request(0x57, extras=bytes(31), key=b"k10000", opaque=10_000, body_length=40)[32:]
@@ -170,7 +170,7 @@ def test_idle_connection_state_is_compact(capture):
     import gc
     import tracemalloc
 
-    from dcpinspect.engines.capture import CaptureDecoder
+    from dcpinspect.engines.connections import CaptureDecoder
     from dcpinspect.families import VALUES
     from dcpinspect.sources.capture import read_records
     from dcpinspect.transport.packet import parse_record

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 import dcpgen
 import servers
 from dcpgen import Dcp
-from dcpinspect.engines.capture import Captured
-from dcpinspect.engines.files import Owners, keyed_items
+from dcpinspect.engines.connections import Captured
+from dcpinspect.engines.records import Owners, keyed_items
 from dcpinspect.sources.capture import read_records
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -199,7 +199,7 @@ def test_progress_of_a_summary_moves_with_every_worker(large):
     while it waits for the first, so the position (the slowest worker's) moves before the
     end, not only once the first worker is done."""
     from dcpinspect.engines.reading import sink_run
-    from dcpinspect.engines.show import recipe
+    from dcpinspect.engines.sinks import recipe
     from dcpinspect.engines.filters import frame_filter
     from dcpinspect.families import HEADERS
 
@@ -324,7 +324,7 @@ def _plain_packet() -> bytes:
 
 
 def test_plain_tcp4_names_the_connection_parse_record_finds():
-    from dcpinspect.engines.files import plain_tcp4
+    from dcpinspect.transport.packet import plain_tcp4
     from dcpinspect.sources.capture import Record
 
     raw = plain_tcp4(Record(0.0, 1, _plain_packet(), 84, 0))
@@ -337,7 +337,7 @@ def test_plain_tcp4_names_the_connection_parse_record_finds():
 def test_plain_tcp4_only_for_records_parse_record_takes(flips, cut, linktype):
     """Whatever the bytes, a record the owner test names would parse to a Segment of exactly
     those addresses and ports: skipping other workers' records unparsed loses nothing."""
-    from dcpinspect.engines.files import plain_tcp4
+    from dcpinspect.transport.packet import plain_tcp4
     from dcpinspect.sources.capture import Record
     from dcpinspect.transport.packet import Segment, parse_record
 
@@ -378,7 +378,7 @@ def test_lane_and_python_path_print_the_same(busy, cut, jobs):
 def test_reader_passes_over_exactly_the_other_parts_records(busy):
     """The reader's C walk skips what plain_tcp4 and the owner table say belong elsewhere,
     and nothing else: the records it yields keep their numbers."""
-    from dcpinspect.engines.files import plain_tcp4
+    from dcpinspect.transport.packet import plain_tcp4
 
     everything = [r for r in read_records(busy) if hasattr(r, "data")]
     owners = {}

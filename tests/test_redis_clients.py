@@ -14,7 +14,7 @@ import pytest
 
 import servers
 from corpus import corpus
-from dcpinspect.engines.files import decode_records
+from dcpinspect.engines.records import decode_records
 from dcpinspect.families.redis.replication.frames import RespRecord
 from dcpinspect.sessions.captured import Captured
 from dcpinspect.sources.capture import read_records
@@ -234,7 +234,7 @@ def test_redis_stats_of_parts_decoded_apart_merge_to_the_whole(tmp_path):
     (worker processes, Spark tasks) give the report one collector gives."""
     import pickle
 
-    from dcpinspect.engines.files import keyed_items
+    from dcpinspect.engines.records import keyed_items
     from dcpinspect.families import VALUES
     from dcpinspect.families import stats_collector
     from dcpinspect.sessions.stats import StatsCollector

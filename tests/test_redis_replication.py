@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import rdbgen
-from dcpinspect.engines.files import decode_records
+from dcpinspect.engines.records import decode_records
 from dcpinspect.families.redis.replication.frames import PayloadRecord, RespRecord
 from dcpinspect.families.redis.rules import REDIS_RULES
 from dcpinspect.families import rule_book

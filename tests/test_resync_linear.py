@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dcpgen
-from dcpinspect.engines.files import decode_capture_file
-from dcpinspect.engines.capture import Captured, Note
+from dcpinspect.engines.records import decode_capture_file
+from dcpinspect.engines.connections import Captured, Note
 import dcpinspect.families.mcbp.framer as mcbp
 from dcpinspect.families.mcbp.framer import FrameSplitter, RawFrame, Skipped
 from dcpinspect.families.mcbp.messages.names import MAGICS

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import dcpgen
-from dcpinspect.engines.files import keyed_items
+from dcpinspect.engines.records import keyed_items
 from dcpinspect.families import VALUES
 from dcpinspect.families.mcbp.messages.opcodes import OP
 from dcpinspect.families.mcbp.stats import RUN_FRAME, StreamRun

@@ -9,8 +9,8 @@ from io import StringIO
 import pytest
 from rich.console import Console
 
-from dcpinspect.engines.capture import Captured, Note
-from dcpinspect.engines.files import decode_capture_file
+from dcpinspect.engines.connections import Captured, Note
+from dcpinspect.engines.records import decode_capture_file
 from dcpinspect.families.mcbp.messages import dcp
 from dcpinspect.families.mcbp.messages.build import build_frame, request, response
 from dcpinspect.families.mcbp.messages.codecs.frameinfo import encode_frame_info

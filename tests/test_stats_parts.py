@@ -12,7 +12,7 @@ from rich.console import Console
 
 import dcpgen
 import tapgen
-from dcpinspect.engines.files import keyed_items
+from dcpinspect.engines.records import keyed_items
 from dcpinspect.engines.stats import render
 from dcpinspect.outputs.stats import report_json
 from dcpinspect.sessions.bounded import DecimatedSeries, Timeline
@@ -59,7 +59,7 @@ def _whole(path) -> StatsCollector:
 
 
 def _parts(path, parts: int, t0: float | None) -> list[StatsCollector]:
-    """One collector a worker's share of the connections (``engines.files.Owners`` deals them)."""
+    """One collector a worker's share of the connections (``engines.records.Owners`` deals them)."""
     return [stats_collector(t0=t0).feed_keyed(_keyed(path, part, parts)) for part in range(parts)]
 
 

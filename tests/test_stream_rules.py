@@ -853,8 +853,8 @@ def capture_findings(tmp_path, d: Dcp, **kw):
     """Findings from the capture path, each with the position (1-based) in ``d.frames`` of the
     frame it names; the capture names frames by packet number, mapped back here through
     :func:`dcpgen.packet_numbers` (several frames may share a packet: the set of them)."""
-    from dcpinspect.engines.capture import Captured
-    from dcpinspect.engines.files import decode_capture_file
+    from dcpinspect.engines.connections import Captured
+    from dcpinspect.engines.records import decode_capture_file
 
     path = write_capture(d.frames, tmp_path / "c.pcap", **kw)
     numbers = packet_numbers(path, d.frames)

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 import dcpgen
 from dcpgen import Dcp
 from dcpinspect.families.mcbp import lane as lane_module
-from dcpinspect.engines.files import ReadStats, keyed_items
-from dcpinspect.engines.parallel import run_sink
+from dcpinspect.engines.records import ReadStats, keyed_items
+from dcpinspect.engines.sinks import run_sink
 from dcpinspect.engines.sinks import JsonlSink
 from dcpinspect.families import FIELDS, VALUES
 from dcpinspect.sources.capture import read_records

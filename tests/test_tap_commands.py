@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dcpinspect.engines.files import keyed_items
-from dcpinspect.engines.parallel import run_sink
+from dcpinspect.engines.records import keyed_items
+from dcpinspect.engines.sinks import run_sink
 from dcpinspect.engines.sinks import JsonlSink
 from dcpinspect.families import VALUES
 from dcpinspect.families.mcbp.rules.book import TAP_RULES

@@ -14,9 +14,11 @@ from ..sources.capture import CaptureError
 from .hexinput import decode_hex_text
 from .inputs import TEXT, Input, Truncated, Unusable, kind_of, opened, pure, text_of
 from .options import CaptureOptions
-from .reading import capture_unusable, dump_items, jobs_for, keyed, sink_run
+from .reading import capture_unusable, dump_items, jobs_for, sink_run
+from .records import keyed
 from .parallel import WorkerCrash
-from .show import judged_failed, recipe, show_capture, show_sinks
+from .show import judged_failed, show_capture, show_sinks
+from .sinks import recipe
 
 
 def decode_hex_dump(path: Path | None, fmt: str, collections: bool | None, shown: Shown, strict: bool) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..families import Family, families
-from .capture import Captured, flow_label
+from ..sessions.captured import Captured, flow_label
 from .inputs import Unusable
 
 

@@ -5,10 +5,15 @@ packets as a capture, anything else as the bytes of one connection of the first 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Iterator
 
 from ..families import Family, default_family
 from ..framing.framer import Skipped
+from ..sessions.captured import Captured
+from ..sources.capture import Record
 from ..sources.hexdump import HexDump, parse_hexdump
+from ..transport.packet import LINKTYPE_ETHERNET, LINKTYPE_RAW
+from .records import ReadStats, decode_records
 
 PACKET_FORMATS = ("tcpdump-X", "tcpdump-xx")
 
@@ -53,8 +58,6 @@ def _decode_packets(dump: HexDump, blocks, collections: bool | None, family: Fam
     name = family.name.upper()
     if not blocks or (not packet_format and framed[0]):  # a dump of a stream, as most are
         return ([] if packet_format else None), ""
-    from .files import ReadStats, decode_packet_blocks
-
     stats = ReadStats()
     items = list(decode_packet_blocks(dump, collections, stats))
     packets = stats.records - stats.skipped_records
@@ -72,3 +75,26 @@ def _decode_packets(dump: HexDump, blocks, collections: bool | None, family: Fam
         return None, (f"the {count} carry no {name} frame but the bytes start with one "
                       f"(headers cut?): decoded as an {name} stream")
     return items, ""
+
+
+def _linktype(packet: bytes) -> int:
+    version = packet[0] >> 4 if packet else 0
+    if version == 4 and len(packet) >= 20 and 20 <= (packet[0] & 0x0F) * 4 <= len(packet):
+        return LINKTYPE_RAW
+    if version == 6 and len(packet) >= 40:
+        return LINKTYPE_RAW
+    return LINKTYPE_ETHERNET
+
+
+def decode_packet_blocks(dump: HexDump, collections: bool | None = None,
+                         stats: ReadStats | None = None) -> Iterator:
+    """Packets pasted from ``tcpdump -X`` / ``-xx``: one block a packet, link type guessed.
+    ``stats`` counts the blocks, and those that are no link/IP packet."""
+    records = (
+        Record(float(i), _linktype(dump.data[s:e]), dump.data[s:e], e - s, i) for i, (s, e) in enumerate(dump.blocks)
+    )
+    for item in decode_records(records, stats, collections=collections):
+        if isinstance(item, Captured):
+            yield item.msg
+        elif item.kind == "skipped":
+            yield Skipped(item.offset or 0, item.size, item.message)

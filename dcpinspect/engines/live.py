@@ -16,11 +16,12 @@ from ..outputs.summary import CaptureSummary
 from ..sources.capture import Record
 from ..sources.live import LiveError, check_interface, sniff_records
 from ..sources.pcapng import PcapngWriter
-from .files import keyed_items
+from .records import keyed_items
 from .filters import frame_filter
 from .inputs import Unusable
 from .options import CaptureOptions
-from .show import judged_failed, recipe, show_capture
+from .show import judged_failed, show_capture
+from .sinks import recipe
 
 #: records waiting for the decoder before the sniffing thread waits for it
 QUEUED = 10000

@@ -2,14 +2,14 @@
 
 Connections are independent (reassembly, negotiation and the stream validator are all per
 connection), so each worker reads the whole file, parses every record's headers (cheap),
-and decodes only the connections dealt to it (:class:`~.files.Owners`: in turn, as they
+and decodes only the connections dealt to it (:class:`~.records.Owners`: in turn, as they
 first appear, which every worker works out alike). Frames are numbered by the packet that
 completed them, which a worker knows without seeing the other connections. A worker hands
 each item to a *sink* that turns it into a small picklable payload (a JSON line, a findings
 row) and keeps totals; the caller merges the payloads back by capture record, and
 combines the sinks' totals.
 
-The same sink runs in one process when there is nothing to split (:func:`run_sink`), so
+The same sink runs in one process when there is nothing to split (:func:`~.sinks.run_sink`), so
 both ways print the same bytes. ``keyed_items(records, part, parts)`` is the unit of work
 any other scheduler can run the same way: a part's items, keyed for the merge.
 """
@@ -23,36 +23,15 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator
 
 from ..sources.capture import CaptureError, read_records
-from .capture import Captured, Note
-from .files import ReadStats, keyed_items
+from .records import ReadStats, keyed_items
+from .sinks import Sink
 
 BATCH = 256  # payloads a message between processes (a few MB at most for large values)
 TICK = 0.25  # seconds between progress messages of a worker that sends no payloads
 QUEUED = 8  # batches of a part read ahead while another part's are awaited
-
-
-class Sink(Protocol):
-    """Turns items into payloads for the caller, keeps totals for :meth:`result`."""
-
-    def take(self, key: int, item: Captured | Note) -> Any | None: ...
-
-    def done(self) -> bool: ...
-
-    def result(self) -> Any: ...
-
-
-def run_sink(sink: Sink, keyed: Iterator[tuple[int, Captured | Note]]) -> Iterator[Any]:
-    """One process: the sink's payloads in order."""
-    take = sink.take
-    for key, item in keyed:
-        payload = take(key, item)
-        if payload is not None:
-            yield payload
-            if sink.done():
-                return
 
 
 def steady_gc() -> None:

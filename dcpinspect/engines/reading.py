@@ -1,10 +1,14 @@
-"""How the engines read an input's items: a hex dump given as a file as its frames, a
+"""How the commands read an input's items: a hex dump given as a file as its frames, a
 capture in this process or over worker processes (``engines/parallel.py``), each item
 told to the progress line; what cannot be read said with the input's name.
 
-The chain each capture goes through is ``engines/files.py``'s (records → packets → TCP
-segments → ordered bytes per direction → frames → decoded and judged records); the
-sinks (``engines/sinks.py``) take what comes out.
+A capture goes one way through the stages below this module, each handing on to the
+next: records (``sources/capture.py``) → keyed items (``engines/records.py``: each record
+parsed into a TCP segment by ``transport/packet.py``, dealt to its connection's part) →
+connections (``engines/connections.py``: ordered bytes per direction from
+``transport/reassembly.py``, cut into frames, decoded and judged by the connection's
+family) → sinks (``engines/sinks.py``: a payload an item, totals at the end). The commands
+print what comes out (``engines/show.py``).
 """
 
 from __future__ import annotations
@@ -15,14 +19,16 @@ from typing import Callable, Iterator
 from ..families import VALUES
 from ..framing.framer import Skipped
 from ..sessions.captured import Captured, DumpFile, Note
-from ..sources.capture import CaptureError, read_records
+from ..sources.capture import CaptureError
 from ..sources.inputs import TEXT, Input
-from .capture import concluded, merge_correlators
-from .files import CONCLUDED_KEY, keyed_items
+from .connections import concluded, merge_correlators
+from .records import CONCLUDED_KEY, keyed
 from .hexinput import decode_hex_text
 from .inputs import Unusable, kind_of, opened, text_of
+from ..outputs.progress import tap
 from .options import CaptureOptions
-from .parallel import Partitioned, WorkerCrash, run_sink, worker_count
+from .parallel import Partitioned, WorkerCrash, worker_count
+from .sinks import run_sink
 
 
 def capture_unusable(path, exc: Exception) -> Unusable:
@@ -71,27 +77,10 @@ def items_of(path, capture: CaptureOptions, collections: bool | None, progress=N
                 bar.close()
 
 
-def keyed(inp: Input, kw: dict, progress=None) -> Iterator[tuple[int, Captured | Note]]:
-    """``(key, item)`` pairs of a whole capture in this process; the progress bar, if any,
-    follows the reader's position."""
-    records = read_records(inp)
-    if progress is not None:
-        progress.where = records.tell
-        records.on_read(lambda: progress(0))  # moves on through stretches that yield nothing
-    return keyed_items(records, **kw)
-
-
 def jobs_for(inp: Input, jobs: int, eligible: bool) -> int:
     """Worker processes for one input: as :func:`worker_count` says for a regular file
     named by a path (each worker opens it again); one for a stream, read once."""
     return worker_count(jobs, inp.path, eligible) if inp.path is not None else 1
-
-
-def tap(keyed: Iterator[tuple[int, Captured | Note]], progress: Callable) -> Iterator[tuple[int, Captured | Note]]:
-    """The same pairs, each told to ``progress`` as it passes."""
-    for pair in keyed:
-        progress(pair[1])
-        yield pair
 
 
 def sink_run(path: Path, jobs: int, recipe: Callable, kw: dict, progress=None):

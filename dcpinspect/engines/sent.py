@@ -32,7 +32,7 @@ def sent_data(path: Path, which: int | None, readers: list, notes: list) -> Iter
     comes; notes (strings) go to ``notes``. A ``which`` past the capture's sets is
     :class:`Unusable`, at the end."""
     from ..sources.capture import CaptureError
-    from .files import decode_capture_file
+    from .records import decode_capture_file
 
     started = 0  # data sets begun so far
     of_flow: dict = {}  # each connection's data set now (its number)

@@ -5,22 +5,13 @@ order. Each returns whether ``--strict`` found an error finding."""
 from __future__ import annotations
 
 import sys
-from functools import partial
 from typing import Callable, Iterable, Iterator
 
 from ..outputs.shown import Shown
 from ..outputs.tally import Tally
 from ..sessions.captured import Captured, Note, flow_label
-from .reading import tap
-from .parallel import run_sink
-from .sinks import combine_summaries, combine_tallies, make_sink
-
-
-def recipe(fmt: str, keep, limit: int | None = None, judged: bool = True) -> Callable:
-    """How to make the sink of a format: a picklable recipe, for worker processes too."""
-    if fmt == "jsonl":
-        return partial(make_sink, "jsonl", None if keep.empty else keep, limit)
-    return partial(make_sink, "summary", judged=judged, keep=None if keep.empty else keep, limit=limit)
+from ..outputs.progress import tap
+from .sinks import combine_summaries, combine_tallies, recipe, run_sink
 
 
 def show_capture(keyed: Iterator[tuple[int, Captured | Note]], fmt: str, keep, limit: int | None, strict: bool,

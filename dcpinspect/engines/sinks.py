@@ -8,7 +8,8 @@ in capture order, and keeps totals that :func:`combine_*` merges across workers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from ..outputs.undecoded import record as undecoded_record
 from ..sessions.captured import Captured, Lines, Note, flow_label
@@ -20,6 +21,27 @@ from ..outputs.tally import Tally
 if TYPE_CHECKING:
     from ..outputs.summary import CaptureSummary
 
+
+
+class Sink(Protocol):
+    """Turns items into payloads for the caller, keeps totals for :meth:`result`."""
+
+    def take(self, key: int, item: Captured | Note) -> Any | None: ...
+
+    def done(self) -> bool: ...
+
+    def result(self) -> Any: ...
+
+
+def run_sink(sink: Sink, keyed: Iterator[tuple[int, Captured | Note]]) -> Iterator[Any]:
+    """One process: the sink's payloads in order."""
+    take = sink.take
+    for key, item in keyed:
+        payload = take(key, item)
+        if payload is not None:
+            yield payload
+            if sink.done():
+                return
 
 
 class _Labels(dict):
@@ -294,6 +316,13 @@ class FindingsSink:
 def make_sink(kind: str, *args: Any, **kw: Any):
     """A sink by name, for worker processes (a picklable recipe: name and arguments)."""
     return {"jsonl": JsonlSink, "summary": SummarySink, "findings": FindingsSink}[kind](*args, **kw)
+
+
+def recipe(fmt: str, keep, limit: int | None = None, judged: bool = True) -> Callable:
+    """How to make the sink of a format: a picklable recipe, for worker processes too."""
+    if fmt == "jsonl":
+        return partial(make_sink, "jsonl", None if keep.empty else keep, limit)
+    return partial(make_sink, "summary", judged=judged, keep=None if keep.empty else keep, limit=limit)
 
 
 def _summary() -> "CaptureSummary":

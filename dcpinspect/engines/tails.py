@@ -70,11 +70,6 @@ class Tails:
         return tails
 
 
-def reverse_raw(raw: bytes) -> bytes:
-    """The 12 address and port bytes (IPv4 source, destination, TCP ports) the other way."""
-    return raw[4:8] + raw[:4] + raw[10:12] + raw[8:10]
-
-
 def carried(tail: Tail) -> None:
     """Tell the side of the bytes appended since it was last told, all carried by the last
     record with data: no frame ends in them before it (else the reader would have handed

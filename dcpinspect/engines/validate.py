@@ -22,9 +22,9 @@ from ..sources.capture import CaptureError
 from .inputs import CAPTURE, Input, Unusable, kind_of, opened
 from .reading import capture_unusable, dump_items, jobs_for, sink_run
 from .options import CaptureOptions
-from .parallel import WorkerCrash, run_sink
+from .parallel import WorkerCrash
 from .show import clear
-from .sinks import FindingRow, make_sink
+from .sinks import FindingRow, make_sink, run_sink
 
 HEADERS = ("frame", "time", "flow", "vb", "sid", "severity", "class", "rule", "message")
 #: the repeats table's first columns (FindingRow.repeat_cells); the count and frames follow

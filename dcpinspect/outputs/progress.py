@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Callable, Iterable, Iterator
 
 from ..sources.capture import GZIP_MAGIC
 
@@ -35,6 +36,13 @@ def progress_sized(size: int | None, gzipped: bool = False, fmt: str = "summary"
     if size < (PROGRESS_GZIP_BYTES if gzipped else PROGRESS_BYTES):
         return None
     return Progress(size)
+
+
+def tap(pairs: Iterable[tuple], progress: Callable) -> Iterator[tuple]:
+    """The same ``(key, item)`` pairs, each item told to ``progress`` as it passes."""
+    for pair in pairs:
+        progress(pair[1])
+        yield pair
 
 
 def _bytes(n: float) -> str:

@@ -76,7 +76,7 @@ class ConnStats:
 class StatsCollector:
     """Feed it every item of a capture with :meth:`add`; ask for :meth:`report` at any time.
 
-    ``add(item, key)``: ``key`` orders the item in the capture (as ``engines.files.keyed_items``
+    ``add(item, key)``: ``key`` orders the item in the capture (as ``engines.records.keyed_items``
     keys them); without one, the order of the calls does. Only :meth:`merge` needs keys.
     ``t0``: where the throughput bins start (default: the first frame's time); parts of
     one capture computed apart give the same ``t0`` for their bins to merge exactly.
@@ -109,7 +109,7 @@ class StatsCollector:
         return self
 
     def feed_keyed(self, pairs: Iterable[tuple[Any, Captured | Note]]) -> "StatsCollector":
-        """``(key, item)`` pairs, as ``engines.files.keyed_items`` yields them."""
+        """``(key, item)`` pairs, as ``engines.records.keyed_items`` yields them."""
         for key, item in pairs:
             self.add(item, key)
         return self

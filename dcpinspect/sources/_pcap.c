@@ -53,7 +53,7 @@ static int tail_count(PyObject *tail, double ts, Py_ssize_t index, long long pac
 
 static PyObject *take_records(PyObject *self, PyObject *args) {
     /* Classic pcap records from pos, taken in C while each is a whole Ethernet/IPv4/TCP
-     * record that engines/files.plain_tcp4 names and whose 12 address and port bytes
+     * record that transport/packet.plain_tcp4 names and whose 12 address and port bytes
      *  - map in tails (None: none) to a followed direction, and the record is a pure ACK,
      *    or carries the next bytes of that direction in order (no SYN, FIN or RST): its
      *    payload is appended to the direction's splitter buffer; or

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dcpinspect.sources.capture import Record
 
 __all__ = [
-    "Segment", "Skip", "parse_record",
+    "Segment", "Skip", "parse_record", "plain_tcp4", "reverse_raw",
     "FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR", "NS",
     "LINKTYPE_NULL", "LINKTYPE_ETHERNET", "LINKTYPE_RAW", "LINKTYPE_LINUX_SLL",
     "LINKTYPE_LINUX_SLL2", "LINKTYPE_LOOP", "LINKTYPE_IPV4", "LINKTYPE_IPV6",
@@ -284,3 +284,22 @@ def _transport(rec, data, start, end, proto, s, d, cut, lost, fragment):
         return Segment(rec.ts, s, sport, d, dport, "udp", 0, 0, 0, payload, rec.index,
                        cut or fragment, plen)
     return Skip(rec.index, f"not TCP or UDP (protocol {proto})")
+
+
+def plain_tcp4(rec) -> bytes | None:
+    """The IPv4 addresses and TCP ports (12 bytes, as on the wire) of an Ethernet record that
+    ``parse_record`` takes on its fast path, so surely to a Segment of those; else None."""
+    data = rec.data
+    if (rec.linktype != 1 or len(data) < 54 or data[12] != 8 or data[13] or data[14] != 0x45 or data[23] != 6
+            or data[20] & 0x3F or data[21]):
+        return None
+    tot = (data[16] << 8) | data[17]
+    doff = (data[46] >> 2) & 0x3C
+    if tot < 40 or 14 + tot > len(data) or doff < 20 or doff > tot - 20:
+        return None
+    return data[26:38]
+
+
+def reverse_raw(raw: bytes) -> bytes:
+    """The 12 address and port bytes (IPv4 source, destination, TCP ports) the other way."""
+    return raw[4:8] + raw[:4] + raw[10:12] + raw[8:10]

@@ -32,8 +32,8 @@ from ...sessions.stats import StatsCollector
 from ...sources.capture import CaptureError
 from ...sources.ranges import RANGE_SIZE
 from ...sources.uris import UriError, is_uri, shown
-from ..capture import concluded, merge_correlators
-from ..files import CONCLUDED_KEY
+from ..connections import concluded, merge_correlators
+from ..records import CONCLUDED_KEY
 from ..inputs import Unusable
 from ..options import CaptureOptions
 from .partition import OUT_DDL, Output, decode_batches, part_batches

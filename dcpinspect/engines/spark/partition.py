@@ -4,13 +4,13 @@ its share of every table, written by the task itself.
 A task's share is either
 
 * a **part of a file** (:func:`part_batches`): the file read whole by this task, which
-  decodes the connections :class:`~..files.Owners` deals to its part, exactly as a
+  decodes the connections :class:`~..records.Owners` deals to its part, exactly as a
   ``--jobs`` worker does (``keyed_items(records, part, parts)``): the C reader passes the
   other parts' records over unmade, follows connections under way, and the family's fast
   path writes runs of frames as lines; or a snapshot file (an RDB file) read whole;
 * or **connections' packets after a shuffle** (:func:`decode_batches`): rows of the
   ``dcpinspect`` data source, sorted by (file, connection, record), each connection's run
-  fed to a fresh :class:`~..capture.CaptureDecoder` and finished at its last packet.
+  decoded by ``keyed_items`` as a run of records of its own, finished at its last packet.
 
 Either way every item becomes what the CLI prints of it, a JSON object: the line ``decode
 -f jsonl`` writes, the findings ``validate -f jsonl --info`` writes. Each object goes to
@@ -33,6 +33,7 @@ import os
 import pickle
 import uuid
 from collections import Counter
+from itertools import groupby
 from typing import Iterator
 
 from ...outputs.jsonl import dumps_line
@@ -40,9 +41,7 @@ from ...sessions.captured import Captured, Lines, Note
 from ...families import stats_collector
 from ...sources.capture import Record, read_records
 from ...sources.uris import open_binary, shown
-from ...transport.packet import Skip, parse_record
-from ..capture import CaptureDecoder
-from ..files import END_KEY, ReadStats, keyed_items
+from ..records import ReadStats, keyed_items
 from ..sinks import FindingRow, FindingsSink, JsonlSink
 from .tables import TableFiles, TableRows, specs
 
@@ -257,26 +256,6 @@ def _snapshot_family(name: str):
     raise ValueError(f"{name}: no family reads this snapshot file")
 
 
-class ConnectionRun:
-    """One connection of one file, fed its packets in capture order (after a shuffle)."""
-
-    def __init__(self, fi: int, kw: dict, correlators: dict) -> None:
-        self.fi = fi
-        self.decoder = CaptureDecoder(lane=True, correlators=correlators, conclude=False, **kw)
-
-    def packet(self, rec: Record, out: Output) -> None:
-        seg = parse_record(rec)
-        if isinstance(seg, Skip):
-            return
-        for item in self.decoder.feed(seg):
-            out.take(self.fi, rec.index, item)
-
-    def finish(self, out: Output) -> None:
-        began = {flow: fd.first_index for flow, fd in self.decoder.flows.items()}
-        for item in self.decoder.finishing():
-            out.take(self.fi, END_KEY + began.get(item.flow, END_KEY), item)
-
-
 def decode_batches(batches: Iterator, files: list[str], out: str, kw: dict | None = None) -> Iterator:
     """The state of a task of shuffled packets: input batches of packet rows (columns as
     ``source.PACKET_DDL``) sorted by file, connection and record; its tables written
@@ -289,23 +268,29 @@ def decode_batches(batches: Iterator, files: list[str], out: str, kw: dict | Non
     kw = {} if kw is None else kw
     ctx = TaskContext.get()
     output = Output(files, out, f"r{ctx.partitionId() if ctx is not None else os.getpid():05d}")
-    run: ConnectionRun | None = None
-    current = None
+    for (fi, _), run in groupby(_packets(batches, output), key=_connection):
+        correlators = output.correlated.setdefault(fi, {})
+        records = (rec for _, _, rec in run)
+        for key, item in keyed_items(records, follow=False, concluding=False, lane=True, correlators=correlators,
+                                     **kw):
+            output.take(fi, key, item)
+    yield output.state()
+
+
+def _connection(row: tuple) -> tuple:
+    return row[0], row[1]
+
+
+def _packets(batches: Iterator, output: Output) -> Iterator[tuple[int, object, Record]]:
+    """``(file, connection, record)`` of each packet row, in the rows' order; damage to the
+    file itself is noted apart from any connection, as the CLI notes it."""
     for batch in batches:
         cols = batch.to_pydict()
         for fi, conn, index, ts, linktype, wirelen, data, problem in zip(
                 cols["file_index"], cols["conn"], cols["record"], cols["ts"], cols["linktype"], cols["wirelen"],
                 cols["data"], cols["problem"]):
-            if problem is not None:  # damage to the file itself: the CLI notes it apart from any connection
+            if problem is not None:
                 text = problem if problem.startswith("record ") else f"record {index}: {problem}"
                 output.take(fi, index, Note("capture", text))
                 continue
-            if (fi, conn) != current:
-                if run is not None:
-                    run.finish(output)
-                current = (fi, conn)
-                run = ConnectionRun(fi, kw, output.correlated.setdefault(fi, {}))
-            run.packet(Record(ts, linktype, data, wirelen, index), output)
-    if run is not None:
-        run.finish(output)
-    yield output.state()
+            yield fi, conn, Record(ts, linktype, data, wirelen, index)

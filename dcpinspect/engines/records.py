@@ -1,20 +1,18 @@
-"""Capture files (pcap, pcapng, gzip) and hex-dumped packets into the capture engine."""
+"""A capture's records, in order, into the connections' decoder: each record parsed into a
+TCP segment (``transport/packet.py``), dealt to the worker that owns its connection, fed to
+:class:`~.connections.CaptureDecoder`; its items come out keyed by the record that caused
+them, so that parts decoded apart merge back into capture order."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
-from ..framing.framer import Skipped
-from ..sources.capture import CaptureProblem, Record, read_records
-from ..transport.packet import Skip, parse_record
-from .capture import CaptureDecoder, Captured, Note, concluded
-from .tails import INDEX, Tail, reverse_raw
-
-if TYPE_CHECKING:
-    from ..sources.hexdump import HexDump
-
-LINKTYPE_ETHERNET, LINKTYPE_RAW = 1, 101
+from ..sources.capture import CaptureProblem, read_records
+from ..transport.packet import Skip, parse_record, plain_tcp4, reverse_raw
+from ..sessions.captured import Captured, Note
+from .connections import CaptureDecoder, concluded
+from .tails import INDEX, Tail
 
 
 @dataclass
@@ -67,28 +65,16 @@ class Owners:
         return part
 
 
-def plain_tcp4(rec) -> bytes | None:
-    """The IPv4 addresses and TCP ports (12 bytes, as on the wire) of an Ethernet record that
-    ``parse_record`` takes on its fast path, so surely to a Segment of those; else None."""
-    data = rec.data
-    if (rec.linktype != 1 or len(data) < 54 or data[12] != 8 or data[13] or data[14] != 0x45 or data[23] != 6
-            or data[20] & 0x3F or data[21]):
-        return None
-    tot = (data[16] << 8) | data[17]
-    doff = (data[46] >> 2) & 0x3C
-    if tot < 40 or 14 + tot > len(data) or doff < 20 or doff > tot - 20:
-        return None
-    return data[26:38]
-
-
 def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None = None, follow: bool = True,
-                **kw) -> Iterator[tuple[int, Captured | Note]]:
+                concluding: bool = True, **kw) -> Iterator[tuple[int, Captured | Note]]:
     """``(key, item)`` for the connections that :class:`Owners` gives to ``part`` (all of
     them when ``parts`` is 1). Keys order items across parts as one process emits them: the
     capture record that caused them, then, for what the end of input flushes, the record
     that began their connection. Notes about the file itself come with part 0. ``follow``:
     let a reader that can take the in-order records of connections under way in C
-    (see tails.py); the items are the same either way."""
+    (see tails.py); the items are the same either way. ``concluding``: one part alone
+    concludes its correlators at the end; else (and always for several parts) they are
+    left in ``stats.correlated`` for the caller to merge and conclude."""
     stats = stats if stats is not None else ReadStats()
     dec = CaptureDecoder(conclude=False, **kw)
     owners = Owners(parts)
@@ -145,11 +131,21 @@ def keyed_items(records, part: int = 0, parts: int = 1, stats: ReadStats | None 
             yield UNDECODED_KEY + (item.offset or 0), item  # order they began (offset: their first record)
             continue
         yield END_KEY + began.get(item.flow, END_KEY), item
-    if parts == 1:
+    if parts == 1 and concluding:
         for note in concluded(dec.correlators):
             yield CONCLUDED_KEY, note
     else:
         stats.correlated = dec.correlators
+
+
+def keyed(inp, kw: dict, progress=None) -> Iterator[tuple[int, Captured | Note]]:
+    """``(key, item)`` pairs of a whole capture (an opened input) in this process; the progress bar, if any,
+    follows the reader's position."""
+    records = read_records(inp)
+    if progress is not None:
+        progress.where = records.tell
+        records.on_read(lambda: progress(0))  # moves on through stretches that yield nothing
+    return keyed_items(records, **kw)
 
 
 def decode_records(records, stats: ReadStats | None = None, **kw) -> Iterator[Captured | Note]:
@@ -160,26 +156,3 @@ def decode_records(records, stats: ReadStats | None = None, **kw) -> Iterator[Ca
 def decode_capture_file(path, stats: ReadStats | None = None, **kw) -> Iterator[Captured | Note]:
     """Raises ``CaptureError`` only if the file is unreadable or not a capture."""
     yield from decode_records(read_records(path), stats, **kw)
-
-
-def _linktype(packet: bytes) -> int:
-    version = packet[0] >> 4 if packet else 0
-    if version == 4 and len(packet) >= 20 and 20 <= (packet[0] & 0x0F) * 4 <= len(packet):
-        return LINKTYPE_RAW
-    if version == 6 and len(packet) >= 40:
-        return LINKTYPE_RAW
-    return LINKTYPE_ETHERNET
-
-
-def decode_packet_blocks(dump: "HexDump", collections: bool | None = None,
-                         stats: ReadStats | None = None) -> Iterator:
-    """Packets pasted from ``tcpdump -X`` / ``-xx``: one block a packet, link type guessed.
-    ``stats`` counts the blocks, and those that are no link/IP packet."""
-    records = (
-        Record(float(i), _linktype(dump.data[s:e]), dump.data[s:e], e - s, i) for i, (s, e) in enumerate(dump.blocks)
-    )
-    for item in decode_records(records, stats, collections=collections):
-        if isinstance(item, Captured):
-            yield item.msg
-        elif item.kind == "skipped":
-            yield Skipped(item.offset or 0, item.size, item.message)

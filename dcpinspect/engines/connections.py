@@ -1,4 +1,4 @@
-"""Captures → decoded frames: reassembled TCP flows through the same core as hex input.
+"""A capture's TCP connections → decoded, judged records, through the same core as hex input.
 
 Sans-I/O: :class:`CaptureDecoder` takes transport segments (from a file, a live
 interface or a Spark partition) and returns :class:`Captured` frames and
@@ -16,8 +16,8 @@ from ..framing.framer import Framer, RawFrame, RawRun
 from ..sessions.captured import Captured, Note, flow_label
 from ..sessions.captured import captured as _captured
 from ..limits import FLOWS, HELD
-from .tails import BUF, DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, reverse_raw, settle
-from ..transport.packet import Segment
+from .tails import BUF, DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, settle
+from ..transport.packet import Segment, reverse_raw
 from ..sources.capture import limit_value
 from ..transport.reassembly import Data, End, Flow, FlowKey, Gap, Reassembler, Start
 
