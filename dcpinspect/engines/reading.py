@@ -25,7 +25,7 @@ from .connections import concluded, merge_correlators
 from .records import CONCLUDED_KEY, keyed
 from .hexinput import decode_hex_text
 from .inputs import Unusable, kind_of, opened, text_of
-from ..outputs.progress import tap
+from ..outputs.progress import told
 from .options import CaptureOptions
 from .parallel import Partitioned, WorkerCrash, worker_count
 from .sinks import run_sink
@@ -67,7 +67,7 @@ def items_of(path, capture: CaptureOptions, collections: bool | None, progress=N
         try:
             pairs = keyed(inp, dict(collections=collections, detail=VALUES, **capture.decoder()), bar)
             if bar is not None:
-                pairs = tap(pairs, bar)
+                pairs = told(pairs, bar)
             for _, item in pairs:
                 yield item
         except CaptureError as exc:
@@ -102,6 +102,6 @@ def sink_run(path: Path, jobs: int, recipe: Callable, kw: dict, progress=None):
         return payloads(), lambda: parts.results + last
     pairs = keyed(inp, kw, progress)
     if progress is not None:
-        pairs = tap(pairs, progress)
+        pairs = told(pairs, progress)
     sink = recipe()
     return run_sink(sink, pairs), lambda: [sink.result()]

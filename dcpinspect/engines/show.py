@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Iterator
 from ..outputs.shown import Shown
 from ..outputs.tally import Tally
 from ..sessions.captured import Captured, Note, flow_label
-from ..outputs.progress import tap
+from ..outputs.progress import told
 from .sinks import combine_summaries, combine_tallies, recipe, run_sink
 
 
@@ -18,7 +18,7 @@ def show_capture(keyed: Iterator[tuple[int, Captured | Note]], fmt: str, keep, l
                  progress=None, shown: Shown | None = None) -> bool:
     """Print ``(key, item)`` pairs of a capture decoded in this process in ``fmt``."""
     if progress is not None:
-        keyed = tap(keyed, progress)
+        keyed = told(keyed, progress)
     if fmt == "table":
         from ..outputs.console import make_console  # the terminal views' imports, for them alone
 

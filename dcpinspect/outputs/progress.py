@@ -38,7 +38,7 @@ def progress_sized(size: int | None, gzipped: bool = False, fmt: str = "summary"
     return Progress(size)
 
 
-def tap(pairs: Iterable[tuple], progress: Callable) -> Iterator[tuple]:
+def told(pairs: Iterable[tuple], progress: Callable) -> Iterator[tuple]:
     """The same ``(key, item)`` pairs, each item told to ``progress`` as it passes."""
     for pair in pairs:
         progress(pair[1])
