@@ -61,11 +61,12 @@ class RdbParser:
     whose keys alone are given (the others are read, counted and judged for duplicates,
     their values passed over unmade); ``measure``: a :class:`~.memory.LaneMeasure`, with
     which the C lane gives the keys it can measure for the memory model without values
-    (what the model needs in their ``extra``), the readers the others."""
+    (what the model needs in their ``extra``), the readers the others; ``on_header``: called
+    with the file's vendor and RDB version once its header is read."""
 
     def __init__(self, keep: bool | Callable[[bytes], bool] = False, cap: int | None = None,
                  trailing_ok: bool = False, nested: "RdbParser | None" = None, select=None,
-                 depth: int = 0, measure=None) -> None:
+                 depth: int = 0, measure=None, on_header: Callable[[str, int], None] | None = None) -> None:
         self.buf = bytearray()
         self.base = 0  # the input offset of buf[0]
         self.cap = RDB_STRING.value() if cap is None else cap
@@ -80,6 +81,7 @@ class RdbParser:
         self.select = select
         #: what the memory model asks the C lane to measure (memory.LaneMeasure), or None
         self.measure = measure
+        self.on_header = on_header
         self.trailing_ok = trailing_ok
         self._out: list = []
         self._need = 1
@@ -383,6 +385,8 @@ class RdbParser:
             if state.version > newest or state.version < 1:
                 self._finding("rdb-version", f"{bytes(buf[:9]).decode()}: version {state.version} is not one known "
                                              f"(1 to {newest}); decoded as version {newest}", 5)
+            if self.on_header is not None:
+                self.on_header(state.vendor, state.version)
             p = 9
         pending: dict = {}
         pending_start = None
