@@ -20,6 +20,7 @@ leaves no way to go on (an unknown type has no length).
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 from typing import Callable, Iterator
 
 from ....limits import RDB_INFLATE_RATIO, RDB_INFLATED, RDB_KEYS, RDB_NESTING, RDB_STRING
@@ -649,6 +650,7 @@ def _maker():
 _MAKER = _maker()
 
 
+@lru_cache(maxsize=64)  # (a parser per file: a .dfs set's shards, a capture's syncs; the list is never changed)
 def lane_table(vendor: str, version: int) -> tuple[bytes, list] | None:
     """The lane's layout of each type byte for a file of ``vendor`` and ``version`` (0: left
     to the readers), and the value types; None when the lane reads none of its keys
