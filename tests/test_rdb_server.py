@@ -183,36 +183,35 @@ def _fields(n: int) -> list:
     return [(f"m{i}".encode(), b"v", None) for i in range(n)]
 
 
+def _kept(type_: int, value: bytes, version: int = 12) -> Case:
+    """A value whose member repeats, which the server keeps (by default), before AFTER."""
+    return Case(_twice(type_, "k", value, version), {"rdb-duplicate-member-kept"}, True, False, "keys loaded: 2",
+                keys=2, by_default=True)
+
+
+def _refused(type_: int, value: bytes, log: str, version: int = 12) -> Case:
+    return Case(_twice(type_, "k", value, version), {"rdb-duplicate-member"}, False, False, log)
+
+
+TWICE = [(b"f", b"v", None), (b"f", b"w", T0)]
+MANY = [(b"f", b"v", None), *_fields(512), (b"f", b"w", None)]  # 513 fields, f twice
 #: Files that Redis 7.0 cannot read (RDB 11: set listpacks, Redis 7.2; RDB 12: hash field
 #: expiry, Redis 7.4), judged the same way by a Redis 7.4 or later (DCPINSPECT_REDIS_72)
 NEWER_CASES = {
-    "a hash with field expiry, a field twice": Case(_twice(24, "h", g.hash_metadata(
-        [(b"f", b"v", None), (b"f", b"w", T0)]), 12), {"rdb-duplicate-member-kept"}, True, False, "keys loaded: 2",
-        keys=2, by_default=True),
-    "a hash with field expiry (pre-GA), a field twice": Case(_twice(22, "h", g.hash_metadata(
-        [(b"f", b"v", None), (b"f", b"w", T0)], True), 12), {"rdb-duplicate-member-kept"}, True, False,
-        "keys loaded: 2", keys=2, by_default=True),
-    "a hash with field expiry of 513, a field twice": Case(_twice(24, "h", g.hash_metadata(
-        [(b"f", b"v", None), *_fields(512), (b"f", b"w", None)]), 12), {"rdb-duplicate-member"}, False, False,
-        "Duplicate hash fields detected"),
-    "a hash with field expiry, a field twice, a value of 65 bytes": Case(_twice(24, "h", g.hash_metadata(
-        [(b"f", b"v", None), (b"f", b"w" * 65, None)]), 12), {"rdb-duplicate-member"}, False, False,
-        "Duplicate hash fields detected"),
-    "a hash listpack with field expiry, a field twice": Case(_twice(25, "h", g.hash_listpack_ex(
-        [(b"f", b"v", None), (b"f", b"w", T0)]), 12), {"rdb-duplicate-member-kept"}, True, False, "keys loaded: 2",
-        keys=2, by_default=True),
-    "a hash listpack with field expiry (pre-GA), a field twice": Case(_twice(23, "h", g.hash_listpack_ex(
-        [(b"f", b"v", None), (b"f", b"w", None)], True), 12), {"rdb-duplicate-member-kept"}, True, False,
-        "keys loaded: 2", keys=2, by_default=True),
-    "a hash listpack with field expiry of 513, a field twice": Case(_twice(25, "h", g.hash_listpack_ex(
-        [(b"f", b"v", None), *_fields(512), (b"f", b"w", None)]), 12), {"rdb-duplicate-member"}, False, False,
-        "Listpack corruption detected"),
-    "a set listpack's member twice": Case(_twice(20, "s", g.string(g.listpack([b"a", b"a", b"b"])), 11),
-                                          {"rdb-duplicate-member-kept"}, True, False, "keys loaded: 2", keys=2,
-                                          by_default=True),
-    "a set listpack of 129, a member twice": Case(_twice(20, "s", g.string(g.listpack(
-        [b"a", *(f"m{i}".encode() for i in range(127)), b"a"])), 11), {"rdb-duplicate-member"}, False, False,
-        "ASSERTION FAILED"),
+    "a hash with field expiry, a field twice": _kept(24, g.hash_metadata(TWICE)),
+    "a hash with field expiry (pre-GA), a field twice": _kept(22, g.hash_metadata(TWICE, True)),
+    "a hash with field expiry of 513, a field twice": _refused(24, g.hash_metadata(MANY),
+                                                               "Duplicate hash fields detected"),
+    "a hash with field expiry, a field twice, a value of 65 bytes": _refused(24, g.hash_metadata(
+        [(b"f", b"v", None), (b"f", b"w" * 65, None)]), "Duplicate hash fields detected"),
+    "a hash listpack with field expiry, a field twice": _kept(25, g.hash_listpack_ex(TWICE)),
+    "a hash listpack with field expiry (pre-GA), a field twice": _kept(23, g.hash_listpack_ex(
+        [(b"f", b"v", None), (b"f", b"w", None)], True)),
+    "a hash listpack with field expiry of 513, a field twice": _refused(25, g.hash_listpack_ex(MANY),
+                                                                        "Listpack corruption detected"),
+    "a set listpack's member twice": _kept(20, g.string(g.listpack([b"a", b"a", b"b"])), 11),
+    "a set listpack of 129, a member twice": _refused(20, g.string(g.listpack(
+        [b"a", *(f"m{i}".encode() for i in range(127)), b"a"])), "ASSERTION FAILED", 11),
     "nothing wrong in RDB 12": Case(_twice(25, "h", g.hash_listpack_ex([(b"f", b"v", T0), (b"g", b"w", None)]), 12),
                                     set(), True, True, "keys loaded: 2", keys=2, check_ok=True),
 }
@@ -320,9 +319,9 @@ def test_a_member_kept_twice_is_counted_twice(tmp_path):
 
 
 def test_a_newer_server_counts_a_member_kept_twice_twice(tmp_path, newer):
-    _counted(tmp_path, NEWER_CASES, [(name, "HLEN", "h", 2) for name in NEWER_CASES
+    _counted(tmp_path, NEWER_CASES, [(name, "HLEN", "k", 2) for name in NEWER_CASES
                                      if name.startswith("a hash") and NEWER_CASES[name].loads]
-             + [("a set listpack's member twice", "SCARD", "s", 3)], newer[0])
+             + [("a set listpack's member twice", "SCARD", "k", 3)], newer[0])
 
 
 def test_redis_corrupt_empty_keys_asset(tmp_path, monkeypatch):
