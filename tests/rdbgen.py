@@ -167,3 +167,54 @@ def stream(nodes: list[bytes], length: int, last: tuple[int, int]) -> bytes:
 
 
 length_ = length
+
+
+# ------------------------------------------------------------ hashes (and sets) whose fields expire
+
+def _ms(v: int) -> bytes:
+    return struct.pack("<Q", v)
+
+
+def hash_metadata(fields, pre_ga: bool = False) -> bytes:
+    """HASH_METADATA (24: a minimum expiry, then each field's TTL relative to it, +1) or its
+    pre-GA form (22: absolute TTLs); 0 is no TTL."""
+    ttls = [t for _, _, t in fields if t is not None]
+    low = min(ttls) if ttls else 0
+    out = b"" if pre_ga else _ms(low)
+    out += length(len(fields))
+    for f, v, t in fields:
+        rel = 0 if t is None else (t if pre_ga else t - low + 1)
+        out += length(rel) + string(f) + string(v)
+    return out
+
+
+def hash_listpack_ex(fields, pre_ga: bool = False) -> bytes:
+    """HASH_LISTPACK_EX (25: a minimum expiry, then a listpack of field, value, TTL) or its
+    pre-GA form (23: the listpack alone); TTL 0 is none."""
+    ttls = [t for _, _, t in fields if t is not None]
+    lp = listpack([x for f, v, t in fields for x in (f, v, t or 0)])
+    return (b"" if pre_ga else _ms(min(ttls) if ttls else 0)) + string(lp)
+
+
+def valkey_hash2(fields) -> bytes:
+    """Valkey 9's HASH_2 (22 in a VALKEY file): each field, value and expiry (-1: none)."""
+    return length(len(fields)) + b"".join(
+        string(f) + string(v) + struct.pack("<q", -1 if t is None else t) for f, v, t in fields)
+
+
+def dragonfly_hash(fields) -> bytes:
+    """Dragonfly's HASH_WITH_EXPIRY (31): each field, value and expiry as seconds since
+    Dragonfly's epoch offset, -1 none (as its saver writes it)."""
+    out = length(len(fields))
+    for f, v, t in fields:
+        out += string(f) + string(v) + _df_expiry(t)
+    return out
+
+
+def dragonfly_set(members) -> bytes:
+    """Dragonfly's SET_WITH_EXPIRY (32): each member and its expiry, as HASH_WITH_EXPIRY's."""
+    return length(len(members)) + b"".join(string(m) + _df_expiry(t) for m, t in members)
+
+
+def _df_expiry(t: int | None) -> bytes:
+    return string(str(-1 if t is None else t // 1000 - 1675209600))

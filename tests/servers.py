@@ -637,11 +637,16 @@ class RedisLoad:
 
 
 def redis_load(rdb: Path, workdir: Path, *config: str, ask: Callable[[int], object] | None = None,
-               timeout: float = 20) -> RedisLoad:
+               timeout: float = 20, binary: str | None = None) -> RedisLoad:
     """Start ``redis-server --dir WORKDIR --dbfilename f.rdb`` on a copy of ``rdb`` (on a free
     loopback port, nothing saved back), wait until it serves or exits, read its keyspace
-    (and what ``ask(port)`` returns), stop it; then run ``redis-check-rdb`` on the same copy."""
-    found = require("redis-server", "redis-check-rdb")
+    (and what ``ask(port)`` returns), stop it; then run ``redis-check-rdb`` on the same copy.
+    ``binary``: another redis-server than the one on the PATH (:func:`redis_server_at_least`),
+    run as redis-check-rdb too (the one program is both, by the name it is called by)."""
+    if binary is not None:
+        found = {"redis-server": binary, "redis-check-rdb": binary}
+    else:
+        found = require("redis-server", "redis-check-rdb")
     workdir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(rdb, workdir / "f.rdb")
     log_path = workdir / "redis.log"
@@ -673,8 +678,8 @@ def redis_load(rdb: Path, workdir: Path, *config: str, ask: Callable[[int], obje
                 asked = ask(port)
     finally:
         code = _stop(proc) if proc.poll() is None else proc.returncode
-    check = subprocess.run([found["redis-check-rdb"], str(workdir / "f.rdb")], capture_output=True, text=True,
-                           timeout=60)
+    check = subprocess.run(["redis-check-rdb", str(workdir / "f.rdb")], executable=found["redis-check-rdb"],
+                           capture_output=True, text=True, timeout=60)
     return RedisLoad(serving, keyspace, log_path.read_text(errors="replace"), None if serving else code,
                      check.returncode, check.stdout + check.stderr, asked)
 

@@ -70,44 +70,8 @@ def value_digest(fields, expire, hexpire: bool) -> str:
 
 # ----------------------------------------------------------------- the files
 
-def _ms(v: int) -> bytes:
-    return struct.pack("<Q", v)
-
-
-def metadata(fields, pre_ga: bool) -> bytes:
-    """HASH_METADATA (24: a minimum expiry, then each field's TTL relative to it, +1) or its
-    pre-GA form (22: absolute TTLs); 0 is no TTL."""
-    ttls = [t for _, _, t in fields if t is not None]
-    low = min(ttls) if ttls else 0
-    out = b"" if pre_ga else _ms(low)
-    out += rdbgen.length(len(fields))
-    for f, v, t in fields:
-        rel = 0 if t is None else (t if pre_ga else t - low + 1)
-        out += rdbgen.length(rel) + rdbgen.string(f) + rdbgen.string(v)
-    return out
-
-
-def listpack_ex(fields, pre_ga: bool) -> bytes:
-    """HASH_LISTPACK_EX (25: a minimum expiry, then a listpack of field, value, TTL) or its
-    pre-GA form (23: the listpack alone); TTL 0 is none."""
-    ttls = [t for _, _, t in fields if t is not None]
-    lp = rdbgen.listpack([x for f, v, t in fields for x in (f, v, t or 0)])
-    return (b"" if pre_ga else _ms(min(ttls) if ttls else 0)) + rdbgen.string(lp)
-
-
-def valkey_hash2(fields) -> bytes:
-    """Valkey 9's HASH_2 (22 in a VALKEY file): each field, value and expiry (-1: none)."""
-    return rdbgen.length(len(fields)) + b"".join(
-        rdbgen.string(f) + rdbgen.string(v) + struct.pack("<q", -1 if t is None else t) for f, v, t in fields)
-
-
-def dragonfly_hash(fields) -> bytes:
-    """Dragonfly's HASH_WITH_EXPIRY (31): each field, value and expiry as seconds since
-    Dragonfly's epoch offset, -1 none (as its saver writes it)."""
-    out = rdbgen.length(len(fields))
-    for f, v, t in fields:
-        out += rdbgen.string(f) + rdbgen.string(v) + rdbgen.string(str(-1 if t is None else t // 1000 - 1675209600))
-    return out
+metadata, listpack_ex = rdbgen.hash_metadata, rdbgen.hash_listpack_ex
+valkey_hash2, dragonfly_hash = rdbgen.valkey_hash2, rdbgen.dragonfly_hash
 
 
 def digests_of(tmp_path, name: str, data: bytes) -> tuple[dict, str]:

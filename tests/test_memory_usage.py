@@ -311,3 +311,45 @@ def test_an_older_file_loaded_by_a_newer_server(tmp_path):
     assert "listpack" in encodings.values()
     median, p95, total = _judge(usage, est, encodings)
     assert median <= 0.03 and p95 <= 0.10 and abs(total) <= 0.05, (median, p95, total)
+
+
+def _sets_file(version: int) -> bytes:
+    """The sets of :func:`set_dataset` as plain SETs (type 2, as any version may write them)
+    in a file of RDB ``version`` with no ``redis-ver`` (the version alone tells which server
+    wrote it); at 11, two SET_LISTPACKs besides (type 20: 128 members, kept, and 129, made a
+    table as the server loads it)."""
+    import rdbgen as g
+
+    body = b"\xfe\x00"
+    for command in set_dataset():
+        body += g.key(2, command[1], g.length(len(command) - 2) + b"".join(map(g.string, command[2:])))
+    if version >= memory.SET_LISTPACK_RDB:
+        for n in (128, 129):
+            body += g.key(20, f"setlp:{n}", g.string(g.listpack([f"w{i}".encode() for i in range(n)])))
+    return g.rdb(body, version)
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_the_set_listpack_cut_off_is_rdb_11(version, tmp_path):
+    """The model holds sets as listpacks (Redis 7.2's set-max-listpack-entries) from RDB 11,
+    the version 7.2 writes, and as 7.0 held them before: the same sets in a file of each
+    version, with no redis-ver to tell, loaded by a server that writes that version (7.0 for
+    10; a 7.2 or later, ``DCPINSPECT_REDIS_72``, for 11, which 7.0 cannot read): the model
+    names each set's encoding as the server holds it, within the targets."""
+    binary = servers.redis_server_at_least(7, 2) if version >= memory.SET_LISTPACK_RDB else require("redis-server")[
+        "redis-server"]
+    if version < memory.SET_LISTPACK_RDB and server_version() >= (7, 2):
+        pytest.skip("the redis-server on the PATH holds set listpacks of any version's file")
+    path = tmp_path / "sets.rdb"
+    path.write_bytes(_sets_file(version))
+    work = tmp_path / "srv"
+    work.mkdir()
+    usage, encodings = _measure_on(binary, work, path, [])
+    est = _report(path)
+    assert set(usage) == set(est) and {k: est[k][1] for k in usage} == encodings
+    assert ("listpack" in encodings.values()) == (version >= memory.SET_LISTPACK_RDB)
+    if version >= memory.SET_LISTPACK_RDB:
+        assert (encodings[b"setlp:128"], encodings[b"setlp:129"]) == ("listpack", "hashtable")
+    packed = {k: v for k, v in usage.items() if encodings[k] != "hashtable"}
+    median, p95, total = _judge(packed, est, encodings)
+    assert median <= 0.03 and p95 <= 0.10 and abs(total) <= 0.05, (median, p95, total)

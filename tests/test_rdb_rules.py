@@ -220,6 +220,61 @@ def test_valkey_numbering_hash_2():
     assert out[-1].vendor == "valkey" and not rules_of(out)
 
 
+def _pairs(n: int, value: bytes = b"v") -> list:
+    return [x for i in range(n) for x in (f"m{i}".encode(), value)]
+
+
+def _lp(type_: int, entries: list) -> bytes:
+    return rdbgen.key(type_, "k", rdbgen.string(rdbgen.listpack(entries)))
+
+
+#: A member (a field) twice, as each vendor's loader does with it where no server of that
+#: vendor is at hand to load the file (tests/test_rdb_server.py holds Redis's to the server):
+#: Valkey 9 makes a table of a HASH_2 from the start and refuses the repeat; Dragonfly
+#: refuses it in its sets, hashes with expiry and plain hashes past 64 fields, stops on a
+#: check past an intset of 256, and keeps its listpack hashes and sorted sets as written
+#: whatever their size, where Redis stops past 512 and 128 (src/server/rdb_load.cc,
+#: set_family.cc, hset_family.cc, zset_family.cc)
+VENDOR_TWICE = {
+    "valkey HASH_2": (b"VALKEY080", rdbgen.key(22, "k", rdbgen.valkey_hash2([(b"f", b"v", None), (b"f", b"w", None)])),
+                      "rdb-duplicate-member"),
+    "valkey hash listpack": (b"VALKEY080", _lp(16, [b"f", b"v", b"f", b"w"]), "rdb-duplicate-member-kept"),
+    "dragonfly SET_WITH_EXPIRY": ("df", rdbgen.key(32, "k", rdbgen.dragonfly_set([(b"a", None), (b"a", None)])),
+                                  "rdb-duplicate-member"),
+    "dragonfly SET_WITH_EXPIRY, one copy expired before the snapshot": (
+        "df", rdbgen.key(32, "k", rdbgen.dragonfly_set([(b"a", 1_690_000_000_000), (b"a", None)])), None),
+    "dragonfly HASH_WITH_EXPIRY": ("df", rdbgen.key(31, "k", rdbgen.dragonfly_hash(
+        [(b"f", b"v", None), (b"f", b"w", 4_102_444_800_000)])), "rdb-duplicate-member"),
+    "dragonfly plain hash of 2": ("df", rdbgen.key(4, "k", rdbgen.length(2) + b"".join(
+        map(rdbgen.string, [b"f", b"v", b"f", b"w"]))), "rdb-duplicate-member-kept"),
+    "dragonfly plain hash of 65": ("df", rdbgen.key(4, "k", rdbgen.length(65) + b"".join(
+        map(rdbgen.string, [*_pairs(64), b"m0", b"w"]))), "rdb-duplicate-member"),
+    "dragonfly intset of 256": ("df", rdbgen.key(11, "k", rdbgen.string(rdbgen.intset([0, *range(255)]))),
+                                "rdb-duplicate-member-kept"),
+    "dragonfly intset of 257": ("df", rdbgen.key(11, "k", rdbgen.string(rdbgen.intset([0, *range(256)]))),
+                                "rdb-duplicate-member"),
+    "dragonfly hash listpack of 513": ("df", _lp(16, [b"f", b"v", *_pairs(512), b"f", b"w"]),
+                                       "rdb-duplicate-member-kept"),
+    "dragonfly sorted set listpack of 129": ("df", _lp(17, [b"a", 1, *_pairs(128, 1), b"a", 2]),
+                                             "rdb-duplicate-member-kept"),
+    "dragonfly sorted set": ("df", rdbgen.key(5, "k", rdbgen.length(2) + rdbgen.string("a") + struct.pack("<d", 1)
+                                              + rdbgen.string("a") + struct.pack("<d", 2)), "rdb-duplicate-member"),
+}
+
+
+@pytest.mark.parametrize("name", list(VENDOR_TWICE))
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_member_twice_as_each_vendor_loads_it(name, keep):
+    magic, body, rule = VENDOR_TWICE[name]
+    if magic == "df":
+        data = _df(rdbgen.aux("ctime", "1700000000") + b"\xfe\x00" + body)
+    else:
+        data = rdbgen.rdb(b"\xfe\x00" + body, magic=magic)
+    out = run(data, keep)
+    assert rules_of(out) == ({rule} if rule else set())
+    assert keys_of(out)[b"k"].elements is not None
+
+
 # ------------------------------------------------------------------------- Dragonfly
 
 def _df(body: bytes, with_aux: bool = True) -> bytes:

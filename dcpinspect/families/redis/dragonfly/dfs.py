@@ -317,15 +317,17 @@ def _number(raw: bytes) -> int | None:
     return value if value >= 0 else None
 
 
-def read_set(members: list[Member], checks: SetChecks, keep=False, select=None, measure=None, progress=None):
+def read_set(members: list[Member], checks: SetChecks, keep=False, select=None, measure=None, progress=None,
+             on_header=None):
     """The records of each member in turn, as ``(index, record)``, the set's findings on the
     key records and after each member, and the whole set's last (a file that is no RDB at all
-    is an InputError); ``progress`` (if any) hears of the bytes read of the whole set."""
+    is an InputError); ``progress`` (if any) hears of the bytes read of the whole set, ``on_header``
+    of each member's vendor and version."""
     judge = checks.key
     before = 0  # the bytes of the members read before this one
     for i, member in enumerate(members):
         heard = None if progress is None else (lambda done, at, before=before: progress(done, before + at))
-        for rec in records(member.path, keep, select, measure=measure, progress=heard):
+        for rec in records(member.path, keep, select, measure=measure, progress=heard, on_header=on_header):
             kind = type(rec)
             if kind is KeyRecord:
                 finding = judge(i, rec)

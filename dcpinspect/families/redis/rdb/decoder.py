@@ -20,6 +20,7 @@ leaves no way to go on (an unknown type has no length).
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 from typing import Callable, Iterator
 
 from ....limits import RDB_INFLATE_RATIO, RDB_INFLATED, RDB_KEYS, RDB_NESTING, RDB_STRING
@@ -61,11 +62,12 @@ class RdbParser:
     whose keys alone are given (the others are read, counted and judged for duplicates,
     their values passed over unmade); ``measure``: a :class:`~.memory.LaneMeasure`, with
     which the C lane gives the keys it can measure for the memory model without values
-    (what the model needs in their ``extra``), the readers the others."""
+    (what the model needs in their ``extra``), the readers the others; ``on_header``: called
+    with the file's vendor and RDB version once its header is read."""
 
     def __init__(self, keep: bool | Callable[[bytes], bool] = False, cap: int | None = None,
                  trailing_ok: bool = False, nested: "RdbParser | None" = None, select=None,
-                 depth: int = 0, measure=None) -> None:
+                 depth: int = 0, measure=None, on_header: Callable[[str, int], None] | None = None) -> None:
         self.buf = bytearray()
         self.base = 0  # the input offset of buf[0]
         self.cap = RDB_STRING.value() if cap is None else cap
@@ -80,6 +82,7 @@ class RdbParser:
         self.select = select
         #: what the memory model asks the C lane to measure (memory.LaneMeasure), or None
         self.measure = measure
+        self.on_header = on_header
         self.trailing_ok = trailing_ok
         self._out: list = []
         self._need = 1
@@ -383,6 +386,8 @@ class RdbParser:
             if state.version > newest or state.version < 1:
                 self._finding("rdb-version", f"{bytes(buf[:9]).decode()}: version {state.version} is not one known "
                                              f"(1 to {newest}); decoded as version {newest}", 5)
+            if self.on_header is not None:
+                self.on_header(state.vendor, state.version)
             p = 9
         pending: dict = {}
         pending_start = None
@@ -535,7 +540,7 @@ class RdbParser:
         if self.duplicate is not None:
             member, longest = self.duplicate
             self.duplicate = None
-            most = _KEPT_PACKED.get(rec.vtype.layout)
+            most = _KEPT_PACKED[state.vendor].get(rec.vtype.layout)
             kept = (most is not None and rec.elements is not None and rec.elements <= most
                     and longest is not None and longest <= _KEPT_PACKED_VALUE)
             what = "field" if rec.vtype.type == "hash" else "member"
@@ -645,6 +650,7 @@ def _maker():
 _MAKER = _maker()
 
 
+@lru_cache(maxsize=64)  # (a parser per file: a .dfs set's shards, a capture's syncs; the list is never changed)
 def lane_table(vendor: str, version: int) -> tuple[bytes, list] | None:
     """The lane's layout of each type byte for a file of ``vendor`` and ``version`` (0: left
     to the readers), and the value types; None when the lane reads none of its keys
@@ -727,12 +733,22 @@ def _raw4(buf, p):
 _COLLECTIONS = frozenset(("list", "set", "zset", "hash"))
 #: The layouts in which a server at its defaults (sanitize-dump-payload no) loads a value
 #: whose member (or field) repeats, keeping it packed as written (rdb-duplicate-member-kept),
-#: and the most entries it keeps packed: set-max-intset-entries, set-max-listpack-entries,
-#: zset-max-listpack-entries and hash-max-listpack-entries (a plain hash is packed as it
-#: loads, while its fields and values are at most hash-max-listpack-value bytes). Past them
-#: it makes a table of the value, which refuses the repeat or stops the server on an
-#: assertion; every other layout is checked as it loads (rdb-duplicate-member).
-_KEPT_PACKED = {"intset": 512, "listpack_set": 128, "listpack_zset": 128, "listpack_hash": 512, "hash": 512}
+#: and the most entries (pairs, triplets) it keeps packed, by the file's vendor. Redis (and
+#: Valkey): set-max-intset-entries, set-max-listpack-entries, zset-max-listpack-entries and
+#: hash-max-listpack-entries; a plain hash, and a hash with field expiry (Redis 7.4's
+#: HASH_METADATA, HASH_LISTPACK_EX and their pre-GA types), is packed as it loads while its
+#: fields and values are at most hash-max-listpack-value bytes. Past them it makes a table of
+#: the value, which refuses the repeat or stops the server on an assertion; every other
+#: layout is checked as it loads (rdb-duplicate-member), Valkey 9's HASH_2 too (a table from
+#: the start). Dragonfly checks every set, sorted set and hash it makes a table of (a plain
+#: hash past 64 fields, its SET_WITH_EXPIRY and HASH_WITH_EXPIRY, a listpack set always), and
+#: keeps an intset of at most 256 (past them it stops on a check), a listpack sorted set or
+#: hash (a listpack hash past 1,024 bytes becomes a table holding the field once) and a plain
+#: hash of at most 64 fields as written.
+_REDIS_KEPT = {"intset": 512, "listpack_set": 128, "listpack_zset": 128, "listpack_hash": 512, "hash": 512,
+               "hash_metadata": 512, "hash_metadata_pre_ga": 512, "listpack_ex": 512, "listpack_ex_pre_ga": 512}
+_KEPT_PACKED = {types.REDIS: _REDIS_KEPT, types.VALKEY: _REDIS_KEPT,
+                types.DRAGONFLY: {"intset": 256, "listpack_zset": 1 << 32, "listpack_hash": 1 << 32, "hash": 64}}
 _KEPT_PACKED_VALUE = 64
 _BLOBS = (types.DF_LZ4_BLOB, types.DF_ZSTD_BLOB)
 _PREFIXES = {types.EXPIRETIME_MS: _expire_ms, types.EXPIRETIME: _expire_s, types.IDLE: _idle, types.FREQ: _freq,

@@ -451,13 +451,17 @@ def hash_metadata(r, p, rec):
         rec.extra["min_expire_ms"] = min_expire
     n, p = yield from r.get(read_len, p)
     items = [] if r.keeping else None
+    members = layouts.Members(2)
     for _ in range(n):
         ttl, p = yield from r.get(read_len, p)
         f, p = yield from r.string(p)
         v, p = yield from r.string(p)
+        members.append(f)
+        members.append(v)
         if items is not None:
             expire = None if ttl == 0 else (ttl + min_expire - 1 if min_expire else ttl)
             items.append((f, v, expire))
+    _repeat(r, members)
     rec.elements = n
     rec.value = items
     return p
@@ -468,10 +472,10 @@ def listpack_ex(r, p, rec):
     if rec.vtype.layout == "listpack_ex":
         rec.extra["min_expire_ms"], p = yield from r.get(read_ms, p)
     if not r.keeping:
-        n, p = yield from _packed(r, p, rec, layouts.listpack_count, "listpack")
+        n, p = yield from _packed(r, p, rec, layouts.listpack_count, "listpack", members=("listpack", 3))
         rec.elements = _group_count(r, p, rec, n, "listpack", 3)
         return p
-    triplets, p = yield from _packed_groups(r, p, rec, layouts.listpack, "listpack", 3)
+    triplets, p = yield from _packed_groups(r, p, rec, layouts.listpack, "listpack", 3, ("listpack", 3))
     _finish(r, rec, triplets, triplets and [(_text(f), _text(v), t if isinstance(t, int) and t else None)
                                             for f, v, t in triplets])
     return p
@@ -481,12 +485,16 @@ def listpack_ex(r, p, rec):
 def valkey_hash2(r, p, rec):
     n, p = yield from r.get(read_len, p)
     items = [] if r.keeping else None
+    members = layouts.Members(2)
     for _ in range(n):
         f, p = yield from r.string(p)
         v, p = yield from r.string(p)
         expire, p = yield from r.get(read_ms, p)
+        members.append(f)
+        members.append(v)
         if items is not None:
             items.append((f, v, None if expire == -1 else expire))
+    _repeat(r, members)
     rec.elements = n
     rec.value = items
     return p
@@ -795,14 +803,21 @@ def df_with_expiry(r, p, rec):
     n, p = yield from r.get(read_len, p)
     hashed = rec.vtype.layout == "df_hash_expiry"
     items = [] if r.keeping else None
+    # the server passes over a member already expired as it loads (and judges no repeat of
+    # it): one that expired before the snapshot's ctime surely has
+    members, ctime = layouts.Members(), r._state.ctime_ms
     for _ in range(n):
         m, p = yield from r.string(p)
         v = None
         if hashed:
             v, p = yield from r.string(p)
         e, p = yield from _ll(r, p)
+        expire = _df_expiry(e)
+        if expire is None or ctime is None or expire > ctime:
+            members.append(m)
         if items is not None:
-            items.append((m, v, _df_expiry(e)) if hashed else (m, _df_expiry(e)))
+            items.append((m, v, expire) if hashed else (m, expire))
+    _repeat(r, members)
     rec.elements = n
     rec.value = items
     return p

@@ -41,7 +41,7 @@ skiplist), the model converts it as ``rdbLoadObject`` does, by the thresholds of
 Dragonfly's own types are counted as their serialised size.
 
 Redis 7.2 and later (a file whose ``redis-ver`` says so, :func:`listpack_sets`; any file
-with a set listpack, RDB 11) also hold small sets as listpacks: a plain set of at most
+of RDB 11 or later, :func:`for_version`) also hold small sets as listpacks: a plain set of at most
 ``set-max-intset-entries`` members is loaded as an intset until a member is no integer,
 then made a listpack while it has fewer than ``set-max-listpack-entries`` (128) members
 of at most ``set-max-listpack-value`` (64) bytes, else a hash table; a set listpack is kept
@@ -197,6 +197,14 @@ class Config:
 DEFAULTS = Config()
 #: the RDB version Redis 7.2 writes, the first whose server holds set listpacks
 SET_LISTPACK_RDB = 11
+
+
+def for_version(cfg: Config, version: int | None) -> Config:
+    """``cfg`` for a file of RDB ``version``: with set listpacks from 11, the version of Redis
+    7.2, whose server holds them (a server loads no file of a version newer than its own)."""
+    if version is not None and version >= SET_LISTPACK_RDB and not cfg.set_listpacks:
+        return replace(cfg, set_listpacks=True)
+    return cfg
 
 
 def listpack_sets(cfg: Config, redis_ver) -> Config:
@@ -642,9 +650,7 @@ class LaneMeasure:
         made = (version, *map(id, vtypes))
         got = self._made.get(made)
         if got is None:
-            cfg = self.cfg
-            if version >= SET_LISTPACK_RDB:
-                cfg = replace(cfg, set_listpacks=True)  # a file Redis 7.2 or later wrote
+            cfg = for_version(self.cfg, version)
             rules = [x for v in vtypes for x in lane_rule(v, cfg)]
             got = (*_lane_tables(), struct.pack("<768q", *rules))
             self._made[made] = got

@@ -120,20 +120,21 @@ def selection_of(select: dict | None):
         raise InputError(str(exc)) from None
 
 
-def records(path, keep=False, select=None, recent: "_Recent | None" = None, measure=None, progress=None):
+def records(path, keep=False, select=None, recent: "_Recent | None" = None, measure=None, progress=None,
+            on_header=None):
     """The records of one file, as they complete (the :class:`Ending` last); only the keys
     ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given. ``path``: a
     path, or an input opened already (``sources.inputs.Contents``: read on from its start,
     never opened again); ``recent`` keeps the last bytes read, for a stream's record anatomy;
     with ``measure`` (a :class:`~.memory.LaneMeasure`), the keys the C lane measures for
     the memory model come without their values; ``progress`` (if any) hears of the bytes
-    read after each chunk."""
+    read after each chunk; ``on_header`` (if any) hears of the file's vendor and version."""
     opened = hasattr(path, "read")
     try:
         fh = path if opened else gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
     except OSError as exc:
         raise _problem(path, exc) from None
-    parser = RdbParser(keep=keep, select=select, measure=measure)
+    parser = RdbParser(keep=keep, select=select, measure=measure, on_header=on_header)
     at = 0
     # how far into the file itself: a gzip file's compressed bytes, not those they inflate to
     where = fh.fileobj.tell if isinstance(fh, gzip.GzipFile) else None
@@ -184,11 +185,13 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
         members = dfs.members_of(path)
         checks = dfs.SetChecks(members)
         stream = ((members[i].shard, rec)
-                  for i, rec in dfs.read_set(members, checks, keep=True, select=select, measure=measure))
+                  for i, rec in dfs.read_set(members, checks, keep=True, select=select, measure=measure,
+                                             on_header=reports.header))
     elif isinstance(path, SentData):
         stream = ((None, rec) for rec in _selected(path.records, select))
     else:
-        stream = ((None, rec) for rec in records(path, keep=True, select=select, measure=measure))
+        stream = ((None, rec) for rec in records(path, keep=True, select=select, measure=measure,
+                                                 on_header=reports.header))
     for shard, rec in stream:
         kind = type(rec)
         if kind is KeyRecord:

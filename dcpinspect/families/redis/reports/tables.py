@@ -41,16 +41,22 @@ def snapshot_rows(fh: BinaryIO, name: str, values: bool = False) -> Iterator[dic
     from ....sources.inputs import InputError
     from . import report
     from ..rdb.digest import Digester
-    from .memory import DEFAULTS, key_memory, listpack_sets
+    from .memory import DEFAULTS, for_version, key_memory, listpack_sets
     from ..rdb.decoder import RdbParser
     from ..rdb.records import AuxRecord, KeyRecord
     from .snapshots import _unusable
 
-    parser = RdbParser(keep=True)
     summary = report.Summary(name)
     digester = Digester()
     summary.digest = digester.snapshot
-    cfg = DEFAULTS  # the server's thresholds; set listpacks when the file's redis-ver has them
+    # the server's thresholds; set listpacks when the file's version or redis-ver has them
+    cfg = DEFAULTS
+
+    def header(vendor: str, version: int) -> None:
+        nonlocal cfg
+        cfg = for_version(cfg, version)
+
+    parser = RdbParser(keep=True, on_header=header)
 
     def rows(recs) -> Iterator[dict]:
         nonlocal cfg

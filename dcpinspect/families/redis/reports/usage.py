@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ....messages.text import key_text
-from .memory import DEFAULTS, Config, KeyMemory, key_memory, listpack_sets
+from .memory import DEFAULTS, Config, KeyMemory, for_version, key_memory, listpack_sets
 from ..rdb.records import AuxRecord, KeyRecord
 
 NAMES = ("memory", "bigkeys", "prefix", "types", "expiry")
@@ -162,6 +162,10 @@ class Reports:
         """The key's figures."""
         km = key_memory(rec, self.options.config)
         return Measured(rec.db, rec.key, rec.type, km.encoding, rec.elements or 0, km, rec.expire_ms, shard)
+
+    def header(self, vendor: str, version: int) -> None:
+        """A file's header: the server the model is of (set listpacks from RDB 11)."""
+        self.options.config = for_version(self.options.config, version)
 
     def aux(self, rec: AuxRecord) -> None:
         if rec.key == b"redis-ver":  # the server the model is of (set listpacks from 7.2)
