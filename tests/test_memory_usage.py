@@ -186,6 +186,13 @@ def test_the_c_lane_measures_as_the_values_do(measured):
     assert {k: (m.total, m.encoding) for k, m in by_lane.items()} == {k: (m.total, m.encoding) for k, m in kept.items()}
     if memory_lane_built():
         assert sum(1 for r in lane if r.value is None) > 0.8 * len(lane)
+        # the streams too (nodes, consumer groups, PELs and consumers summed in C), and every
+        # key the lane measured comes with the model's sum, not parts for Python to add up,
+        # but for strings longer than its tables
+        streams = [r for r in lane if r.type == "stream"]
+        assert streams and all(r.value is None for r in streams)
+        parts = {r.key for r in lane if r.value is None and "memory" not in r.extra}
+        assert parts == {r.key for r in lane if r.extra.get("value_length", 0) >= memory.LANE_TABLE}
 
 
 def memory_lane_built() -> bool:

@@ -503,7 +503,11 @@ def key_overhead(key: bytes) -> int:
 
 
 def key_memory(rec, cfg: Config = DEFAULTS) -> KeyMemory:
-    """The memory of a key record read with its value kept."""
+    """The memory of a key record read with its value kept, or measured by the C lane
+    (:class:`LaneMeasure`: its sum by this model's rules, in ``extra["memory"]``)."""
+    got = rec.extra.get("memory") if rec.value is None else None
+    if got is not None:
+        return KeyMemory(got[0], EXPIRES_ENTRY if rec.expire_ms is not None else 0, got[1], got[2])
     usage, encoding, largest = value_usage(rec, cfg)
     return KeyMemory(key_overhead(rec.key) + usage, EXPIRES_ENTRY if rec.expire_ms is not None else 0,
                      encoding, largest)
@@ -570,9 +574,17 @@ LANE_TABLE = 1 << 16
 #: server unpacks it); its quicklist nodes' allocations; a string (its bytes given up to
 #: ``a``); a set's elements' allocations (left when it has at most ``a`` elements that all
 #: look like decimal integers: the server may make it an intset, as_int decides; or when
-#: it has at most ``b``, which a server of set listpacks may pack)
-MR_DECLINE, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET = range(6)
+#: it has at most ``b``, which a server of set listpacks may pack); a stream's nodes,
+#: consumer groups and consumers
+MR_DECLINE, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET, MR_STREAM = range(7)
 _NEVER = (1 << 63) - 1
+#: the encodings the lane names (a rule's ``enc`` is an index here; a string's three from ``int``)
+LANE_ENCODINGS = ("int", "embstr", "raw", "hashtable", "skiplist", "listpack", "intset", "quicklist", "stream")
+#: a rule's figures, each an int64 (``_rdb.c`` ``Rule``): mode, a, b, then the sum the lane
+#: makes of a key it measures: ``base`` + ``slot`` x the dict's slots (:func:`dict_slots`) +
+#: ``node`` x its quicklist nodes + the allocations summed + ``elem`` (a float, apart) x its
+#: elements, rounded as :func:`round` rounds; and the index of its encoding
+RULE_FIELDS = ("mode", "a", "b", "base", "slot", "node", "enc", "spare")
 
 
 def steps(f, n: int) -> list[int]:
@@ -603,41 +615,57 @@ def _lane_tables() -> tuple[bytes, bytes]:
             struct.pack(f"<{LANE_TABLE}I", *steps(jemalloc, LANE_TABLE)))
 
 
-def lane_rule(vtype, cfg: Config) -> tuple[int, int, int]:
-    """What the C lane does with a key of this value type: (rule, a, b)."""
+#: the lane's model-wide figures (``_rdb.c`` ``MD_*``): a key's entry in the db's dict, the
+#: request of an embstr beyond its bytes, the longest embstr, the dict's fewest slots, and a
+#: stream's (its rax's keys and nodes, a consumer group, a pending entry, a consumer)
+LANE_MODEL = (DICT_ENTRY, ROBJ + EMBSTR_HEADER + 1, EMBSTR_MAX, DICT_MIN_SLOTS, STREAM_ID, RAX_NODE_ESTIMATE,
+              STREAM_CG, STREAM_NACK, STREAM_CONSUMER)
+
+
+def _enc(name: str) -> int:
+    return LANE_ENCODINGS.index(name)
+
+
+def lane_rule(vtype, cfg: Config) -> tuple[tuple[int, ...], float]:
+    """What the C lane does with a key of this value type: the :data:`RULE_FIELDS` and the
+    float each element adds (the formulas of :func:`hashtable_usage`, :func:`skiplist_usage`,
+    :func:`string_usage`, :func:`quicklist_nodes_usage`, :func:`stream_usage`)."""
+    table = ROBJ + DICT, DICT_BUCKET, 0, _enc("hashtable")
     if vtype is None:
-        return MR_DECLINE, 0, 0
+        return (MR_DECLINE, 0, 0, 0, 0, 0, 0, 0), 0.0
     layout, t = vtype.layout, vtype.type
     if layout == "string" and t == "string":
-        return MR_STRING, INT_STRING_MAX, 0
+        return (MR_STRING, INT_STRING_MAX, 0, ROBJ, 0, 0, _enc("int"), 0), 0.0
     if layout == "hash":
-        return MR_ELEMENTS, cfg.hash_max_listpack_entries, cfg.hash_max_listpack_value
+        return (MR_ELEMENTS, cfg.hash_max_listpack_entries, cfg.hash_max_listpack_value, *table, 0), float(DICT_ENTRY)
     if layout == "set" and t == "set":  # (a server of set listpacks may pack a small one)
-        return MR_SET, cfg.set_max_intset_entries, cfg.set_max_listpack_entries if cfg.set_listpacks else 0
-    if layout == "listpack_set":
-        return MR_PACKED, cfg.set_max_listpack_entries, 0
+        return ((MR_SET, cfg.set_max_intset_entries, cfg.set_max_listpack_entries if cfg.set_listpacks else 0, *table, 0),
+                float(DICT_ENTRY))
     if layout == "zset2":
-        return MR_ELEMENTS, cfg.zset_max_listpack_entries, cfg.zset_max_listpack_value
-    if layout == "intset":
-        return MR_PACKED, cfg.set_max_intset_entries, 0
-    if layout == "listpack_hash":
-        return MR_PACKED, cfg.hash_max_listpack_entries, 0
-    if layout == "listpack_zset":
-        return MR_PACKED, cfg.zset_max_listpack_entries, 0
+        fixed = ROBJ + ZSET + ZSKIPLIST + DICT + ZSKIPLIST_HEADER
+        return ((MR_ELEMENTS, cfg.zset_max_listpack_entries, cfg.zset_max_listpack_value, fixed, DICT_BUCKET, 0,
+                 _enc("skiplist"), 0), DICT_ENTRY + ZSKIPLIST_NODE_EXPECTED)
+    packed = {"listpack_set": cfg.set_max_listpack_entries, "intset": cfg.set_max_intset_entries,
+              "listpack_hash": cfg.hash_max_listpack_entries, "listpack_zset": cfg.zset_max_listpack_entries}
+    if layout in packed:
+        enc = _enc("intset" if layout == "intset" else "listpack")
+        return (MR_PACKED, packed[layout], 0, ROBJ, 0, 0, enc, 0), 0.0
     if layout == "quicklist2":
-        return MR_NODES, 0, 0
-    return MR_DECLINE, 0, 0
+        return (MR_NODES, 0, 0, ROBJ + QUICKLIST, 0, QUICKLIST_NODE, _enc("quicklist"), 0), 0.0
+    if t == "stream" and layout.startswith("stream"):
+        return (MR_STREAM, 0, 0, ROBJ + STREAM, 0, 0, _enc("stream"), 0), 0.0
+    return (MR_DECLINE, 0, 0, 0, 0, 0, 0, 0), 0.0
 
 
 class LaneMeasure:
     """What the memory model asks of the C record lane (``RdbParser(measure=...)``): given
-    the lane's value type of each type byte, the tables and rules ``scan`` takes."""
+    the lane's value type of each type byte, the tables, rules and figures ``scan`` takes."""
 
     def __init__(self, cfg: Config = DEFAULTS) -> None:
         self.cfg = cfg
         self._made: dict[tuple, tuple] = {}
 
-    def __call__(self, vtypes: list, version: int = 0) -> tuple[bytes, bytes, bytes]:
+    def __call__(self, vtypes: list, version: int = 0) -> tuple:
         """The tables and rules for a file of RDB ``version`` whose type bytes mean ``vtypes``."""
         made = (version, *map(id, vtypes))
         got = self._made.get(made)
@@ -645,8 +673,10 @@ class LaneMeasure:
             cfg = self.cfg
             if version >= SET_LISTPACK_RDB:
                 cfg = replace(cfg, set_listpacks=True)  # a file Redis 7.2 or later wrote
-            rules = [x for v in vtypes for x in lane_rule(v, cfg)]
-            got = (*_lane_tables(), struct.pack("<768q", *rules))
+            rules = [lane_rule(v, cfg) for v in vtypes]
+            got = (*_lane_tables(), struct.pack(f"<{len(RULE_FIELDS) * 256}q", *(x for r, _ in rules for x in r)),
+                   struct.pack("<256d", *(e for _, e in rules)), struct.pack(f"<{len(LANE_MODEL)}q", *LANE_MODEL),
+                   LANE_ENCODINGS)
             self._made[made] = got
         return got
 

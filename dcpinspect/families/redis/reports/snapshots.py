@@ -5,6 +5,7 @@ for; memory stays flat whatever the file's size (the family's ``snapshots``, whi
 
 from __future__ import annotations
 
+import gc
 import gzip
 import zlib
 import sys
@@ -157,6 +158,10 @@ def records(path, keep=False, select=None, recent: "_Recent | None" = None, meas
     yield from parser.close()
 
 
+#: the collector's first generation while the memory reports read (Python's default: 700)
+REPORTS_GC_THRESHOLD = 50_000
+
+
 def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     """The memory reports of one file or ``.dfs`` set (:mod:`.usage`), printed as a table,
     JSON Lines or CSV (``fmt``), of the keys ``select`` (a
@@ -188,20 +193,31 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     elif isinstance(path, SentData):
         stream = ((None, rec) for rec in _selected(path.records, select))
     else:
-        stream = ((None, rec) for rec in records(path, keep=True, select=select, measure=measure))
-    for shard, rec in stream:
-        kind = type(rec)
-        if kind is KeyRecord:
-            m = reports.measure(rec, shard)
-            reports.add(m)
-            if csv_all:
-                out.writerow(_csv_cells(m.csv_row()))
-        else:
-            _unusable(path[0] if isinstance(path, tuple) else path, rec)
-            if kind is AuxRecord:
-                reports.aux(rec)
-        for f in report.findings_of(rec):
-            worst = max(worst, LEVELS[f.severity])
+        stream = records(path, keep=True, select=select, measure=measure)  # (shard: None)
+    shard = None
+    # the reports' tables grow by small containers that hold no cycles: the collector's
+    # passes over them, every 700 of them, are work for nothing (cycles are still collected)
+    threshold = gc.get_threshold()
+    gc.set_threshold(REPORTS_GC_THRESHOLD, *threshold[1:])
+    try:
+        for rec in stream:
+            if type(rec) is tuple:
+                shard, rec = rec
+            kind = type(rec)
+            if kind is KeyRecord:
+                m = reports.add(rec, shard, keep=csv_all)
+                if csv_all:
+                    out.writerow(_csv_cells(m.csv_row()))
+                if not rec.findings:
+                    continue
+            else:
+                _unusable(path[0] if isinstance(path, tuple) else path, rec)
+                if kind is AuxRecord:
+                    reports.aux(rec)
+            for f in report.findings_of(rec):
+                worst = max(worst, LEVELS[f.severity])
+    finally:
+        gc.set_threshold(*threshold)
     if fmt == "jsonl":
         for obj in reports.json_objects():
             sys.stdout.buffer.write(dumps_line(obj))
