@@ -170,7 +170,7 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     from ..dragonfly import dfs
     from . import usage
 
-    from .memory import LaneMeasure
+    from .memory import ALLOCATORS, LaneMeasure
 
     options = usage_options(asked)
     reports = usage.Reports(options)
@@ -235,9 +235,12 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
             console.print(safe(title))
             print_rows(console, headers, [tuple("" if c is None else safe(str(c)) for c in r) for r in rows])
             console.print()
-        server = "7.2" if reports.options.config.set_listpacks else "7.0"
+        cfg = reports.options.config
+        server = "7.2" if cfg.set_listpacks else "7.0"
+        jemalloc = "Redis's bundled" if cfg.sizes.quantum == ALLOCATORS["bundled"] else "a system"
         console.print(f"{reports.keys:,} keys, {reports.memory:,} bytes estimated (Redis {server}'s structures, "
-                      f"the server's thresholds{' of the config given' if asked.get('config') else ''})")
+                      f"the server's thresholds{' of the config given' if asked.get('config') else ''}, "
+                      f"{jemalloc} jemalloc)")
     sys.stdout.flush()
     if plot is not None:
         try:
@@ -272,7 +275,9 @@ def usage_options(asked: dict):
     (text), ``depth``, ``at`` (Unix seconds or ISO 8601, as the key selection takes it),
     ``config`` (a redis.conf path)."""
     from . import usage
-    from .memory import DEFAULTS, Config
+    from dataclasses import replace
+
+    from .memory import ALLOCATORS, DEFAULTS, Config
     from .selection import parse_time
 
     names = tuple(dict.fromkeys(asked.get("names") or ("memory",)))
@@ -288,6 +293,10 @@ def usage_options(asked: dict):
         raise InputError(f"--config {asked['config']}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    if asked.get("allocator"):
+        if asked["allocator"] not in ALLOCATORS:
+            raise InputError(f"--allocator {asked['allocator']!r}: one of {', '.join(ALLOCATORS)}")
+        config = replace(config, allocator=asked["allocator"])
     try:
         at_ms = parse_time(asked["at"]) if asked.get("at") else None
     except ValueError as exc:
