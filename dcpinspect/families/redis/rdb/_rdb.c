@@ -1182,7 +1182,7 @@ typedef struct {
 } Rule;
 /* the model-wide figures (memory.py LANE_MODEL) */
 enum { MD_KEY_ENTRY, MD_EMBSTR_REQUEST, MD_EMBSTR_MAX, MD_MIN_SLOTS, MD_STREAM_ID, MD_RAX_NODE, MD_STREAM_CG,
-       MD_STREAM_NACK, MD_STREAM_CONSUMER, MD_COUNT };
+       MD_STREAM_NACK, MD_STREAM_CONSUMER, MD_ROBJ, MD_COUNT };
 typedef struct {
     const uint32_t *sds, *alloc;
     size_t T;
@@ -1521,6 +1521,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
                 m_add(M, m, len, 0);
                 if (M && len > m->largest)
                     m->largest = len;
+                m->packed = UINT64_MAX;
                 total += 1;
             } else if (container == 2) {
                 const uint8_t *node;
@@ -1528,6 +1529,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
                     return 0;
                 m_add(M, m, blen, 0);
                 m_packed_largest(M, m, node, blen, 1);
+                m->packed = blen;
                 total += (uint64_t)count;
             } else {
                 return 0;
@@ -1738,7 +1740,14 @@ static int m_usage(const Measure *M, const Rule *rule, double elem, const Measur
             return 0;
         v = rule->base + (int64_t)M->alloc[m->packed];
         break;
-    case MR_NODES:
+    case MR_NODES: /* (m->packed: the last node's listpack bytes, UINT64_MAX for a plain node) */
+        if (extra == 1 && rule->a >= 0 && m->packed <= (uint64_t)rule->a && elements <= (uint64_t)rule->b) {
+            if (m->packed >= M->T)
+                return 0;
+            v = M->model[MD_ROBJ] + (int64_t)M->alloc[m->packed]; /* a 7.2+ server's one-node list: its listpack */
+            *enc = rule->spare;
+            break;
+        }
         v = rule->base + rule->node * extra + (int64_t)m->sum;
         break;
     case MR_STREAM:
@@ -1798,9 +1807,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         Mst.encodings = f;
         int ok = Mst.model[MD_EMBSTR_REQUEST] >= 0 && Mst.model[MD_EMBSTR_MAX] >= 0 &&
                  (uint64_t)(Mst.model[MD_EMBSTR_REQUEST] + Mst.model[MD_EMBSTR_MAX]) < Mst.T;
-        for (int i = 0; i < 256 && ok; i++) /* a string's three encodings, another's one */
+        for (int i = 0; i < 256 && ok; i++) /* a string's three encodings, a list's two, another's one */
             ok = Mst.rules[i].enc >= 0 && Mst.rules[i].enc + (Mst.rules[i].mode == MR_STRING ? 2 : 0) <
-                                              PyTuple_GET_SIZE(f);
+                                              PyTuple_GET_SIZE(f) &&
+                 (Mst.rules[i].mode != MR_NODES || (Mst.rules[i].spare >= 0 && Mst.rules[i].spare < PyTuple_GET_SIZE(f)));
         if (!ok) {
             PyBuffer_Release(&view);
             PyBuffer_Release(&table);
@@ -1945,6 +1955,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 decline |= ((int64_t)elements <= rule->a && m.numeric) || (int64_t)elements <= rule->b;
             else if (rule->mode == MR_PACKED)
                 decline |= (int64_t)elements > rule->a;
+            else if (rule->mode == MR_NODES) /* a one-node list held as a listpack past the tables */
+                decline |= extra == 1 && rule->a >= 0 && m.packed <= (uint64_t)rule->a && m.packed >= M->T;
             else if (rule->mode == MR_STRING && kind != S_INT && extra <= rule->a) {
                 size_t r = vstart;
                 int k2;

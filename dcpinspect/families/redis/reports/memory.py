@@ -211,7 +211,7 @@ class Config:
     list_max_listpack_size: int = -2
     set_max_listpack_entries: int = 128
     set_max_listpack_value: int = 64
-    #: the server holds small sets as listpacks (Redis 7.2 and later)
+    #: the server holds small sets, and lists of one node, as listpacks (Redis 7.2 and later)
     set_listpacks: bool = False
     #: the server's jemalloc (:data:`ALLOCATORS`); None: by the server the file names,
     #: "bundled" from Redis 7.2 on (mostly run from Redis's own builds), "system" before
@@ -510,6 +510,27 @@ def quicklist_nodes_usage(nodes: int, allocated: int) -> int:
     return ROBJ + QUICKLIST + QUICKLIST_NODE * nodes + allocated
 
 
+def list_node_limits(cfg: Config) -> tuple[int, int]:
+    """(bytes, elements) a quicklist node may hold by ``list-max-listpack-size``
+    (``quicklistNodeLimit``: a negative fill limits the bytes, a positive the elements)."""
+    fill = cfg.list_max_listpack_size
+    if fill < 0:
+        return QUICKLIST_NODE_BYTES[min(-fill, len(QUICKLIST_NODE_BYTES)) - 1], _NEVER
+    return _NEVER, max(fill, 1)
+
+
+def list_usage(node_bytes: list[int], elements: int, cfg: Config, sz: Sizes, packed: bool = True) -> tuple[int, str]:
+    """A list loaded as these quicklist nodes (listpacks of these bytes; ``packed``: the
+    one node is no plain one): a server of Redis 7.2 or later (``cfg.set_listpacks``) holds
+    a list of one packed node within the node's limits as that listpack
+    (``listTypeTryConvertQuicklist``), else a quicklist."""
+    if cfg.set_listpacks and packed and len(node_bytes) == 1:
+        most_bytes, most_elements = list_node_limits(cfg)
+        if node_bytes[0] <= most_bytes and elements <= most_elements:
+            return ROBJ + sz.alloc(node_bytes[0]), "listpack"
+    return quicklist_usage(node_bytes, sz), "quicklist"
+
+
 def stream_usage(meta: dict, sz: Sizes) -> int:
     """A stream: ``meta`` is the reader's (its node keys and listpack bytes, its groups
     with their PELs and consumers)."""
@@ -606,14 +627,18 @@ def value_usage(rec, cfg: Config) -> tuple[int, str, int | None]:
     if t == "list":
         nodes = rec.extra.get("node_bytes")
         if layout == "quicklist2" and nodes is not None:
-            return quicklist_usage(nodes, sz), "quicklist", _longest(value)
+            # (a plain node holds its one element as it is; a listpack of one is longer)
+            plain = len(nodes) == 1 and len(value) == 1 and nodes[0] == len(value[0])
+            return (*list_usage(nodes, len(value), cfg, sz, packed=not plain), _longest(value))
         if layout == "quicklist" and rec.extra.get("node_entries") is not None:
             sizes, at = [], 0
             for n in rec.extra["node_entries"]:
                 if n:
                     sizes.append(listpack_bytes(value[at:at + n]))
                 at += n
-            return quicklist_usage(sizes, sz), "quicklist", _longest(value)
+            return (*list_usage(sizes, len(value), cfg, sz), _longest(value))
+        if layout == "list":  # (rdbLoadObject tries a listpack of it; an old ziplist stays a quicklist)
+            return (*list_usage(quicklist_nodes(value, cfg), len(value), cfg, sz), _longest(value))
         return quicklist_usage(quicklist_nodes(value, cfg), sz), "quicklist", _longest(value)
     if t == "stream" and isinstance(rec.extra.get("stream"), dict):
         return stream_usage(rec.extra["stream"], sz), "stream", None
@@ -672,10 +697,11 @@ def _lane_tables(sz: Sizes) -> tuple[bytes, bytes]:
 
 
 #: the lane's model-wide figures (``_rdb.c`` ``MD_*``): a key's entry in the db's dict, the
-#: request of an embstr beyond its bytes, the longest embstr, the dict's fewest slots, and a
-#: stream's (its rax's keys and nodes, a consumer group, a pending entry, a consumer)
+#: request of an embstr beyond its bytes, the longest embstr, the dict's fewest slots, a
+#: stream's (its rax's keys and nodes, a consumer group, a pending entry, a consumer), and
+#: the ``robj`` (of a one-node list held as its listpack)
 LANE_MODEL = (DICT_ENTRY, ROBJ + EMBSTR_HEADER + 1, EMBSTR_MAX, DICT_MIN_SLOTS, STREAM_ID, RAX_NODE_ESTIMATE,
-              STREAM_CG, STREAM_NACK, STREAM_CONSUMER)
+              STREAM_CG, STREAM_NACK, STREAM_CONSUMER, ROBJ)
 
 
 def _enc(name: str) -> int:
@@ -707,8 +733,10 @@ def lane_rule(vtype, cfg: Config) -> tuple[tuple[int, ...], float]:
     if layout in packed:
         enc = _enc("intset" if layout == "intset" else "listpack")
         return (MR_PACKED, packed[layout], 0, ROBJ, 0, 0, enc, 0), 0.0
-    if layout == "quicklist2":
-        return (MR_NODES, 0, 0, ROBJ + QUICKLIST, 0, QUICKLIST_NODE, _enc("quicklist"), 0), 0.0
+    if layout == "quicklist2":  # (a: the bytes, b: the elements of a one-node list a 7.2+ server packs)
+        most_bytes, most_elements = list_node_limits(cfg) if cfg.set_listpacks else (-1, -1)
+        return (MR_NODES, most_bytes, most_elements, ROBJ + QUICKLIST, 0, QUICKLIST_NODE, _enc("quicklist"),
+                _enc("listpack")), 0.0
     if t == "stream" and layout.startswith("stream"):
         return (MR_STREAM, 0, 0, ROBJ + STREAM, 0, 0, _enc("stream"), 0), 0.0
     return (MR_DECLINE, 0, 0, 0, 0, 0, 0, 0), 0.0
