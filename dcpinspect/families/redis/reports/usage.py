@@ -80,13 +80,12 @@ def prefixes(key: bytes, seps: tuple[bytes, ...], depth: int) -> list[bytes]:
     at = 0
     if len(seps) == 1:
         sep = seps[0]
-        find, step = key.find, len(sep)
-        for _ in range(depth):
-            cut = find(sep, at)
-            if cut < 0:
-                break
-            at = cut + step
-            out.append(key[:at])
+        parts = key.split(sep, depth)  # (the last part is the rest, after the last cut)
+        if len(parts) > 1:
+            step = len(sep)
+            for part in parts[:-1]:
+                at += len(part) + step
+                out.append(key[:at])
         return out
     while len(out) < depth:
         cut = min((i for i in (key.find(s, at) for s in seps) if i >= 0), default=-1)
