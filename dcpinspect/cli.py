@@ -313,6 +313,10 @@ def rdb_command(
     config: Optional[Path] = typer.Option(None, "--config", metavar="FILE",
                                           help="The server's redis.conf (its encoding thresholds; default the server's defaults)."),
     plot: Optional[Path] = typer.Option(None, "--plot", metavar="FILE.svg", help="Draw memory by prefix as a flame graph."),
+    allocator: Optional[str] = typer.Option(None, "--allocator", metavar="NAME",
+                                            help="The server's jemalloc: bundled (Redis's own build: source, official "
+                                                 "images) or system (Debian's, Ubuntu's packages); default: system for "
+                                                 "a Redis 7.0 file, bundled from 7.2."),
 ) -> None:
     """Decode RDB snapshot files (Redis, Valkey, Dragonfly): keys with type, encoding, size and expiry; checksum and damage as findings; memory reports."""
     from .engines.snapshots import snapshot_files
@@ -323,7 +327,7 @@ def rdb_command(
     reports = None
     if report or plot is not None:
         reports = {"names": tuple(report) or (("memory",) if plot is None else ()), "top": top, "seps": tuple(sep),
-                   "depth": depth, "at": at, "config": config, "plot": plot}
+                   "depth": depth, "at": at, "config": config, "plot": plot, "allocator": allocator}
     elif fmt is SnapshotFormat.csv:
         fail("--format csv is the memory reports' (--report NAME)")
     _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value,

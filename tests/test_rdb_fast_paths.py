@@ -80,8 +80,15 @@ def test_shortest_digits_as_decimal_normalises_them():
 
 def test_size_class_tables_from_their_steps():
     n = memory.LANE_TABLE
-    assert memory.steps(memory.jemalloc, n) == [memory.jemalloc(i) for i in range(n)]
-    assert memory.steps(memory.sds_alloc, n) == [memory.sds_alloc(i) for i in range(n)]
+    for quantum in memory.ALLOCATORS.values():
+        sz = memory.sizes(quantum)
+        assert memory.steps(sz.alloc, n) == [memory.jemalloc(i, quantum) for i in range(n)]
+        assert memory.steps(sz.sds, n) == [memory.sds_alloc(i, quantum) for i in range(n)]
+    # the bundled jemalloc's classes step by 8 up to 64 (--with-lg-quantum=3), the system's by 16
+    assert [memory.jemalloc(i, 8) for i in (1, 9, 17, 25, 33, 41, 49, 57, 65, 81)] == [8, 16, 24, 32, 40, 48, 56, 64,
+                                                                                       80, 96]
+    assert [memory.jemalloc(i, 16) for i in (1, 9, 17, 25, 33, 41, 49, 57, 65, 81)] == [8, 16, 32, 32, 48, 48, 64, 64,
+                                                                                        80, 96]
     assert memory.steps(lambda i: i // 3, 10) == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3]
 
 

@@ -1172,11 +1172,24 @@ static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *
  * a table of allocations of an SDS string of each length under T, one of allocations of
  * each size under T, and a rule for each type byte (what to sum, and when to leave the
  * key to the readers, which keep its value): the model's facts stay in Python. */
-enum { MR_DECLINE = 0, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET };
+enum { MR_DECLINE = 0, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET, MR_STREAM };
+/* a type byte's rule (memory.py RULE_FIELDS): when to leave a key to the readers (mode, a,
+ * b), and the sum of a key measured: base + slot x its dict's slots + node x its nodes + the
+ * allocations summed + elem x its elements (the float, apart), rounded half to even as
+ * Python's round(); enc: its encoding's index in the model's names */
+typedef struct {
+    int64_t mode, a, b, base, slot, node, enc, spare;
+} Rule;
+/* the model-wide figures (memory.py LANE_MODEL) */
+enum { MD_KEY_ENTRY, MD_EMBSTR_REQUEST, MD_EMBSTR_MAX, MD_MIN_SLOTS, MD_STREAM_ID, MD_RAX_NODE, MD_STREAM_CG,
+       MD_STREAM_NACK, MD_STREAM_CONSUMER, MD_ROBJ, MD_COUNT };
 typedef struct {
     const uint32_t *sds, *alloc;
     size_t T;
-    const int64_t *rules; /* 3 a type byte: mode, a, b */
+    const Rule *rules; /* one a type byte */
+    const double *elem; /* one a type byte */
+    const int64_t *model;
+    PyObject *encodings; /* a tuple of str */
 } Measure;
 typedef struct {
     uint64_t sum, largest, packed;
@@ -1206,6 +1219,123 @@ static void m_add(const Measure *M, Measured *m, size_t len, int elements) {
     m->sum += (elements ? M->sds : M->alloc)[len];
     if (elements && len > m->largest)
         m->largest = len;
+}
+
+/* whether a string's bytes are an integer as the server's string2ll reads them (memory.py
+ * as_int): no sign but '-', no leading zero, no space, 64-bit */
+static int m_as_int(const uint8_t *d, size_t len) {
+    if (len == 0 || len > 20)
+        return 0;
+    if (len == 1 && d[0] == '0')
+        return 1;
+    size_t i = d[0] == '-' ? 1 : 0;
+    if (i == len || d[i] == '0')
+        return 0;
+    uint64_t v = 0, limit = d[0] == '-' ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; i < len; i++) {
+        if (d[i] < '0' || d[i] > '9')
+            return 0;
+        unsigned digit = d[i] - '0';
+        if (v > (limit - digit) / 10)
+            return 0;
+        v = v * 10 + digit;
+    }
+    return 1;
+}
+
+/* the slots of a dict made for n elements (memory.py dict_slots) */
+static uint64_t m_slots(const Measure *M, uint64_t n) {
+    if (n == 0)
+        return 0;
+    uint64_t s = 1;
+    while (s < n)
+        s <<= 1;
+    return s < (uint64_t)M->model[MD_MIN_SLOTS] ? (uint64_t)M->model[MD_MIN_SLOTS] : s;
+}
+
+/* x rounded half to even, as Python's round() (x >= 0) */
+static int64_t m_round(double x) {
+    int64_t f = (int64_t)x;
+    double d = x - (double)f;
+    return d > 0.5 ? f + 1 : d < 0.5 ? f : f + (f & 1);
+}
+
+/* The nodes of a rax holding n distinct 16-byte keys in ascending order (memory.py
+ * rax_nodes: the root, each key, each point where keys part and the first node of each
+ * side): each prefix marked at the first key that has it, then the distinct marked
+ * prefixes of each length counted (keys of the same prefix are neighbours). -1: not in
+ * ascending order, the readers' to count. */
+static int64_t m_rax_nodes(const uint8_t *ids, uint64_t n, uint32_t *marks, uint8_t *lcp) {
+    if (n == 0)
+        return 1;
+    for (uint64_t i = 0; i < n; i++)
+        marks[i] = 1u << 16;
+    marks[0] |= 1;
+    lcp[0] = 0;
+    for (uint64_t i = 1; i < n; i++) {
+        const uint8_t *a = ids + 16 * (i - 1), *b = ids + 16 * i;
+        unsigned c = 0;
+        while (c < 16 && a[c] == b[c])
+            c++;
+        if (c == 16 || a[c] > b[c])
+            return -1;
+        lcp[i] = (uint8_t)c;
+        marks[i - 1] |= 1u << c | 1u << (c + 1);
+        marks[i] |= 1u << (c + 1);
+    }
+    int64_t count = 0;
+    for (unsigned l = 0; l <= 16; l++) {
+        int marked = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            if (i && lcp[i] < l) {
+                count += marked;
+                marked = 0;
+            }
+            if (marks[i] >> l & 1)
+                marked = 1;
+        }
+        count += marked;
+    }
+    return count;
+}
+
+/* the 16-byte IDs of a rax a stream measure gathers, and the room they need */
+typedef struct {
+    uint8_t *ids;
+    uint32_t *marks;
+    uint8_t *lcp;
+    uint64_t n, room;
+} Ids;
+
+static int ids_add(Ids *x, const uint8_t *id) {
+    if (x->n == x->room) {
+        uint64_t room = x->room ? 2 * x->room : 64;
+        uint8_t *ids = PyMem_Realloc(x->ids, (size_t)room * 16);
+        if (ids == NULL)
+            return -1;
+        x->ids = ids;
+        uint32_t *marks = PyMem_Realloc(x->marks, (size_t)room * sizeof(uint32_t));
+        if (marks == NULL)
+            return -1;
+        x->marks = marks;
+        uint8_t *lcp = PyMem_Realloc(x->lcp, (size_t)room);
+        if (lcp == NULL)
+            return -1;
+        x->lcp = lcp;
+        x->room = room;
+    }
+    memcpy(x->ids + 16 * x->n++, id, 16);
+    return 0;
+}
+
+/* what a rax of the IDs gathered weighs (memory.py _rax_usage), into *sum; 0: the readers' */
+static int ids_usage(const Measure *M, Ids *x, uint64_t *sum) {
+    int64_t nodes = m_rax_nodes(x->ids, x->n, x->marks, x->lcp);
+    if (nodes < 0)
+        return 0;
+    *sum += (uint64_t)M->model[MD_STREAM_ID] * x->n + (uint64_t)M->model[MD_RAX_NODE] * (uint64_t)nodes;
+    x->n = 0;
+    return 1;
 }
 
 /* the length of an integer as decimal text (what the readers make of it) */
@@ -1391,6 +1521,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
                 m_add(M, m, len, 0);
                 if (M && len > m->largest)
                     m->largest = len;
+                m->packed = UINT64_MAX;
                 total += 1;
             } else if (container == 2) {
                 const uint8_t *node;
@@ -1398,6 +1529,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
                     return 0;
                 m_add(M, m, blen, 0);
                 m_packed_largest(M, m, node, blen, 1);
+                m->packed = blen;
                 total += (uint64_t)count;
             } else {
                 return 0;
@@ -1469,7 +1601,7 @@ static int lane_ms(Lane *L, size_t *q, size_t n) {
  * nodes and consumer groups; 0 where the readers would make a finding (a damaged node, a
  * length its nodes do not hold) or stop. -1: a Python error. */
 static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *length, uint64_t *nodes_out,
-                       uint64_t *groups_out) {
+                       uint64_t *groups_out, const Measure *M, Measured *m, Ids *ids) {
     uint64_t nodes, live = 0, x;
     if (!lane_count(L, q, &nodes, 2 + 16))
         return 0;
@@ -1480,8 +1612,11 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
         char num[24];
         if (!lane_string(L, q, 1, &d, &len, &kind, num) || len != 16)
             return 0; /* the node's key: a 16-byte stream ID */
+        if (M && ids_add(ids, d) < 0)
+            return -1;
         if (!lane_string(L, q, 1, &d, &len, &kind, num) || kind == S_INT)
             return 0;
+        m_add(M, m, len, 0); /* the node's listpack, allocated */
         sink->n = 0;
         int r = listpack_walk(d, len, NULL, NULL, 0, sink, NULL);
         if (r <= 0)
@@ -1497,6 +1632,8 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
         for (int i = 0; i < 5; i++) /* first_id, max_deleted_id, entries_added */
             if (!lane_len(L, q, &x))
                 return 0;
+    if (M && !ids_usage(M, ids, &m->sum))
+        m->bad = 1;
     uint64_t groups;
     if (!lane_count(L, q, &groups, 3))
         return 0;
@@ -1508,18 +1645,39 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
             return 0;
         if (!lane_count(L, q, &npel, 16 + 8 + 1))
             return 0;
-        for (uint64_t e = 0; e < npel; e++) /* id, delivery time, delivery count */
+        for (uint64_t e = 0; e < npel; e++) { /* id, delivery time, delivery count */
+            if (M && L->n - *q >= 16 && ids_add(ids, L->b + *q) < 0)
+                return -1;
             if (!lane_ms(L, q, 16 + 8) || !lane_len(L, q, &x))
                 return 0;
+        }
+        if (M) {
+            m->sum += (uint64_t)(M->model[MD_STREAM_CG] + M->model[MD_STREAM_NACK] * (int64_t)npel);
+            if (!ids_usage(M, ids, &m->sum))
+                m->bad = 1;
+        }
         if (!lane_count(L, q, &nconsumers, 1 + 8 + 1))
             return 0;
         for (uint64_t c = 0; c < nconsumers; c++) {
             uint64_t ncpel;
-            if (!lane_skip(L, q) || !lane_ms(L, q, version >= 3 ? 16 : 8) || !lane_count(L, q, &ncpel, 16))
-                return 0;
-            for (uint64_t e = 0; e < ncpel; e++)
+            const uint8_t *d;
+            size_t len;
+            int kind;
+            char num[24];
+            if (!lane_string(L, q, 0, &d, &len, &kind, num) || !lane_ms(L, q, version >= 3 ? 16 : 8) ||
+                !lane_count(L, q, &ncpel, 16))
+                return 0; /* name, seen (and active) time, PEL */
+            for (uint64_t e = 0; e < ncpel; e++) {
+                if (M && L->n - *q >= 16 && ids_add(ids, L->b + *q) < 0)
+                    return -1;
                 if (!lane_ms(L, q, 16))
                     return 0;
+            }
+            if (M) {
+                m->sum += (uint64_t)M->model[MD_STREAM_CONSUMER] + len;
+                if (!ids_usage(M, ids, &m->sum))
+                    m->bad = 1;
+            }
         }
     }
     if (version >= 4) {
@@ -1546,7 +1704,61 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
 
 /* the names scan() gives the records' extra values, and a string value's kinds */
 static PyObject *s_value_length, *s_nodes, *s_kinds[3], *s_stream, *s_length, *s_groups;
-static PyObject *s_alloc, *s_largest, *s_packed, *s_head;
+static PyObject *s_alloc, *s_largest, *s_packed, *s_head, *s_memory;
+
+/* A measured key's memory as the model sums it (memory.py lane_rule): 1 with *usage (the
+ * key's entry and name included) and *enc, 0 where the lane leaves the sum to the model in
+ * Python (a size past its tables). `extra`: a string's length, or a quicklist's nodes. */
+static int m_usage(const Measure *M, const Rule *rule, double elem, const Measured *m, size_t klen, int kind,
+                   const uint8_t *head, size_t head_len, uint64_t elements, int64_t extra, int64_t *usage,
+                   int64_t *enc) {
+    if (klen >= M->T)
+        return 0;
+    int64_t key = M->model[MD_KEY_ENTRY] + (int64_t)M->sds[klen], v;
+    *enc = rule->enc;
+    switch (rule->mode) {
+    case MR_STRING:
+        if (kind == S_INT || (head != NULL && m_as_int(head, head_len))) {
+            v = rule->base; /* int */
+        } else if (extra <= M->model[MD_EMBSTR_MAX]) {
+            v = (int64_t)M->alloc[M->model[MD_EMBSTR_REQUEST] + extra];
+            *enc += 1; /* embstr */
+        } else if ((uint64_t)extra < M->T) {
+            v = rule->base + (int64_t)M->sds[extra];
+            *enc += 2; /* raw */
+        } else {
+            return 0;
+        }
+        break;
+    case MR_ELEMENTS:
+    case MR_SET:
+        v = m_round((double)(rule->base + rule->slot * (int64_t)m_slots(M, elements) + (int64_t)m->sum) +
+                    (double)elements * elem);
+        break;
+    case MR_PACKED:
+        if (m->packed >= M->T)
+            return 0;
+        v = rule->base + (int64_t)M->alloc[m->packed];
+        break;
+    case MR_NODES: /* (m->packed: the last node's listpack bytes, UINT64_MAX for a plain node) */
+        if (extra == 1 && rule->a >= 0 && m->packed <= (uint64_t)rule->a && elements <= (uint64_t)rule->b) {
+            if (m->packed >= M->T)
+                return 0;
+            v = M->model[MD_ROBJ] + (int64_t)M->alloc[m->packed]; /* a 7.2+ server's one-node list: its listpack */
+            *enc = rule->spare;
+            break;
+        }
+        v = rule->base + rule->node * extra + (int64_t)m->sum;
+        break;
+    case MR_STREAM:
+        v = rule->base + (int64_t)m->sum;
+        break;
+    default:
+        return 0;
+    }
+    *usage = key + v;
+    return 1;
+}
 
 /* scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes, salt[, want]) -> (index,
  * records): the index of the first record not read here, and the KeyRecord of each key
@@ -1572,22 +1784,42 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Measure Mst;
     const Measure *M = NULL;
     if (measure != Py_None) {
-        PyObject *a, *b, *c;
-        if (!PyTuple_Check(measure) || PyTuple_GET_SIZE(measure) != 3 ||
+        PyObject *a, *b, *c, *d, *e, *f;
+        if (!PyTuple_Check(measure) || PyTuple_GET_SIZE(measure) != 6 ||
             !PyBytes_Check(a = PyTuple_GET_ITEM(measure, 0)) || !PyBytes_Check(b = PyTuple_GET_ITEM(measure, 1)) ||
-            !PyBytes_Check(c = PyTuple_GET_ITEM(measure, 2)) || PyBytes_GET_SIZE(a) != PyBytes_GET_SIZE(b) ||
-            PyBytes_GET_SIZE(a) % 4 || PyBytes_GET_SIZE(c) != 256 * 3 * 8) {
+            !PyBytes_Check(c = PyTuple_GET_ITEM(measure, 2)) || !PyBytes_Check(d = PyTuple_GET_ITEM(measure, 3)) ||
+            !PyBytes_Check(e = PyTuple_GET_ITEM(measure, 4)) || !PyTuple_Check(f = PyTuple_GET_ITEM(measure, 5)) ||
+            PyBytes_GET_SIZE(a) != PyBytes_GET_SIZE(b) || PyBytes_GET_SIZE(a) % 4 ||
+            PyBytes_GET_SIZE(a) <= 4 * 256 || PyBytes_GET_SIZE(c) != 256 * (Py_ssize_t)sizeof(Rule) ||
+            PyBytes_GET_SIZE(d) != 256 * 8 || PyBytes_GET_SIZE(e) != MD_COUNT * 8) {
             PyBuffer_Release(&view);
             PyBuffer_Release(&table);
-            PyErr_SetString(PyExc_ValueError, "scan: measure is (sds table, allocation table, 256 rules)");
+            PyErr_SetString(PyExc_ValueError, "scan: measure is (sds table, allocation table, 256 rules, "
+                                              "256 element sums, the model's figures, encodings)");
             return NULL;
         }
         Mst.sds = (const uint32_t *)PyBytes_AS_STRING(a);
         Mst.alloc = (const uint32_t *)PyBytes_AS_STRING(b);
         Mst.T = (size_t)PyBytes_GET_SIZE(a) / 4;
-        Mst.rules = (const int64_t *)PyBytes_AS_STRING(c);
+        Mst.rules = (const Rule *)PyBytes_AS_STRING(c);
+        Mst.elem = (const double *)PyBytes_AS_STRING(d);
+        Mst.model = (const int64_t *)PyBytes_AS_STRING(e);
+        Mst.encodings = f;
+        int ok = Mst.model[MD_EMBSTR_REQUEST] >= 0 && Mst.model[MD_EMBSTR_MAX] >= 0 &&
+                 (uint64_t)(Mst.model[MD_EMBSTR_REQUEST] + Mst.model[MD_EMBSTR_MAX]) < Mst.T;
+        for (int i = 0; i < 256 && ok; i++) /* a string's three encodings, a list's two, another's one */
+            ok = Mst.rules[i].enc >= 0 && Mst.rules[i].enc + (Mst.rules[i].mode == MR_STRING ? 2 : 0) <
+                                              PyTuple_GET_SIZE(f) &&
+                 (Mst.rules[i].mode != MR_NODES || (Mst.rules[i].spare >= 0 && Mst.rules[i].spare < PyTuple_GET_SIZE(f)));
+        if (!ok) {
+            PyBuffer_Release(&view);
+            PyBuffer_Release(&table);
+            PyErr_SetString(PyExc_ValueError, "scan: the measure's encodings or embstr figures do not fit");
+            return NULL;
+        }
         M = &Mst;
     }
+    Ids ids = {NULL, NULL, NULL, 0, 0};
     if (PyList_GET_SIZE(vtypes) != 256) {
         PyBuffer_Release(&view);
         PyBuffer_Release(&table);
@@ -1688,13 +1920,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         uint64_t nodes = 0, groups = 0;
         Measured m = {0, 0, 0, 0, 1};
-        const int64_t *rule = M ? M->rules + 3 * op : NULL;
-        if (rule && rule[0] == MR_DECLINE) {
+        const Rule *rule = M ? M->rules + op : NULL;
+        if (rule && (rule->mode == MR_DECLINE || (rule->mode == MR_STREAM) != (code >= L_STREAM1 && code <= L_STREAM4))) {
             Py_DECREF(key);
             break;
         }
         if (code >= L_STREAM1 && code <= L_STREAM4) {
-            int r = lane_stream(&L, &q, code - L_STREAM1 + 1, &sink, &elements, &nodes, &groups);
+            ids.n = 0;
+            int r = lane_stream(&L, &q, code - L_STREAM1 + 1, &sink, &elements, &nodes, &groups, M, &m, &ids);
             extra = -1;
             kind = -1;
             if (r <= 0) {
@@ -1716,13 +1949,15 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         size_t head_len = 0;
         if (rule) { /* what the model's rule for this type says: left to the readers, or measured */
             int decline = m.bad;
-            if (rule[0] == MR_ELEMENTS)
-                decline |= (int64_t)elements <= rule[1] && (int64_t)m.largest <= rule[2];
-            else if (rule[0] == MR_SET)
-                decline |= ((int64_t)elements <= rule[1] && m.numeric) || (int64_t)elements <= rule[2];
-            else if (rule[0] == MR_PACKED)
-                decline |= (int64_t)elements > rule[1];
-            else if (rule[0] == MR_STRING && kind != S_INT && extra <= rule[1]) {
+            if (rule->mode == MR_ELEMENTS)
+                decline |= (int64_t)elements <= rule->a && (int64_t)m.largest <= rule->b;
+            else if (rule->mode == MR_SET)
+                decline |= ((int64_t)elements <= rule->a && m.numeric) || (int64_t)elements <= rule->b;
+            else if (rule->mode == MR_PACKED)
+                decline |= (int64_t)elements > rule->a;
+            else if (rule->mode == MR_NODES) /* a one-node list held as a listpack past the tables */
+                decline |= extra == 1 && rule->a >= 0 && m.packed <= (uint64_t)rule->a && m.packed >= M->T;
+            else if (rule->mode == MR_STRING && kind != S_INT && extra <= rule->a) {
                 size_t r = vstart;
                 int k2;
                 char num2[24];
@@ -1779,18 +2014,29 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 Py_CLEAR(made[M_EXTRA]);
             Py_XDECREF(v);
         }
-        if (made[M_EXTRA] != NULL && rule) {
+        int64_t usage, enc;
+        if (made[M_EXTRA] != NULL && rule &&
+            m_usage(M, rule, M->elem[op], &m, klen, kind, head, head_len, elements, extra, &usage, &enc)) {
+            /* (usage, encoding, largest): the sum memory.key_memory takes as it is */
+            PyObject *v = rule->mode == MR_STREAM ? Py_BuildValue("(LOO)", (long long)usage,
+                                                                  PyTuple_GET_ITEM(M->encodings, enc), Py_None)
+                          : Py_BuildValue("(LOK)", (long long)usage, PyTuple_GET_ITEM(M->encodings, enc),
+                                          (unsigned long long)(rule->mode == MR_STRING ? (uint64_t)extra : m.largest));
+            if (v == NULL || PyDict_SetItem(made[M_EXTRA], s_memory, v) < 0)
+                Py_CLEAR(made[M_EXTRA]);
+            Py_XDECREF(v);
+        } else if (made[M_EXTRA] != NULL && rule && rule->mode != MR_STREAM) {
             int r = 0;
             PyObject *v = NULL;
-            if (rule[0] == MR_ELEMENTS || rule[0] == MR_NODES || rule[0] == MR_SET) {
+            if (rule->mode == MR_ELEMENTS || rule->mode == MR_NODES || rule->mode == MR_SET) {
                 r = (v = PyLong_FromUnsignedLongLong(m.sum)) == NULL || PyDict_SetItem(made[M_EXTRA], s_alloc, v) < 0;
                 Py_XDECREF(v);
-            } else if (rule[0] == MR_PACKED) {
+            } else if (rule->mode == MR_PACKED) {
                 r = (v = PyLong_FromUnsignedLongLong(m.packed)) == NULL ||
                     PyDict_SetItem(made[M_EXTRA], s_packed, v) < 0;
                 Py_XDECREF(v);
             }
-            if (!r && rule[0] != MR_STRING) { /* the longest element, as the readers give its length */
+            if (!r && rule->mode != MR_STRING) { /* the longest element, as the readers give its length */
                 r = (v = PyLong_FromUnsignedLongLong(m.largest)) == NULL ||
                     PyDict_SetItem(made[M_EXTRA], s_largest, v) < 0;
                 Py_XDECREF(v);
@@ -1816,6 +2062,9 @@ done:
     PyMem_Free(L.scratch);
     PyMem_Free(L.mem.h);
     PyMem_Free(sink.items);
+    PyMem_Free(ids.ids);
+    PyMem_Free(ids.marks);
+    PyMem_Free(ids.lcp);
     PyBuffer_Release(&view);
     PyBuffer_Release(&table);
     return Py_BuildValue("(nNK)", (Py_ssize_t)at, records, (unsigned long long)(lzf_left - committed));
@@ -1823,6 +2072,9 @@ error:
     PyMem_Free(L.scratch);
     PyMem_Free(L.mem.h);
     PyMem_Free(sink.items);
+    PyMem_Free(ids.ids);
+    PyMem_Free(ids.marks);
+    PyMem_Free(ids.lcp);
     PyBuffer_Release(&view);
     PyBuffer_Release(&table);
     Py_DECREF(records);
@@ -2274,7 +2526,8 @@ PyMODINIT_FUNC PyInit__rdb(void) {
     s_largest = PyUnicode_InternFromString("largest");
     s_packed = PyUnicode_InternFromString("packed_bytes");
     s_head = PyUnicode_InternFromString("head");
-    if (!s_alloc || !s_largest || !s_packed || !s_head)
+    s_memory = PyUnicode_InternFromString("memory");
+    if (!s_alloc || !s_largest || !s_packed || !s_head || !s_memory)
         return NULL;
     s_kinds[0] = PyUnicode_InternFromString("raw");
     s_kinds[1] = PyUnicode_InternFromString("int");

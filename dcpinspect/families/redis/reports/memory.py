@@ -23,7 +23,7 @@ The facts, each named after the server's structure (``src/server.h``, ``sds.h``,
 * sorted sets as skiplists: the ``robj``, ``zset``, ``zskiplist``, the dict with its
   buckets, the header node of :data:`ZSKIPLIST_MAXLEVEL` levels, and per element its SDS,
   a ``dictEntry`` and a node whose level is random (p = 1/4): the expected allocation of
-  one (:data:`ZSKIPLIST_NODE_EXPECTED`).
+  one (:attr:`Sizes.zskiplist_node`).
 * lists (quicklists): the ``robj``, the ``quicklist``, and per node a ``quicklistNode``
   and its listpack (or its one element, for a plain node), as the file has them; a list
   from an older file (ziplist nodes, plain lists) is cut into nodes of at most 8 KB as
@@ -46,6 +46,17 @@ of RDB 11 or later, :func:`for_version`) also hold small sets as listpacks: a pl
 then made a listpack while it has fewer than ``set-max-listpack-entries`` (128) members
 of at most ``set-max-listpack-value`` (64) bytes, else a hash table; a set listpack is kept
 as it is up to 128 members (:func:`set_usage`). ``MEMORY USAGE`` counts the rest as 7.0.
+
+Every allocation is rounded up to a size class of the server's jemalloc (:class:`Sizes`),
+whose steps depend on how the server was built, not on its version: Redis's own build
+(``make``, as the official images and a source build have it) links the jemalloc it
+bundles, configured ``--with-lg-quantum=3``, whose classes step by 8 bytes up to 64
+(24, 40 and 56 too); Debian's and Ubuntu's packages link the system's jemalloc, of
+jemalloc's default 16-byte quantum. The same hash-table set's members of 15 to 22 bytes
+take 24 bytes in the one and 32 in the other. ``Config.allocator`` says which; by
+default "system" for a file of Redis 7.0 (the version Debian 12's and Ubuntu 24.04's
+packages have) and "bundled" from 7.2 on (mostly run from Redis's own builds); a file
+does not say how its server was built, so ``rdb --allocator`` may.
 """
 
 from __future__ import annotations
@@ -60,22 +71,29 @@ from ..rdb.layouts import _backlen_size
 
 # --------------------------------------------------------------------------- allocator
 
-#: jemalloc's smallest size classes (the quantum is 16 bytes; 8 is the tiny class)
+#: jemalloc's smallest size class (8 bytes) and its quantum, which depends on how the
+#: server was built: Redis's own build (``make``: the source, the official images)
+#: configures the jemalloc it bundles ``--with-lg-quantum=3`` (``deps/Makefile``), so that
+#: its classes step by 8 bytes up to 64 (24, 40 and 56 too); a distribution's package that
+#: links the system's jemalloc (Debian's and Ubuntu's ``redis-server``) has jemalloc's
+#: default quantum, 16 bytes (8, 16, 32, 48, 64)
 JEMALLOC_TINY = 8
-JEMALLOC_QUANTUM = 16
+ALLOCATORS = {"bundled": 8, "system": 16}
+JEMALLOC_QUANTUM = ALLOCATORS["system"]
 #: size classes per doubling above the quantum (``LG_SIZE_CLASS_GROUP`` = 2)
 JEMALLOC_CLASSES_PER_DOUBLING = 4
 
 
-def jemalloc(n: int) -> int:
+def jemalloc(n: int, quantum: int = JEMALLOC_QUANTUM) -> int:
     """The size class jemalloc gives a request of ``n`` bytes (``malloc_usable_size``):
-    8, 16, 32, 48, 64, 80, ... 128, 160, 192, 224, 256, 320, ...: four classes between
-    each power of two and the next, the same pattern for small, large and huge sizes."""
+    8, 16, 32, 48, 64, 80, ... 128, 160, 192, 224, 256, 320, ... (``quantum`` 16; 8, 16,
+    24, 32, 40, 48, 56, 64, 80, ... with 8): steps of the quantum, then four classes
+    between each power of two and the next, for small, large and huge sizes alike."""
     if n <= JEMALLOC_TINY:
         return JEMALLOC_TINY
-    if n <= JEMALLOC_QUANTUM:
-        return JEMALLOC_QUANTUM
-    delta = max(JEMALLOC_QUANTUM, 1 << ((n - 1).bit_length() - 1 - 2))
+    if n <= quantum:
+        return quantum
+    delta = max(quantum, 1 << ((n - 1).bit_length() - 1 - 2))
     return (n + delta - 1) // delta * delta
 
 
@@ -139,19 +157,43 @@ LP_END = 1
 INTSET_HEADER = 8
 
 
-def _zskiplist_node_expected() -> float:
+def _zskiplist_node_expected(quantum: int) -> float:
     """The expected allocation of a skiplist node: level L with probability
     (1 - p) p^(L-1) (``zslRandomLevel``), capped at the maximum level."""
     total, stay = 0.0, 1.0
     for level in range(1, ZSKIPLIST_MAXLEVEL + 1):
         share = stay if level == ZSKIPLIST_MAXLEVEL else stay * (1 - ZSKIPLIST_P)
-        total += share * jemalloc(ZSKIPLIST_NODE + level * ZSKIPLIST_LEVEL)
+        total += share * jemalloc(ZSKIPLIST_NODE + level * ZSKIPLIST_LEVEL, quantum)
         stay *= ZSKIPLIST_P
     return total
 
 
-ZSKIPLIST_NODE_EXPECTED = _zskiplist_node_expected()
-ZSKIPLIST_HEADER = jemalloc(ZSKIPLIST_NODE + ZSKIPLIST_MAXLEVEL * ZSKIPLIST_LEVEL)
+class Sizes:
+    """What the allocator of a ``quantum`` (:data:`ALLOCATORS`) gives: a request's size
+    class (:meth:`alloc`), an SDS string's allocation (:meth:`sds`), a skiplist's header
+    and the expected allocation of one of its nodes."""
+
+    def __init__(self, quantum: int) -> None:
+        self.quantum = quantum
+        self._sds_short = steps(self._sds, 4096)
+        self.zskiplist_node = _zskiplist_node_expected(quantum)
+        self.zskiplist_header = jemalloc(ZSKIPLIST_NODE + ZSKIPLIST_MAXLEVEL * ZSKIPLIST_LEVEL, quantum)
+
+    def alloc(self, n: int) -> int:
+        return jemalloc(n, self.quantum)
+
+    def _sds(self, n: int) -> int:
+        return jemalloc((sds_header(n) if n else 3) + n + 1, self.quantum)
+
+    def sds(self, n: int) -> int:
+        """The allocation of an SDS string of ``n`` bytes made to measure (``sdsnewlen``:
+        an empty one is sdshdr8)."""
+        return self._sds_short[n] if n < 4096 else self._sds(n)
+
+
+@lru_cache(maxsize=None)
+def sizes(quantum: int = JEMALLOC_QUANTUM) -> Sizes:
+    return Sizes(quantum)
 
 
 # --------------------------------------------------------------------------- the server's thresholds
@@ -169,8 +211,17 @@ class Config:
     list_max_listpack_size: int = -2
     set_max_listpack_entries: int = 128
     set_max_listpack_value: int = 64
-    #: the server holds small sets as listpacks (Redis 7.2 and later)
+    #: the server holds small sets, and lists of one node, as listpacks (Redis 7.2 and later)
     set_listpacks: bool = False
+    #: the server's jemalloc (:data:`ALLOCATORS`); None: by the server the file names,
+    #: "bundled" from Redis 7.2 on (mostly run from Redis's own builds), "system" before
+    #: (the 7.0 of Debian's and Ubuntu's packages)
+    allocator: str | None = None
+
+    @property
+    def sizes(self) -> "Sizes":
+        """The size classes of the server's allocator."""
+        return sizes(ALLOCATORS[self.allocator or ("bundled" if self.set_listpacks else "system")])
 
     @classmethod
     def read(cls, path: str | Path) -> "Config":
@@ -189,6 +240,7 @@ class Config:
                 except ValueError:
                     raise ValueError(f"{path}: {parts[0]} {parts[1]!r} is not a number") from None
         given.pop("set_listpacks", None)
+        given.pop("allocator", None)  # (no redis.conf directive: how the server was built)
         if "set_max_listpack_entries" in given or "set_max_listpack_value" in given:
             given["set_listpacks"] = True  # (names only Redis 7.2 and later know)
         return cls(**given)
@@ -197,14 +249,6 @@ class Config:
 DEFAULTS = Config()
 #: the RDB version Redis 7.2 writes, the first whose server holds set listpacks
 SET_LISTPACK_RDB = 11
-
-
-def for_version(cfg: Config, version: int | None) -> Config:
-    """``cfg`` for a file of RDB ``version``: with set listpacks from 11, the version of Redis
-    7.2, whose server holds them (a server loads no file of a version newer than its own)."""
-    if version is not None and version >= SET_LISTPACK_RDB and not cfg.set_listpacks:
-        return replace(cfg, set_listpacks=True)
-    return cfg
 
 
 def listpack_sets(cfg: Config, redis_ver) -> Config:
@@ -219,6 +263,14 @@ def listpack_sets(cfg: Config, redis_ver) -> Config:
     return replace(cfg, set_listpacks=True) if (major, minor) >= (7, 2) and not cfg.set_listpacks else cfg
 
 
+def for_version(cfg: Config, version: int | None) -> Config:
+    """``cfg`` for a file of RDB ``version``: with set listpacks (and Redis's own build's
+    allocator, unless one is named) from version 11, which Redis 7.2 writes."""
+    if version is not None and version >= SET_LISTPACK_RDB and not cfg.set_listpacks:
+        return replace(cfg, set_listpacks=True)
+    return cfg
+
+
 # --------------------------------------------------------------------------- pieces
 
 def sds_header(n: int) -> int:
@@ -228,18 +280,10 @@ def sds_header(n: int) -> int:
     return SDSHDR64
 
 
-def _sds_alloc(n: int) -> int:
-    return jemalloc((sds_header(n) if n else 3) + n + 1)
-
-
-#: the allocations of short SDS strings, looked up
-_SDS_SHORT = [_sds_alloc(n) for n in range(4096)]
-
-
-def sds_alloc(n: int) -> int:
+def sds_alloc(n: int, quantum: int = JEMALLOC_QUANTUM) -> int:
     """The allocation of an SDS string of ``n`` bytes made to measure (``sdsnewlen``: an
-    empty one is sdshdr8)."""
-    return _SDS_SHORT[n] if n < 4096 else _sds_alloc(n)
+    empty one is sdshdr8), by an allocator of this ``quantum``."""
+    return sizes(quantum).sds(n)
 
 
 def dict_slots(n: int) -> int:
@@ -336,19 +380,19 @@ def rax_nodes(keys) -> int:
 
 # --------------------------------------------------------------------------- per type
 
-def string_usage(raw: bytes | None, length: int) -> tuple[int, str]:
+def string_usage(raw: bytes | None, length: int, sz: Sizes) -> tuple[int, str]:
     """(bytes, encoding) of a string value: int, embstr or raw."""
     if raw is not None and length <= INT_STRING_MAX and as_int(raw) is not None:
         return ROBJ, "int"
     if length <= EMBSTR_MAX:
-        return jemalloc(ROBJ + EMBSTR_HEADER + length + 1), "embstr"
-    return ROBJ + sds_alloc(length), "raw"
+        return sz.alloc(ROBJ + EMBSTR_HEADER + length + 1), "embstr"
+    return ROBJ + sz.sds(length), "raw"
 
 
-def listpack_usage(entries, blob: int | None = None) -> int:
+def listpack_usage(entries, sz: Sizes, blob: int | None = None) -> int:
     """A listpack of these entries; ``blob``: the bytes of the one the file holds, which
     the server keeps as it is."""
-    return ROBJ + jemalloc(listpack_bytes(entries) if blob is None else blob)
+    return ROBJ + sz.alloc(listpack_bytes(entries) if blob is None else blob)
 
 
 def hashtable_usage(elements: int, element_bytes: int) -> int:
@@ -361,10 +405,10 @@ def hash_usage(pairs: list, cfg: Config, packed: bool, blob: int | None = None) 
     the server converts by its number of pairs alone (a plain hash also by its lengths);
     ``blob``: the bytes of a listpack the server keeps as it is."""
     longest = max((len(x) for p in pairs for x in p[:2]), default=0)
+    sz = cfg.sizes
     if len(pairs) <= cfg.hash_max_listpack_entries and (packed or longest <= cfg.hash_max_listpack_value):
-        return listpack_usage([x for p in pairs for x in p[:2]], blob), "listpack"
-    sizes = sum(sds_alloc(len(p[0])) + sds_alloc(len(p[1])) for p in pairs)
-    return hashtable_usage(len(pairs), sizes), "hashtable"
+        return listpack_usage([x for p in pairs for x in p[:2]], sz, blob), "listpack"
+    return hashtable_usage(len(pairs), sum(sz.sds(len(p[0])) + sz.sds(len(p[1])) for p in pairs)), "hashtable"
 
 
 def set_usage(members: list, cfg: Config, intset: bool, blob: int | None = None,
@@ -373,11 +417,12 @@ def set_usage(members: list, cfg: Config, intset: bool, blob: int | None = None,
     ``listpack``: a listpack (of ``blob`` bytes; a server of set listpacks wrote it)."""
     if listpack or (cfg.set_listpacks and not intset):
         return _set_usage_72(members, cfg, blob if listpack else None)
+    sz = cfg.sizes
     if len(members) <= cfg.set_max_intset_entries:
         ints = [as_int(m) for m in members]
         if intset or None not in ints:
-            return ROBJ + jemalloc(intset_bytes(ints) if blob is None else blob), "intset"
-    return hashtable_usage(len(members), sum(sds_alloc(len(m)) for m in members)), "hashtable"
+            return ROBJ + sz.alloc(intset_bytes(ints) if blob is None else blob), "intset"
+    return hashtable_usage(len(members), sum(sz.sds(len(m)) for m in members)), "hashtable"
 
 
 def _set_usage_72(members: list, cfg: Config, blob: int | None) -> tuple[int, str]:
@@ -386,9 +431,10 @@ def _set_usage_72(members: list, cfg: Config, blob: int | None) -> tuple[int, st
     member (an intset while they are integers, then a listpack while it may, then a hash
     table)."""
     n = len(members)
-    table = (hashtable_usage(n, sum(sds_alloc(len(m)) for m in members)), "hashtable")
+    sz = cfg.sizes
+    table = (hashtable_usage(n, sum(sz.sds(len(m)) for m in members)), "hashtable")
     if blob is not None:
-        return table if n > cfg.set_max_listpack_entries else (ROBJ + jemalloc(blob), "listpack")
+        return table if n > cfg.set_max_listpack_entries else (ROBJ + sz.alloc(blob), "listpack")
     if n > cfg.set_max_intset_entries:
         return table
     ints: list[int] = []
@@ -408,8 +454,8 @@ def _set_usage_72(members: list, cfg: Config, blob: int | None) -> tuple[int, st
             return table
         packed.append(m)
     if packed is None:
-        return ROBJ + jemalloc(intset_bytes(ints)), "intset"
-    return listpack_usage(packed), "listpack"
+        return ROBJ + sz.alloc(intset_bytes(ints)), "intset"
+    return listpack_usage(packed, sz), "listpack"
 
 
 def zset_usage(pairs: list, cfg: Config, packed: bool, blob: int | None = None) -> tuple[int, str]:
@@ -418,19 +464,20 @@ def zset_usage(pairs: list, cfg: Config, packed: bool, blob: int | None = None) 
     listpack when small enough, after loading; ``blob``: the bytes of a listpack the
     server keeps as it is."""
     longest = max((len(m) for m, _ in pairs), default=0)
+    sz = cfg.sizes
     if len(pairs) <= cfg.zset_max_listpack_entries and (packed or longest <= cfg.zset_max_listpack_value):
         entries = []
         for m, s in pairs:
             entries.append(m)
             entries.append(score_entry(s))
-        return listpack_usage(entries, blob), "listpack"
-    return skiplist_usage(len(pairs), sum(sds_alloc(len(m)) for m, _ in pairs)), "skiplist"
+        return listpack_usage(entries, sz, blob), "listpack"
+    return skiplist_usage(len(pairs), sum(sz.sds(len(m)) for m, _ in pairs), sz), "skiplist"
 
 
-def skiplist_usage(n: int, member_bytes: int) -> int:
+def skiplist_usage(n: int, member_bytes: int, sz: Sizes) -> int:
     """A skiplist-encoded sorted set of ``n`` members whose SDS allocations are ``member_bytes``."""
-    fixed = ROBJ + ZSET + ZSKIPLIST + DICT + DICT_BUCKET * dict_slots(n) + ZSKIPLIST_HEADER
-    return round(fixed + member_bytes + n * (DICT_ENTRY + ZSKIPLIST_NODE_EXPECTED))
+    fixed = ROBJ + ZSET + ZSKIPLIST + DICT + DICT_BUCKET * dict_slots(n) + sz.zskiplist_header
+    return round(fixed + member_bytes + n * (DICT_ENTRY + sz.zskiplist_node))
 
 
 def quicklist_nodes(items, cfg: Config) -> list[int]:
@@ -453,9 +500,9 @@ def quicklist_nodes(items, cfg: Config) -> list[int]:
     return nodes
 
 
-def quicklist_usage(node_bytes: list[int]) -> int:
+def quicklist_usage(node_bytes: list[int], sz: Sizes) -> int:
     """A quicklist whose nodes hold listpacks (or plain elements) of these byte sizes."""
-    return quicklist_nodes_usage(len(node_bytes), sum(map(jemalloc, node_bytes)))
+    return quicklist_nodes_usage(len(node_bytes), sum(map(sz.alloc, node_bytes)))
 
 
 def quicklist_nodes_usage(nodes: int, allocated: int) -> int:
@@ -463,12 +510,33 @@ def quicklist_nodes_usage(nodes: int, allocated: int) -> int:
     return ROBJ + QUICKLIST + QUICKLIST_NODE * nodes + allocated
 
 
-def stream_usage(meta: dict) -> int:
+def list_node_limits(cfg: Config) -> tuple[int, int]:
+    """(bytes, elements) a quicklist node may hold by ``list-max-listpack-size``
+    (``quicklistNodeLimit``: a negative fill limits the bytes, a positive the elements)."""
+    fill = cfg.list_max_listpack_size
+    if fill < 0:
+        return QUICKLIST_NODE_BYTES[min(-fill, len(QUICKLIST_NODE_BYTES)) - 1], _NEVER
+    return _NEVER, max(fill, 1)
+
+
+def list_usage(node_bytes: list[int], elements: int, cfg: Config, sz: Sizes, packed: bool = True) -> tuple[int, str]:
+    """A list loaded as these quicklist nodes (listpacks of these bytes; ``packed``: the
+    one node is no plain one): a server of Redis 7.2 or later (``cfg.set_listpacks``) holds
+    a list of one packed node within the node's limits as that listpack
+    (``listTypeTryConvertQuicklist``), else a quicklist."""
+    if cfg.set_listpacks and packed and len(node_bytes) == 1:
+        most_bytes, most_elements = list_node_limits(cfg)
+        if node_bytes[0] <= most_bytes and elements <= most_elements:
+            return ROBJ + sz.alloc(node_bytes[0]), "listpack"
+    return quicklist_usage(node_bytes, sz), "quicklist"
+
+
+def stream_usage(meta: dict, sz: Sizes) -> int:
     """A stream: ``meta`` is the reader's (its node keys and listpack bytes, its groups
     with their PELs and consumers)."""
     keys = meta.get("node_keys", [])
     total = ROBJ + STREAM + STREAM_ID * len(keys) + RAX_NODE_ESTIMATE * rax_nodes(keys)
-    total += sum(jemalloc(b) for b in meta.get("node_bytes", []))
+    total += sum(sz.alloc(b) for b in meta.get("node_bytes", []))
     for g in meta.get("groups", []) if isinstance(meta.get("groups"), list) else []:
         pel = [_id_bytes(e["id"]) for e in g["pel"]]
         total += STREAM_CG + STREAM_NACK * len(pel) + _rax_usage(pel)
@@ -505,15 +573,19 @@ class KeyMemory:
         return self.usage + self.expires
 
 
-def key_overhead(key: bytes) -> int:
+def key_overhead(key: bytes, sz: Sizes) -> int:
     """The key's entry in the db's dict and its name."""
-    return DICT_ENTRY + sds_alloc(len(key))
+    return DICT_ENTRY + sz.sds(len(key))
 
 
 def key_memory(rec, cfg: Config = DEFAULTS) -> KeyMemory:
-    """The memory of a key record read with its value kept."""
+    """The memory of a key record read with its value kept, or measured by the C lane
+    (:class:`LaneMeasure`: its sum by this model's rules, in ``extra["memory"]``)."""
+    got = rec.extra.get("memory") if rec.value is None else None
+    if got is not None:
+        return KeyMemory(got[0], EXPIRES_ENTRY if rec.expire_ms is not None else 0, got[1], got[2])
     usage, encoding, largest = value_usage(rec, cfg)
-    return KeyMemory(key_overhead(rec.key) + usage, EXPIRES_ENTRY if rec.expire_ms is not None else 0,
+    return KeyMemory(key_overhead(rec.key, cfg.sizes) + usage, EXPIRES_ENTRY if rec.expire_ms is not None else 0,
                      encoding, largest)
 
 
@@ -532,13 +604,14 @@ def _longest(items) -> int:
 def value_usage(rec, cfg: Config) -> tuple[int, str, int | None]:
     """(bytes, encoding in the server, largest element's length) of a record's value."""
     layout, value, t = rec.vtype.layout, rec.value, rec.type
+    sz = cfg.sizes
     if value is None:  # measured by the C lane (LaneMeasure), or not kept, or damaged
-        return _shape_usage(rec)
+        return _shape_usage(rec, sz)
     if isinstance(value, list):  # an element too long to hold, or damaged, counts as empty
         value = [_whole(x) for x in value]
     if t == "string" and layout == "string":
         length = len(value)
-        usage, enc = string_usage(value, length)
+        usage, enc = string_usage(value, length, sz)
         return usage, enc, length
     blob = rec.extra.get("packed_bytes") if layout in ("listpack_hash", "listpack_zset", "intset",
                                                        "listpack_set") else None
@@ -554,17 +627,21 @@ def value_usage(rec, cfg: Config) -> tuple[int, str, int | None]:
     if t == "list":
         nodes = rec.extra.get("node_bytes")
         if layout == "quicklist2" and nodes is not None:
-            return quicklist_usage(nodes), "quicklist", _longest(value)
+            # (a plain node holds its one element as it is; a listpack of one is longer)
+            plain = len(nodes) == 1 and len(value) == 1 and nodes[0] == len(value[0])
+            return (*list_usage(nodes, len(value), cfg, sz, packed=not plain), _longest(value))
         if layout == "quicklist" and rec.extra.get("node_entries") is not None:
             sizes, at = [], 0
             for n in rec.extra["node_entries"]:
                 if n:
                     sizes.append(listpack_bytes(value[at:at + n]))
                 at += n
-            return quicklist_usage(sizes), "quicklist", _longest(value)
-        return quicklist_usage(quicklist_nodes(value, cfg)), "quicklist", _longest(value)
+            return (*list_usage(sizes, len(value), cfg, sz), _longest(value))
+        if layout == "list":  # (rdbLoadObject tries a listpack of it; an old ziplist stays a quicklist)
+            return (*list_usage(quicklist_nodes(value, cfg), len(value), cfg, sz), _longest(value))
+        return quicklist_usage(quicklist_nodes(value, cfg), sz), "quicklist", _longest(value)
     if t == "stream" and isinstance(rec.extra.get("stream"), dict):
-        return stream_usage(rec.extra["stream"]), "stream", None
+        return stream_usage(rec.extra["stream"], sz), "stream", None
     return ROBJ + rec.size, rec.encoding, None
 
 
@@ -578,9 +655,17 @@ LANE_TABLE = 1 << 16
 #: server unpacks it); its quicklist nodes' allocations; a string (its bytes given up to
 #: ``a``); a set's elements' allocations (left when it has at most ``a`` elements that all
 #: look like decimal integers: the server may make it an intset, as_int decides; or when
-#: it has at most ``b``, which a server of set listpacks may pack)
-MR_DECLINE, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET = range(6)
+#: it has at most ``b``, which a server of set listpacks may pack); a stream's nodes,
+#: consumer groups and consumers
+MR_DECLINE, MR_ELEMENTS, MR_PACKED, MR_NODES, MR_STRING, MR_SET, MR_STREAM = range(7)
 _NEVER = (1 << 63) - 1
+#: the encodings the lane names (a rule's ``enc`` is an index here; a string's three from ``int``)
+LANE_ENCODINGS = ("int", "embstr", "raw", "hashtable", "skiplist", "listpack", "intset", "quicklist", "stream")
+#: a rule's figures, each an int64 (``_rdb.c`` ``Rule``): mode, a, b, then the sum the lane
+#: makes of a key it measures: ``base`` + ``slot`` x the dict's slots (:func:`dict_slots`) +
+#: ``node`` x its quicklist nodes + the allocations summed + ``elem`` (a float, apart) x its
+#: elements, rounded as :func:`round` rounds; and the index of its encoding
+RULE_FIELDS = ("mode", "a", "b", "base", "slot", "node", "enc", "spare")
 
 
 def steps(f, n: int) -> list[int]:
@@ -605,59 +690,81 @@ def steps(f, n: int) -> list[int]:
     return out
 
 
-@lru_cache(maxsize=1)
-def _lane_tables() -> tuple[bytes, bytes]:
-    return (struct.pack(f"<{LANE_TABLE}I", *steps(sds_alloc, LANE_TABLE)),
-            struct.pack(f"<{LANE_TABLE}I", *steps(jemalloc, LANE_TABLE)))
+@lru_cache(maxsize=2)
+def _lane_tables(sz: Sizes) -> tuple[bytes, bytes]:
+    return (struct.pack(f"<{LANE_TABLE}I", *steps(sz.sds, LANE_TABLE)),
+            struct.pack(f"<{LANE_TABLE}I", *steps(sz.alloc, LANE_TABLE)))
 
 
-def lane_rule(vtype, cfg: Config) -> tuple[int, int, int]:
-    """What the C lane does with a key of this value type: (rule, a, b)."""
+#: the lane's model-wide figures (``_rdb.c`` ``MD_*``): a key's entry in the db's dict, the
+#: request of an embstr beyond its bytes, the longest embstr, the dict's fewest slots, a
+#: stream's (its rax's keys and nodes, a consumer group, a pending entry, a consumer), and
+#: the ``robj`` (of a one-node list held as its listpack)
+LANE_MODEL = (DICT_ENTRY, ROBJ + EMBSTR_HEADER + 1, EMBSTR_MAX, DICT_MIN_SLOTS, STREAM_ID, RAX_NODE_ESTIMATE,
+              STREAM_CG, STREAM_NACK, STREAM_CONSUMER, ROBJ)
+
+
+def _enc(name: str) -> int:
+    return LANE_ENCODINGS.index(name)
+
+
+def lane_rule(vtype, cfg: Config) -> tuple[tuple[int, ...], float]:
+    """What the C lane does with a key of this value type: the :data:`RULE_FIELDS` and the
+    float each element adds (the formulas of :func:`hashtable_usage`, :func:`skiplist_usage`,
+    :func:`string_usage`, :func:`quicklist_nodes_usage`, :func:`stream_usage`)."""
+    table = ROBJ + DICT, DICT_BUCKET, 0, _enc("hashtable")
     if vtype is None:
-        return MR_DECLINE, 0, 0
+        return (MR_DECLINE, 0, 0, 0, 0, 0, 0, 0), 0.0
     layout, t = vtype.layout, vtype.type
     if layout == "string" and t == "string":
-        return MR_STRING, INT_STRING_MAX, 0
+        return (MR_STRING, INT_STRING_MAX, 0, ROBJ, 0, 0, _enc("int"), 0), 0.0
     if layout == "hash":
-        return MR_ELEMENTS, cfg.hash_max_listpack_entries, cfg.hash_max_listpack_value
+        return (MR_ELEMENTS, cfg.hash_max_listpack_entries, cfg.hash_max_listpack_value, *table, 0), float(DICT_ENTRY)
     if layout == "set" and t == "set":  # (a server of set listpacks may pack a small one)
-        return MR_SET, cfg.set_max_intset_entries, cfg.set_max_listpack_entries if cfg.set_listpacks else 0
-    if layout == "listpack_set":
-        return MR_PACKED, cfg.set_max_listpack_entries, 0
+        return ((MR_SET, cfg.set_max_intset_entries, cfg.set_max_listpack_entries if cfg.set_listpacks else 0, *table, 0),
+                float(DICT_ENTRY))
     if layout == "zset2":
-        return MR_ELEMENTS, cfg.zset_max_listpack_entries, cfg.zset_max_listpack_value
-    if layout == "intset":
-        return MR_PACKED, cfg.set_max_intset_entries, 0
-    if layout == "listpack_hash":
-        return MR_PACKED, cfg.hash_max_listpack_entries, 0
-    if layout == "listpack_zset":
-        return MR_PACKED, cfg.zset_max_listpack_entries, 0
-    if layout == "quicklist2":
-        return MR_NODES, 0, 0
-    return MR_DECLINE, 0, 0
+        sz = cfg.sizes
+        fixed = ROBJ + ZSET + ZSKIPLIST + DICT + sz.zskiplist_header
+        return ((MR_ELEMENTS, cfg.zset_max_listpack_entries, cfg.zset_max_listpack_value, fixed, DICT_BUCKET, 0,
+                 _enc("skiplist"), 0), DICT_ENTRY + sz.zskiplist_node)
+    packed = {"listpack_set": cfg.set_max_listpack_entries, "intset": cfg.set_max_intset_entries,
+              "listpack_hash": cfg.hash_max_listpack_entries, "listpack_zset": cfg.zset_max_listpack_entries}
+    if layout in packed:
+        enc = _enc("intset" if layout == "intset" else "listpack")
+        return (MR_PACKED, packed[layout], 0, ROBJ, 0, 0, enc, 0), 0.0
+    if layout == "quicklist2":  # (a: the bytes, b: the elements of a one-node list a 7.2+ server packs)
+        most_bytes, most_elements = list_node_limits(cfg) if cfg.set_listpacks else (-1, -1)
+        return (MR_NODES, most_bytes, most_elements, ROBJ + QUICKLIST, 0, QUICKLIST_NODE, _enc("quicklist"),
+                _enc("listpack")), 0.0
+    if t == "stream" and layout.startswith("stream"):
+        return (MR_STREAM, 0, 0, ROBJ + STREAM, 0, 0, _enc("stream"), 0), 0.0
+    return (MR_DECLINE, 0, 0, 0, 0, 0, 0, 0), 0.0
 
 
 class LaneMeasure:
     """What the memory model asks of the C record lane (``RdbParser(measure=...)``): given
-    the lane's value type of each type byte, the tables and rules ``scan`` takes."""
+    the lane's value type of each type byte, the tables, rules and figures ``scan`` takes."""
 
     def __init__(self, cfg: Config = DEFAULTS) -> None:
         self.cfg = cfg
         self._made: dict[tuple, tuple] = {}
 
-    def __call__(self, vtypes: list, version: int = 0) -> tuple[bytes, bytes, bytes]:
+    def __call__(self, vtypes: list, version: int = 0) -> tuple:
         """The tables and rules for a file of RDB ``version`` whose type bytes mean ``vtypes``."""
         made = (version, *map(id, vtypes))
         got = self._made.get(made)
         if got is None:
             cfg = for_version(self.cfg, version)
-            rules = [x for v in vtypes for x in lane_rule(v, cfg)]
-            got = (*_lane_tables(), struct.pack("<768q", *rules))
+            rules = [lane_rule(v, cfg) for v in vtypes]
+            got = (*_lane_tables(cfg.sizes), struct.pack(f"<{len(RULE_FIELDS) * 256}q", *(x for r, _ in rules for x in r)),
+                   struct.pack("<256d", *(e for _, e in rules)), struct.pack(f"<{len(LANE_MODEL)}q", *LANE_MODEL),
+                   LANE_ENCODINGS)
             self._made[made] = got
         return got
 
 
-def _shape_usage(rec) -> tuple[int, str, int | None]:
+def _shape_usage(rec, sz: Sizes) -> tuple[int, str, int | None]:
     """A record the C lane measured (what ``extra`` holds), else what the file holds of it."""
     extra, vtype = rec.extra, rec.vtype
     layout = vtype.layout
@@ -665,15 +772,15 @@ def _shape_usage(rec) -> tuple[int, str, int | None]:
         length = extra["value_length"]
         if rec.encoding == "int":
             return ROBJ, "int", length
-        usage, enc = string_usage(extra.get("head"), length)
+        usage, enc = string_usage(extra.get("head"), length, sz)
         return usage, enc, length
     n = rec.elements or 0
     if "alloc" in extra and layout in ("hash", "set"):  # MR_ELEMENTS, MR_SET
         return hashtable_usage(n, extra["alloc"]), "hashtable", extra["largest"]
     if "alloc" in extra and layout == "zset2":
-        return skiplist_usage(n, extra["alloc"]), "skiplist", extra["largest"]
+        return skiplist_usage(n, extra["alloc"], sz), "skiplist", extra["largest"]
     if "packed_bytes" in extra:
-        return (ROBJ + jemalloc(extra["packed_bytes"]), "intset" if layout == "intset" else "listpack",
+        return (ROBJ + sz.alloc(extra["packed_bytes"]), "intset" if layout == "intset" else "listpack",
                 extra.get("largest"))
     if "alloc" in extra and layout == "quicklist2":
         return quicklist_nodes_usage(extra.get("nodes", 0), extra["alloc"]), "quicklist", extra.get("largest")

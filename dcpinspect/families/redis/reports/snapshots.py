@@ -5,6 +5,7 @@ for; memory stays flat whatever the file's size (the family's ``snapshots``, whi
 
 from __future__ import annotations
 
+import gc
 import gzip
 import zlib
 import sys
@@ -158,6 +159,10 @@ def records(path, keep=False, select=None, recent: "_Recent | None" = None, meas
     yield from parser.close()
 
 
+#: the collector's first generation while the memory reports read (Python's default: 700)
+REPORTS_GC_THRESHOLD = 50_000
+
+
 def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     """The memory reports of one file or ``.dfs`` set (:mod:`.usage`), printed as a table,
     JSON Lines or CSV (``fmt``), of the keys ``select`` (a
@@ -166,7 +171,7 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     from ..dragonfly import dfs
     from . import usage
 
-    from .memory import LaneMeasure
+    from .memory import ALLOCATORS, LaneMeasure
 
     options = usage_options(asked)
     reports = usage.Reports(options)
@@ -190,21 +195,31 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     elif isinstance(path, SentData):
         stream = ((None, rec) for rec in _selected(path.records, select))
     else:
-        stream = ((None, rec) for rec in records(path, keep=True, select=select, measure=measure,
-                                                 on_header=reports.header))
-    for shard, rec in stream:
-        kind = type(rec)
-        if kind is KeyRecord:
-            m = reports.measure(rec, shard)
-            reports.add(m)
-            if csv_all:
-                out.writerow(_csv_cells(m.csv_row()))
-        else:
-            _unusable(path[0] if isinstance(path, tuple) else path, rec)
-            if kind is AuxRecord:
-                reports.aux(rec)
-        for f in report.findings_of(rec):
-            worst = max(worst, LEVELS[f.severity])
+        stream = records(path, keep=True, select=select, measure=measure, on_header=reports.header)  # (shard: None)
+    shard = None
+    # the reports' tables grow by small containers that hold no cycles: the collector's
+    # passes over them, every 700 of them, are work for nothing (cycles are still collected)
+    threshold = gc.get_threshold()
+    gc.set_threshold(REPORTS_GC_THRESHOLD, *threshold[1:])
+    try:
+        for rec in stream:
+            if type(rec) is tuple:
+                shard, rec = rec
+            kind = type(rec)
+            if kind is KeyRecord:
+                m = reports.add(rec, shard, keep=csv_all)
+                if csv_all:
+                    out.writerow(_csv_cells(m.csv_row()))
+                if not rec.findings:
+                    continue
+            else:
+                _unusable(path[0] if isinstance(path, tuple) else path, rec)
+                if kind is AuxRecord:
+                    reports.aux(rec)
+            for f in report.findings_of(rec):
+                worst = max(worst, LEVELS[f.severity])
+    finally:
+        gc.set_threshold(*threshold)
     if fmt == "jsonl":
         for obj in reports.json_objects():
             sys.stdout.buffer.write(dumps_line(obj))
@@ -222,9 +237,12 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
             console.print(safe(title))
             print_rows(console, headers, [tuple("" if c is None else safe(str(c)) for c in r) for r in rows])
             console.print()
-        server = "7.2" if reports.options.config.set_listpacks else "7.0"
+        cfg = reports.options.config
+        server = "7.2" if cfg.set_listpacks else "7.0"
+        jemalloc = "Redis's bundled" if cfg.sizes.quantum == ALLOCATORS["bundled"] else "a system"
         console.print(f"{reports.keys:,} keys, {reports.memory:,} bytes estimated (Redis {server}'s structures, "
-                      f"the server's thresholds{' of the config given' if asked.get('config') else ''})")
+                      f"the server's thresholds{' of the config given' if asked.get('config') else ''}, "
+                      f"{jemalloc} jemalloc)")
     sys.stdout.flush()
     if plot is not None:
         try:
@@ -259,7 +277,9 @@ def usage_options(asked: dict):
     (text), ``depth``, ``at`` (Unix seconds or ISO 8601, as the key selection takes it),
     ``config`` (a redis.conf path)."""
     from . import usage
-    from .memory import DEFAULTS, Config
+    from dataclasses import replace
+
+    from .memory import ALLOCATORS, DEFAULTS, Config
     from .selection import parse_time
 
     names = tuple(dict.fromkeys(asked.get("names") or ("memory",)))
@@ -275,6 +295,10 @@ def usage_options(asked: dict):
         raise InputError(f"--config {asked['config']}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise InputError(str(exc)) from None
+    if asked.get("allocator"):
+        if asked["allocator"] not in ALLOCATORS:
+            raise InputError(f"--allocator {asked['allocator']!r}: one of {', '.join(ALLOCATORS)}")
+        config = replace(config, allocator=asked["allocator"])
     try:
         at_ms = parse_time(asked["at"]) if asked.get("at") else None
     except ValueError as exc:

@@ -80,13 +80,12 @@ def prefixes(key: bytes, seps: tuple[bytes, ...], depth: int) -> list[bytes]:
     at = 0
     if len(seps) == 1:
         sep = seps[0]
-        find, step = key.find, len(sep)
-        while len(out) < depth:
-            cut = find(sep, at)
-            if cut < 0:
-                break
-            at = cut + step
-            out.append(key[:at])
+        parts = key.split(sep, depth)  # (the last part is the rest, after the last cut)
+        if len(parts) > 1:
+            step = len(sep)
+            for part in parts[:-1]:
+                at += len(part) + step
+                out.append(key[:at])
         return out
     while len(out) < depth:
         cut = min((i for i in (key.find(s, at) for s in seps) if i >= 0), default=-1)
@@ -109,15 +108,22 @@ class PrefixTable:
         self.pruned = 0
 
     def add(self, db: int, prefix: bytes, memory: int, elements: int) -> None:
-        row = self.table.get((db, prefix))
-        if row is None:
-            if len(self.table) >= self.cap:
-                self._prune()
-            self.table[(db, prefix)] = [memory, 1, elements]
-        else:
-            row[0] += memory
-            row[1] += 1
-            row[2] += elements
+        self.add_all(db, (prefix,), memory, elements)
+
+    def add_all(self, db: int, prefixes, memory: int, elements: int) -> None:
+        """A key's memory and elements under each of its ``prefixes``."""
+        table = self.table
+        for prefix in prefixes:
+            row = table.get((db, prefix))
+            if row is None:
+                if len(table) >= self.cap:
+                    self._prune()
+                    table = self.table
+                table[(db, prefix)] = [memory, 1, elements]
+            else:
+                row[0] += memory
+                row[1] += 1
+                row[2] += elements
 
     def _prune(self) -> None:
         keep = heapq.nlargest(self.cap // 2, self.table.items(), key=lambda kv: kv[1][0])
@@ -131,13 +137,15 @@ class PrefixTable:
 
 @dataclass
 class _Big:
-    """One type's figures for ``bigkeys``."""
+    """One type's figures for ``bigkeys``: its biggest keys and what they were measured by."""
 
     keys: int = 0
     elements: int = 0
     memory: int = 0
     by_elements: Measured | None = None
     by_memory: Measured | None = None
+    most_elements: int = -1
+    most_memory: int = -1
 
 
 class Reports:
@@ -154,14 +162,16 @@ class Reports:
         self.big: dict[str, _Big] = {}
         self.prefixes = PrefixTable(options.prefix_cap)
         self.types: dict[tuple[int, str, str], list[int]] = {}
-        self.expiring: list = []  # (ms to expiry, Measured) are bucketed at the end, see expiry_rows
         self._expiry: dict[str, list[int]] = {}
         self.plot = None
+        self._names = frozenset(options.names)
+        self._seps, self._depth = options.seps, options.depth
 
-    def measure(self, rec: KeyRecord, shard: int | None = None) -> Measured:
-        """The key's figures."""
-        km = key_memory(rec, self.options.config)
-        return Measured(rec.db, rec.key, rec.type, km.encoding, rec.elements or 0, km, rec.expire_ms, shard)
+    def measure(self, rec: KeyRecord, shard: int | None = None, km: KeyMemory | None = None) -> Measured:
+        """The key's figures (``km``: its memory, when known already)."""
+        if km is None:
+            km = key_memory(rec, self.options.config)
+        return Measured(rec.db, rec.key, rec.vtype.type, km.encoding, rec.elements or 0, km, rec.expire_ms, shard)
 
     def header(self, vendor: str, version: int) -> None:
         """A file's header: the server the model is of (set listpacks from RDB 11)."""
@@ -176,55 +186,69 @@ class Reports:
             except ValueError:
                 pass
 
-    def add(self, m: Measured) -> None:
-        total = m.memory.total
+    def add(self, rec: KeyRecord, shard: int | None = None, keep: bool = False) -> Measured | None:
+        """One key's figures into the reports asked; its :class:`Measured` is made only for
+        what keeps it (a top key, a type's biggest, the plot), or when ``keep`` asks for it
+        (returned, else None)."""
+        km = key_memory(rec, self.options.config)
+        total = km.usage + km.expires
+        t = rec.vtype.type
+        m = self.measure(rec, shard, km) if keep or self.plot is not None else None
         self.keys += 1
         self.memory += total
-        self.key_bytes += len(m.key)
-        names = self.options.names
+        self.key_bytes += len(rec.key)
+        names = self._names
         if "memory" in names:
             self._seq += 1
-            item = (total, -self._seq, m)
-            if len(self._top) < self.options.top:
-                heapq.heappush(self._top, item)
-            elif item > self._top[0]:
-                heapq.heapreplace(self._top, item)
+            top = self._top
+            if len(top) < self.options.top:
+                heapq.heappush(top, (total, -self._seq, m or self.measure(rec, shard, km)))
+            elif total > top[0][0]:  # (a later key of the same memory ranks below)
+                heapq.heapreplace(top, (total, -self._seq, m or self.measure(rec, shard, km)))
         if "bigkeys" in names:
-            b = self.big.setdefault(m.type, _Big())
+            b = self.big.get(t)
+            if b is None:
+                b = self.big[t] = _Big()
+            count = self._count(t, km.largest, rec.elements or 0)
             b.keys += 1
-            b.elements += self._count(m)
+            b.elements += count
             b.memory += total
-            if b.by_elements is None or self._count(m) > self._count(b.by_elements):
-                b.by_elements = m
-            if b.by_memory is None or total > b.by_memory.memory.total:
-                b.by_memory = m
+            if count > b.most_elements:
+                m = m or self.measure(rec, shard, km)
+                b.most_elements, b.by_elements = count, m
+            if total > b.most_memory:
+                m = m or self.measure(rec, shard, km)
+                b.most_memory, b.by_memory = total, m
         if "prefix" in names or self.plot is not None:
-            cut = prefixes(m.key, self.options.seps, self.options.depth)
-            if "prefix" in names:
-                for p in cut:
-                    self.prefixes.add(m.db, p, total, m.elements)
+            cut = prefixes(rec.key, self._seps, self._depth)
+            if "prefix" in names and cut:
+                self.prefixes.add_all(rec.db, cut, total, rec.elements or 0)
         if "types" in names:
-            row = self.types.setdefault((m.db, m.type, m.memory.encoding), [0, 0])
-            row[0] += 1
-            row[1] += total
+            row = self.types.get((rec.db, t, km.encoding))
+            if row is None:
+                self.types[(rec.db, t, km.encoding)] = [1, total]
+            else:
+                row[0] += 1
+                row[1] += total
         if "expiry" in names:
-            self._expiry_add(m, total)
+            self._expiry_add(rec.expire_ms, total)
         if self.plot is not None:
             self.plot.add(m, cut)
+        return m
 
     @staticmethod
-    def _count(m: Measured) -> int:
+    def _count(t: str, largest: int | None, elements: int) -> int:
         """What redis-cli --bigkeys measures a key by: a string's length, else its elements."""
-        return m.memory.largest if m.type == "string" else m.elements
+        return largest if t == "string" else elements
 
-    def _expiry_add(self, m: Measured, total: int) -> None:
+    def _expiry_add(self, expire_ms: int | None, total: int) -> None:
         at = self.options.at_ms if self.options.at_ms is not None else self.ctime_ms
-        if m.expire_ms is None:
+        if expire_ms is None:
             name = "none"
         elif at is None:
             name = "unknown"
         else:
-            left = m.expire_ms - at
+            left = expire_ms - at
             name = next(n for n, below in EXPIRY_BUCKETS if below is None or left < below)
         row = self._expiry.setdefault(name, [0, 0])
         row[0] += 1
@@ -256,7 +280,7 @@ class Reports:
         for t, b in sorted(self.big.items()):
             unit = UNITS.get(t, "elements")
             e, mm = b.by_elements, b.by_memory
-            rows.append((t, key_text(e.key), e.db, self._count(e), unit, key_text(mm.key), mm.db, mm.memory.total,
+            rows.append((t, key_text(e.key), e.db, b.most_elements, unit, key_text(mm.key), mm.db, mm.memory.total,
                          b.keys, b.elements, b.memory, f"{100 * b.keys / self.keys:.2f}%",
                          f"{b.elements / b.keys:.2f}"))
         return ("Biggest keys per type", ("type", "biggest by elements", "its db", "its elements", "unit",
