@@ -1884,6 +1884,23 @@ error:
     return NULL;
 }
 
+/* double_text(d, g17): a score as the lines write it (data.redis_double), or as digests of
+ * a server before 7.2 take it (data.g17): for tests */
+static PyObject *double_text(PyObject *self, PyObject *args) {
+    double d;
+    int old;
+    char t[64];
+    if (!PyArg_ParseTuple(args, "dp", &d, &old))
+        return NULL;
+    int k = old ? double_g17(d, t, sizeof t) : double_redis(d, t, sizeof t);
+    if (k < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "double_text: no room");
+        return NULL;
+    }
+    return PyUnicode_FromStringAndSize(t, k);
+}
+
 /* -- the module ----------------------------------------------------------------------- */
 
 typedef int (*layout_fn)(const uint8_t *, size_t, PyObject *, Py_ssize_t *, int);
@@ -2292,6 +2309,8 @@ static PyMethodDef methods[] = {
     {"ziplist", ziplist, METH_O, "A ziplist's entries (bytes and int), or None when it is damaged."},
     {"listpack_count", listpack_count, METH_O, "How many entries an undamaged listpack holds, or None."},
     {"ziplist_count", ziplist_count, METH_O, "How many entries an undamaged ziplist holds, or None."},
+    {"double_text", double_text, METH_VARARGS,
+     "double_text(d, g17): d as data.redis_double writes it (g17: as data.g17), for tests."},
     {"sha1_portable", sha1_portable, METH_O,
      "sha1_portable(on): SHA-1 by the portable block function alone (for tests); what it was before."},
     {"sha1_each", sha1_each, METH_O, "sha1_each(elements): their SHA-1s, one after the other (20 bytes each)."},
