@@ -137,6 +137,50 @@ def _zoo_file(rnd: random.Random) -> bytes:
     return g.rdb(body, version=11)
 
 
+def _stream_value(version: int, rnd: random.Random) -> bytes:
+    """A stream of layout ``version`` (1-4): two nodes (one entry deleted, one with fields
+    of its own), and consumer groups with pending entries, one of them claimed by two
+    consumers (the later one owns it, as the JSON says)."""
+    L, S = g.length, g.string
+    first = g.stream_node(1700000000000, 0, ["type", "user"], [(0, 0, [b"a", 1]), (0, 1, [b"\xff", b"x"])])
+    own = [2, 1, 2, "f1", "f2", 0,
+           0, 5, 0, 2, b"o1", 77, b"o2", "\u00e9", 7,  # fields of its own
+           2, 6, 0, b"v", -3, 5,  # the master's fields (SAMEFIELDS)
+           1, 7, 0, 2, b"gone", b"1", b"x", b"y", 7]  # deleted
+    node2 = S(struct.pack(">QQ", 1700000000100, 0)) + S(g.listpack(own))
+    body = L(2) + first + node2 + L(4) + L(1700000000107) + L(0)
+    if version >= 2:
+        body += L(1700000000000) + L(0) + L(1700000000107) + L(0) + L(9)
+    ids = [(1700000000000, 0), (1700000000000, 1), (1700000000100, 0)]
+    groups = [(b"g1", ids, [(b"c1", ids[:2]), (b"\xfe c2", ids[1:])]), (b"g2", [], [])]
+    body += L(len(groups))
+    for name, pel, consumers in groups:
+        body += S(name) + L(1700000000000) + L(1)
+        if version >= 2:
+            body += L((1 << 64) - 1 if name == b"g1" else 3)
+        body += L(len(pel)) + b"".join(struct.pack(">QQ", *i) + struct.pack("<q", 1700000000500 + k) + L(k + 1)
+                                       for k, i in enumerate(pel))
+        body += L(len(consumers))
+        for cname, cpel in consumers:
+            body += S(cname) + struct.pack("<q", 1700000000600)
+            if version >= 3:
+                body += struct.pack("<q", 1700000000700)
+            body += L(len(cpel)) + b"".join(struct.pack(">QQ", *i) for i in cpel)
+    if version >= 4:
+        body += L(0) + L(0) + L(0) + L(0) + L(0)
+    return body
+
+
+@needs_c
+@pytest.mark.parametrize("version,type_", [(1, 15), (2, 19), (3, 21), (4, 26)])
+def test_lines_of_streams(version, type_):
+    rdb_version = {1: 9, 2: 10, 3: 11, 4: 13}[version]
+    value = _stream_value(version, random.Random(version))
+    raw = g.rdb(g.aux("redis-ver", "7.4.0") + g.key(type_, "s", value) + g.key(type_, "t", value, 1800000000000),
+                version=rdb_version)
+    assert same(raw) == 2
+
+
 @needs_c
 def test_lines_of_every_layout_and_text():
     raw = _zoo_file(random.Random(3))

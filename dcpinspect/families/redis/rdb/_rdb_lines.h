@@ -3,7 +3,7 @@
  * outputs/jsonl.dumps_line writes them: json.dumps's compact ASCII), its value in
  * data.value_json's shape and its digest as digest.digests computes it, from the bytes the
  * lane has just vouched for. A key it cannot write so (a name that is not UTF-8, a
- * stream, a score it does not read the way float() does) is declined like any other, and
+ * score it does not read the way float() does, a stream ID past 64 bits) is declined like any other, and
  * the Python readers and report.key_json make it. */
 
 static void sha1(const uint8_t *p, size_t n, uint8_t out[20]);
@@ -40,7 +40,7 @@ static void out_raw(Out *o, const void *s, size_t n) {
     }
 }
 
-#define OUT_LIT(o, s) out_raw((o), (s), sizeof(s) - 1)
+#define OUT_LIT(o, s) out_raw((o), ("" s), sizeof(s) - 1) /* a literal only */
 
 static void out_i64(Out *o, int64_t v) {
     char t[24];
@@ -313,6 +313,11 @@ static int obj_type(int code) {
     case L_ZIPLIST_HASH:
     case L_LISTPACK_HASH:
         return 4;
+    case L_STREAM1:
+    case L_STREAM2:
+    case L_STREAM3:
+    case L_STREAM4:
+        return 6;
     }
     return -1;
 }
@@ -443,6 +448,287 @@ static int lines_entries(Lines *J, int type, int first) {
     return 1;
 }
 
+
+/* -- streams (data._stream's shape; digest: each live entry's "ms.seq", fields and values) -- */
+
+static void out_u64(Out *o, uint64_t v) {
+    char t[24];
+    int k = snprintf(t, sizeof t, "%llu", (unsigned long long)v);
+    out_raw(o, t, (size_t)k);
+}
+
+static void out_id(Out *o, uint64_t ms, uint64_t seq) {
+    char t[48];
+    int k = snprintf(t, sizeof t, "\"%llu-%llu\"", (unsigned long long)ms, (unsigned long long)seq);
+    out_raw(o, t, (size_t)k);
+}
+
+static uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p + 4); }
+
+/* two lengths as an ID */
+static int lane_id(Lane *L, size_t *q, uint64_t *ms, uint64_t *seq) {
+    return lane_len(L, q, ms) && lane_len(L, q, seq);
+}
+
+static int lines_elem_hash(Lines *J, const LpItem *it) {
+    uint8_t h[20];
+    el_item(J, it, h);
+    return lines_hash(J, h);
+}
+
+/* one node's entries (checked by lane_stream_node) */
+static int lines_stream_node(Lines *J, uint64_t mms, uint64_t mseq, int *first) {
+    const LpItem *it = J->sink.items;
+    size_t len = J->sink.n;
+    size_t nfields = (size_t)it[2].v, i = 4 + nfields;
+    const LpItem *fields = it + 3;
+    while (i < len) {
+        int64_t flags = it[i].v;
+        __int128 ms = (__int128)mms + it[i + 1].v, seq = (__int128)mseq + it[i + 2].v;
+        i += 3;
+        size_t n = flags & 2 ? nfields : (size_t)it[i].v;
+        const LpItem *vals = flags & 2 ? it + i : it + i + 1;
+        i += flags & 2 ? nfields : 1 + 2 * n;
+        i += 1; /* lp-count */
+        if (flags & 1)
+            continue;
+        if (ms < 0 || seq < 0 || ms > (__int128)UINT64_MAX || seq > (__int128)UINT64_MAX)
+            return 0;
+        if (!*first)
+            OUT_LIT(&J->v, ",");
+        *first = 0;
+        OUT_LIT(&J->v, "[");
+        out_id(&J->v, (uint64_t)ms, (uint64_t)seq);
+        OUT_LIT(&J->v, ",[");
+        char t[48];
+        uint8_t h[20];
+        int k = snprintf(t, sizeof t, "%llu.%llu", (unsigned long long)ms, (unsigned long long)seq);
+        sha1((const uint8_t *)t, (size_t)k, h);
+        if (!lines_hash(J, h))
+            return 0;
+        for (size_t f = 0; f < n; f++) {
+            const LpItem *field = flags & 2 ? &fields[f] : &vals[2 * f];
+            const LpItem *value = flags & 2 ? &vals[f] : &vals[2 * f + 1];
+            if (f)
+                OUT_LIT(&J->v, ",");
+            OUT_LIT(&J->v, "[");
+            if (!lines_elem_hash(J, field))
+                return 0;
+            OUT_LIT(&J->v, ",");
+            if (!lines_elem_hash(J, value))
+                return 0;
+            OUT_LIT(&J->v, "]");
+        }
+        OUT_LIT(&J->v, "]]");
+    }
+    return 1;
+}
+
+typedef struct {
+    uint64_t ms, seq;
+    size_t consumer;
+} Owned;
+
+static int cmp_owned(const void *a, const void *b) {
+    const Owned *x = a, *y = b;
+    if (x->ms != y->ms)
+        return x->ms < y->ms ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->consumer < y->consumer ? -1 : x->consumer > y->consumer;
+}
+
+/* the consumer (its index) whose PEL holds the ID last, as data._stream's dict says, or -1 */
+static Py_ssize_t owner_of(const Owned *o, size_t n, uint64_t ms, uint64_t seq) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first entry past (ms, seq) */
+        size_t mid = (lo + hi) / 2;
+        if (o[mid].ms < ms || (o[mid].ms == ms && o[mid].seq <= seq))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo && o[lo - 1].ms == ms && o[lo - 1].seq == seq)
+        return (Py_ssize_t)o[lo - 1].consumer;
+    return -1;
+}
+
+static int lines_name(Lines *J, Lane *L, size_t at) {
+    const uint8_t *d;
+    size_t len;
+    int kind;
+    char num[24];
+    if (!lane_string(L, &at, 1, &d, &len, &kind, num))
+        return 0;
+    out_text(&J->v, d, len);
+    return 1;
+}
+
+/* one consumer group from *q */
+static int lines_group(Lines *J, Lane *L, size_t *q, int version, Owned **owned, size_t *owned_room) {
+    uint64_t ms, seq, x, npel, nconsumers;
+    size_t name_at = *q;
+    if (!lane_skip(L, q) || !lane_id(L, q, &ms, &seq))
+        return 0;
+    OUT_LIT(&J->v, "{\"name\":");
+    if (!lines_name(J, L, name_at))
+        return 0;
+    OUT_LIT(&J->v, ",\"last_delivered_id\":");
+    out_id(&J->v, ms, seq);
+    if (version >= 2) {
+        if (!lane_len(L, q, &x))
+            return 0;
+        OUT_LIT(&J->v, ",\"entries_read\":");
+        if (x == UINT64_MAX)
+            OUT_LIT(&J->v, "null");
+        else
+            out_u64(&J->v, x);
+    }
+    if (!lane_len(L, q, &npel))
+        return 0;
+    size_t pel_at = *q;
+    for (uint64_t e = 0; e < npel; e++)
+        if (!lane_ms(L, q, 16 + 8) || !lane_len(L, q, &x))
+            return 0;
+    if (!lane_len(L, q, &nconsumers))
+        return 0;
+    size_t consumers_at = *q, n = 0;
+    size_t *names = nconsumers ? PyMem_Malloc(nconsumers * sizeof(size_t)) : NULL;
+    if (nconsumers && names == NULL)
+        return 0;
+    int ok = 0;
+    for (uint64_t c = 0; c < nconsumers; c++) {
+        uint64_t ncpel;
+        names[c] = *q;
+        if (!lane_skip(L, q) || !lane_ms(L, q, version >= 3 ? 16 : 8) || !lane_len(L, q, &ncpel))
+            goto out;
+        for (uint64_t e = 0; e < ncpel; e++, n++) {
+            if (n == *owned_room) {
+                size_t room = *owned_room ? *owned_room * 2 : 64;
+                Owned *o = PyMem_Realloc(*owned, room * sizeof(Owned));
+                if (o == NULL)
+                    goto out;
+                *owned = o;
+                *owned_room = room;
+            }
+            (*owned)[n] = (Owned){be64(L->b + *q), be64(L->b + *q + 8), (size_t)c};
+            *q += 16;
+        }
+    }
+    if (n > 1)
+        qsort(*owned, n, sizeof(Owned), cmp_owned);
+    OUT_LIT(&J->v, ",\"pending\":[");
+    size_t r = pel_at;
+    for (uint64_t e = 0; e < npel; e++) {
+        uint64_t ims = be64(L->b + r), iseq = be64(L->b + r + 8);
+        int64_t delivered = le64s(L->b + r + 16);
+        r += 24;
+        if (!lane_len(L, &r, &x))
+            goto out;
+        if (e)
+            OUT_LIT(&J->v, ",");
+        OUT_LIT(&J->v, "{\"id\":");
+        out_id(&J->v, ims, iseq);
+        OUT_LIT(&J->v, ",\"consumer\":");
+        Py_ssize_t who = owner_of(*owned, n, ims, iseq);
+        if (who < 0)
+            OUT_LIT(&J->v, "null");
+        else if (!lines_name(J, L, names[who]))
+            goto out;
+        OUT_LIT(&J->v, ",\"delivery_time\":");
+        out_i64(&J->v, delivered);
+        OUT_LIT(&J->v, ",\"delivery_count\":");
+        out_u64(&J->v, x);
+        OUT_LIT(&J->v, "}");
+    }
+    OUT_LIT(&J->v, "],\"consumers\":[");
+    r = consumers_at;
+    for (uint64_t c = 0; c < nconsumers; c++) {
+        uint64_t ncpel;
+        if (c)
+            OUT_LIT(&J->v, ",");
+        OUT_LIT(&J->v, "{\"name\":");
+        if (!lines_name(J, L, r) || !lane_skip(L, &r))
+            goto out;
+        OUT_LIT(&J->v, ",\"seen_time\":");
+        out_i64(&J->v, le64s(L->b + r));
+        r += 8;
+        if (version >= 3) {
+            OUT_LIT(&J->v, ",\"active_time\":");
+            out_i64(&J->v, le64s(L->b + r));
+            r += 8;
+        }
+        if (!lane_len(L, &r, &ncpel))
+            goto out;
+        OUT_LIT(&J->v, ",\"pending\":[");
+        for (uint64_t e = 0; e < ncpel; e++) {
+            if (e)
+                OUT_LIT(&J->v, ",");
+            out_id(&J->v, be64(L->b + r), be64(L->b + r + 8));
+            r += 16;
+        }
+        OUT_LIT(&J->v, "]}");
+    }
+    OUT_LIT(&J->v, "]}");
+    ok = 1;
+out:
+    PyMem_Free(names);
+    return ok;
+}
+
+/* a stream of layout version 1-4 at q (read by lane_stream already) */
+static int lines_stream(Lines *J, Lane *L, size_t q, int version) {
+    uint64_t nodes, x, ms, seq;
+    int first = 1;
+    if (!lane_len(L, &q, &nodes))
+        return 0;
+    OUT_LIT(&J->v, "{\"entries\":[");
+    for (uint64_t k = 0; k < nodes; k++) {
+        const uint8_t *d;
+        size_t len;
+        int kind;
+        char num[24];
+        if (!lane_string(L, &q, 1, &d, &len, &kind, num) || len != 16)
+            return 0;
+        uint64_t mms = be64(d), mseq = be64(d + 8);
+        if (!lines_packed(J, L, &q, 0) || !lines_stream_node(J, mms, mseq, &first))
+            return 0;
+    }
+    OUT_LIT(&J->v, "],\"length\":");
+    if (!lane_len(L, &q, &x) || !lane_id(L, &q, &ms, &seq))
+        return 0;
+    out_u64(&J->v, x);
+    OUT_LIT(&J->v, ",\"last_id\":");
+    out_id(&J->v, ms, seq);
+    if (version >= 2) {
+        if (!lane_id(L, &q, &ms, &seq))
+            return 0;
+        OUT_LIT(&J->v, ",\"first_id\":");
+        out_id(&J->v, ms, seq);
+        if (!lane_id(L, &q, &ms, &seq) || !lane_len(L, &q, &x))
+            return 0;
+        OUT_LIT(&J->v, ",\"max_deleted_id\":");
+        out_id(&J->v, ms, seq);
+        OUT_LIT(&J->v, ",\"entries_added\":");
+        out_u64(&J->v, x);
+    }
+    uint64_t groups;
+    if (!lane_len(L, &q, &groups))
+        return 0;
+    OUT_LIT(&J->v, ",\"groups\":[");
+    Owned *owned = NULL;
+    size_t owned_room = 0;
+    int ok = 1;
+    for (uint64_t g = 0; ok && g < groups; g++) {
+        if (g)
+            OUT_LIT(&J->v, ",");
+        ok = lines_group(J, L, &q, version, &owned, &owned_room);
+    }
+    PyMem_Free(owned);
+    OUT_LIT(&J->v, "]}");
+    return ok;
+}
+
 /* The value of layout `code` at q (read by the lane already): its JSON into J->v, its
  * elements' SHA-1s into J->hs (ordered) or J->acc (unordered). 0: declined. */
 static int lines_value(Lines *J, Lane *L, int code, size_t q) {
@@ -454,6 +740,11 @@ static int lines_value(Lines *J, Lane *L, int code, size_t q) {
     uint64_t n, i;
     int type = obj_type(code);
     switch (code) {
+    case L_STREAM1:
+    case L_STREAM2:
+    case L_STREAM3:
+    case L_STREAM4:
+        return lines_stream(J, L, q, code - L_STREAM1 + 1);
     case L_STRING:
         if (!lane_string(L, &q, 1, &d, &len, &kind, num))
             return 0;
