@@ -80,7 +80,10 @@ def _text_zoo(rnd: random.Random) -> list[bytes]:
     return [b"plain", b"", b'quote " back \\ slash', b"ctl \x00\x01\x1f\x7f\b\f\n\r\t",
             "été ✓ 😀 \u2028".encode(), b"\xff\xfe bad", b"\xed\xa0\x80 surrogate", b"\xc0\xaf overlong",
             b"\xf4\x90\x80\x80 past U+10FFFF", b"\xe2\x82 cut", "ü".encode()[:1], b"x" * 300,
-            rnd.randbytes(1000), rnd.randbytes(2), rnd.randbytes(3), b"12345", b"-7"]
+            rnd.randbytes(1000), rnd.randbytes(2), rnd.randbytes(3), b"12345", b"-7",
+            # what must be escaped, at every place in and across 8-byte words
+            *(b"a" * p + c + b"b" * (17 - p) for c in (b'"', b"\\", b"\x1f", b"\x7f", b"\x80", "é".encode(), b"\x00")
+              for p in range(0, 18, 3))]
 
 
 def _zoo_file(rnd: random.Random) -> bytes:

@@ -1030,6 +1030,8 @@ typedef struct {
     size_t room;
     Members mem; /* the members of the value being read (L_SET_STRINGS, L_HASH, L_ZSET2 and packed ones) */
     uint64_t lzf_left; /* the bytes LZF strings may still inflate to (the input's budget): past it, decline */
+    int lines;         /* whole lines are written (_rdb_lines.h): an LZF string is inflated once, into scratch */
+    size_t lzf_at;     /* where the LZF string whose bytes scratch holds starts (SIZE_MAX: none) */
 } Lane;
 
 static int lane_len(const Lane *L, size_t *q, uint64_t *out) {
@@ -1105,7 +1107,9 @@ static int lane_string(Lane *L, size_t *q, int want, const uint8_t **data, size_
         if (clen > L->cap || ulen > L->cap || clen > L->n - r || ulen > L->lzf_left)
             return 0;
         L->lzf_left -= ulen;
-        if (want) {
+        if (want && L->lzf_at == i) {
+            /* inflated into scratch already (the lines read a value the lane has read) */
+        } else if (want || L->lines) {
             if (ulen > clen * 88)
                 return 0;
             if (ulen + 32 > L->room) {
@@ -1115,8 +1119,10 @@ static int lane_string(Lane *L, size_t *q, int want, const uint8_t **data, size_
                 L->scratch = p;
                 L->room = (size_t)ulen + 32;
             }
+            L->lzf_at = SIZE_MAX;
             if (!lzf_decode(L->b + r, (size_t)clen, L->scratch, (size_t)ulen))
                 return 0;
+            L->lzf_at = i;
         } else if (!lzf_run(L->b + r, (size_t)clen, NULL, (size_t)ulen)) {
             return 0;
         }
@@ -1636,7 +1642,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         return NULL;
     }
     const uint8_t *codes = table.buf;
-    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0, {NULL, 0, 0, 1}, lzf_left};
+    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0, {NULL, 0, 0, 1}, lzf_left, J != NULL, SIZE_MAX};
     uint64_t committed = lzf_left; /* what is left after the keys made so far (a declined one's LZF uncharged) */
     LpSink sink = {NULL, 0, 0};
     size_t at = (size_t)p;

@@ -42,10 +42,26 @@ static void out_raw(Out *o, const void *s, size_t n) {
 
 #define OUT_LIT(o, s) out_raw((o), ("" s), sizeof(s) - 1) /* a literal only */
 
+/* v in decimal at the end of t[24]: where it starts */
+static char *dec_u64(char t[24], uint64_t v) {
+    char *w = t + 24;
+    do {
+        *--w = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return w;
+}
+
+static char *dec_i64(char t[24], int64_t v) {
+    char *w = dec_u64(t, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    if (v < 0)
+        *--w = '-';
+    return w;
+}
+
 static void out_i64(Out *o, int64_t v) {
-    char t[24];
-    int k = snprintf(t, sizeof t, "%lld", (long long)v);
-    out_raw(o, t, (size_t)k);
+    char t[24], *w = dec_i64(t, v);
+    out_raw(o, w, (size_t)(t + 24 - w));
 }
 
 static const char HEXDIGITS[] = "0123456789abcdef";
@@ -94,6 +110,20 @@ static int out_utf8(Out *o, const uint8_t *s, size_t n) {
     size_t start = o->n, run = 0, i = 0;
     OUT_LIT(o, "\"");
     while (i < n) {
+        while (i + 8 <= n) { /* 8 bytes at a time while none is to be escaped */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+            uint64_t low = (w - ones * 0x20) & ~w;                    /* a byte < 0x20 */
+            uint64_t high = (w + ones * 0x01) & highs;                /* a byte >= 0x7F (with w's high bits) */
+            uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+            uint64_t quote = (q - ones) & ~q, slash = (bs - ones) & ~bs;
+            if (((low | quote | slash) & highs) | high | (w & highs))
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
         uint8_t c = s[i];
         if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
             i++;
@@ -329,12 +359,12 @@ static void el_bytes(Lines *J, const uint8_t *s, size_t n, uint8_t h[20]) {
 }
 
 static void el_int(Lines *J, int64_t x, uint8_t h[20]) {
-    char t[24];
-    int k = snprintf(t, sizeof t, "%lld", (long long)x);
+    char t[24], *w = dec_i64(t, x);
+    size_t k = (size_t)(t + 24 - w);
     OUT_LIT(&J->v, "\"");
-    out_raw(&J->v, t, (size_t)k);
+    out_raw(&J->v, w, k);
     OUT_LIT(&J->v, "\"");
-    sha1((const uint8_t *)t, (size_t)k, h);
+    sha1((const uint8_t *)w, k, h);
 }
 
 static void el_item(Lines *J, const LpItem *it, uint8_t h[20]) {
@@ -452,9 +482,8 @@ static int lines_entries(Lines *J, int type, int first) {
 /* -- streams (data._stream's shape; digest: each live entry's "ms.seq", fields and values) -- */
 
 static void out_u64(Out *o, uint64_t v) {
-    char t[24];
-    int k = snprintf(t, sizeof t, "%llu", (unsigned long long)v);
-    out_raw(o, t, (size_t)k);
+    char t[24], *w = dec_u64(t, v);
+    out_raw(o, w, (size_t)(t + 24 - w));
 }
 
 static void out_id(Out *o, uint64_t ms, uint64_t seq) {
