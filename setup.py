@@ -16,7 +16,8 @@ def optional(name: str, source: str, **kw) -> Extension:
 setup(ext_modules=[
     optional("dcpinspect.families.mcbp._lane", "dcpinspect/families/mcbp/_lane.c",
              depends=["dcpinspect/families/mcbp/_lane_rules.h"]),
-    optional("dcpinspect.families.redis.rdb._rdb", "dcpinspect/families/redis/rdb/_rdb.c"),
+    optional("dcpinspect.families.redis.rdb._rdb", "dcpinspect/families/redis/rdb/_rdb.c",
+             depends=["dcpinspect/families/redis/rdb/_rdb_lines.h"]),
     optional("dcpinspect.sources._pcap", "dcpinspect/sources/_pcap.c"),
     optional("dcpinspect.outputs._jsonline", "dcpinspect/outputs/_jsonline.c"),
 ])

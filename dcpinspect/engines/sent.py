@@ -13,7 +13,6 @@ from typing import Iterator
 
 from ..families import DataStart
 from .inputs import Unusable
-from .reading import capture_unusable
 
 
 def chosen(path: Path) -> tuple[Path, int | None]:
@@ -54,6 +53,8 @@ def sent_data(path: Path, which: int | None, readers: list, notes: list) -> Iter
                     else:
                         yield got
     except CaptureError as exc:
+        from .reading import capture_unusable  # the capture engines': not imported by a snapshot's run
+
         raise capture_unusable(path, exc) from None
     if which is not None and which > started:
         raise Unusable(f"{path}#{which}: the capture holds {started} data set{'s' if started != 1 else ''} "

@@ -13,6 +13,7 @@
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 
 static uint32_t le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -643,8 +644,7 @@ static int listpack_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *
 /* -- ziplist (§6.1) --------------------------------------------------------------------- */
 
 static int ziplist_walk(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores,
-                        Members *mem) {
-    LpSink *sink = NULL;
+                        Members *mem, LpSink *sink) {
     if (n < 11 || le32(b) != n)
         return 0;
     uint32_t zltail = le32(b + 4);
@@ -745,7 +745,7 @@ static int ziplist_walk(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *
 }
 
 static int ziplist_run(const uint8_t *b, size_t n, PyObject *list, Py_ssize_t *count, int scores) {
-    return ziplist_walk(b, n, list, count, scores, NULL);
+    return ziplist_walk(b, n, list, count, scores, NULL, NULL);
 }
 
 /* -- the keys seen: which key hashes a snapshot has serialised already --------------------- */
@@ -862,7 +862,7 @@ static PyTypeObject SeenType = {
  * Python (rdb.py), which says which are which; it refuses a class whose slots those do
  * not cover exactly, so that no record is ever made half-filled. */
 enum { M_DB, M_KEY, M_TYPE_ID, M_VTYPE, M_OFFSET, M_LENGTH, M_SIZE, M_ELEMENTS, M_ENCODING, M_EXPIRE, M_IDLE,
-       M_FREQ, M_EXTRA, M_MADE };
+       M_FREQ, M_EXTRA, M_LINE, M_MADE };
 
 typedef struct {
     PyObject_HEAD
@@ -1030,6 +1030,8 @@ typedef struct {
     size_t room;
     Members mem; /* the members of the value being read (L_SET_STRINGS, L_HASH, L_ZSET2 and packed ones) */
     uint64_t lzf_left; /* the bytes LZF strings may still inflate to (the input's budget): past it, decline */
+    int lines;         /* whole lines are written (_rdb_lines.h): an LZF string is inflated once, into scratch */
+    size_t lzf_at;     /* where the LZF string whose bytes scratch holds starts (SIZE_MAX: none) */
 } Lane;
 
 static int lane_len(const Lane *L, size_t *q, uint64_t *out) {
@@ -1105,7 +1107,9 @@ static int lane_string(Lane *L, size_t *q, int want, const uint8_t **data, size_
         if (clen > L->cap || ulen > L->cap || clen > L->n - r || ulen > L->lzf_left)
             return 0;
         L->lzf_left -= ulen;
-        if (want) {
+        if (want && L->lzf_at == i) {
+            /* inflated into scratch already (the lines read a value the lane has read) */
+        } else if (want || L->lines) {
             if (ulen > clen * 88)
                 return 0;
             if (ulen + 32 > L->room) {
@@ -1115,8 +1119,10 @@ static int lane_string(Lane *L, size_t *q, int want, const uint8_t **data, size_
                 L->scratch = p;
                 L->room = (size_t)ulen + 32;
             }
+            L->lzf_at = SIZE_MAX;
             if (!lzf_decode(L->b + r, (size_t)clen, L->scratch, (size_t)ulen))
                 return 0;
+            L->lzf_at = i;
         } else if (!lzf_run(L->b + r, (size_t)clen, NULL, (size_t)ulen)) {
             return 0;
         }
@@ -1163,7 +1169,7 @@ static int lane_packed(Lane *L, size_t *q, int ziplist, int scores, Py_ssize_t *
     Members *mem = step ? &L->mem : NULL;
     if (mem)
         mem->step = step;
-    int r = ziplist ? ziplist_walk(data, len, NULL, count, scores, mem)
+    int r = ziplist ? ziplist_walk(data, len, NULL, count, scores, mem, NULL)
                     : listpack_walk(data, len, NULL, count, scores, NULL, mem);
     return r == 1 && !(mem && members_repeat(mem));
 }
@@ -1702,6 +1708,8 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
     return 1;
 }
 
+#include "_rdb_lines.h"
+
 /* the names scan() gives the records' extra values, and a string value's kinds */
 static PyObject *s_value_length, *s_nodes, *s_kinds[3], *s_stream, *s_length, *s_groups;
 static PyObject *s_alloc, *s_largest, *s_packed, *s_head, *s_memory;
@@ -1778,9 +1786,28 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Maker *maker;
     long long salt;
     unsigned long long lzf_left = UINT64_MAX;
-    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L|OOK", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
-                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &salt, &want, &measure, &lzf_left))
+    PyObject *lines = Py_None;
+    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L|OOKO", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
+                          &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &salt, &want, &measure, &lzf_left,
+                          &lines))
         return NULL;
+    Lines Jst, *J = NULL;
+    long long dbn = 0;
+    if (lines != Py_None) {
+        PyObject *part;
+        if (!PyTuple_Check(lines) || PyTuple_GET_SIZE(lines) != 2 ||
+            !PyByteArray_Check(part = PyTuple_GET_ITEM(lines, 1)) || PyByteArray_GET_SIZE(part) != 20 ||
+            ((dbn = PyLong_AsLongLong(db)) == -1 && PyErr_Occurred())) {
+            PyBuffer_Release(&view);
+            PyBuffer_Release(&table);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "scan: lines is (g17, bytearray(20))");
+            return NULL;
+        }
+        memset(&Jst, 0, sizeof Jst);
+        Jst.g17 = PyObject_IsTrue(PyTuple_GET_ITEM(lines, 0)) > 0;
+        J = &Jst;
+    }
     Measure Mst;
     const Measure *M = NULL;
     if (measure != Py_None) {
@@ -1847,7 +1874,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         return NULL;
     }
     const uint8_t *codes = table.buf;
-    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0, {NULL, 0, 0, 1}, lzf_left};
+    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0, {NULL, 0, 0, 1}, lzf_left, J != NULL, SIZE_MAX};
     uint64_t committed = lzf_left; /* what is left after the keys made so far (a declined one's LZF uncharged) */
     LpSink sink = {NULL, 0, 0};
     size_t at = (size_t)p;
@@ -1973,16 +2000,35 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             Py_DECREF(key);
             break;
         }
+        PyObject *line = NULL, *encoding = NULL;
+        if (J) { /* the key's whole JSON line, or the readers' key */
+            encoding = kind >= 0 ? Py_NewRef(s_kinds[kind]) : PyObject_GetAttrString(PyList_GET_ITEM(vtypes, op), "encoding");
+            line = encoding == NULL ? NULL
+                 : key_line(J, &L, code, vstart, key, dbn, PyList_GET_ITEM(vtypes, op), encoding, elements,
+                            kind >= 0 ? extra : (int64_t)elements, q - vstart, has_expire, expire,
+                            base + (Py_ssize_t)at, q - at);
+            if (line == NULL) {
+                Py_XDECREF(encoding);
+                Py_DECREF(key);
+                if (PyErr_Occurred())
+                    goto error;
+                break;
+            }
+        }
         if (seen) {
             Py_hash_t h = PyObject_Hash(key);
             if (h == -1 || room <= 0 || seen_has(seen, (uint64_t)h ^ (uint64_t)salt)) {
                 Py_DECREF(key);
+                Py_XDECREF(line);
+                Py_XDECREF(encoding);
                 if (h == -1)
                     goto error;
                 break;
             }
             if (seen_add(seen, (uint64_t)h ^ (uint64_t)salt) < 0) {
                 Py_DECREF(key);
+                Py_XDECREF(line);
+                Py_XDECREF(encoding);
                 goto error;
             }
             room--;
@@ -1997,7 +2043,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         made[M_LENGTH] = PyLong_FromSsize_t((Py_ssize_t)(q - at));
         made[M_SIZE] = PyLong_FromSsize_t((Py_ssize_t)(q - vstart));
         made[M_ELEMENTS] = PyLong_FromUnsignedLongLong(elements);
-        made[M_ENCODING] = kind >= 0 ? Py_NewRef(s_kinds[kind]) : PyObject_GetAttrString(vtype, "encoding");
+        made[M_ENCODING] = encoding ? encoding : kind >= 0 ? Py_NewRef(s_kinds[kind]) : PyObject_GetAttrString(vtype, "encoding");
+        made[M_LINE] = line ? line : Py_NewRef(Py_None);
         made[M_EXPIRE] = has_expire ? PyLong_FromLongLong(expire) : Py_NewRef(Py_None);
         made[M_IDLE] = has_idle ? PyLong_FromUnsignedLongLong(idle) : Py_NewRef(Py_None);
         made[M_FREQ] = has_freq ? PyLong_FromLong((long)freq) : Py_NewRef(Py_None);
@@ -2057,8 +2104,17 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             goto error;
         at = q;
         committed = L.lzf_left;
+        if (J)
+            xor20(J->part, J->pending);
     }
 done:
+    if (J) {
+        uint8_t *part = (uint8_t *)PyByteArray_AS_STRING(PyTuple_GET_ITEM(lines, 1));
+        xor20(part, J->part);
+        PyMem_Free(J->v.b);
+        PyMem_Free(J->hs);
+        PyMem_Free(J->sink.items);
+    }
     PyMem_Free(L.scratch);
     PyMem_Free(L.mem.h);
     PyMem_Free(sink.items);
@@ -2069,6 +2125,11 @@ done:
     PyBuffer_Release(&table);
     return Py_BuildValue("(nNK)", (Py_ssize_t)at, records, (unsigned long long)(lzf_left - committed));
 error:
+    if (J) {
+        PyMem_Free(J->v.b);
+        PyMem_Free(J->hs);
+        PyMem_Free(J->sink.items);
+    }
     PyMem_Free(L.scratch);
     PyMem_Free(L.mem.h);
     PyMem_Free(sink.items);
@@ -2079,6 +2140,23 @@ error:
     PyBuffer_Release(&table);
     Py_DECREF(records);
     return NULL;
+}
+
+/* double_text(d, g17): a score as the lines write it (data.redis_double), or as digests of
+ * a server before 7.2 take it (data.g17): for tests */
+static PyObject *double_text(PyObject *self, PyObject *args) {
+    double d;
+    int old;
+    char t[64];
+    if (!PyArg_ParseTuple(args, "dp", &d, &old))
+        return NULL;
+    int k = old ? double_g17(d, t, sizeof t) : double_redis(d, t, sizeof t);
+    if (k < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "double_text: no room");
+        return NULL;
+    }
+    return PyUnicode_FromStringAndSize(t, k);
 }
 
 /* -- the module ----------------------------------------------------------------------- */
@@ -2129,7 +2207,7 @@ static PyObject *packed_repeats(PyObject *self, PyObject *args) {
         return NULL;
     Members mem = {NULL, 0, 0, step ? step : 1};
     Py_ssize_t count = 0;
-    int r = zl ? ziplist_walk(view.buf, (size_t)view.len, NULL, &count, 0, &mem)
+    int r = zl ? ziplist_walk(view.buf, (size_t)view.len, NULL, &count, 0, &mem, NULL)
                : listpack_walk(view.buf, (size_t)view.len, NULL, &count, 0, NULL, &mem);
     PyBuffer_Release(&view);
     int repeat = r == 1 && members_repeat(&mem);
@@ -2489,6 +2567,8 @@ static PyMethodDef methods[] = {
     {"ziplist", ziplist, METH_O, "A ziplist's entries (bytes and int), or None when it is damaged."},
     {"listpack_count", listpack_count, METH_O, "How many entries an undamaged listpack holds, or None."},
     {"ziplist_count", ziplist_count, METH_O, "How many entries an undamaged ziplist holds, or None."},
+    {"double_text", double_text, METH_VARARGS,
+     "double_text(d, g17): d as data.redis_double writes it (g17: as data.g17), for tests."},
     {"sha1_portable", sha1_portable, METH_O,
      "sha1_portable(on): SHA-1 by the portable block function alone (for tests); what it was before."},
     {"sha1_each", sha1_each, METH_O, "sha1_each(elements): their SHA-1s, one after the other (20 bytes each)."},

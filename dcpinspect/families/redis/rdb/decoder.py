@@ -63,11 +63,16 @@ class RdbParser:
     their values passed over unmade); ``measure``: a :class:`~.memory.LaneMeasure`, with
     which the C lane gives the keys it can measure for the memory model without values
     (what the model needs in their ``extra``), the readers the others; ``on_header``: called
-    with the file's vendor and RDB version once its header is read."""
+    with the file's vendor and RDB version once its header is read; ``lines``: a
+    :class:`~.digest.SnapshotDigest`, with which (values kept of every key, no selection)
+    the C lane writes each key it reads as its whole JSON Lines line, value and digest in
+    it (:attr:`~.records.KeyRecord.line`, the value not kept) and adds the key's part to
+    that digest, the readers keep the others' values."""
 
     def __init__(self, keep: bool | Callable[[bytes], bool] = False, cap: int | None = None,
                  trailing_ok: bool = False, nested: "RdbParser | None" = None, select=None,
-                 depth: int = 0, measure=None, on_header: Callable[[str, int], None] | None = None) -> None:
+                 depth: int = 0, measure=None, on_header: Callable[[str, int], None] | None = None,
+                 lines=None) -> None:
         self.buf = bytearray()
         self.base = 0  # the input offset of buf[0]
         self.cap = RDB_STRING.value() if cap is None else cap
@@ -83,6 +88,7 @@ class RdbParser:
         #: what the memory model asks the C lane to measure (memory.LaneMeasure), or None
         self.measure = measure
         self.on_header = on_header
+        self.lines = lines if keep is True and select is None and measure is None else None
         self.trailing_ok = trailing_ok
         self._out: list = []
         self._need = 1
@@ -101,7 +107,7 @@ class RdbParser:
         #: only (those it leaves to the readers): its table of layouts and
         #: the value types it names, for the (vendor, version) they were made for
         self._lane_on = C is not None and (self._keep is False or select is not None or self._keep_test
-                                           or measure is not None)
+                                           or measure is not None or self.lines is not None)
         self._lane_for: tuple | None = None
         self._lane_table: tuple | None = None
         self.nested = nested
@@ -116,6 +122,8 @@ class RdbParser:
             self.version: int | None = None
             self.db = 0
             self.ctime_ms: int | None = None
+            #: the redis-ver aux field (how the server writes scores into digests)
+            self.redis_ver: bytes | None = None
             #: the keys serialised so far, of every db in one table: each key's hash XOR its
             #: db's salt (:func:`db_salt`), so that it grows with the keys, never with the dbs
             self._seen: Seen | _SeenSet = Seen() if C is not None else _SeenSet()
@@ -463,8 +471,13 @@ class RdbParser:
         db, remembered = state.db, state._seen_count
         seen = state._seen if remembered < self._keys_cap else None
         select = self.select
-        want = measured = None
-        if self.measure is not None:  # the lane measures the keys it can, the readers keep the others
+        want = measured = lines = None
+        if self.lines is not None:  # the lane writes whole lines of the keys it reads, the readers keep the others
+            from .data import g17
+            from .digest import scores_of
+
+            lines = (scores_of(state.redis_ver) is g17, bytearray(20))
+        elif self.measure is not None:  # the lane measures the keys it can, the readers keep the others
             measured = self.measure(vtypes, state.version)
         elif self._keep is not False:  # values are kept: the lane reads only the keys passed over
             keep, keep_test, ctime = self._keep, self._keep_test, state.ctime_ms
@@ -475,11 +488,13 @@ class RdbParser:
             want = wanted
         q, found, inflated = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1,
                                     state.ctime_ms, _MAKER, self.base, db, vtypes, db_salt(db), want, measured,
-                                    max(0, self._allowed() - state.inflated))
+                                    max(0, self._allowed() - state.inflated), lines)
         state.inflated += inflated  # the LZF strings of the keys it made, within the budget
         state.keys += len(found)
         if seen is not None:
             state._seen_count += len(found)
+        if lines is not None and found:
+            self.lines.add(db, int.from_bytes(lines[1], "big"))
         if select is None:
             self._out += found
         else:
@@ -623,7 +638,7 @@ _LANE_CODES = {"string": 1, "list": 2, "set": 18, "hash": 3, "zset2": 4, "ziplis
                "quicklist2": 12, "listpack_set": 13, "stream1": 14, "stream2": 15, "stream3": 16, "stream4": 17}
 #: the KeyRecord fields ``scan`` gives, in its order
 _LANE_FIELDS = ("db", "key", "type_id", "vtype", "offset", "length", "size", "elements", "encoding", "expire_ms",
-                "idle", "freq", "extra")
+                "idle", "freq", "extra", "line")
 
 
 def _maker():
@@ -767,6 +782,8 @@ def _aux(r: RdbParser, p: int, rec: OpRecord):
             state.ctime_ms = int(value) * 1000
         except ValueError:
             pass
+    if key == b"redis-ver":
+        state.redis_ver = value
     if key == b"df-ver" and state.vendor == types.REDIS:
         state.vendor = types.DRAGONFLY
     return p

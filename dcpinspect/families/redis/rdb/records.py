@@ -47,6 +47,9 @@ class KeyRecord:
     findings: list[Finding] = field(default_factory=list)
     #: the offset inside a Dragonfly compressed blob (``offset`` is then the blob's)
     blob_offset: int | None = None
+    #: the key's whole JSON Lines line with its value and digest, when the parser was asked
+    #: for lines (``RdbParser(lines=...)``) and its C lane wrote it (the value is then not kept)
+    line: bytes | None = None
 
     @property
     def type(self) -> str:

@@ -122,20 +122,22 @@ def selection_of(select: dict | None):
 
 
 def records(path, keep=False, select=None, recent: "_Recent | None" = None, measure=None, progress=None,
-            on_header=None):
+            on_header=None, lines=None):
     """The records of one file, as they complete (the :class:`Ending` last); only the keys
     ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given. ``path``: a
     path, or an input opened already (``sources.inputs.Contents``: read on from its start,
     never opened again); ``recent`` keeps the last bytes read, for a stream's record anatomy;
     with ``measure`` (a :class:`~.memory.LaneMeasure`), the keys the C lane measures for
     the memory model come without their values; ``progress`` (if any) hears of the bytes
-    read after each chunk; ``on_header`` (if any) hears of the file's vendor and version."""
+    read after each chunk; ``on_header`` (if any) hears of the file's vendor and version;
+    ``lines`` (a :class:`~.digest.SnapshotDigest`): the keys the C lane reads come as their
+    whole JSON line (``RdbParser``'s ``lines``)."""
     opened = hasattr(path, "read")
     try:
         fh = path if opened else gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
     except OSError as exc:
         raise _problem(path, exc) from None
-    parser = RdbParser(keep=keep, select=select, measure=measure, on_header=on_header)
+    parser = RdbParser(keep=keep, select=select, measure=measure, on_header=on_header, lines=lines)
     at = 0
     # how far into the file itself: a gzip file's compressed bytes, not those they inflate to
     where = fh.fileobj.tell if isinstance(fh, gzip.GzipFile) else None
@@ -381,7 +383,12 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
         export(records(path, True, select), summary, lambda rec: _unusable(path, rec))
     elif fmt == "jsonl":
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
-        for rec in records(path, keep, select, progress=progress):
+        lines = digester.snapshot if how.values and digester is not None else None
+        for rec in records(path, keep, select, progress=progress, lines=lines):
+            if type(rec) is KeyRecord and rec.line is not None:  # written whole by the C lane
+                summary.add(rec)
+                write(rec.line) if write else sys.stdout.write(rec.line.decode("ascii"))
+                continue
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
                 if digester is not None:

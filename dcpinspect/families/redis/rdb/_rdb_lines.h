@@ -1,0 +1,994 @@
+/* Whole key lines for `rdb --format jsonl --values`, included by _rdb.c: scan() makes each
+ * key's JSON Lines object itself (report.key_json's fields, in its order, as
+ * outputs/jsonl.dumps_line writes them: json.dumps's compact ASCII), its value in
+ * data.value_json's shape and its digest as digest.digests computes it, from the bytes the
+ * lane has just vouched for. A key it cannot write so (a name that is not UTF-8, a
+ * score it does not read the way float() does, a stream ID past 64 bits) is declined like any other, and
+ * the Python readers and report.key_json make it. */
+
+static void sha1(const uint8_t *p, size_t n, uint8_t out[20]);
+static void mix20(uint8_t d[20], const uint8_t h[20]);
+
+/* -- a growing byte buffer -- */
+
+typedef struct {
+    char *b;
+    size_t n, room;
+    int bad; /* out of memory: the key is declined */
+} Out;
+
+static int out_room(Out *o, size_t more) {
+    if (o->n + more <= o->room)
+        return 1;
+    size_t room = o->room ? o->room : 4096;
+    while (room < o->n + more)
+        room *= 2;
+    char *b = PyMem_Realloc(o->b, room);
+    if (b == NULL) {
+        o->bad = 1;
+        return 0;
+    }
+    o->b = b;
+    o->room = room;
+    return 1;
+}
+
+static void out_raw(Out *o, const void *s, size_t n) {
+    if (out_room(o, n)) {
+        memcpy(o->b + o->n, s, n);
+        o->n += n;
+    }
+}
+
+#define OUT_LIT(o, s) out_raw((o), ("" s), sizeof(s) - 1) /* a literal only */
+
+/* v in decimal at the end of t[24]: where it starts */
+static char *dec_u64(char t[24], uint64_t v) {
+    char *w = t + 24;
+    do {
+        *--w = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return w;
+}
+
+static char *dec_i64(char t[24], int64_t v) {
+    char *w = dec_u64(t, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    if (v < 0)
+        *--w = '-';
+    return w;
+}
+
+static void out_i64(Out *o, int64_t v) {
+    char t[24], *w = dec_i64(t, v);
+    out_raw(o, w, (size_t)(t + 24 - w));
+}
+
+static const char HEXDIGITS[] = "0123456789abcdef";
+
+static void out_u16(Out *o, unsigned u) {
+    char t[6] = {'\\', 'u', HEXDIGITS[u >> 12 & 15], HEXDIGITS[u >> 8 & 15], HEXDIGITS[u >> 4 & 15],
+                 HEXDIGITS[u & 15]};
+    out_raw(o, t, 6);
+}
+
+/* the length of the UTF-8 character at s[i] as Python's strict decoder takes it (its code
+ * point in *cp), 0 when the bytes there are not one */
+static size_t utf8_char(const uint8_t *s, size_t n, size_t i, uint32_t *cp) {
+    uint8_t c = s[i];
+    if (c >= 0xC2 && c <= 0xDF) {
+        if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
+            return 0;
+        *cp = (uint32_t)(c & 0x1F) << 6 | (s[i + 1] & 0x3F);
+        return 2;
+    }
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (i + 2 >= n)
+            return 0;
+        uint8_t lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        if (s[i + 1] < lo || s[i + 1] > hi || (s[i + 2] & 0xC0) != 0x80)
+            return 0;
+        *cp = (uint32_t)(c & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (i + 3 >= n)
+            return 0;
+        uint8_t lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        if (s[i + 1] < lo || s[i + 1] > hi || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+            return 0;
+        *cp = (uint32_t)(c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 | (uint32_t)(s[i + 2] & 0x3F) << 6 |
+              (s[i + 3] & 0x3F);
+        return 4;
+    }
+    return 0;
+}
+
+/* s as json.dumps(ensure_ascii=True) writes it when it is valid UTF-8 (1); 0 and nothing
+ * written when it is not */
+static int out_utf8(Out *o, const uint8_t *s, size_t n) {
+    size_t start = o->n, run = 0, i = 0;
+    OUT_LIT(o, "\"");
+    while (i < n) {
+        while (i + 8 <= n) { /* 8 bytes at a time while none is to be escaped */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+            uint64_t low = (w - ones * 0x20) & ~w;                    /* a byte < 0x20 */
+            uint64_t high = (w + ones * 0x01) & highs;                /* a byte >= 0x7F (with w's high bits) */
+            uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+            uint64_t quote = (q - ones) & ~q, slash = (bs - ones) & ~bs;
+            if (((low | quote | slash) & highs) | high | (w & highs))
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
+        uint8_t c = s[i];
+        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+            i++;
+            continue;
+        }
+        out_raw(o, s + run, i - run);
+        if (c < 0x80) {
+            const char *e = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
+                          : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+            if (e)
+                out_raw(o, e, 2);
+            else
+                out_u16(o, c);
+            i++;
+        } else {
+            uint32_t cp;
+            size_t k = utf8_char(s, n, i, &cp);
+            if (!k) {
+                o->n = start;
+                return 0;
+            }
+            if (cp >= 0x10000) {
+                cp -= 0x10000;
+                out_u16(o, 0xD800 | cp >> 10);
+                out_u16(o, 0xDC00 | (cp & 0x3FF));
+            } else {
+                out_u16(o, cp);
+            }
+            i += k;
+        }
+        run = i;
+    }
+    out_raw(o, s + run, n - run);
+    OUT_LIT(o, "\"");
+    return 1;
+}
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* data.text: a JSON string when s is UTF-8, else {"base64": "..."} */
+static void out_text(Out *o, const uint8_t *s, size_t n) {
+    if (out_utf8(o, s, n))
+        return;
+    OUT_LIT(o, "{\"base64\":\"");
+    if (!out_room(o, (n + 2) / 3 * 4 + 2))
+        return;
+    char *w = o->b + o->n;
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+        *w++ = B64[v >> 18];
+        *w++ = B64[v >> 12 & 63];
+        *w++ = B64[v >> 6 & 63];
+        *w++ = B64[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        *w++ = B64[v >> 18];
+        *w++ = B64[v >> 12 & 63];
+        *w++ = '=';
+        *w++ = '=';
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
+        *w++ = B64[v >> 18];
+        *w++ = B64[v >> 12 & 63];
+        *w++ = B64[v >> 6 & 63];
+        *w++ = '=';
+    }
+    o->n = (size_t)(w - o->b);
+    OUT_LIT(o, "\"}");
+}
+
+/* -- doubles as the server writes them (data.redis_double, data.g17) -- */
+
+/* data.g17: %.17g as Python's % formats it; 0 when Python fails */
+static int double_g17(double d, char *t, size_t room) {
+    if (d != d)
+        return snprintf(t, room, "nan");
+    if (isinf(d))
+        return snprintf(t, room, d > 0 ? "inf" : "-inf");
+    char *s = PyOS_double_to_string(d, 'g', 17, 0, NULL);
+    if (s == NULL)
+        return -1;
+    int k = snprintf(t, room, "%s", s);
+    PyMem_Free(s);
+    return k < (int)room ? k : -1;
+}
+
+/* data.redis_double, step by step; -1 on a Python error */
+static int double_redis(double d, char *t, size_t room) {
+    if (d != d)
+        return snprintf(t, room, "nan");
+    if (isinf(d))
+        return snprintf(t, room, d > 0 ? "inf" : "-inf");
+    if (d == 0)
+        return snprintf(t, room, signbit(d) ? "-0" : "0");
+    const double half = (double)(9223372036854775807LL / 2);
+    if (d >= -half && d <= half && (double)(long long)d == d)
+        return snprintf(t, room, "%lld", (long long)d);
+    int neg = d < 0;
+    char *r = PyOS_double_to_string(neg ? -d : d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (r == NULL)
+        return -1;
+    int out = -1;
+    char *e = strchr(r, 'e');
+    char *dot = strchr(r, '.');
+    if (e == NULL && dot != NULL && strlen(r) - (size_t)(dot - r) <= 7) {
+        out = snprintf(t, room, "%s%s", neg ? "-" : "", r);
+        goto done;
+    }
+    /* _shortest: the digits without the zeros at either end, and their power of ten K */
+    long exp10 = e ? strtol(e + 1, NULL, 10) : 0;
+    size_t mlen = e ? (size_t)(e - r) : strlen(r);
+    char digits[64];
+    size_t nd = 0, frac = 0;
+    int in_frac = 0;
+    for (size_t i = 0; i < mlen && nd < sizeof digits; i++) {
+        if (r[i] == '.') {
+            in_frac = 1;
+            continue;
+        }
+        if (in_frac)
+            frac++;
+        if (nd == 0 && r[i] == '0')
+            continue; /* lstrip */
+        digits[nd++] = r[i];
+    }
+    size_t all = nd;
+    while (nd > 0 && digits[nd - 1] == '0')
+        nd--;
+    long K = exp10 - (long)frac + (long)(all - nd);
+    long n = (long)nd;
+    long ex = K + n - 1 < 0 ? -(K + n - 1) : K + n - 1;
+    const char *sign = neg ? "-" : "";
+    int k = 0;
+    if (K >= 0 && ex < n + 7) {
+        k = snprintf(t, room, "%s%.*s", sign, (int)n, digits);
+        for (long i = 0; i < K && k >= 0 && (size_t)k + 1 < room; i++)
+            t[k++] = '0';
+        t[k] = 0;
+    } else if (K < 0 && (K > -7 || ex < 4)) {
+        long offset = n + K;
+        if (offset <= 0) {
+            k = snprintf(t, room, "%s0.", sign);
+            for (long i = 0; i < -offset && (size_t)k + 1 < room; i++)
+                t[k++] = '0';
+            k += snprintf(t + k, room - (size_t)k, "%.*s", (int)n, digits);
+        } else {
+            k = snprintf(t, room, "%s%.*s.%.*s", sign, (int)offset, digits, (int)(n - offset), digits + offset);
+        }
+    } else {
+        long keep = n < 18 - neg ? n : 18 - neg;
+        if (keep > 1)
+            k = snprintf(t, room, "%s%c.%.*se%c%ld", sign, digits[0], (int)(keep - 1), digits + 1,
+                         K + n - 1 < 0 ? '-' : '+', ex);
+        else
+            k = snprintf(t, room, "%s%ce%c%ld", sign, digits[0], K + n - 1 < 0 ? '-' : '+', ex);
+    }
+    out = k > 0 && (size_t)k < room ? k : -1;
+done:
+    PyMem_Free(r);
+    return out;
+}
+
+/* -- one key's line -- */
+
+typedef struct {
+    int g17;           /* scores enter digests as %.17g (a server before 7.2 wrote the file) */
+    uint8_t part[20];  /* the XOR of the parts of DEBUG DIGEST of the keys made so far */
+    uint8_t pending[20]; /* the part of the key just written, until it is made */
+    Out v;             /* the value's JSON */
+    uint8_t *hs;       /* the SHA-1s an ordered value mixes in, in turn */
+    size_t nh, roomh;
+    uint8_t acc[20];   /* what an unordered value XORs in */
+    LpSink sink;
+} Lines;
+
+static int lines_hash(Lines *J, const uint8_t h[20]) {
+    if (J->nh == J->roomh) {
+        size_t room = J->roomh ? J->roomh * 2 : 256;
+        uint8_t *hs = PyMem_Realloc(J->hs, room * 20);
+        if (hs == NULL) {
+            J->v.bad = 1;
+            return 0;
+        }
+        J->hs = hs;
+        J->roomh = room;
+    }
+    memcpy(J->hs + 20 * J->nh++, h, 20);
+    return 1;
+}
+
+static void xor20(uint8_t d[20], const uint8_t h[20]) {
+    for (int i = 0; i < 20; i++)
+        d[i] ^= h[i];
+}
+
+/* the server's types (OBJ_STRING ...) of the lane's layouts */
+static int obj_type(int code) {
+    switch (code) {
+    case L_STRING:
+        return 0;
+    case L_STRINGS:
+    case L_ZIPLIST:
+    case L_QUICKLIST:
+    case L_QUICKLIST2:
+        return 1;
+    case L_SET_STRINGS:
+    case L_INTSET:
+    case L_LISTPACK:
+        return 2;
+    case L_ZSET2:
+    case L_ZIPLIST_ZSET:
+    case L_LISTPACK_ZSET:
+        return 3;
+    case L_HASH:
+    case L_ZIPLIST_HASH:
+    case L_LISTPACK_HASH:
+        return 4;
+    case L_STREAM1:
+    case L_STREAM2:
+    case L_STREAM3:
+    case L_STREAM4:
+        return 6;
+    }
+    return -1;
+}
+
+/* an element: its JSON into the value, its SHA-1 into h */
+static void el_bytes(Lines *J, const uint8_t *s, size_t n, uint8_t h[20]) {
+    out_text(&J->v, s, n);
+    sha1(s, n, h);
+}
+
+static void el_int(Lines *J, int64_t x, uint8_t h[20]) {
+    char t[24], *w = dec_i64(t, x);
+    size_t k = (size_t)(t + 24 - w);
+    OUT_LIT(&J->v, "\"");
+    out_raw(&J->v, w, k);
+    OUT_LIT(&J->v, "\"");
+    sha1((const uint8_t *)w, k, h);
+}
+
+static void el_item(Lines *J, const LpItem *it, uint8_t h[20]) {
+    if (it->s == NULL)
+        el_int(J, it->v, h);
+    else
+        el_bytes(J, it->s, it->len, h);
+}
+
+/* a score: its JSON (data.redis_double) into the value, and the SHA-1 of the text the
+ * digest takes of it into h; 0 on failure */
+static int el_score(Lines *J, double d, uint8_t h[20]) {
+    char t[64], g[64];
+    int k = double_redis(d, t, sizeof t);
+    if (k < 0)
+        return 0;
+    OUT_LIT(&J->v, "\"");
+    out_raw(&J->v, t, (size_t)k);
+    OUT_LIT(&J->v, "\"");
+    if (J->g17) {
+        int m = double_g17(d, g, sizeof g);
+        if (m < 0)
+            return 0;
+        sha1((const uint8_t *)g, (size_t)m, h);
+    } else {
+        sha1((const uint8_t *)t, (size_t)k, h);
+    }
+    return 1;
+}
+
+/* a packed score as float() reads it (the lane has checked that a string one is plainly a number) */
+static int item_score(const LpItem *it, double *d) {
+    if (it->s == NULL) {
+        *d = (double)it->v;
+        return 1;
+    }
+    char t[128];
+    if (it->len >= sizeof t)
+        return 0;
+    memcpy(t, it->s, it->len);
+    t[it->len] = 0;
+    char *end;
+    *d = PyOS_string_to_double(t, &end, NULL);
+    if (*d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return end == t + it->len;
+}
+
+/* a pair's own digest (from zero: mix of a, mix of b) XORed into the value's */
+static void pair_xor(Lines *J, const uint8_t ha[20], const uint8_t hb[20]) {
+    uint8_t ed[20] = {0}, h[20];
+    mix20(ed, ha);
+    mix20(ed, hb);
+    sha1(ed, 20, h);
+    xor20(J->acc, h);
+}
+
+/* the entries of a packed string at *q into J->sink: 0 when not as the lane read them */
+static int lines_packed(Lines *J, Lane *L, size_t *q, int ziplist) {
+    const uint8_t *d;
+    size_t len;
+    int kind;
+    char num[24];
+    if (!lane_string(L, q, 1, &d, &len, &kind, num) || kind == S_INT)
+        return 0;
+    J->sink.n = 0;
+    int r = ziplist ? ziplist_walk(d, len, NULL, NULL, 0, NULL, &J->sink)
+                    : listpack_walk(d, len, NULL, NULL, 0, &J->sink, NULL);
+    if (r < 0)
+        PyErr_Clear();
+    return r == 1;
+}
+
+/* the packed entries in J->sink as a list, a set, member/score or field/value pairs */
+static int lines_entries(Lines *J, int type, int first) {
+    const LpItem *it = J->sink.items;
+    size_t n = J->sink.n;
+    uint8_t h[20], h2[20];
+    if (type == 3 || type == 4) {
+        if (n % 2)
+            return 0;
+        for (size_t i = 0; i < n; i += 2) {
+            if (!(first && i == 0))
+                OUT_LIT(&J->v, ",");
+            OUT_LIT(&J->v, "[");
+            el_item(J, &it[i], h);
+            OUT_LIT(&J->v, ",");
+            if (type == 3) {
+                double d;
+                if (!item_score(&it[i + 1], &d) || !el_score(J, d, h2))
+                    return 0;
+            } else {
+                el_item(J, &it[i + 1], h2);
+            }
+            OUT_LIT(&J->v, "]");
+            pair_xor(J, h, h2);
+        }
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!(first && i == 0))
+            OUT_LIT(&J->v, ",");
+        el_item(J, &it[i], h);
+        if (type == 2)
+            xor20(J->acc, h);
+        else if (!lines_hash(J, h))
+            return 0;
+    }
+    return 1;
+}
+
+
+/* -- streams (data._stream's shape; digest: each live entry's "ms.seq", fields and values) -- */
+
+static void out_u64(Out *o, uint64_t v) {
+    char t[24], *w = dec_u64(t, v);
+    out_raw(o, w, (size_t)(t + 24 - w));
+}
+
+static void out_id(Out *o, uint64_t ms, uint64_t seq) {
+    char t[48];
+    int k = snprintf(t, sizeof t, "\"%llu-%llu\"", (unsigned long long)ms, (unsigned long long)seq);
+    out_raw(o, t, (size_t)k);
+}
+
+static uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p + 4); }
+
+/* two lengths as an ID */
+static int lane_id(Lane *L, size_t *q, uint64_t *ms, uint64_t *seq) {
+    return lane_len(L, q, ms) && lane_len(L, q, seq);
+}
+
+static int lines_elem_hash(Lines *J, const LpItem *it) {
+    uint8_t h[20];
+    el_item(J, it, h);
+    return lines_hash(J, h);
+}
+
+/* one node's entries (checked by lane_stream_node) */
+static int lines_stream_node(Lines *J, uint64_t mms, uint64_t mseq, int *first) {
+    const LpItem *it = J->sink.items;
+    size_t len = J->sink.n;
+    size_t nfields = (size_t)it[2].v, i = 4 + nfields;
+    const LpItem *fields = it + 3;
+    while (i < len) {
+        int64_t flags = it[i].v;
+        __int128 ms = (__int128)mms + it[i + 1].v, seq = (__int128)mseq + it[i + 2].v;
+        i += 3;
+        size_t n = flags & 2 ? nfields : (size_t)it[i].v;
+        const LpItem *vals = flags & 2 ? it + i : it + i + 1;
+        i += flags & 2 ? nfields : 1 + 2 * n;
+        i += 1; /* lp-count */
+        if (flags & 1)
+            continue;
+        if (ms < 0 || seq < 0 || ms > (__int128)UINT64_MAX || seq > (__int128)UINT64_MAX)
+            return 0;
+        if (!*first)
+            OUT_LIT(&J->v, ",");
+        *first = 0;
+        OUT_LIT(&J->v, "[");
+        out_id(&J->v, (uint64_t)ms, (uint64_t)seq);
+        OUT_LIT(&J->v, ",[");
+        char t[48];
+        uint8_t h[20];
+        int k = snprintf(t, sizeof t, "%llu.%llu", (unsigned long long)ms, (unsigned long long)seq);
+        sha1((const uint8_t *)t, (size_t)k, h);
+        if (!lines_hash(J, h))
+            return 0;
+        for (size_t f = 0; f < n; f++) {
+            const LpItem *field = flags & 2 ? &fields[f] : &vals[2 * f];
+            const LpItem *value = flags & 2 ? &vals[f] : &vals[2 * f + 1];
+            if (f)
+                OUT_LIT(&J->v, ",");
+            OUT_LIT(&J->v, "[");
+            if (!lines_elem_hash(J, field))
+                return 0;
+            OUT_LIT(&J->v, ",");
+            if (!lines_elem_hash(J, value))
+                return 0;
+            OUT_LIT(&J->v, "]");
+        }
+        OUT_LIT(&J->v, "]]");
+    }
+    return 1;
+}
+
+typedef struct {
+    uint64_t ms, seq;
+    size_t consumer;
+} Owned;
+
+static int cmp_owned(const void *a, const void *b) {
+    const Owned *x = a, *y = b;
+    if (x->ms != y->ms)
+        return x->ms < y->ms ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->consumer < y->consumer ? -1 : x->consumer > y->consumer;
+}
+
+/* the consumer (its index) whose PEL holds the ID last, as data._stream's dict says, or -1 */
+static Py_ssize_t owner_of(const Owned *o, size_t n, uint64_t ms, uint64_t seq) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first entry past (ms, seq) */
+        size_t mid = (lo + hi) / 2;
+        if (o[mid].ms < ms || (o[mid].ms == ms && o[mid].seq <= seq))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo && o[lo - 1].ms == ms && o[lo - 1].seq == seq)
+        return (Py_ssize_t)o[lo - 1].consumer;
+    return -1;
+}
+
+static int lines_name(Lines *J, Lane *L, size_t at) {
+    const uint8_t *d;
+    size_t len;
+    int kind;
+    char num[24];
+    if (!lane_string(L, &at, 1, &d, &len, &kind, num))
+        return 0;
+    out_text(&J->v, d, len);
+    return 1;
+}
+
+/* one consumer group from *q */
+static int lines_group(Lines *J, Lane *L, size_t *q, int version, Owned **owned, size_t *owned_room) {
+    uint64_t ms, seq, x, npel, nconsumers;
+    size_t name_at = *q;
+    if (!lane_skip(L, q) || !lane_id(L, q, &ms, &seq))
+        return 0;
+    OUT_LIT(&J->v, "{\"name\":");
+    if (!lines_name(J, L, name_at))
+        return 0;
+    OUT_LIT(&J->v, ",\"last_delivered_id\":");
+    out_id(&J->v, ms, seq);
+    if (version >= 2) {
+        if (!lane_len(L, q, &x))
+            return 0;
+        OUT_LIT(&J->v, ",\"entries_read\":");
+        if (x == UINT64_MAX)
+            OUT_LIT(&J->v, "null");
+        else
+            out_u64(&J->v, x);
+    }
+    if (!lane_len(L, q, &npel))
+        return 0;
+    size_t pel_at = *q;
+    for (uint64_t e = 0; e < npel; e++)
+        if (!lane_ms(L, q, 16 + 8) || !lane_len(L, q, &x))
+            return 0;
+    if (!lane_len(L, q, &nconsumers))
+        return 0;
+    size_t consumers_at = *q, n = 0;
+    size_t *names = nconsumers ? PyMem_Malloc(nconsumers * sizeof(size_t)) : NULL;
+    if (nconsumers && names == NULL)
+        return 0;
+    int ok = 0;
+    for (uint64_t c = 0; c < nconsumers; c++) {
+        uint64_t ncpel;
+        names[c] = *q;
+        if (!lane_skip(L, q) || !lane_ms(L, q, version >= 3 ? 16 : 8) || !lane_len(L, q, &ncpel))
+            goto out;
+        for (uint64_t e = 0; e < ncpel; e++, n++) {
+            if (n == *owned_room) {
+                size_t room = *owned_room ? *owned_room * 2 : 64;
+                Owned *o = PyMem_Realloc(*owned, room * sizeof(Owned));
+                if (o == NULL)
+                    goto out;
+                *owned = o;
+                *owned_room = room;
+            }
+            (*owned)[n] = (Owned){be64(L->b + *q), be64(L->b + *q + 8), (size_t)c};
+            *q += 16;
+        }
+    }
+    if (n > 1)
+        qsort(*owned, n, sizeof(Owned), cmp_owned);
+    OUT_LIT(&J->v, ",\"pending\":[");
+    size_t r = pel_at;
+    for (uint64_t e = 0; e < npel; e++) {
+        uint64_t ims = be64(L->b + r), iseq = be64(L->b + r + 8);
+        int64_t delivered = le64s(L->b + r + 16);
+        r += 24;
+        if (!lane_len(L, &r, &x))
+            goto out;
+        if (e)
+            OUT_LIT(&J->v, ",");
+        OUT_LIT(&J->v, "{\"id\":");
+        out_id(&J->v, ims, iseq);
+        OUT_LIT(&J->v, ",\"consumer\":");
+        Py_ssize_t who = owner_of(*owned, n, ims, iseq);
+        if (who < 0)
+            OUT_LIT(&J->v, "null");
+        else if (!lines_name(J, L, names[who]))
+            goto out;
+        OUT_LIT(&J->v, ",\"delivery_time\":");
+        out_i64(&J->v, delivered);
+        OUT_LIT(&J->v, ",\"delivery_count\":");
+        out_u64(&J->v, x);
+        OUT_LIT(&J->v, "}");
+    }
+    OUT_LIT(&J->v, "],\"consumers\":[");
+    r = consumers_at;
+    for (uint64_t c = 0; c < nconsumers; c++) {
+        uint64_t ncpel;
+        if (c)
+            OUT_LIT(&J->v, ",");
+        OUT_LIT(&J->v, "{\"name\":");
+        if (!lines_name(J, L, r) || !lane_skip(L, &r))
+            goto out;
+        OUT_LIT(&J->v, ",\"seen_time\":");
+        out_i64(&J->v, le64s(L->b + r));
+        r += 8;
+        if (version >= 3) {
+            OUT_LIT(&J->v, ",\"active_time\":");
+            out_i64(&J->v, le64s(L->b + r));
+            r += 8;
+        }
+        if (!lane_len(L, &r, &ncpel))
+            goto out;
+        OUT_LIT(&J->v, ",\"pending\":[");
+        for (uint64_t e = 0; e < ncpel; e++) {
+            if (e)
+                OUT_LIT(&J->v, ",");
+            out_id(&J->v, be64(L->b + r), be64(L->b + r + 8));
+            r += 16;
+        }
+        OUT_LIT(&J->v, "]}");
+    }
+    OUT_LIT(&J->v, "]}");
+    ok = 1;
+out:
+    PyMem_Free(names);
+    return ok;
+}
+
+/* a stream of layout version 1-4 at q (read by lane_stream already) */
+static int lines_stream(Lines *J, Lane *L, size_t q, int version) {
+    uint64_t nodes, x, ms, seq;
+    int first = 1;
+    if (!lane_len(L, &q, &nodes))
+        return 0;
+    OUT_LIT(&J->v, "{\"entries\":[");
+    for (uint64_t k = 0; k < nodes; k++) {
+        const uint8_t *d;
+        size_t len;
+        int kind;
+        char num[24];
+        if (!lane_string(L, &q, 1, &d, &len, &kind, num) || len != 16)
+            return 0;
+        uint64_t mms = be64(d), mseq = be64(d + 8);
+        if (!lines_packed(J, L, &q, 0) || !lines_stream_node(J, mms, mseq, &first))
+            return 0;
+    }
+    OUT_LIT(&J->v, "],\"length\":");
+    if (!lane_len(L, &q, &x) || !lane_id(L, &q, &ms, &seq))
+        return 0;
+    out_u64(&J->v, x);
+    OUT_LIT(&J->v, ",\"last_id\":");
+    out_id(&J->v, ms, seq);
+    if (version >= 2) {
+        if (!lane_id(L, &q, &ms, &seq))
+            return 0;
+        OUT_LIT(&J->v, ",\"first_id\":");
+        out_id(&J->v, ms, seq);
+        if (!lane_id(L, &q, &ms, &seq) || !lane_len(L, &q, &x))
+            return 0;
+        OUT_LIT(&J->v, ",\"max_deleted_id\":");
+        out_id(&J->v, ms, seq);
+        OUT_LIT(&J->v, ",\"entries_added\":");
+        out_u64(&J->v, x);
+    }
+    uint64_t groups;
+    if (!lane_len(L, &q, &groups))
+        return 0;
+    OUT_LIT(&J->v, ",\"groups\":[");
+    Owned *owned = NULL;
+    size_t owned_room = 0;
+    int ok = 1;
+    for (uint64_t g = 0; ok && g < groups; g++) {
+        if (g)
+            OUT_LIT(&J->v, ",");
+        ok = lines_group(J, L, &q, version, &owned, &owned_room);
+    }
+    PyMem_Free(owned);
+    OUT_LIT(&J->v, "]}");
+    return ok;
+}
+
+/* The value of layout `code` at q (read by the lane already): its JSON into J->v, its
+ * elements' SHA-1s into J->hs (ordered) or J->acc (unordered). 0: declined. */
+static int lines_value(Lines *J, Lane *L, int code, size_t q) {
+    const uint8_t *d;
+    size_t len;
+    int kind;
+    char num[24];
+    uint8_t h[20], h2[20];
+    uint64_t n, i;
+    int type = obj_type(code);
+    switch (code) {
+    case L_STREAM1:
+    case L_STREAM2:
+    case L_STREAM3:
+    case L_STREAM4:
+        return lines_stream(J, L, q, code - L_STREAM1 + 1);
+    case L_STRING:
+        if (!lane_string(L, &q, 1, &d, &len, &kind, num))
+            return 0;
+        el_bytes(J, d, len, h);
+        return lines_hash(J, h);
+    case L_STRINGS:
+    case L_SET_STRINGS:
+    case L_HASH:
+    case L_ZSET2:
+        if (!lane_len(L, &q, &n))
+            return 0;
+        OUT_LIT(&J->v, "[");
+        for (i = 0; i < n; i++) {
+            if (i)
+                OUT_LIT(&J->v, ",");
+            if (type >= 3)
+                OUT_LIT(&J->v, "[");
+            if (!lane_string(L, &q, 1, &d, &len, &kind, num))
+                return 0;
+            el_bytes(J, d, len, h);
+            if (type == 1) {
+                if (!lines_hash(J, h))
+                    return 0;
+                continue;
+            }
+            if (type == 2) {
+                xor20(J->acc, h);
+                continue;
+            }
+            OUT_LIT(&J->v, ",");
+            if (type == 4) {
+                if (!lane_string(L, &q, 1, &d, &len, &kind, num))
+                    return 0;
+                el_bytes(J, d, len, h2);
+            } else {
+                double s;
+                if (L->n - q < 8)
+                    return 0;
+                memcpy(&s, L->b + q, 8);
+                q += 8;
+                if (!el_score(J, s, h2))
+                    return 0;
+            }
+            OUT_LIT(&J->v, "]");
+            pair_xor(J, h, h2);
+        }
+        OUT_LIT(&J->v, "]");
+        return 1;
+    case L_INTSET: {
+        if (!lane_string(L, &q, 1, &d, &len, &kind, num) || kind == S_INT || len < 8)
+            return 0;
+        uint32_t width = le32(d), m = le32(d + 4);
+        if ((width != 2 && width != 4 && width != 8) || 8 + (uint64_t)width * m != len)
+            return 0;
+        OUT_LIT(&J->v, "[");
+        for (uint32_t k = 0; k < m; k++) {
+            const uint8_t *v = d + 8 + (size_t)k * width;
+            int64_t x = width == 2 ? (int64_t)(int16_t)((unsigned)v[0] | (unsigned)v[1] << 8)
+                      : width == 4 ? (int64_t)(int32_t)le32(v) : le64s(v);
+            if (k)
+                OUT_LIT(&J->v, ",");
+            el_int(J, x, h);
+            xor20(J->acc, h);
+        }
+        OUT_LIT(&J->v, "]");
+        return 1;
+    }
+    case L_ZIPLIST:
+    case L_LISTPACK:
+    case L_ZIPLIST_ZSET:
+    case L_ZIPLIST_HASH:
+    case L_LISTPACK_ZSET:
+    case L_LISTPACK_HASH: {
+        int zl = code == L_ZIPLIST || code == L_ZIPLIST_ZSET || code == L_ZIPLIST_HASH;
+        if (!lines_packed(J, L, &q, zl))
+            return 0;
+        OUT_LIT(&J->v, "[");
+        if (!lines_entries(J, type, 1))
+            return 0;
+        OUT_LIT(&J->v, "]");
+        return 1;
+    }
+    case L_QUICKLIST:
+    case L_QUICKLIST2: {
+        int first = 1;
+        if (!lane_len(L, &q, &n))
+            return 0;
+        OUT_LIT(&J->v, "[");
+        for (i = 0; i < n; i++) {
+            uint64_t container = 2;
+            if (code == L_QUICKLIST2 && !lane_len(L, &q, &container))
+                return 0;
+            if (container == 1) {
+                if (!lane_string(L, &q, 1, &d, &len, &kind, num))
+                    return 0;
+                if (!first)
+                    OUT_LIT(&J->v, ",");
+                el_bytes(J, d, len, h);
+                if (!lines_hash(J, h))
+                    return 0;
+                first = 0;
+                continue;
+            }
+            if (!lines_packed(J, L, &q, code == L_QUICKLIST) || !lines_entries(J, 1, first))
+                return 0;
+            if (J->sink.n)
+                first = 0;
+        }
+        OUT_LIT(&J->v, "]");
+        return 1;
+    }
+    }
+    return 0;
+}
+
+static const uint8_t *sha1_const(const char *s, size_t n, uint8_t out[20]) {
+    sha1((const uint8_t *)s, n, out);
+    return out;
+}
+
+/* from_(d) of digest.digests: the type mixed in, then the ordered elements, then the tail */
+static void lines_from(const Lines *J, uint8_t d[20], const uint8_t type_h[20], const uint8_t tail[20]) {
+    mix20(d, type_h);
+    for (size_t i = 0; i < J->nh; i++)
+        mix20(d, J->hs + 20 * i);
+    xor20(d, tail);
+}
+
+/* The key's whole line (bytes), or NULL: declined when no error is set. Its part of the
+ * snapshot's digest goes to J->pending. */
+static PyObject *key_line(Lines *J, Lane *L, int code, size_t vstart, PyObject *key, long long db,
+                          PyObject *vtype, PyObject *encoding, uint64_t elements, int64_t value_length, size_t size,
+                          int has_expire, int64_t expire, Py_ssize_t offset, size_t length) {
+    int type = obj_type(code);
+    if (type < 0)
+        return NULL;
+    Out *v = &J->v;
+    v->n = 0;
+    v->bad = 0;
+    J->nh = 0;
+    memset(J->acc, 0, 20);
+    uint64_t lzf_left = L->lzf_left; /* charged when the lane read the key: not again */
+    L->lzf_left = UINT64_MAX;
+    int ok = lines_value(J, L, code, vstart);
+    L->lzf_left = lzf_left;
+    if (!ok || v->bad)
+        return NULL;
+    size_t value_end = v->n;
+    /* the digests */
+    uint8_t type_h[20], tail[20], d[20] = {0}, kd[20] = {0}, h[20], part[20];
+    uint8_t tb[4] = {0, 0, 0, (uint8_t)type};
+    sha1(tb, 4, type_h);
+    memcpy(tail, J->acc, 20);
+    if (has_expire)
+        xor20(tail, sha1_const("!!expire!!", 10, h));
+    lines_from(J, d, type_h, tail);
+    sha1((const uint8_t *)PyBytes_AS_STRING(key), (size_t)PyBytes_GET_SIZE(key), h);
+    mix20(kd, h);
+    lines_from(J, kd, type_h, tail);
+    sha1(kd, 20, part);
+    /* the line, after the value in the same buffer */
+    OUT_LIT(v, "{\"kind\":\"key\",\"protocol\":\"rdb\",\"db\":");
+    out_i64(v, db);
+    OUT_LIT(v, ",\"key\":");
+    if (!out_utf8(v, (const uint8_t *)PyBytes_AS_STRING(key), (size_t)PyBytes_GET_SIZE(key)))
+        return NULL; /* key_text's escapes and key_base64: the readers' */
+    Py_ssize_t tn, en;
+    PyObject *tname = PyObject_GetAttrString(vtype, "type");
+    const char *ts = tname && PyUnicode_Check(tname) ? PyUnicode_AsUTF8AndSize(tname, &tn) : NULL;
+    const char *es = PyUnicode_Check(encoding) ? PyUnicode_AsUTF8AndSize(encoding, &en) : NULL;
+    if (ts == NULL || es == NULL) {
+        Py_XDECREF(tname);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "scan: a type and an encoding are str");
+        return NULL;
+    }
+    OUT_LIT(v, ",\"type\":");
+    out_utf8(v, (const uint8_t *)ts, (size_t)tn);
+    Py_DECREF(tname);
+    OUT_LIT(v, ",\"encoding\":");
+    out_utf8(v, (const uint8_t *)es, (size_t)en);
+    OUT_LIT(v, ",\"elements\":");
+    out_i64(v, (int64_t)elements);
+    OUT_LIT(v, ",\"value_length\":");
+    out_i64(v, value_length);
+    OUT_LIT(v, ",\"size\":");
+    out_i64(v, (int64_t)size);
+    OUT_LIT(v, ",\"expire_ms\":");
+    if (has_expire)
+        out_i64(v, expire);
+    else
+        OUT_LIT(v, "null");
+    OUT_LIT(v, ",\"offset\":");
+    out_i64(v, (int64_t)offset);
+    OUT_LIT(v, ",\"length\":");
+    out_i64(v, (int64_t)length);
+    OUT_LIT(v, ",\"findings\":[],\"digest\":\"");
+    if (out_room(v, 40)) {
+        for (int i = 0; i < 20; i++) {
+            v->b[v->n++] = HEXDIGITS[d[i] >> 4];
+            v->b[v->n++] = HEXDIGITS[d[i] & 15];
+        }
+    }
+    OUT_LIT(v, "\",\"value\":");
+    if (v->bad)
+        return NULL;
+    size_t head = v->n - value_end;
+    PyObject *line = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(v->n + 2));
+    if (line == NULL)
+        return NULL;
+    char *w = PyBytes_AS_STRING(line);
+    memcpy(w, v->b + value_end, head);
+    memcpy(w + head, v->b, value_end);
+    w[head + value_end] = '}';
+    w[head + value_end + 1] = '\n';
+    memcpy(J->pending, part, 20);
+    return line;
+}
