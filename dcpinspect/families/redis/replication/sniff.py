@@ -33,6 +33,8 @@ _INT = re.compile(rb"-?[0-9]{1,20}\r\n")
 _COUNT = re.compile(rb"(-1|[0-9]{1,9})\r\n")
 #: a RESP command array's head, where the capture may have joined a stream
 _HEAD = re.compile(rb"\*[1-9][0-9]{0,5}\r\n\$[1-9][0-9]?\r\n")
+#: a replica's acknowledgement, after its array's count
+_ACK = b"$8\r\nREPLCONF\r\n$3\r\nACK\r\n"
 #: nesting that the sniffer follows in a reply
 MAX_DEPTH = 16
 #: bytes of a first reply, well-formed as far as they go, that answer a command as a
@@ -149,12 +151,15 @@ class _Direction:
 class Sniffer:
     """One connection's first bytes, both ways (see the module's docstring)."""
 
-    __slots__ = ("sides", "midstream", "first")
+    __slots__ = ("sides", "midstream", "first", "client")
 
     def __init__(self, midstream: bool) -> None:
         self.midstream = midstream
         self.sides: dict[str, _Direction] = {}
         self.first = ""
+        #: mid-stream, once it says yes: the direction its bytes show to be the client's
+        #: (see :meth:`_client`), or "" when they do not tell
+        self.client = ""
 
     def __len__(self) -> int:
         return sum(len(d.buf) for d in self.sides.values())
@@ -230,6 +235,24 @@ class Sniffer:
             return None
         return True
 
+    def _client(self, side: _Direction, start: int, end: int) -> str:
+        """The direction of ``side``, whose command arrays from ``start`` on made the
+        connection Redis, if it is surely the client's: a replica's ``REPLCONF ACK``, or
+        commands whose other direction holds replies and no command array (a master's
+        stream is answered by a replica's acknowledgements, which are arrays; a subscriber
+        receives arrays and sends none). Else ""."""
+        direction = next(d for d, s in self.sides.items() if s is side)
+        first = bytes(side.buf[start:end]).upper()
+        if first.startswith(_ACK, first.index(b"\n") + 1):
+            return direction
+        other = self.sides.get("s2c" if direction == "c2s" else "c2s")
+        if other is None or not other.buf.strip():
+            return ""
+        buf = other.buf
+        if buf[:1] == b"*" or any(m.start() == 0 or buf[m.start() - 1] == ord("\n") for m in _HEAD.finditer(buf)):
+            return ""
+        return direction
+
     def _midstream(self, side: _Direction) -> bool | None:
         """Two whole command arrays in a row, the first where a line ended (or at the start)."""
         buf = side.buf
@@ -253,5 +276,6 @@ class Sniffer:
                     side.searched, side.tried = start, len(buf)
                     return None
                 if second != BAD and second[1] in NAMES:
+                    self.client = self._client(side, start, first[0])
                     return True
             at = start + 1
