@@ -3,9 +3,10 @@ clients connected (no SYN: which side is the server is the reassembler's guess, 
 port's). Its port is above the kernel's ephemeral range, so every client's port is the
 lower one and the guess is wrong for every connection joined mid-way. A client that sends
 only inline commands (which alone show nothing: POP3 and SMTP send such lines) is decoded
-once another connection shows the server: a replica's handshake, or a client's command
-arrays answered by replies. The connections the guess got wrong are turned round, so that
-commands are the client's and replies the server's, each paired with its command."""
+once another connection shows the server: a replica's handshake, a client's command
+arrays answered by replies, or a replication link under way, the master's stream
+acknowledged by the replica. The connections the guess got wrong are turned round, so
+that commands are the client's and replies the server's, each paired with its command."""
 
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ INLINE = [(b"SET a:1 one", ["SET", "a:1", "one"]), (b'SET a:2 "two words"', ["SE
 def midway_capture(tmp_path, evidence: str):
     """The capture (path, server port): an inline client and an idle RESP client connected
     before tcpdump starts; then, between the inline client's commands, ``evidence``: a
-    replica syncing (``replica``) or the RESP client's commands (``client``)."""
+    replica syncing (``replica``), the RESP client's commands (``client``), or a replica
+    synced before the capture (``synced``: the master's stream of the inline client's
+    writes, and the replica's acknowledgements)."""
     require("redis-server", "tcpdump", root=True)
     with Redis(tmp_path, port=high_port()) as master:
         lines = socket.create_connection((LOOPBACK, master.port), timeout=5)
@@ -62,6 +65,11 @@ def midway_capture(tmp_path, evidence: str):
         arrays = Client(master.port)
         assert arrays.call("PING") == b"+PONG"
         path = tmp_path / f"midway-{evidence}.pcap"
+        replica = rc = None
+        if evidence == "synced":
+            replica = Redis(tmp_path, "--replicaof", LOOPBACK, str(master.port)).__enter__()
+            rc = Client(replica.port)
+            assert wait_until(lambda: rc.info("master_link_status") == "up", 30), "the replica never synced"
         with TcpDump(path, master.port):
             for line, _ in INLINE[:2]:
                 assert inline(lines, line) == b"+OK\r\n"
@@ -72,6 +80,10 @@ def midway_capture(tmp_path, evidence: str):
                     assert inline(lines, INLINE[2][0]) == b"+OK\r\n"
                     assert wait_until(lambda: rc.call("EXISTS", "a:3") == b":1", 10)
                     rc.close()
+            elif evidence == "synced":
+                assert inline(lines, INLINE[2][0]) == b"+OK\r\n"
+                assert wait_until(lambda: rc.call("EXISTS", "a:3") == b":1", 10)
+                time.sleep(1.2)  # the replica acknowledges once a second
             else:
                 assert arrays.call("SET", "b:1", "x") == b"+OK"
                 assert arrays.call("GET", "b:1") == b"x"
@@ -81,10 +93,13 @@ def midway_capture(tmp_path, evidence: str):
             time.sleep(0.3)
         lines.close()
         arrays.sock.close()
+        if replica is not None:
+            rc.close()
+            replica.__exit__(None, None, None)
     return path, master.port
 
 
-@pytest.mark.parametrize("evidence", ["replica", "client"])
+@pytest.mark.parametrize("evidence", ["replica", "client", "synced"])
 def test_an_inline_client_joined_midway_is_decoded_once_its_server_is_shown(tmp_path, evidence):
     path, port = midway_capture(tmp_path, evidence)
     res = servers.dcpinspect("decode", "-f", "jsonl", str(path))  # no --decode-as: the port is no family's
@@ -109,9 +124,12 @@ def test_an_inline_client_joined_midway_is_decoded_once_its_server_is_shown(tmp_
         assert [r["value"] for r in others if r["role"] == "reply"] == ["OK", "x", 1]
     else:
         link = [r for r in frames if r["flow"] != flow and r.get("command")]
-        assert ["REPLCONF", "capa", "eof", "capa", "psync2"] in [r["command"] for r in link]
-        assert all(r["direction"] == "c2s" for r in link if r["command"][0] in ("PSYNC", "REPLCONF")
-                   and r["command"][1] != "GETACK")
+        if evidence == "replica":
+            assert ["REPLCONF", "capa", "eof", "capa", "psync2"] in [r["command"] for r in link]
+        acks = [r for r in link if r["command"][:2] == ["REPLCONF", "ACK"]]
+        assert acks and all(r["direction"] == "c2s" for r in acks)  # the replica is the client
+        sets = [r["command"] for r in link if r["direction"] == "s2c" and r["command"][0] == "SET"]
+        assert sets and sets == [want for _, want in INLINE[:3]][-len(sets):]  # the master's stream
     assert not [f for r in rows for f in r.get("findings", [])]
     res = servers.dcpinspect("validate", str(path))
     assert res.returncode == 0 and " 0 errors, 0 other findings" in res.stdout and "not decoded" not in res.stdout, \
