@@ -192,6 +192,7 @@ class CaptureDecoder:
         max_held: int | None = None,
         correlators: dict | None = None,
         conclude: bool = True,
+        servers: Mapping[tuple[str, int], str] | None = None,
     ) -> None:
         self.families = stream_families()
         #: server port → family (the ports given here are the first family's); encrypted ones
@@ -233,6 +234,9 @@ class CaptureDecoder:
         #: servers (address, port) a connection showed to speak a family: their other
         #: connections are that family's from their first byte
         self.servers: dict[tuple[str, int], Family] = {}
+        if servers:  # known before the capture is read (by a first pass over it: engines/spark/servers.py)
+            self.servers.update((server, family_named(name)) for server, name in servers.items())
+            self.reassembler.server_ports = self.reassembler.server_ports | {port for _, port in servers}
         #: the connections no family took (yet), in the order their bytes began, and by
         #: server; told at the end of input (:meth:`finishing`) as ``undecoded`` notes
         self.undecided: dict[int, _Undecided] = {}

@@ -260,9 +260,9 @@ def _snapshot_family(name: str):
 class ConnectionRun:
     """One connection of one file, fed its packets in capture order (after a shuffle)."""
 
-    def __init__(self, fi: int, kw: dict, correlators: dict) -> None:
+    def __init__(self, fi: int, kw: dict, correlators: dict, servers: dict | None = None) -> None:
         self.fi = fi
-        self.decoder = CaptureDecoder(lane=True, correlators=correlators, conclude=False, **kw)
+        self.decoder = CaptureDecoder(lane=True, correlators=correlators, conclude=False, servers=servers, **kw)
 
     def packet(self, rec: Record, out: Output) -> None:
         seg = parse_record(rec)
@@ -277,10 +277,12 @@ class ConnectionRun:
             out.take(self.fi, END_KEY + began.get(item.flow, END_KEY), item)
 
 
-def decode_batches(batches: Iterator, files: list[str], out: str, kw: dict | None = None) -> Iterator:
+def decode_batches(batches: Iterator, files: list[str], out: str, kw: dict | None = None,
+                   servers: dict[int, dict] | None = None) -> Iterator:
     """The state of a task of shuffled packets: input batches of packet rows (columns as
     ``source.PACKET_DDL``) sorted by file, connection and record; its tables written
-    under ``out``."""
+    under ``out``. ``servers``: by file, the servers its connections show speaking a family
+    (``servers.range_servers``), whose every connection is decoded as that family's."""
     from pyspark import TaskContext
 
     from ..parallel import steady_gc
@@ -304,7 +306,7 @@ def decode_batches(batches: Iterator, files: list[str], out: str, kw: dict | Non
                 if run is not None:
                     run.finish(output)
                 current = (fi, conn)
-                run = ConnectionRun(fi, kw, output.correlated.setdefault(fi, {}))
+                run = ConnectionRun(fi, kw, output.correlated.setdefault(fi, {}), (servers or {}).get(fi))
             run.packet(Record(ts, linktype, data, wirelen, index), output)
     if run is not None:
         run.finish(output)
