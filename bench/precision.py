@@ -56,7 +56,7 @@ class Claims(CaptureDecoder):
         self.current = None
 
     def _decode_as(self, fd, family) -> None:
-        how = "port" if fd.key[3] in self.by_port else "sniffed" if fd.key == self.current else "server"
+        how = "port" if fd.key[3] in self.by_port else "sniffed" if fd is self.current else "server"
         self.claimed.setdefault(fd.key, f"{family.name} ({how})")
         super()._decode_as(fd, family)
         if not self.use_servers:
@@ -67,12 +67,19 @@ class Claims(CaptureDecoder):
             super()._server_known(server, family, out)
 
     def _data(self, fd, ev, out) -> None:
-        self.carried.add(fd.key)
-        self.current = fd.key
+        self.current = fd
         try:
             super()._data(fd, ev, out)
         finally:
             self.current = None
+        self.carried.add(fd.key)  # as it stands: turned round if its sides were guessed wrong
+
+    def _turn(self, und) -> None:
+        old = und.flow
+        super()._turn(und)
+        if old in self.carried:
+            self.carried.discard(old)
+            self.carried.add(und.flow)
 
 
 def claims(path: Path, ports: bool = True, servers: bool = True) -> tuple[dict[tuple, str], set[tuple]]:

@@ -495,7 +495,7 @@ def engine_reports(path: Path, rich: bool = True) -> int:
     """What ``decode -f summary``, ``validate`` and ``stats`` make of a capture, in this
     process (the summary's rich table only if ``rich``); returns the bytes they print."""
     from dcpinspect.outputs.stamp import stamp as _stamp
-    from dcpinspect.engines.connections import Captured
+    from dcpinspect.engines.connections import Captured, Note
     from dcpinspect.engines.records import keyed_items
     from dcpinspect.engines.sinks import FindingsSink, SummarySink
     from dcpinspect.outputs.jsonl import dumps
@@ -509,7 +509,10 @@ def engine_reports(path: Path, rich: bool = True) -> int:
     for key, item in keyed_items(read_records(path)):
         summary.take(key, item)
         stats.add(item)
-        for row in findings.take(key, item) or ():  # a finding's row, or a damaged file's note
+        for row in findings.take(key, item) or ():  # a finding's row, a damaged file's note, an undecoded one
+            if isinstance(row, Note):
+                printed += len(row.message)
+                continue
             printed += len(row) if isinstance(row, str) else len(dumps(row.record)) + sum(map(len, row.cells))
         if isinstance(item, Captured):
             printed += len(_stamp(item.ts))

@@ -60,13 +60,10 @@ def analysed(request, spark, inputs, tmp_path_factory):
     connections), or cut into byte ranges whose packets are shuffled to their connections."""
     from dcpinspect.engines.spark.job import run_analysis
 
-    from dcpinspect.engines.options import CaptureOptions
-
     out = tmp_path_factory.mktemp(f"spark-out-{request.param}") / "tables"
-    # a range's task sees one connection's packets alone: that the sample's server port speaks
-    # MCBP, which its other connections show, is said there (docs/spark.md: How the work is split)
-    capture = CaptureOptions(dict([SAMPLE_PORT])) if request.param == "ranges" else None
-    result = run_analysis(spark, inputs, str(out), range_size=RANGE, split=request.param, capture=capture)
+    # the sample's server port, which no family owns, is found speaking MCBP by its connections
+    # (after a shuffle, by the first pass over the ranges: docs/spark.md, How the work is split)
+    result = run_analysis(spark, inputs, str(out), range_size=RANGE, split=request.param)
     return result, out, request.param
 
 
@@ -86,8 +83,9 @@ def table(out: Path, name: str) -> list[dict]:
 
 
 def cli(*args) -> subprocess.CompletedProcess:
-    """The command, told what the analysis of ranges is told of the sample's server port (in
-    one process the capture shows it: the same frames either way)."""
+    """The command, told the sample's server port (the capture shows it too: the same frames
+    either way; told, each connection's rows come at their own records, as the tasks of
+    ranges, told the servers by their first pass, have them)."""
     if args and args[0] in ("decode", "validate", "stats"):
         args = (*args, "--decode-as", f"{SAMPLE_PORT[0]}={SAMPLE_PORT[1]}")
     return subprocess.run(servers.dcpinspect_argv() + [*map(str, args)], capture_output=True, text=True,

@@ -18,10 +18,7 @@ from dcpinspect.engines.sinks import run_sink
 from dcpinspect.engines.sinks import JsonlSink
 from dcpinspect.families import VALUES
 from dcpinspect.families.mcbp.rules.book import TAP_RULES
-try:
-    from dcpinspect.sessions.captured import Lines
-except ImportError:  # where the lane keeps it
-    from dcpinspect.engines.lane import Lines
+from dcpinspect.sessions.captured import Lines
 from dcpinspect.sources.capture import read_records
 from frames import REPO, run_cli
 from tapgen import (

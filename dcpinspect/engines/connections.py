@@ -8,6 +8,7 @@ interface or a Spark partition) and returns :class:`Captured` frames and
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from typing import Iterable, Iterator, Mapping
 
@@ -68,7 +69,7 @@ class FlowDecoder(Flow):
     first bytes of a port that needs them."""
 
     __slots__ = ("_session", "_options", "midstream", "state", "family", "c2s_side", "s2c_side", "first",
-                 "pending", "first_index", "_label", "runs", "correlator", "watched")
+                 "pending", "first_index", "_label", "runs", "correlator", "watched", "guessed")
 
     def __init__(self, key: FlowKey, ts: float) -> None:
         Flow.__init__(self, key, ts)
@@ -88,6 +89,9 @@ class FlowDecoder(Flow):
         #: another decoder's connection (a worker's part of a capture), only sniffed here for
         #: what it shows of its server: never decoded, never told
         self.watched = False
+        #: joined without its SYN on ports that did not tell which side is the server: its
+        #: sides are the reassembler's guess (the lower port the server's)
+        self.guessed = False
 
     def end(self) -> None:
         """The decoder is done with the connection (its End): what it kept goes; the
@@ -96,9 +100,9 @@ class FlowDecoder(Flow):
         self._session = self.pending = self._label = None
         self.drop_sides()
 
-    def begin(self, options, midstream: bool, first_index: int) -> None:
+    def begin(self, options, midstream: bool, first_index: int, guessed: bool = False) -> None:
         """The decoder takes the connection on (its Start)."""
-        self._options, self.midstream, self.first_index = options, midstream, first_index
+        self._options, self.midstream, self.first_index, self.guessed = options, midstream, first_index, guessed
 
     def decode_as(self, family: Family, runs: bool, correlator=None) -> None:
         """The connection is ``family``'s (``runs``: the family's fast path takes it;
@@ -188,6 +192,7 @@ class CaptureDecoder:
         max_held: int | None = None,
         correlators: dict | None = None,
         conclude: bool = True,
+        servers: Mapping[tuple[str, int], str] | None = None,
     ) -> None:
         self.families = stream_families()
         #: server port → family (the ports given here are the first family's); encrypted ones
@@ -229,6 +234,9 @@ class CaptureDecoder:
         #: servers (address, port) a connection showed to speak a family: their other
         #: connections are that family's from their first byte
         self.servers: dict[tuple[str, int], Family] = {}
+        if servers:  # known before the capture is read (by a first pass over it: engines/spark/servers.py)
+            self.servers.update((server, family_named(name)) for server, name in servers.items())
+            self.reassembler.server_ports = self.reassembler.server_ports | {port for _, port in servers}
         #: the connections no family took (yet), in the order their bytes began, and by
         #: server; told at the end of input (:meth:`finishing`) as ``undecoded`` notes
         self.undecided: dict[int, _Undecided] = {}
@@ -236,6 +244,9 @@ class CaptureDecoder:
         #: the most bytes of a connection held while no family takes it
         self.hold = max((f.sniff_bytes for f in self.families if f.sniffer is not None), default=0)
         self._watching = False  # feeding a watched connection's segment (see watch)
+        #: connections turned round (see _turn) while their segment's events were handled,
+        #: by the key those events still carry
+        self.turned: dict[FlowKey, FlowDecoder] = {}
 
     def watch(self, seg: Segment) -> list[Captured | Note]:
         """A segment of a connection another decoder decodes (another worker's part of the
@@ -268,6 +279,8 @@ class CaptureDecoder:
                 self._settle(tails.drop((seg.src, seg.sport, seg.dst, seg.dport)))
         out: list[Captured | Note] = []
         evicted = 0
+        if self.turned:
+            self.turned.clear()
         events = self.reassembler.feed(seg)
         reused = _reused(events) if len(events) > 2 else None
         for ev in events:
@@ -406,7 +419,9 @@ class CaptureDecoder:
         ports a new connection took in the same batch of events (see _reused)."""
         if isinstance(ev, Start):
             fd = ev.state
-            fd.begin(self.options, ev.midstream, ev.index)
+            known = self.reassembler.server_ports
+            fd.begin(self.options, ev.midstream, ev.index,
+                     ev.midstream and (ev.flow[1] in known) == (ev.flow[3] in known))
             if self._watching:
                 fd.watched = True
             sport = ev.flow[3]
@@ -434,7 +449,9 @@ class CaptureDecoder:
         if fd is None:
             fd = self.reassembler.record(ev.flow)
         if fd is None:
-            return
+            if not self.turned or ev.flow not in self.turned:
+                return
+            fd, ev = self.turned[ev.flow], _turned(ev)  # turned by an event before it in its batch
         if isinstance(ev, Data):
             self._data(fd, ev, out)
         elif isinstance(ev, Gap):
@@ -473,6 +490,8 @@ class CaptureDecoder:
         won = und.add(ev.direction, ev.data, ev.index, ev.ts, self.hold)
         self.held += len(und) - before
         if won is not None:
+            if und.client == "s2c" and fd.guessed:  # its bytes show the guess was wrong
+                self._turn(und)
             self.servers.setdefault(fd.key[2:], won)
             self._take(und, won, out)
             self._server_known(fd.key[2:], won, out)
@@ -528,8 +547,30 @@ class CaptureDecoder:
         ones held or still open, are that family's too (and later ones: see _event)."""
         if server not in self.reassembler.server_ports:  # new connections to it face it
             self.reassembler.server_ports = self.reassembler.server_ports | {server[1]}
+        for und in [u for u in self.undecided.values() if u.guessed and u.flow[:2] == server]:
+            self._turn(und)  # joined mid-stream, the server taken for the client
         for und in list(self.by_server.get(server, {}).values()):
             self._take(und, family, out)
+
+    def _turn(self, und: "_Undecided") -> None:
+        """An undecoded connection joined mid-stream is the other way round from the guess
+        its ports made: its record (while it is open), what it held and its counts turned,
+        before anything of it is decoded or told."""
+        self.by_server.get(und.flow[2:], {}).pop(id(und), None)
+        old = und.flow
+        und.flow = (old[2], old[3], old[0], old[1])
+        und.guessed = False
+        und.bytes.reverse()
+        if und.chunks is not None:
+            und.chunks = [(_OTHER[d], data, index, ts) for d, data, index, ts in und.chunks]
+        fd = und.fd
+        if fd is not None:
+            if self.tails is not None:  # the reader follows it by its directions' names
+                self._settle(self.tails.drop_all())
+            self.reassembler.turn(old)
+            fd.guessed, fd._label = False, None
+            self.turned[old] = fd
+        self.by_server.setdefault(und.flow[2:], {})[id(und)] = und
 
     def _let_go(self, und: "_Undecided") -> None:
         """What an undecoded connection held goes (its bytes are still counted)."""
@@ -642,7 +683,7 @@ class _Undecided:
     every byte held, the sniffers' own included."""
 
     __slots__ = ("fd", "flow", "sniffers", "chunks", "size", "bytes", "ts", "end_ts", "first_index", "midstream",
-                 "why", "watched")
+                 "why", "watched", "guessed", "client")
 
     def __init__(self, fd: FlowDecoder, families: tuple[Family, ...], ts: float, why: str) -> None:
         self.fd: FlowDecoder | None = fd  # None once the connection is over
@@ -657,6 +698,9 @@ class _Undecided:
         self.first_index, self.midstream = fd.first_index, fd.midstream
         self.why = why
         self.watched = fd.watched
+        self.guessed = fd.guessed
+        #: the direction the sniffer that took it found the client's ("": its bytes did not tell)
+        self.client = ""
 
     def __len__(self) -> int:
         return self.size + sum(len(sn) for _, sn in self.sniffers)
@@ -675,11 +719,20 @@ class _Undecided:
         for family, sniffer in self.sniffers:
             verdict = sniffer.add(direction, data)
             if verdict:
+                self.client = getattr(sniffer, "client", "")
                 return family
             if verdict is None and self.size < family.sniff_bytes:
                 left.append((family, sniffer))
         self.sniffers = left
         return None
+
+
+_OTHER = {"c2s": "s2c", "s2c": "c2s"}
+
+
+def _turned(ev):
+    """A Data or Gap event of a connection turned round after it was made: as it reads now."""
+    return replace(ev, flow=(ev.flow[2], ev.flow[3], ev.flow[0], ev.flow[1]), direction=_OTHER[ev.direction])
 
 
 def merge_correlators(parts: Iterable[dict]) -> dict:

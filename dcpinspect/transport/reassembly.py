@@ -258,6 +258,21 @@ class Reassembler:
         """The records of the tracked flows, oldest first."""
         return list(self._flows.values())
 
+    def turn(self, flow: FlowKey) -> Flow | None:
+        """A flow whose sides were guessed (joined without its SYN) is the other way round:
+        its record is kept under the reversed key, its directions swapped. None if it is
+        not tracked."""
+        f = self._flows.pop(flow, None)
+        if f is None:
+            return None
+        f.key = (flow[2], flow[3], flow[0], flow[1])
+        f.c2s, f.s2c = f.s2c, f.c2s
+        for d, name in ((f.c2s, "c2s"), (f.s2c, "s2c")):
+            if d is not None:
+                d.name = name
+        self._flows[f.key] = f
+        return f
+
     # -- flow table ---------------------------------------------------------------------
 
     def _dir(self, key: tuple[str, int, str, int]) -> _Dir | None:

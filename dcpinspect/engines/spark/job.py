@@ -151,15 +151,40 @@ def _rows(spark, plan: Plan, out: str, kw: dict, progress: Progress | None):
                    .where("conn IS NOT NULL OR problem IS NOT NULL"))
         n = max(2, 2 * plan.parallelism)
         ordered = packets.repartition(n, "file_index", "conn").sortWithinPartitions("file_index", "conn", "record")
+        servers = _servers(spark, plan, kw)
 
         def decode(batches):
-            yield from decode_batches(batches, files, out, kw)
+            yield from decode_batches(batches, files, out, kw, servers)
 
         frames.append(ordered.mapInArrow(decode, OUT_DDL))
     rows = frames[0]
     for more in frames[1:]:
         rows = rows.unionByName(more)
     return rows
+
+
+def _servers(spark, plan: Plan, kw: dict) -> dict[int, dict]:
+    """The servers the ranges of each split file show speaking a family (a first job, a
+    task a range: :mod:`.servers`), by file index; none without the heuristic."""
+    from .servers import FOLLOW, file_servers, range_servers
+
+    if not kw.get("heuristic", True):
+        return {}
+    index = {path: i for i, path in enumerate(plan.files)}
+    jobs = [(index[r.path], [q for q in plan.ranges[k:k + FOLLOW + 1] if q.path == r.path])
+            for k, r in enumerate(plan.ranges)]
+
+    def run(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                fi, ranges = jobs[i]
+                blob = pickle.dumps((fi, range_servers(ranges, kw)), protocol=pickle.HIGHEST_PROTOCOL)
+                yield pa.RecordBatch.from_arrays([pa.array([blob], pa.binary())], names=["blob"])
+
+    rows = spark.range(0, len(jobs), 1, len(jobs)).mapInArrow(run, OUT_DDL).collect()
+    return file_servers(pickle.loads(r["blob"]) for r in rows)
 
 
 def _conclude(states: list[dict], driver: Output) -> None:

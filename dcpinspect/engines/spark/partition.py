@@ -256,10 +256,12 @@ def _snapshot_family(name: str):
     raise ValueError(f"{name}: no family reads this snapshot file")
 
 
-def decode_batches(batches: Iterator, files: list[str], out: str, kw: dict | None = None) -> Iterator:
+def decode_batches(batches: Iterator, files: list[str], out: str, kw: dict | None = None,
+                   servers: dict[int, dict] | None = None) -> Iterator:
     """The state of a task of shuffled packets: input batches of packet rows (columns as
     ``source.PACKET_DDL``) sorted by file, connection and record; its tables written
-    under ``out``."""
+    under ``out``. ``servers``: by file, the servers its connections show speaking a family
+    (``servers.range_servers``), whose every connection is decoded as that family's."""
     from pyspark import TaskContext
 
     from ..parallel import steady_gc
@@ -272,7 +274,7 @@ def decode_batches(batches: Iterator, files: list[str], out: str, kw: dict | Non
         correlators = output.correlated.setdefault(fi, {})
         records = (rec for _, _, rec in run)
         for key, item in keyed_items(records, follow=False, concluding=False, lane=True, correlators=correlators,
-                                     **kw):
+                                     servers=(servers or {}).get(fi), **kw):
             output.take(fi, key, item)
     yield output.state()
 

@@ -33,11 +33,16 @@ _INT = re.compile(rb"-?[0-9]{1,20}\r\n")
 _COUNT = re.compile(rb"(-1|[0-9]{1,9})\r\n")
 #: a RESP command array's head, where the capture may have joined a stream
 _HEAD = re.compile(rb"\*[1-9][0-9]{0,5}\r\n\$[1-9][0-9]?\r\n")
+#: a replica's acknowledgement, after its array's count
+_ACK = b"$8\r\nREPLCONF\r\n$3\r\nACK\r\n"
 #: nesting that the sniffer follows in a reply
 MAX_DEPTH = 16
 #: bytes of a first reply, well-formed as far as they go, that answer a command as a
 #: whole reply does (``COMMAND``'s reply to redis-cli is larger than the sniffer holds)
 LONG = 1024
+#: mid-stream, the bytes of the direction that showed command arrays after which it is taken
+#: without a word from the other direction (which tells which side is the client's)
+WAIT = 4096
 NEED = None  # more bytes needed
 BAD = -1  # not RESP
 
@@ -149,12 +154,18 @@ class _Direction:
 class Sniffer:
     """One connection's first bytes, both ways (see the module's docstring)."""
 
-    __slots__ = ("sides", "midstream", "first")
+    __slots__ = ("sides", "midstream", "first", "client", "found")
 
     def __init__(self, midstream: bool) -> None:
         self.midstream = midstream
         self.sides: dict[str, _Direction] = {}
         self.first = ""
+        #: mid-stream, once it says yes: the direction its bytes show to be the client's
+        #: (see :meth:`_client`), or "" when they do not tell
+        self.client = ""
+        #: mid-stream: the two command arrays found (their direction, start and the first's
+        #: end), while the other direction is awaited to tell which side is the client's
+        self.found: tuple[_Direction, int, int] | None = None
 
     def __len__(self) -> int:
         return sum(len(d.buf) for d in self.sides.values())
@@ -168,7 +179,7 @@ class Sniffer:
         if not side.worth():
             return None
         if self.midstream:
-            return self._midstream(side)
+            return self._midstream(side) if self.found is None else self._decided()
         head = bytes(side.buf[:DECIDE])
         if foreign(head, self.first == direction) is not None:
             return False
@@ -230,6 +241,40 @@ class Sniffer:
             return None
         return True
 
+    def _decided(self) -> bool | None:
+        """Two command arrays were found: Redis, once the bytes tell which side is the
+        client's, or the other direction has spoken without telling, or :data:`WAIT`
+        bytes of the first came alone (a capture of one direction)."""
+        side, start, end = self.found
+        self.client = self._client(side, start, end)
+        other = next((s for s in self.sides.values() if s is not side), None)
+        if self.client or (other is not None and other.buf.strip()) or len(side.buf) >= WAIT:
+            return True
+        side.tried = len(side.buf)
+        return None
+
+    def _client(self, side: _Direction, start: int, end: int) -> str:
+        """The direction of ``side``, whose command arrays from ``start`` on made the
+        connection Redis, if it is surely the client's: a replica's ``REPLCONF ACK``, or
+        commands whose other direction holds replies and no command array (a master's
+        stream is answered by a replica's acknowledgements, which are arrays; a subscriber
+        receives arrays and sends none). The other direction, if it holds such an
+        acknowledgement (``side`` is a master's stream). Else ""."""
+        direction = next(d for d, s in self.sides.items() if s is side)
+        first = bytes(side.buf[start:end]).upper()
+        if first.startswith(_ACK, first.index(b"\n") + 1):
+            return direction
+        theirs = "s2c" if direction == "c2s" else "c2s"
+        other = self.sides.get(theirs)
+        if other is None or not other.buf.strip():
+            return ""
+        buf = other.buf
+        if _ACK in bytes(buf).upper():  # a master's stream, acknowledged by its replica
+            return theirs
+        if buf[:1] == b"*" or any(m.start() == 0 or buf[m.start() - 1] == ord("\n") for m in _HEAD.finditer(buf)):
+            return ""
+        return direction
+
     def _midstream(self, side: _Direction) -> bool | None:
         """Two whole command arrays in a row, the first where a line ended (or at the start)."""
         buf = side.buf
@@ -253,5 +298,6 @@ class Sniffer:
                     side.searched, side.tried = start, len(buf)
                     return None
                 if second != BAD and second[1] in NAMES:
-                    return True
+                    self.found = (side, start, first[0])
+                    return self._decided()
             at = start + 1
