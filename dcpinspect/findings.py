@@ -33,10 +33,14 @@ class Finding:
 
     def to_json(self) -> dict:
         out = {"rule": self.rule, "class": self.cls, "severity": self.severity, "message": self.message}
-        for name in ("offset", "vbucket", "stream_id", "frame"):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
+        if self.offset is not None:
+            out["offset"] = self.offset
+        if self.vbucket is not None:
+            out["vbucket"] = self.vbucket
+        if self.stream_id is not None:
+            out["stream_id"] = self.stream_id
+        if self.frame is not None:
+            out["frame"] = self.frame
         if self.ref:
             out["ref"] = self.ref
         return out

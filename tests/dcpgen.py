@@ -701,6 +701,16 @@ def mid_conversation_connection(target: int, seed: int = 3) -> list[tuple[str, b
     return frames[2000:]
 
 
+def long_clean_capture(path: str | Path) -> int:
+    """Three busy, valid connections in one pcap, interleaved (the third joined after its
+    stream requests), 100k frames and more; returns how many frames."""
+    a = busy_collections_connection(60_000, seed=11)
+    b = busy_sync_replication_connection(28_000, seed=12)
+    c = mid_conversation_connection(12_000, seed=13)
+    write_flows([a.frames, b.frames, c], path, midstream=[2])
+    return len(a.frames) + len(b.frames) + len(c)
+
+
 def write_flows(flows: list[list[tuple[str, bytes]]], path: str | Path, midstream: Iterable[int] = (),
                 chunk: int = 64) -> Path:
     """Several TCP connections in one pcap, their packets interleaved ``chunk`` at a time.

@@ -1,8 +1,8 @@
 """Rules of a state that lasts report it once an episode: on the first message in the
 state, again only after the state ended and began again (README: validate).
 
-Each case is a real TCP capture written by ``dcpgen`` in which the state lasts many
-frames, ends, and begins again. It is judged three ways that must agree: ``validate -f
+Each case is a real TCP capture written by ``dcpgen`` (DCP) or ``tapgen`` (TAP) in which
+the state lasts many frames, ends, and begins again. It is judged three ways that must agree: ``validate -f
 jsonl`` as users run it, with the C modules and without them (``DCPINSPECT_PURE=1``), and
 ``decode -f jsonl`` in process with the fast lane and without (``test_lane.run``).
 """
@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 import servers
+import tapgen
 from dcpgen import ERANGE, Dcp, Producer
 from dcpinspect.families.mcbp.messages import dcp as L
 from test_lane import lane_module, run
@@ -112,8 +113,66 @@ def seqno_outside_snapshot():
     return d, {"seqno-outside-snapshot": 2}
 
 
+def beyond_end_seqno():
+    """Two streams going on past their end seqno, with markers and items: once a stream."""
+    d = Dcp().handshake()
+    for vb in (19, 20):
+        p = d.stream(vb, end=10)
+        p.snapshot(10)  # 1..10 holds end seqno 10 and is complete
+        for _ in range(N // 4):
+            p.snapshot(3)
+    return d, {"beyond-end-seqno": 2}
+
+
+class _Tap:
+    """A TAP conversation, written as one TCP connection seen from its SYN."""
+
+    def __init__(self) -> None:
+        self.tap = tapgen.Tap()
+
+    def pcap(self, path):
+        return tapgen.write_capture(self.tap.frames, path)
+
+
+def tap_ack_flag():
+    """On a SupportAck connection VBUCKET_SETs without TAP_FLAG_ACK; one asks (and is ACKed),
+    then again without: a second episode."""
+    c = _Tap()
+    t = c.tap.connect(tapgen.SUPPORT_ACK)
+    for episode in range(2):
+        for _ in range(N):
+            t.vbucket_set(2, tapgen.REPLICA)
+        if not episode:
+            t.ack(t.vbucket_set(2, tapgen.REPLICA, ack=True), tapgen.VBUCKET_SET)
+    return c, {"tap-ack-flag": 2, "retired-opcode": 1}
+
+
+def tap_ack_flag_unagreed():
+    """Without SupportAck, events asking for ACKs (the consumer answers the last, which
+    covers them all): once, as nothing negotiates SupportAck."""
+    c = _Tap()
+    t = c.tap.connect(0)
+    for n in range(N):
+        last = t.mutation(3, b"k%d" % n, ack=True)
+    t.ack(last, tapgen.MUTATION)
+    return c, {"tap-ack-flag": 1, "retired-opcode": 1}
+
+
+def tap_keys_only_value():
+    """Keys only granted, then mutations with values; one without a value ends it; values
+    again; one without; values under TAP_FLAG_NO_VALUE: three episodes."""
+    c = _Tap()
+    t = c.tap.connect(tapgen.KEYS_ONLY)
+    t.mutation(0, b"granted", b"", flags=tapgen.NO_VALUE)
+    for episode, flags in enumerate((0, 0, tapgen.NO_VALUE)):
+        for n in range(N):
+            t.mutation(0, b"k%d-%d" % (episode, n), b"value", flags=flags)
+        t.mutation(0, b"keys-only-again", b"", flags=tapgen.NO_VALUE)
+    return c, {"tap-keys-only-value": 3, "retired-opcode": 1}
+
+
 CASES = [after_stream_end, no_stream, stream_id_missing, negotiation_missing, item_before_marker,
-         seqno_outside_snapshot]
+         seqno_outside_snapshot, beyond_end_seqno, tap_ack_flag, tap_ack_flag_unagreed, tap_keys_only_value]
 
 
 def _counts(findings: list[dict]) -> dict[str, int]:

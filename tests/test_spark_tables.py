@@ -137,3 +137,14 @@ def test_table_columns_come_from_the_families():
     own = {t.name for f in families() for t in f.tables if t.name != "frames"}
     assert own == {"commands", "keys"} and own <= set(by_name)
     assert all(by_name[n].optional for n in own) and not by_name["frames"].optional
+
+
+def test_a_uri_out_keeps_its_query_after_the_table_names():
+    """``--out s3://bucket/out?endpoint_override=...``: the tables go under its path, the
+    endpoint stays the URI's query (appended after it, it named a scheme ``http/frames``)."""
+    from dcpinspect.engines.spark.tables import join
+
+    out = "s3://key:secret@bucket/out/?endpoint_override=127.0.0.1:9000&scheme=http"
+    assert join(out, "frames", "part-1.parquet") == ("s3://key:secret@bucket/out/frames/part-1.parquet"
+                                                     "?endpoint_override=127.0.0.1:9000&scheme=http")
+    assert join("s3://bucket", "keys") == "s3://bucket/keys"

@@ -76,9 +76,11 @@ def decode_frames(path: Path) -> list[str]:
     return [line for line in res.stdout.splitlines() if json.loads(line)["kind"] == "frame"]
 
 
-def frames_by_file(out: Path) -> dict[int, list[str]]:
-    """The frames table's lines by file index, in the CLI's order."""
-    rows = sorted(pq.read_table(out / "frames").to_pylist(), key=lambda r: (r["file_index"], r["key"], r["seq"]))
+def frames_by_file(out: Path | str, filesystem=None) -> dict[int, list[str]]:
+    """The frames table's lines by file index, in the CLI's order (``out`` a directory, or a
+    path of ``filesystem``)."""
+    rows = sorted(pq.read_table(f"{out}/frames", filesystem=filesystem).to_pylist(),
+                  key=lambda r: (r["file_index"], r["key"], r["seq"]))
     got: dict[int, list[str]] = {}
     for r in rows:
         got.setdefault(r["file_index"], []).append(r["json"])
@@ -148,3 +150,29 @@ def test_uri_names():
     assert shown("s3a://k:s@b/x.pcap?scheme=http") == "s3a://b/x.pcap?scheme=http"
     fs, path = locate("file:///tmp/some/file.pcap")
     assert path == "/tmp/some/file.pcap" and fs.type_name == "local"
+
+
+def test_s3_out_keeps_the_endpoint_and_reaches_the_server(spark, local, s3, tmp_path):
+    """``--out`` an ``s3://`` URI whose query names the endpoint: each table's files go under
+    its path, the query kept (it once became part of the last table's name). moto's S3
+    server does not complete the multipart uploads pyarrow writes every file with (even a
+    small one; boto3's own complete there): the run ends on that error, which this test
+    tells apart, after the server has the tables' parts begun under their names."""
+    from dcpinspect.engines.spark.job import run_analysis
+
+    prefix = f"out-{tmp_path.name}"
+    out = f"s3://{KEY}:{SECRET}@{BUCKET}/{prefix}?{s3}"
+    try:
+        run_analysis(spark, [str(local / "c-session.pcap")], out)
+    except Exception as exc:  # noqa: BLE001 - the job's error, as Spark hands it back
+        if "CompleteMultipartUpload" not in str(exc):
+            raise
+        port = s3.split("127.0.0.1:")[1].split("&")[0]
+        client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id=KEY,
+                              aws_secret_access_key=SECRET, region_name="us-east-1")
+        keys = [o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=prefix + "/").get("Contents", [])]
+        assert keys and {k.split("/")[1] for k in keys} <= {"frames", "findings", "keys"}, keys
+        pytest.xfail("moto's S3 server does not complete pyarrow's multipart uploads")
+    from dcpinspect.sources.uris import locate
+
+    assert frames_by_file(*reversed(locate(out)))[0] == decode_frames(local / "c-session.pcap")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from ..outputs.undecoded import record as undecoded_record
 from ..sessions.captured import Captured, Lines, Note, flow_label
-from ..findings import Finding
+from ..findings import LEVELS, Finding
 from ..outputs.jsonl import dumps_line
 from ..outputs.stamp import stamp as _stamp
 from ..outputs.tally import Tally
@@ -250,34 +250,38 @@ class FindingRow:
                 "-" if f.stream_id is None else str(f.stream_id), f.severity, f.cls, f.rule, f.message)
 
 
-class WrittenRow:
-    """A finding's row as JSON Lines prints it: its ``severity`` and ``line``, all a process
-    sends of it."""
+#: a frame's findings rows as JSON Lines prints them, all a process sends of them: their
+#: lines (newlines included), how many, how many are errors, and the highest severity level
+#: (built-in types alone: nothing of ours to call when they are pickled or unpickled)
+Written = tuple[str, int, int, int]
 
-    __slots__ = ("severity", "line")
 
-    def __init__(self, severity: str, line: str) -> None:
-        self.severity, self.line = severity, line
-
-    def __reduce__(self):
-        return WrittenRow, (self.severity, self.line)
+def written(rows: list[FindingRow]) -> Written:
+    if len(rows) == 1:
+        row = rows[0]
+        severity = row.severity
+        return row.line, 1, int(severity == "error"), LEVELS[severity]
+    severities = [row.severity for row in rows]
+    return ("".join(row.line for row in rows), len(rows), severities.count("error"),
+            max(LEVELS[s] for s in severities))
 
 
 @dataclass
 class FindingsSink:
     """``validate``: payload a list of :class:`FindingRow` (and, for damage to the capture
-    file itself, its note's text); totals: frames checked."""
+    file itself, its note's text), or with ``lines`` a frame's rows as :data:`Written`;
+    totals: frames checked."""
 
     source: str  # the file name the rows carry
     show_info: bool = False
     stamp: Callable[[float], str] = _stamp  # a date, or the raw time when it cannot be one
     frames: int = 0
     labels: _Labels = field(default_factory=_Labels)
-    #: rows as their JSON line (:class:`WrittenRow`), made where the finding is found (in
-    #: the worker process, that sends the line and not the row)
+    #: rows as their JSON lines (:data:`Written`), made where the finding is found (in the
+    #: worker process, that sends the lines and not the rows)
     lines: bool = False
 
-    def take(self, key: int, item: Captured | Note) -> list[FindingRow | str] | None:
+    def take(self, key: int, item: Captured | Note) -> list[FindingRow | str] | Written | None:
         if isinstance(item, Captured):
             self.frames += 1
             found = item.msg.findings
@@ -292,8 +296,8 @@ class FindingsSink:
         else:
             return None
         rows = [self._row(f, item) for f in found if self.show_info or f.severity != "info"]
-        if self.lines:
-            rows = [WrittenRow(row.severity, row.line) for row in rows]
+        if self.lines and rows:
+            return written(rows)
         return rows or None
 
     def _row(self, f: Finding, where: Captured | Note) -> FindingRow:

@@ -50,6 +50,9 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: Captur
                 out.before_print = lambda: clear(progress)
                 payloads, results = findings_of(inp, capture, collections, jobs, show_info, progress, jsonl)
                 for batch in payloads:
+                    if type(batch) is tuple:  # a frame's findings as JSON lines (sinks.Written)
+                        out.add_written(*batch)
+                        continue
                     for row in batch:
                         if isinstance(row, str):
                             clear(progress)
@@ -85,8 +88,8 @@ def _print_undecoded(undecoded: list[Note], jsonl: bool) -> None:
 def findings_of(inp: Input, capture: CaptureOptions, collections: bool | None, jobs: int, show_info: bool,
                 progress=None, lines: bool = False) -> tuple[Iterator[list[FindingRow | str]], Callable[[], list[int]]]:
     """Batches of findings rows of a capture (over ``jobs`` processes when it pays) or of a
-    hex dump given as a file, in order as they are found (``lines``: as their JSON lines,
-    sinks.WrittenRow), and a function giving the frames checked (a list to sum) once they
+    hex dump given as a file, in order as they are found (``lines``: a frame's as their JSON
+    lines, sinks.Written), and a function giving the frames checked (a list to sum) once they
     are all read."""
     recipe = partial(make_sink, "findings", inp.name, show_info, lines=lines)
     if kind_of(inp) == CAPTURE:

@@ -83,6 +83,15 @@ class FindingsStream:
         if len(self._window) >= WINDOW_ROWS or time.monotonic() - self._since > WINDOW_SECONDS:
             self.flush()
 
+    def add_written(self, lines: str, total: int, errors: int, worst: int) -> None:
+        """JSON Lines: ``total`` rows written already as their ``lines``, ``errors`` of them
+        errors, the highest severity level ``worst``."""
+        self.total += total
+        self.errors += errors
+        if worst > self.worst:
+            self.worst = worst
+        self._write(lines)
+
     def flush(self) -> None:
         """Print the rows held (the table's window)."""
         if self.jsonl:

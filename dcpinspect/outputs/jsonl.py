@@ -53,8 +53,10 @@ def dumps_line(record: dict[str, Any], floats: bool = True) -> bytes:
             out = orjson.dumps(record, option=_ORJSON_OPTS | orjson.OPT_APPEND_NEWLINE)
         except TypeError:
             return (_stdlib(record) + "\n").encode("ascii")
+        # a null token is None (and json.dumps's too) where no float is NaN or infinite: then
+        # one pass tells the rest (a finding's line has nulls: it was two passes)
         if ((out.isascii() and b"\x7f" not in out) if not floats
-                else _plain(out) or (b"null" in out and _plain(out, True) and _finite(record))):
+                else (_finite(record) and _plain(out, True)) if b"null" in out else _plain(out)):
             return out
     return (_stdlib(record) + "\n").encode("ascii")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import Any, Callable
+from urllib.parse import urlsplit, urlunsplit
 
 from ...families import Table, families
 from ...sources.uris import is_uri
@@ -295,7 +296,12 @@ def schema(spec: Spec):
 
 
 def join(out: str, *names: str) -> str:
-    return "/".join([out.rstrip("/"), *names]) if is_uri(out) else os.path.join(out, *names)
+    """``names`` under ``out``: a directory, or a URI's path (its query, such as an S3
+    endpoint, kept after it)."""
+    if not is_uri(out):
+        return os.path.join(out, *names)
+    parts = urlsplit(out)
+    return urlunsplit(parts._replace(path="/".join([parts.path.rstrip("/"), *names])))
 
 
 class TableFiles:

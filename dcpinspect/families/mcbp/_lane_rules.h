@@ -10,11 +10,11 @@
  * 28:dcp_open_seen, 29:producer_known, 30:seen_from_start, 31:has_stream,
  * 32:stream_waiting, 33:strayed, 34:stream_ended, 35:late, 36:stream_ids,
  * 37:unlabelled, 38:v22_negotiated, 39:v22_unmet, 40:in_oso, 41:first_floor,
- * 42:adopted, 43:end_reached, 44:buffer_size, 45:overrun, 46:oso_base, 47:unmarked,
- * 48:outside, 49:open_flags_known, 50:deletion_extras
+ * 42:adopted, 43:end_reached, 44:overran, 45:buffer_size, 46:overrun, 47:oso_base,
+ * 48:unmarked, 49:outside, 50:open_flags_known, 51:deletion_extras
  */
 
-#define GENERATED_FINGERPRINT "ee12ca4af75df0c014d7"
+#define GENERATED_FINGERPRINT "8705487a5f56ff761524"
 /* messages/keys.py's RESERVED_COLLECTION_IDS */
 #define RESERVED_COLLECTION_FIRST 1
 #define RESERVED_COLLECTION_LAST 7
@@ -31,8 +31,8 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if ((F[30] && (!F[38]) && (!F[39]))) m |= UINT64_C(1) << 9; /* negotiation-missing */
         if (F[40]) m |= UINT64_C(1) << 10; /* oso-unbalanced */
         if ((!F[42])) m |= UINT64_C(1) << 11; /* first-marker-start */
-        if (F[43]) m |= UINT64_C(1) << 15; /* beyond-end-seqno */
-        if (((F[44] != UINT64_C(0)) && (!F[45]))) m |= UINT64_C(1) << 20; /* buffer-overrun */
+        if ((F[43] && (!F[44]))) m |= UINT64_C(1) << 15; /* beyond-end-seqno */
+        if (((F[45] != UINT64_C(0)) && (!F[46]))) m |= UINT64_C(1) << 20; /* buffer-overrun */
         break;
     case 1: /* 0x57 */
         m = UINT64_C(0x7f); /* key-required, key-too-long, seqno-zero, nmeta-nonzero, collection-key-empty, collection-id-reserved */
@@ -42,11 +42,11 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if ((F[36] && (!F[37]))) m |= UINT64_C(1) << 10; /* stream-id-missing */
         if (F[40]) m |= UINT64_C(1) << 11; /* oso-below-start */
         if ((!F[40])) m |= UINT64_C(1) << 12; /* seqno-regression */
-        if (((!F[40]) && (!F[42]) && (!F[47]))) m |= UINT64_C(1) << 13; /* item-before-marker */
-        if (((!F[40]) && (!F[48]))) m |= UINT64_C(1) << 14; /* seqno-outside-snapshot */
-        if ((F[43] && (!F[40]))) m |= UINT64_C(1) << 15; /* beyond-end-seqno */
+        if (((!F[40]) && (!F[42]) && (!F[48]))) m |= UINT64_C(1) << 13; /* item-before-marker */
+        if (((!F[40]) && (!F[49]))) m |= UINT64_C(1) << 14; /* seqno-outside-snapshot */
+        if ((F[43] && (!F[40]) && (!F[44]))) m |= UINT64_C(1) << 15; /* beyond-end-seqno */
         if ((!F[40])) m |= UINT64_C(1) << 16; /* duplicate-key */
-        if (((F[44] != UINT64_C(0)) && (!F[45]))) m |= UINT64_C(1) << 17; /* buffer-overrun */
+        if (((F[45] != UINT64_C(0)) && (!F[46]))) m |= UINT64_C(1) << 17; /* buffer-overrun */
         break;
     case 2: /* 0x58 */
         m = UINT64_C(0x7f); /* key-required, key-too-long, nmeta-nonzero, deletion-datatype, collection-key-empty, collection-id-reserved */
@@ -54,14 +54,14 @@ static uint64_t generated_activate(int i, const uint64_t *F) {
         if ((((!F[31]) || F[32]) && (!F[33]))) m |= UINT64_C(1) << 8; /* no-stream */
         if ((F[34] && (!F[35]))) m |= UINT64_C(1) << 9; /* after-stream-end */
         if ((F[36] && (!F[37]))) m |= UINT64_C(1) << 10; /* stream-id-missing */
-        if (F[49]) m |= UINT64_C(1) << 11; /* deletion-version */
+        if (F[50]) m |= UINT64_C(1) << 11; /* deletion-version */
         if (F[40]) m |= UINT64_C(1) << 12; /* oso-below-start */
         if ((!F[40])) m |= UINT64_C(1) << 13; /* seqno-regression */
-        if (((!F[40]) && (!F[42]) && (!F[47]))) m |= UINT64_C(1) << 14; /* item-before-marker */
-        if (((!F[40]) && (!F[48]))) m |= UINT64_C(1) << 15; /* seqno-outside-snapshot */
-        if ((F[43] && (!F[40]))) m |= UINT64_C(1) << 16; /* beyond-end-seqno */
+        if (((!F[40]) && (!F[42]) && (!F[48]))) m |= UINT64_C(1) << 14; /* item-before-marker */
+        if (((!F[40]) && (!F[49]))) m |= UINT64_C(1) << 15; /* seqno-outside-snapshot */
+        if ((F[43] && (!F[40]) && (!F[44]))) m |= UINT64_C(1) << 16; /* beyond-end-seqno */
         if ((!F[40])) m |= UINT64_C(1) << 17; /* duplicate-key */
-        if (((F[44] != UINT64_C(0)) && (!F[45]))) m |= UINT64_C(1) << 18; /* buffer-overrun */
+        if (((F[45] != UINT64_C(0)) && (!F[46]))) m |= UINT64_C(1) << 18; /* buffer-overrun */
         break;
     }
     return m;
@@ -90,7 +90,7 @@ static int generated_any(int i, uint64_t m, const uint64_t *F) {
         if ((m >> 17 & 1) && (F[14] && (F[15] > F[11]))) return 1; /* mvs-above-end */
         if ((m >> 18 & 1) && (F[18] && (F[19] > F[11]) && ((F[12] & UINT64_C(2)) != 0))) return 1; /* mvs-above-end */
         if ((m >> 19 & 1) && ((!((F[12] & UINT64_C(2)) != 0)) && ((F[16] && (F[17] != UINT64_C(0))) || (F[18] && (F[19] != UINT64_C(0)))))) return 1; /* hcs-without-disk */
-        if ((m >> 20 & 1) && (F[27] >= F[44])) return 1; /* buffer-overrun */
+        if ((m >> 20 & 1) && (F[27] >= F[45])) return 1; /* buffer-overrun */
         break;
     case 1: /* 0x57 */
         if ((m >> 0 & 1) && ((F[4] == UINT64_C(0)) && F[9])) return 1; /* key-required */
@@ -104,13 +104,13 @@ static int generated_any(int i, uint64_t m, const uint64_t *F) {
         if ((m >> 8 & 1) && UINT64_C(1)) return 1; /* no-stream */
         if ((m >> 9 & 1) && UINT64_C(1)) return 1; /* after-stream-end */
         if ((m >> 10 & 1) && (!F[8])) return 1; /* stream-id-missing */
-        if ((m >> 11 & 1) && (F[0] <= F[46])) return 1; /* oso-below-start */
+        if ((m >> 11 & 1) && (F[0] <= F[47])) return 1; /* oso-below-start */
         if ((m >> 12 & 1) && ((F[0] <= F[20]) && (!(F[42] && (F[20] == UINT64_C(0)))))) return 1; /* seqno-regression */
         if ((m >> 13 & 1) && (!F[21])) return 1; /* item-before-marker */
         if ((m >> 14 & 1) && (F[21] && (!((F[0] >= F[22]) && (F[0] <= F[23]))))) return 1; /* seqno-outside-snapshot */
         if ((m >> 15 & 1) && (F[21] && F[25] && (F[0] >= F[22]) && (F[0] <= F[23]))) return 1; /* beyond-end-seqno */
         if ((m >> 16 & 1) && (F[21] && F[26] && (!((F[24] & UINT64_C(48)) != 0)))) return 1; /* duplicate-key */
-        if ((m >> 17 & 1) && (F[27] >= F[44])) return 1; /* buffer-overrun */
+        if ((m >> 17 & 1) && (F[27] >= F[45])) return 1; /* buffer-overrun */
         break;
     case 2: /* 0x58 */
         if ((m >> 0 & 1) && ((F[4] == UINT64_C(0)) && F[9])) return 1; /* key-required */
@@ -124,14 +124,14 @@ static int generated_any(int i, uint64_t m, const uint64_t *F) {
         if ((m >> 8 & 1) && UINT64_C(1)) return 1; /* no-stream */
         if ((m >> 9 & 1) && UINT64_C(1)) return 1; /* after-stream-end */
         if ((m >> 10 & 1) && (!F[8])) return 1; /* stream-id-missing */
-        if ((m >> 11 & 1) && (F[2] != F[50])) return 1; /* deletion-version */
-        if ((m >> 12 & 1) && (F[0] <= F[46])) return 1; /* oso-below-start */
+        if ((m >> 11 & 1) && (F[2] != F[51])) return 1; /* deletion-version */
+        if ((m >> 12 & 1) && (F[0] <= F[47])) return 1; /* oso-below-start */
         if ((m >> 13 & 1) && ((F[0] <= F[20]) && (!(F[42] && (F[20] == UINT64_C(0)))))) return 1; /* seqno-regression */
         if ((m >> 14 & 1) && (!F[21])) return 1; /* item-before-marker */
         if ((m >> 15 & 1) && (F[21] && (!((F[0] >= F[22]) && (F[0] <= F[23]))))) return 1; /* seqno-outside-snapshot */
         if ((m >> 16 & 1) && (F[21] && F[25] && (F[0] >= F[22]) && (F[0] <= F[23]))) return 1; /* beyond-end-seqno */
         if ((m >> 17 & 1) && (F[21] && F[26] && (!((F[24] & UINT64_C(48)) != 0)))) return 1; /* duplicate-key */
-        if ((m >> 18 & 1) && (F[27] >= F[44])) return 1; /* buffer-overrun */
+        if ((m >> 18 & 1) && (F[27] >= F[45])) return 1; /* buffer-overrun */
         break;
     }
     return 0;

@@ -107,6 +107,8 @@ unlabelled = Fact("unlabelled", "a message of the stream came without the stream
                   "c.stream.unlabelled")
 outside = Fact("outside", "an item of the stream came with a seqno outside its current snapshot",
                "c.snap is not None and c.snap.strayed")
+overran = Fact("overran", "a marker or item of the stream came after the snapshot holding its end seqno (the first "
+                "one was judged)", "c.stream.overran")
 unmarked = Fact("unmarked", "an item of the stream came before any snapshot marker", "c.stream.unmarked")
 
 

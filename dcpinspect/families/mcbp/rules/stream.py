@@ -91,9 +91,17 @@ declare("marker-inside-snapshot", "stream.marker",
         _follows & ~F.snap_complete & (F.last_seqno < F.snap_end) & ~_history_repeat,
         lambda c: f"new marker while snapshot {c.snap.start}..{c.snap.end} only reached {c.stream.last_seqno}",
         on=_MARKER, severity=lambda c: None if c.neg.collections else "info")
-declare("beyond-end-seqno", "stream.marker", _follows & F.end_reached,
+
+
+def _overran(c) -> None:
+    """beyond-end-seqno is a state too (the producer goes on past the requested end): once a
+    stream, on its first marker or item."""
+    c.st.overran(c.stream)
+
+
+declare("beyond-end-seqno", "stream.marker", _follows & F.end_reached & ~F.overran,
         lambda c: f"new snapshot {c.v['start_seqno']}..{c.v['end_seqno']} after end seqno {c.stream.end_seqno} "
-        "was reached", on=_MARKER)
+        "was reached (once a stream)", on=_MARKER, begins=_overran)
 declare("marker-end-regression", "stream.marker", F.marker_start > F.marker_end,
         lambda c: f"snapshot start {c.v['start_seqno']} > end {c.v['end_seqno']}", on=_MARKER)
 declare("mvs-above-end", "stream.marker", F.has_mvs & (F.mvs > F.marker_end),
@@ -126,9 +134,10 @@ declare("seqno-outside-snapshot", "stream.seqno", F.has_snapshot & ~_in_snapshot
         lambda c: f"{c.msg.name} seqno {c.seqno} outside snapshot {c.snap.start}..{c.snap.end} "
         f"(marker frame {c.snap.index}; once a snapshot)", on=ITEM_OPCODES,
         begins=lambda c: c.st.outside(c.snap))
-declare("beyond-end-seqno", "stream.seqno", F.end_reached & F.has_snapshot & F.snap_complete & _in_snapshot & ~F.in_oso,
-        lambda c: f"{c.msg.name} seqno {c.seqno} after the snapshot holding end seqno {c.stream.end_seqno}",
-        on=ITEM_OPCODES)
+declare("beyond-end-seqno", "stream.seqno",
+        F.end_reached & F.has_snapshot & F.snap_complete & _in_snapshot & ~F.in_oso & ~F.overran,
+        lambda c: f"{c.msg.name} seqno {c.seqno} after the snapshot holding end seqno {c.stream.end_seqno} "
+        "(once a stream)", on=ITEM_OPCODES, begins=_overran)
 # prepares are indexed apart; keys are kept as digests, up to sessions.streams.MAX_SNAPSHOT_KEYS a snapshot
 declare("duplicate-key", "stream.seqno",
         F.has_snapshot & F.key_seen & ~F.in_oso & ~F.snap_type.has(SNAPSHOT_MAY_DUPLICATE | SNAPSHOT_HISTORY),

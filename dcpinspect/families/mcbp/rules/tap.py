@@ -4,7 +4,10 @@ Zeek's model: the session (``sessions.tap``) applies each message and never judg
 rule here reads the session as it stood *before* the message and says what is wrong,
 nothing else. A rule registers for the kinds of message it looks at (``connect``,
 ``event``, ``noop``, ``ack``) and, where it helps, their opcodes; ``once`` rules are said
-at most once a connection. :data:`ENDING` rules run when the connection ends.
+at most once a connection. A rule of a state that lasts names what its finding ``begins``
+in the session, which holds that episode and ends it; its condition reads that it lasts,
+so it is said again only once the state ended and began again. :data:`ENDING` rules run
+when the connection ends.
 :class:`TapChecker` runs them for one connection: the conversation feeds it the TAP
 frames (and the NOOPs and answers on a TAP connection) and asks it to finish.
 """
@@ -18,9 +21,9 @@ from ....findings import Finding
 from ..messages.frame import Message
 from ..messages.names import REQUEST_MAGICS, VBUCKET_STATES, status_name
 from ..sessions.tap import (
-    ACTIVE, CHECKPOINT, CHECKPOINT_END, CHECKPOINT_START, CONNECT, EVENT_OPCODES, FIX_BYTEORDER, FLAG_ACK,
-    FLAG_NETWORK_BYTE_ORDER, FLAG_NO_VALUE, KEYS_ONLY, KNOWN_CONNECT_FLAGS, LIST_VBUCKETS, MUTATION, NOOP, OPAQUE,
-    PENDING, SUPPORT_ACK, TAKEOVER, VBUCKET_SET, TapSession, value_length,
+    ACKED_EVENTS, ACTIVE, CHECKPOINT, CHECKPOINT_END, CHECKPOINT_START, CONNECT, EVENT_OPCODES, FIX_BYTEORDER,
+    FLAG_ACK, FLAG_NETWORK_BYTE_ORDER, FLAG_NO_VALUE, KEYS_ONLY, KNOWN_CONNECT_FLAGS, LIST_VBUCKETS, MUTATION, NOOP,
+    OPAQUE, PENDING, SUPPORT_ACK, TAKEOVER, VBUCKET_SET, TapSession, value_length,
 )
 from .book import TAP_RULES
 
@@ -28,15 +31,17 @@ from .book import TAP_RULES
 Said = tuple[str, str, dict]
 Judge = Callable[[TapSession, Message, "str | None"], Iterator[Said]]
 Ending = Callable[[TapSession], Iterator[Said]]
-RULES: list[tuple[Judge, frozenset[str], frozenset[int] | None, bool]] = []
+Begins = Callable[[TapSession], None]
+RULES: list[tuple[Judge, frozenset[str], frozenset[int] | None, bool, "Begins | None"]] = []
 ENDING: list[Ending] = []
 
 
-def rule(*kinds: str, opcodes: Iterable[int] | None = None, once: bool = False):
-    """Register a rule for messages of ``kinds`` (and ``opcodes``, when given)."""
+def rule(*kinds: str, opcodes: Iterable[int] | None = None, once: bool = False, begins: Begins | None = None):
+    """Register a rule for messages of ``kinds`` (and ``opcodes``, when given); ``begins``:
+    what its finding tells the session, for a rule of a state that lasts."""
 
     def register(fn: Judge) -> Judge:
-        RULES.append((fn, frozenset(kinds), None if opcodes is None else frozenset(opcodes), once))
+        RULES.append((fn, frozenset(kinds), None if opcodes is None else frozenset(opcodes), once, begins))
         return fn
 
     return register
@@ -108,16 +113,20 @@ def _event_seqno(s: TapSession, msg: Message, direction) -> Iterator[Said]:
 # -- ACK / NACK (spec §8) ------------------------------------------------------------------
 
 
-@rule("event")
+# A state that lasts (the producer's ACK flags disagree with SupportAck; a producer sends
+# values on a keys-only stream) is said on its first event, again only once it ended.
+@rule("event", begins=TapSession.ack_flag_went_wrong)
 def _ack_flag(s: TapSession, msg: Message, direction) -> Iterator[Said]:
     asks = msg.values.get("tap_flags", 0) & FLAG_ACK
-    if s.connect is None:
+    if s.connect is None or s.ack_flag_wrong:
         return
     if not s.wants(SUPPORT_ACK):
         if asks:
-            yield "tap-ack-flag", f"{msg.name} asks for an ACK; the consumer did not set SupportAck", _vb(msg)
-    elif not asks and msg.opcode in (OPAQUE, VBUCKET_SET, CHECKPOINT_START, CHECKPOINT_END):
-        yield "tap-ack-flag", f"{msg.name} without TAP_FLAG_ACK on a SupportAck connection", _vb(msg)
+            yield "tap-ack-flag", (f"{msg.name} asks for an ACK; the consumer did not set SupportAck (once until a "
+                                   "TAP_CONNECT sets it)"), _vb(msg)
+    elif not asks and msg.opcode in ACKED_EVENTS:
+        yield "tap-ack-flag", (f"{msg.name} without TAP_FLAG_ACK on a SupportAck connection (once until such an "
+                               "event asks again)"), _vb(msg)
 
 
 @rule("ack")
@@ -223,15 +232,20 @@ def _checkpoint_unrequested(s: TapSession, msg: Message, direction) -> Iterator[
 # -- event bodies (spec §3–§5) ---------------------------------------------------------------
 
 
-@rule("event", opcodes=(MUTATION,))
+_UNTIL_KEYS_ONLY = " (once until a mutation comes without a value)"
+
+
+@rule("event", opcodes=(MUTATION,), begins=TapSession.sent_unwanted_value)
 def _keys_only_value(s: TapSession, msg: Message, direction) -> Iterator[Said]:
     n = value_length(msg)
-    if not n:
+    if not n or s.unwanted_values:
         return
     if msg.values.get("tap_flags", 0) & FLAG_NO_VALUE:
-        yield "tap-keys-only-value", f"TAP_FLAG_NO_VALUE set, yet the mutation carries {n} value bytes", _vb(msg)
+        yield "tap-keys-only-value", (f"TAP_FLAG_NO_VALUE set, yet the mutation carries {n} value bytes"
+                                      f"{_UNTIL_KEYS_ONLY}"), _vb(msg)
     elif s.wants(KEYS_ONLY) and s.keys_only_granted:
-        yield "tap-keys-only-value", f"{n} value bytes without TAP_FLAG_NO_VALUE after keys-only was granted", _vb(msg)
+        yield "tap-keys-only-value", (f"{n} value bytes without TAP_FLAG_NO_VALUE after keys-only was granted"
+                                      f"{_UNTIL_KEYS_ONLY}"), _vb(msg)
 
 
 @rule("event")
@@ -284,15 +298,18 @@ class TapChecker:
         kind = kind_of(msg)
         if kind is not None:
             s = self.session
-            for fn, kinds, opcodes, once in RULES:
+            for fn, kinds, opcodes, once, begins in RULES:
                 if kind not in kinds or (opcodes is not None and msg.opcode not in opcodes):
                     continue
+                before = len(out)
                 for rule_id, text, ctx in fn(s, msg, direction):
                     if once:
                         if rule_id in self.said:
                             continue
                         self.said.add(rule_id)
                     out.append(_finding(rule_id, text, msg.offset, ctx))
+                if begins is not None and len(out) > before:
+                    begins(s)
         self.session.apply(msg, direction, ts, index)
         if out:
             msg.findings.extend(out)

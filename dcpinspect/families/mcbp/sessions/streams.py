@@ -94,6 +94,7 @@ class Stream:
     late: bool = False  # a message came after its STREAM_END
     unlabelled: bool = False  # a message came without the stream-id frame enable_stream_id asks for
     unmarked: bool = False  # an item came before any snapshot marker
+    overran: bool = False  # a marker or item came after the snapshot holding its end seqno
     _context: dict | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -279,6 +280,10 @@ class DcpState:
     def unmarked(self, stream: Stream) -> None:
         """An item of the stream came before any snapshot marker."""
         stream.unmarked = True
+
+    def overran(self, stream: Stream) -> None:
+        """A marker or item of the stream came after the snapshot holding its end seqno."""
+        stream.overran = True
 
     def outside(self, snap: Snapshot) -> None:
         """An item came with a seqno outside the stream's current snapshot ``snap``."""

@@ -28,6 +28,8 @@ MUTATION, DELETE, FLUSH, OPAQUE, VBUCKET_SET, CHECKPOINT_START, CHECKPOINT_END =
     OP.TAP_MUTATION, OP.TAP_DELETE, OP.TAP_FLUSH, OP.TAP_OPAQUE, OP.TAP_VBUCKET_SET, OP.TAP_CHECKPOINT_START,
     OP.TAP_CHECKPOINT_END)
 EVENT_OPCODES = frozenset({MUTATION, DELETE, FLUSH, OPAQUE, VBUCKET_SET, CHECKPOINT_START, CHECKPOINT_END})
+#: the events a producer asks an ACK for on every SupportAck connection (spec §8)
+ACKED_EVENTS = frozenset({OPAQUE, VBUCKET_SET, CHECKPOINT_START, CHECKPOINT_END})
 #: TAP_CONNECT flags (spec §9.2)
 BACKFILL, DUMP, LIST_VBUCKETS, TAKEOVER, SUPPORT_ACK, KEYS_ONLY, CHECKPOINT, REGISTERED_CLIENT, FIX_BYTEORDER = (
     TAP_CONNECT_FLAGS)
@@ -186,6 +188,12 @@ class TapSession:
         self.auto_nack = False
         self.closing = False  # TAP_OPAQUE CLOSE_TAP_STREAM seen: the takeover phase
         self.keys_only_granted = False  # an event came with TAP_FLAG_NO_VALUE
+        # states that last, each reported on its first event (rules.tap's episodes):
+        #: an event's TAP_FLAG_ACK disagreed with SupportAck; ended by a TAP_CONNECT, or on a
+        #: SupportAck connection by an event of ACKED_EVENTS that asks for its ACK
+        self.ack_flag_wrong = False
+        #: a mutation carried a value it should not have (keys only); ended by one without a value
+        self.unwanted_values = False
         self.vbuckets: dict[int, Vbucket] = {}
         self.events: Counter = Counter()
         self.frames = 0
@@ -264,6 +272,15 @@ class TapSession:
         """Bytes were lost: answers and events may have gone with them."""
         self.lossy = True
 
+    def ack_flag_went_wrong(self) -> None:
+        """An event asked for an ACK the connection did not agree to, or did not ask for one
+        it must (the state lasts until :attr:`ack_flag_wrong` says it ended)."""
+        self.ack_flag_wrong = True
+
+    def sent_unwanted_value(self) -> None:
+        """A mutation carried a value under TAP_FLAG_NO_VALUE or after keys-only was granted."""
+        self.unwanted_values = True
+
     def _connect(self, msg: Message, direction, ts, index) -> None:
         f = msg.fields
         vbs = f.get("vbuckets")
@@ -273,6 +290,7 @@ class TapSession:
                                {c["vbucket"]: c["checkpoint_id"] for c in cps} if isinstance(cps, list) else {},
                                f.get("closed_checkpoint_only"))
         self.connects += 1
+        self.ack_flag_wrong = False  # negotiated again
         if direction:
             self.producer = {"c2s": "s2c", "s2c": "c2s"}.get(direction)
 
@@ -288,6 +306,10 @@ class TapSession:
         flags = v.get("tap_flags", 0)
         if flags & FLAG_NO_VALUE:
             self.keys_only_granted = True
+        if op == MUTATION and self.unwanted_values and not value_length(msg):
+            self.unwanted_values = False
+        if op in ACKED_EVENTS and flags & FLAG_ACK and self.wants(SUPPORT_ACK):
+            self.ack_flag_wrong = False
         if self.error is not None:
             self.error.events_after += 1
             if self.error.first_after is None:
