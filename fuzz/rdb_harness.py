@@ -27,10 +27,11 @@ HEADERS = (b"REDIS0011", b"REDIS0009", b"VALKEY080", b"REDIS0003", b"")
 CAP = 4096
 
 
-def _run(data: bytes, chunk: int | None, keep: bool = True, select=None, measure=None) -> tuple[list, int]:
+def _run(data: bytes, chunk: int | None, keep: bool = True, select=None, measure=None,
+         lines=None) -> tuple[list, int]:
     from dcpinspect.families.redis.rdb.decoder import RdbParser
 
-    parser = RdbParser(keep=keep, cap=CAP, select=select, measure=measure)
+    parser = RdbParser(keep=keep, cap=CAP, select=select, measure=measure, lines=lines)
     out, held = [], 0
     if chunk is None:
         out += parser.feed(data)
@@ -60,11 +61,11 @@ def _signature(out: list, values: bool = True) -> list:
 def check_rdb(data: bytes) -> None:
     from dcpinspect.families.redis.reports import memory, report
     from dcpinspect.families.redis.rdb.data import function_json
-    from dcpinspect.families.redis.rdb.digest import Digester
+    from dcpinspect.families.redis.rdb.digest import Digester, SnapshotDigest
     from dcpinspect.families.redis.rdb.records import AuxRecord, Ending, KeyRecord, OpRecord
     from dcpinspect.families.redis.reports.selection import KeySelection
     from dcpinspect.outputs.escape import safe
-    from dcpinspect.outputs.jsonl import dumps
+    from dcpinspect.outputs.jsonl import dumps, dumps_line
 
     if not data:
         return
@@ -85,6 +86,18 @@ def check_rdb(data: bytes) -> None:
         if isinstance(a, KeyRecord):
             x, y = memory.key_memory(a, cfg), memory.key_memory(b, cfg)
             assert (x.usage, x.expires, x.encoding) == (y.usage, y.expires, y.encoding), (a.key, a.vtype, x, y)
+    # the C lane's whole lines (rdb --values): each one the line key_json makes of the key
+    lined_digest = SnapshotDigest()
+    lined, _ = _run(stream, chunk if data[0] & 1 else None, lines=lined_digest)
+    assert _signature(lined, values=False) == _signature(whole, values=False)
+    lines = {r.offset: r.line for r in lined if isinstance(r, KeyRecord) and r.line is not None}
+    lined_digester = Digester()  # the keys the lane leaves to the readers add their part so
+    lined_digester.snapshot = lined_digest
+    for rec in lined:
+        if isinstance(rec, KeyRecord) and rec.line is None:
+            lined_digester.key(rec)
+        elif isinstance(rec, AuxRecord):
+            lined_digester.see(rec)
     summary = report.Summary("fuzz")
     digester = Digester()
     summary.digest = digester.snapshot
@@ -92,7 +105,10 @@ def check_rdb(data: bytes) -> None:
         summary.add(rec)
         if isinstance(rec, KeyRecord):
             dumps(report.key_json(rec))
-            dumps(report.key_json(rec, digester, values=True))
+            obj = report.key_json(rec, digester, values=True)
+            dumps(obj)
+            if rec.offset in lines:
+                assert lines[rec.offset] == dumps_line(obj, False), (rec.key, rec.vtype)
             "".join(safe(c) for c in report.key_row(rec))
             report.detail_rows(rec, 64)
         elif isinstance(rec, AuxRecord):
@@ -101,6 +117,7 @@ def check_rdb(data: bytes) -> None:
         elif isinstance(rec, OpRecord):
             dumps(function_json(rec))
     dumps(summary.to_json())
+    assert lined_digest.hexdigest() == digester.snapshot.hexdigest()
     # a selection: the keys it admits, and no others, whatever the bytes
     select = KeySelection.from_options({"match": "*a*", "min_elements": 1})
     chosen, _ = _run(stream, chunk, keep=True, select=select)

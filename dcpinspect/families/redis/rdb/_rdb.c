@@ -1393,6 +1393,13 @@ static void m_packed_largest(const Measure *M, Measured *m, const uint8_t *b, si
     }
 }
 
+/* the i-th integer of an intset of `width`-byte integers (its 8-byte header at d) */
+static int64_t intset_get(const uint8_t *d, uint32_t width, size_t i) {
+    const uint8_t *v = d + 8 + i * width;
+    return width == 2 ? (int64_t)(int16_t)((unsigned)v[0] | (unsigned)v[1] << 8)
+         : width == 4 ? (int64_t)(int32_t)le32(v) : le64s(v);
+}
+
 /* an intset's integers counted: layouts.intset's checks */
 static int lane_intset(Lane *L, size_t *q, Py_ssize_t *count, size_t *blen, uint64_t *largest) {
     const uint8_t *d;
@@ -1407,20 +1414,14 @@ static int lane_intset(Lane *L, size_t *q, Py_ssize_t *count, size_t *blen, uint
         return 0;
     int64_t prev = 0;
     for (uint32_t i = 0; i < n; i++) {
-        const uint8_t *v = d + 8 + (size_t)i * width;
-        int64_t x = width == 2 ? (int64_t)(int16_t)((unsigned)v[0] | (unsigned)v[1] << 8)
-                  : width == 4 ? (int64_t)(int32_t)le32(v)
-                               : le64s(v);
+        int64_t x = intset_get(d, width, i);
         if (i && x <= prev)
             return 0;
         prev = x;
     }
     *count = n;
     if (n && largest) { /* sorted: the longest text is the first's or the last's */
-        const uint8_t *v = d + 8;
-        int64_t lo = width == 2 ? (int64_t)(int16_t)((unsigned)v[0] | (unsigned)v[1] << 8)
-                   : width == 4 ? (int64_t)(int32_t)le32(v) : le64s(v);
-        size_t a = int_len(lo), b = int_len(prev);
+        size_t a = int_len(intset_get(d, width, 0)), b = int_len(prev);
         *largest = a > b ? a : b;
     }
     return 1;

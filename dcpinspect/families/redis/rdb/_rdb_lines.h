@@ -830,12 +830,9 @@ static int lines_value(Lines *J, Lane *L, int code, size_t q) {
             return 0;
         OUT_LIT(&J->v, "[");
         for (uint32_t k = 0; k < m; k++) {
-            const uint8_t *v = d + 8 + (size_t)k * width;
-            int64_t x = width == 2 ? (int64_t)(int16_t)((unsigned)v[0] | (unsigned)v[1] << 8)
-                      : width == 4 ? (int64_t)(int32_t)le32(v) : le64s(v);
             if (k)
                 OUT_LIT(&J->v, ",");
-            el_int(J, x, h);
+            el_int(J, intset_get(d, width, k), h);
             xor20(J->acc, h);
         }
         OUT_LIT(&J->v, "]");

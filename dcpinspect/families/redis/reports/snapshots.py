@@ -402,11 +402,16 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
         write(line) if write else sys.stdout.write(line.decode("ascii"))
         sys.stdout.flush()
     elif fmt == "summary":
-        for rec in records(path, keep, select, progress=progress):
+        # with --digest, the keys the lane writes whole lines of have added their part already
+        lines = digester.snapshot if digester is not None else None
+        for rec in records(path, keep, select, progress=progress, lines=lines):
             if type(rec) is not KeyRecord:
                 _unusable(path, rec)
             if digester is not None:
-                digester.key(rec) if type(rec) is KeyRecord else digester.see(rec)
+                if type(rec) is not KeyRecord:
+                    digester.see(rec)
+                elif rec.line is None:
+                    digester.key(rec)
             summary.add(rec)
         if progress is not None:
             progress.close()
