@@ -96,3 +96,41 @@ def test_sniffers_take_any_bytes(midstream, chunks):
             assert len(sniffer) <= given_bytes + 64
             if got is not None:
                 break
+
+
+def _resp(*words: bytes) -> bytes:
+    return b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%s\r\n" % (len(w), w) for w in words)
+
+
+def test_a_redis_connection_joined_midway_is_turned_round_when_its_bytes_name_the_client(tmp_path):
+    """A server on port 61000, its clients on lower ports, captured without their SYNs: the
+    lower port is guessed the server's. A client's command arrays answered by replies, and a
+    master's stream acknowledged by its replica, say which side is the client; an inline
+    client (whose lines alone say nothing) is then decoded as the server's, each connection
+    the right way round."""
+    from dcpinspect.engines.files import decode_capture_file
+    from dcpinspect.sessions.captured import Captured
+    from dcpinspect.transport import synth
+
+    server = ("10.0.0.2", 61000)
+    conns = [
+        (("10.0.0.1", 40001), [("c2s", _resp(b"SET", b"k", b"v")), ("s2c", b"+OK\r\n"), ("c2s", _resp(b"GET", b"k")),
+                               ("s2c", b"$1\r\nv\r\n")]),
+        (("10.0.0.3", 40002), [("s2c", _resp(b"SELECT", b"0") + _resp(b"SET", b"a", b"1")),
+                               ("c2s", _resp(b"REPLCONF", b"ACK", b"42"))]),
+        (("10.0.0.1", 40003), [("c2s", b"SET x 1\r\n"), ("s2c", b"+OK\r\n"), ("c2s", b"INCR n\r\n"),
+                               ("s2c", b":1\r\n")]),
+    ]
+    frames = []
+    for client, messages in conns:
+        frames += synth.tcp_conversation(messages, client=client, server=server, handshake=False, close=None)
+    path = tmp_path / "midway.pcap"
+    synth.write_pcap(path, frames)
+    got = [(item.flow, item.direction, item.msg.name) for item in decode_capture_file(path)
+           if isinstance(item, Captured)]
+    flows = {flow for flow, _, _ in got}
+    assert flows == {(*client, *server) for client, _ in conns}  # every one, the server's side its own
+    by_flow = {f: [(d, n) for g, d, n in got if g == f] for f in flows}
+    assert by_flow[("10.0.0.1", 40001, *server)] == [("c2s", "SET"), ("s2c", "+OK"), ("c2s", "GET"), ("s2c", "bulk")]
+    assert [d for d, n in by_flow[("10.0.0.3", 40002, *server)] if n == "REPLCONF"] == ["c2s"]
+    assert by_flow[("10.0.0.1", 40003, *server)] == [("c2s", "SET"), ("s2c", "+OK"), ("c2s", "INCR"), ("s2c", "integer")]
