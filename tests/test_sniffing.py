@@ -108,7 +108,7 @@ def test_a_redis_connection_joined_midway_is_turned_round_when_its_bytes_name_th
     master's stream acknowledged by its replica, say which side is the client; an inline
     client (whose lines alone say nothing) is then decoded as the server's, each connection
     the right way round."""
-    from dcpinspect.engines.files import decode_capture_file
+    from dcpinspect.engines.records import decode_capture_file
     from dcpinspect.sessions.captured import Captured
     from dcpinspect.transport import synth
 
