@@ -231,7 +231,7 @@ def test_the_table_view_escapes_the_wire(tmp_path):
     ([("c2s", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")], False), ([("c2s", b"\x80\x01\x00\x00")], False),
 ])
 def test_the_sniffer_takes_a_connection_on_evidence_alone(chunks, verdict):
-    from dcpinspect.families.redis.replication.sniff import Sniffer
+    from dcpinspect.families.redis.replication.sniff import WAIT, Sniffer
 
     sn = Sniffer(False)
     got = None
@@ -243,8 +243,13 @@ def test_the_sniffer_takes_a_connection_on_evidence_alone(chunks, verdict):
         if got is not None:
             break
     assert got is verdict
-    # joined midway: two whole commands in a row, the first after a line's end
-    assert Sniffer(True).add("s2c", b"some value tail\r\n" + command("SET", "k", "v") + command("PING")) is True
+    # joined midway: two whole commands in a row, the first after a line's end, taken once
+    # the other direction has spoken (it tells which side is the client's) or WAIT bytes came
+    midway = Sniffer(True)
+    assert midway.add("s2c", b"some value tail\r\n" + command("SET", "k", "v") + command("PING")) is None
+    assert midway.add("c2s", b"+OK\r\n") is True
+    alone = b"some value tail\r\n" + command("SET", "k", "v" * WAIT) + command("PING")
+    assert Sniffer(True).add("s2c", alone) is True
     assert Sniffer(True).add("s2c", b"some value tail\r\n" + command("SET", "k", "v")) is None
 
 
