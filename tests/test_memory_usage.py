@@ -195,8 +195,9 @@ def test_the_c_lane_measures_as_the_values_do(measured):
         streams = [r for r in whole if r.type == "stream"]
         assert len(streams) == 5 and all(r.value is None and "memory" in r.extra for r in streams)
         assert {r.key: memory.key_memory(r).total for r in streams} == {r.key: kept[r.key].total for r in streams}
-        parts = {r.key for r in lane if r.value is None and "memory" not in r.extra}
-        assert parts == {r.key for r in lane if r.extra.get("value_length", 0) >= memory.LANE_TABLE}
+        parts = {r.key for r in whole if r.value is None and "memory" not in r.extra}
+        assert parts == {r.key for r in whole if r.extra.get("value_length", 0) >= memory.LANE_TABLE}
+        assert parts  # (the dataset's long strings: a read's chunk may cut them above, never here)
 
 
 def memory_lane_built() -> bool:
