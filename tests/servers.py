@@ -85,14 +85,19 @@ def server_port() -> int:
     """A free TCP port on 127.0.0.1 below the kernel's ephemeral range: in a capture that
     starts after the connection opened (no SYN), the lower port is taken as the server's,
     and a client's port is an ephemeral one."""
-    for port in random.Random().sample(range(20000, 32000), 200):
+    return free_port_among(range(20000, 32000), "below the ephemeral range")
+
+
+def free_port_among(ports: range, where: str) -> int:
+    """A free TCP port on 127.0.0.1 among ``ports`` (200 tried at random)."""
+    for port in random.Random().sample(ports, min(200, len(ports))):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
                 s.bind((LOOPBACK, port))
             except OSError:
                 continue
             return port
-    raise RuntimeError("no free port below the ephemeral range")
+    raise RuntimeError(f"no free port {where}")
 
 
 def _connectable(port: int) -> bool:

@@ -11,7 +11,6 @@ that commands are the client's and replies the server's, each paired with its co
 from __future__ import annotations
 
 import json
-import random
 import socket
 import time
 
@@ -28,14 +27,7 @@ def high_port() -> int:
         top = int(f.read().split()[1])
     if top >= 65000:
         pytest.skip("the ephemeral port range leaves no port above it")
-    for port in random.Random().sample(range(top + 1, 65536), min(200, 65535 - top)):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind((LOOPBACK, port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port above the ephemeral range")
+    return servers.free_port_among(range(top + 1, 65536), "above the ephemeral range")
 
 
 def inline(sock: socket.socket, line: bytes) -> bytes:
