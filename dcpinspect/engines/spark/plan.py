@@ -25,8 +25,8 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from ...sources.capture import CaptureError, looks_like_capture
-from ...sources.ranges import RANGE_SIZE, Range
+from ...sources.capture import CaptureError, looks_like_capture, read_records
+from ...sources.ranges import RANGE_SIZE, Range, candidate_ranges, plan_ranges, walk_range
 from ...sources.uris import expand as expand_uri
 from ...sources.uris import UriError, is_uri, open_binary, shown, size_of
 
@@ -119,8 +119,6 @@ def make_plan(paths: list[str], range_size: int = RANGE_SIZE, parallelism: int =
     """The plan of ``paths``. Raises ``CaptureError`` (or ``OSError``) for a file that cannot
     be read, or that is neither a capture nor a snapshot file. ``sc``: a SparkContext to
     walk the ranges of split files with (else they are walked here)."""
-    from .source import plan_files
-
     if split not in SPLITS:
         raise ValueError(f"split: one of {', '.join(SPLITS)}")
     plan = Plan(parallelism=max(1, parallelism))
@@ -169,4 +167,30 @@ def make_plan(paths: list[str], range_size: int = RANGE_SIZE, parallelism: int =
     return plan
 
 
-__all__ = ["Plan", "make_plan", "expand", "kind_of", "MAX_REREADS", "SPLITS"]
+def plan_files(files: list[str], range_size: int = RANGE_SIZE, sc=None) -> list[Range]:
+    """The ranges of every file, in order. The pieces of split files are walked by a Spark
+    job when ``sc`` (a SparkContext) is given, else here, one after another."""
+    pieces = []
+    for i, path in enumerate(files):
+        layout, size, parts = candidate_ranges(path, range_size)
+        if layout.kind == "whole":
+            read_records(path)  # CaptureError now, on the driver, for a file that is no capture
+        pieces.append((i, path, layout, size, parts))
+    jobs = [(i, path, layout, s, e, size) for i, path, layout, size, parts in pieces if len(parts) > 1
+            for s, e in parts]
+    if jobs and sc is not None:
+        walks = sc.parallelize(jobs, len(jobs)).map(lambda j: (j[0], walk_range(j[1], j[2], j[3], j[4], j[5]))) \
+            .collect()
+    else:
+        walks = [(j[0], walk_range(j[1], j[2], j[3], j[4], j[5])) for j in jobs]
+    by_file: dict[int, list] = {}
+    for i, walk in walks:
+        by_file.setdefault(i, []).append(walk)
+    out: list[Range] = []
+    for i, path, layout, size, parts in pieces:
+        out.extend(plan_ranges(path, layout, size, sorted(by_file.get(i, []), key=lambda w: w.start)))
+    return out
+
+
+
+__all__ = ["Plan", "make_plan", "plan_files", "expand", "kind_of", "MAX_REREADS", "SPLITS"]

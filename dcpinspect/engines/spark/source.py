@@ -8,7 +8,7 @@ as rows, a partition per file or, for large uncompressed files, per byte range.
 (``s3a://bucket/captures/``, ``hdfs://...``, see ``sources/uris.py``); the ``paths``
 option a JSON list of them; ``rangeSize`` the bytes of a range (default 128 MiB).
 Ranges are planned by :mod:`dcpinspect.sources.ranges` (walked one after another on the
-driver here; :func:`plan_files` with a SparkContext walks them as a Spark job, and the
+driver here; :func:`.plan.plan_files` with a SparkContext walks them as a Spark job, and the
 ``plan`` option takes its result). Every record is read exactly once.
 
 Rows: ``file_index`` (the file's place in the list), ``file``, ``record`` (the 0-based
@@ -27,9 +27,10 @@ from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from ...sources.capture import CaptureProblem, read_records
-from ...sources.ranges import RANGE_SIZE, Range, candidate_ranges, plan_ranges, range_records, walk_range
+from ...sources.capture import CaptureProblem
+from ...sources.ranges import RANGE_SIZE, Range, range_records
 from ...transport.packet import Skip, parse_record
+from .plan import CAPTURE, expand as expand_all, kind_of, plan_files
 
 PACKET_DDL = ("file_index int, file string, record bigint, ts double, linktype int, wirelen bigint, "
               "data binary, conn string, problem string")
@@ -38,34 +39,7 @@ ROWS_A_BATCH = 4096
 
 def expand(paths: list[str]) -> list[str]:
     """The capture files of paths, globs, directories and URIs (see ``plan.expand``)."""
-    from .plan import CAPTURE, expand as expand_all, kind_of
-
     return [p for p in expand_all(paths) if kind_of(p) in (CAPTURE, None)]
-
-
-def plan_files(files: list[str], range_size: int = RANGE_SIZE, sc=None) -> list[Range]:
-    """The ranges of every file, in order. The pieces of split files are walked by a Spark
-    job when ``sc`` (a SparkContext) is given, else here, one after another."""
-    pieces = []
-    for i, path in enumerate(files):
-        layout, size, parts = candidate_ranges(path, range_size)
-        if layout.kind == "whole":
-            read_records(path)  # CaptureError now, on the driver, for a file that is no capture
-        pieces.append((i, path, layout, size, parts))
-    jobs = [(i, path, layout, s, e, size) for i, path, layout, size, parts in pieces if len(parts) > 1
-            for s, e in parts]
-    if jobs and sc is not None:
-        walks = sc.parallelize(jobs, len(jobs)).map(lambda j: (j[0], walk_range(j[1], j[2], j[3], j[4], j[5]))) \
-            .collect()
-    else:
-        walks = [(j[0], walk_range(j[1], j[2], j[3], j[4], j[5])) for j in jobs]
-    by_file: dict[int, list] = {}
-    for i, walk in walks:
-        by_file.setdefault(i, []).append(walk)
-    out: list[Range] = []
-    for i, path, layout, size, parts in pieces:
-        out.extend(plan_ranges(path, layout, size, sorted(by_file.get(i, []), key=lambda w: w.start)))
-    return out
 
 
 def plan_json(files: list[str], plan: list[Range]) -> str:
