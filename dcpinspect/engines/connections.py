@@ -17,10 +17,10 @@ from ..framing.framer import Framer, RawFrame, RawRun
 from ..sessions.captured import Captured, Note, flow_label
 from ..sessions.captured import captured as _captured
 from ..limits import FLOWS, HELD
-from .tails import BUF, DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, settle
 from ..transport.packet import Segment, reverse_raw
 from ..sources.capture import limit_value
 from ..transport.reassembly import Data, End, Flow, FlowKey, Gap, Reassembler, Start
+from .tails import BUF, DIRECTION, FLOW, SIDE, TS, WANT, Tail, Tails, carried, new_tail, settle
 
 #: What the decoder does with a connection: ask the families' sniffers about its first
 #: bytes, decode it (its family known), note it as encrypted, hold its first bytes (every
@@ -28,10 +28,6 @@ from ..transport.reassembly import Data, End, Flow, FlowKey, Gap, Reassembler, S
 #: End handled).
 SNIFFING, DECODING, ENCRYPTED, HOLDING, IGNORED, ENDED = ("sniffing", "decoding", "encrypted", "holding", "ignored",
                                                           "ended")
-
-
-
-
 
 #: Default cap on the bytes held, all connections together, for frames not yet whole (and
 #: for the first bytes of connections on unknown ports, until sniffed). Past it the largest
@@ -49,6 +45,8 @@ MAX_FOLLOWED = 16384
 FOLLOW_STEP = 1 << 20
 #: undecoded connections told one by one at the end of input (the rest in one note)
 LISTED = FLOWS.default
+
+
 def held_cap() -> int:
     """The held-bytes cap: ``$DCPINSPECT_MAX_HELD`` if set, else ``MAX_HELD``."""
     return limit_value(HELD)
