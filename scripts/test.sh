@@ -12,6 +12,7 @@ command -v tcpdump >/dev/null || need+=(tcpdump)
 command -v memccapable >/dev/null || need+=(libmemcached-tools)
 command -v xxd >/dev/null || need+=(xxd)
 command -v hexdump >/dev/null || need+=(bsdextrautils)
+command -v patchelf >/dev/null || need+=(patchelf)  # runs Debian 13's newer Redis beside the system (scripts/newer_redis.py)
 command -v cc >/dev/null || need+=(gcc)  # builds the jsonl fast lane and the other C parts (setup.py)
 # analyze runs on Spark, which needs Java 17 (or 21)
 java -version 2>&1 | grep -E 'version "(17|21)[."]' >/dev/null || need+=(openjdk-17-jre-headless)
@@ -42,6 +43,12 @@ fi
 "$py" -m pip install -q -e ".[test,plot,spark,query]"
 "$py" -c "import dcpinspect.families.mcbp._lane, dcpinspect.families.redis.rdb._rdb, dcpinspect.sources._pcap, dcpinspect.outputs._jsonline" \
   || { echo "a C part (setup.py) did not build: its tests would be skipped" >&2; exit 1; }
+# Redis 7.2 and later (listpack sets, hashes whose fields expire, RDB 11 and 12) are judged
+# by a newer redis-server than Debian 12's 7.0: Debian 13's, unpacked beside the system
+# (scripts/newer_redis.py), unless DCPINSPECT_REDIS_72 names one already.
+if [ -z "${DCPINSPECT_REDIS_72:-}" ] && newer="$("$py" scripts/newer_redis.py)"; then
+  export DCPINSPECT_REDIS_72="$newer"
+fi
 # Two worker processes (each test file in one of them, its real servers and Spark session its
 # own); -n 0 after the command runs it in one process.
 exec "$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile "$@"
