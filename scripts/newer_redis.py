@@ -1,17 +1,19 @@
 """A newer redis-server than the machine's Debian has, for the tests that need one.
 
-    python3 scripts/newer_redis.py [DIR]
+    python3 scripts/newer_redis.py [redis|valkey] [DIR]
 
 Debian 12 packages Redis 7.0, which cannot judge the files of 7.2 and later (listpack sets,
 hashes whose fields expire, RDB 11 and 12). Debian 13 ("trixie") packages a newer Redis;
-this script takes its ``redis-tools`` package and the shared libraries it needs (its C
-library included) from Debian's archive, unpacks them into ``DIR`` (default
-``~/.cache/dcpinspect/redis-trixie``) without installing anything, and points the program at
-its own loader and libraries (``patchelf``), so that it runs beside the older system. The
-program is both ``redis-server`` and ``redis-check-rdb``, by the name it is called by.
+and Valkey 8.1 (which Debian 12 has not at all); this script takes the ``redis-tools``
+(or ``valkey-tools``) package and the shared libraries it needs (its C library included)
+from Debian's archive, unpacks them into ``DIR`` (default
+``~/.cache/dcpinspect/<product>-trixie``) without installing anything, and points the
+program at its own loader and libraries (``patchelf``), so that it runs beside the older
+system. The program is both ``<product>-server`` and ``<product>-check-rdb``, by the name
+it is called by.
 
-It prints the path of ``redis-server`` (what ``DCPINSPECT_REDIS_72`` takes: see
-tests/servers.py) and exits 0, or says what failed on stderr and exits 1. A second run
+It prints the path of the server (what ``DCPINSPECT_REDIS_72`` and ``DCPINSPECT_VALKEY``
+take: see tests/servers.py) and exits 0, or says what failed on stderr and exits 1. A second run
 finds the unpacked copy and downloads nothing. Every package is checked against the
 SHA-256 the archive's index gives.
 """
@@ -31,10 +33,10 @@ from pathlib import Path
 #: Debian's archive and the release whose Redis is taken
 MIRROR = os.environ.get("DCPINSPECT_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 SUITE = "trixie"
-#: the packages wanted; their dependencies are followed only into libraries (lib*)
-ROOTS = ("redis-tools",)
-#: the one program, as the package installs it
-PROGRAM = "usr/bin/redis-check-rdb"
+#: per product: the package wanted (its dependencies are followed only into libraries,
+#: lib*) and its one program, as the package installs it
+PRODUCTS = {"redis": ("redis-tools", "usr/bin/redis-check-rdb"),
+            "valkey": ("valkey-tools", "usr/bin/valkey-check-rdb")}
 TIMEOUT = 120
 
 
@@ -60,10 +62,10 @@ def index(arch: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def closure(packages: dict[str, dict[str, str]]) -> list[str]:
-    """The roots and every library they depend on, directly or not (an alternative's first
+def closure(packages: dict[str, dict[str, str]], root: str) -> list[str]:
+    """``root`` and every library it depends on, directly or not (an alternative's first
     name that the index holds)."""
-    seen, todo = [], list(ROOTS)
+    seen, todo = [], [root]
     while todo:
         name = todo.pop()
         if name in seen:
@@ -77,13 +79,14 @@ def closure(packages: dict[str, dict[str, str]]) -> list[str]:
     return seen
 
 
-def unpack(dest: Path) -> Path:
+def unpack(dest: Path, product: str) -> Path:
+    package, installed = PRODUCTS[product]
     arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
     packages = index(arch)
     root = dest / "root"
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for name in closure(packages):
+        for name in closure(packages, package):
             p = packages[name]
             body = fetch(f"{MIRROR}/{p['Filename']}")
             if hashlib.sha256(body).hexdigest() != p["SHA256"]:
@@ -96,13 +99,13 @@ def unpack(dest: Path) -> Path:
     libs = ":".join(str(d) for d in sorted(root.glob("usr/lib/*-linux-gnu*")) if d.is_dir())
     bin_dir = dest / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    program = bin_dir / "redis-server"
-    shutil.copy2(root / PROGRAM, program)
+    program = bin_dir / f"{product}-server"
+    shutil.copy2(root / installed, program)
     subprocess.run(["patchelf", "--set-interpreter", str(loader.resolve()), "--force-rpath", "--set-rpath", libs,
                     str(program)], check=True)
-    check = bin_dir / "redis-check-rdb"
+    check = bin_dir / f"{product}-check-rdb"
     if not check.exists():
-        check.symlink_to("redis-server")
+        check.symlink_to(program.name)
     return program
 
 
@@ -115,12 +118,14 @@ def works(program: Path) -> str | None:
 
 
 def main() -> int:
-    dest = Path(sys.argv[1] if len(sys.argv) > 1 else Path.home() / ".cache/dcpinspect/redis-trixie")
-    program = dest / "bin" / "redis-server"
+    args = sys.argv[1:]
+    product = args.pop(0) if args and args[0] in PRODUCTS else "redis"
+    dest = Path(args[0] if args else Path.home() / f".cache/dcpinspect/{product}-trixie")
+    program = dest / "bin" / f"{product}-server"
     if not works(program):
         shutil.rmtree(dest, ignore_errors=True)
         try:
-            program = unpack(dest)
+            program = unpack(dest, product)
         except Exception as e:  # noqa: BLE001 (what failed is said, and the caller goes on without it)
             print(f"newer_redis: {type(e).__name__}: {e}", file=sys.stderr)
             return 1

@@ -43,11 +43,14 @@ fi
 "$py" -m pip install -q -e ".[test,plot,spark,query]"
 "$py" -c "import dcpinspect.families.mcbp._lane, dcpinspect.families.redis.rdb._rdb, dcpinspect.sources._pcap, dcpinspect.outputs._jsonline" \
   || { echo "a C part (setup.py) did not build: its tests would be skipped" >&2; exit 1; }
-# Redis 7.2 and later (listpack sets, hashes whose fields expire, RDB 11 and 12) are judged
-# by a newer redis-server than Debian 12's 7.0: Debian 13's, unpacked beside the system
-# (scripts/newer_redis.py), unless DCPINSPECT_REDIS_72 names one already.
-if [ -z "${DCPINSPECT_REDIS_72:-}" ] && newer="$("$py" scripts/newer_redis.py)"; then
+# Redis 7.2 and later (listpack sets, hashes whose fields expire, RDB 11 and 12) and Valkey
+# are judged by newer servers than Debian 12 has: Debian 13's, unpacked beside the system
+# (scripts/newer_redis.py), unless DCPINSPECT_REDIS_72 and DCPINSPECT_VALKEY name them already.
+if [ -z "${DCPINSPECT_REDIS_72:-}" ] && newer="$("$py" scripts/newer_redis.py redis)"; then
   export DCPINSPECT_REDIS_72="$newer"
+fi
+if [ -z "${DCPINSPECT_VALKEY:-}" ] && newer="$("$py" scripts/newer_redis.py valkey)"; then
+  export DCPINSPECT_VALKEY="$newer"
 fi
 # Two worker processes (each test file in one of them, its real servers and Spark session its
 # own); -n 0 after the command runs it in one process.

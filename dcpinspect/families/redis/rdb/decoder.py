@@ -786,6 +786,8 @@ def _aux(r: RdbParser, p: int, rec: OpRecord):
         state.redis_ver = value
     if key == b"df-ver" and state.vendor == types.REDIS:
         state.vendor = types.DRAGONFLY
+    if key == b"valkey-ver" and state.vendor == types.REDIS:  # Valkey 8 writes REDIS0011 and this
+        state.vendor = types.VALKEY
     return p
 
 

@@ -245,6 +245,8 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
         console.print(f"{reports.keys:,} keys, {reports.memory:,} bytes estimated (Redis {server}'s structures, "
                       f"the server's thresholds{' of the config given' if asked.get('config') else ''}, "
                       f"{jemalloc} jemalloc)")
+        if reports.valkey is not None:
+            console.print(safe(usage.VALKEY_NOTE))
     sys.stdout.flush()
     if plot is not None:
         try:
