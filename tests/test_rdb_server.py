@@ -11,11 +11,14 @@ same way.
 The files are RDB version 9 or 10, so that every Redis from 7.0 reads them; those of RDB
 11 and 12 (set listpacks, hashes whose fields expire) are judged by a Redis 7.4 or later
 where one is at hand (``DCPINSPECT_REDIS_72``, see tests/servers.py), and skipped without.
+Valkey (``DCPINSPECT_VALKEY``) judges the files of RDB 9 and 10 a second time, with the
+same assertions.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import struct
 from dataclasses import dataclass, field
 
@@ -249,6 +252,17 @@ def newer(tmp_path_factory) -> tuple[str, dict]:
     return binary, _load_all(NEWER_CASES, tmp_path_factory, binary)
 
 
+@pytest.fixture(scope="module")
+def valkey(tmp_path_factory) -> dict:
+    """The same files judged by Valkey (``DCPINSPECT_VALKEY``), which loads a Redis file by
+    the same rules (it was forked from Redis 7.2): a second server, whose verdict must be the
+    rule's too."""
+    binary = os.environ.get("DCPINSPECT_VALKEY")
+    if not binary:
+        pytest.skip("DCPINSPECT_VALKEY names no valkey-server (scripts/test.sh sets it: scripts/newer_redis.py)")
+    return _load_all(CASES, tmp_path_factory, binary)
+
+
 def test_every_rdb_rule_is_judged_by_the_server():
     assert set(RDB_RULES) == {r for c in CASES.values() for r in c.rules}
     assert all(r.server for r in RDB_RULES.values())
@@ -257,6 +271,11 @@ def test_every_rdb_rule_is_judged_by_the_server():
 @pytest.mark.parametrize("name", list(CASES))
 def test_what_the_server_does_and_what_the_rule_says(name, judged, monkeypatch):
     _server_and_rule(CASES[name], *judged[name], monkeypatch)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_what_valkey_does_and_what_the_rule_says(name, valkey, monkeypatch):
+    _server_and_rule(CASES[name], *valkey[name], monkeypatch)
 
 
 @pytest.mark.parametrize("name", list(NEWER_CASES))
