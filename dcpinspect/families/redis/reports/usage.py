@@ -16,6 +16,7 @@ gives."""
 from __future__ import annotations
 
 import heapq
+import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -100,15 +101,39 @@ def prefixes(key: bytes, seps: tuple[bytes, ...], depth: int) -> list[bytes]:
 class PrefixTable:
     """Memory, keys and elements by (db, prefix), at most ``cap`` prefixes: exact until it
     fills, then the lighter half is dropped (and counted), so that a heavy prefix seen
-    early stays; one seen only after a pruning counts from then on."""
+    early stays; one seen only after a pruning counts from then on. The kept half is the
+    ``cap // 2`` heaviest, heaviest first, rows of equal memory in their order; a new row
+    comes last. ``seps`` and ``depth`` cut a key (:meth:`add_key`) as :func:`prefixes` does.
+    ``_prefixes.c`` keeps the same rows in C (:func:`prefix_table`)."""
 
-    def __init__(self, cap: int = PREFIX_CAP) -> None:
+    def __init__(self, cap: int = PREFIX_CAP, seps: tuple[bytes, ...] = (b":",), depth: int = 2) -> None:
         self.cap = cap
+        self.seps, self.depth = seps, depth
         self.table: dict[tuple[int, bytes], list[int]] = {}
         self.pruned = 0
 
+    @classmethod
+    def of_rows(cls, rows, pruned: int, cap: int, seps: tuple[bytes, ...], depth: int) -> "PrefixTable":
+        """A table holding these rows (((db, prefix), [memory, keys, elements]), in order)."""
+        t = cls(cap, seps, depth)
+        t.table = dict(rows)
+        t.pruned = pruned
+        return t
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def rows(self) -> list[tuple[tuple[int, bytes], list[int]]]:
+        return list(self.table.items())
+
     def add(self, db: int, prefix: bytes, memory: int, elements: int) -> None:
         self.add_all(db, (prefix,), memory, elements)
+
+    def add_key(self, db: int, key: bytes, memory: int, elements: int) -> None:
+        """A key's memory and elements under each of its prefixes."""
+        cut = prefixes(key, self.seps, self.depth)
+        if cut:
+            self.add_all(db, cut, memory, elements)
 
     def add_all(self, db: int, prefixes, memory: int, elements: int) -> None:
         """A key's memory and elements under each of its ``prefixes``."""
@@ -133,6 +158,34 @@ class PrefixTable:
     def heaviest(self, n: int | None = None) -> list[tuple[tuple[int, bytes], list[int]]]:
         items = self.table.items()
         return heapq.nlargest(n, items, key=lambda kv: kv[1][0]) if n else sorted(items, key=lambda kv: -kv[1][0])
+
+
+def _c_table():
+    if os.environ.get("DCPINSPECT_PURE"):
+        return None
+    try:
+        from ._prefixes import PrefixTable as CTable
+    except ImportError:
+        return None
+    return CTable
+
+
+#: ``_prefixes.c``'s table when it is built (and ``DCPINSPECT_PURE`` is not set), else None
+CPrefixTable = _c_table()
+
+
+def prefix_table(cap: int = PREFIX_CAP, seps: tuple[bytes, ...] = (b":",), depth: int = 2):
+    """A prefix table: in C when it is built, else :class:`PrefixTable`; the same rows."""
+    if CPrefixTable is not None and depth >= 0:
+        return CPrefixTable(cap, seps, depth)
+    return PrefixTable(cap, seps, depth)
+
+
+def in_python(table) -> PrefixTable:
+    """``table`` as a :class:`PrefixTable` (the C table's sums would pass int64)."""
+    if isinstance(table, PrefixTable):
+        return table
+    return PrefixTable.of_rows(table.rows(), table.pruned, table.cap, table.seps, table.depth)
 
 
 @dataclass
@@ -160,7 +213,7 @@ class Reports:
         self._top: list[tuple[int, int, Measured]] = []
         self._seq = 0
         self.big: dict[str, _Big] = {}
-        self.prefixes = PrefixTable(options.prefix_cap)
+        self.prefixes = prefix_table(options.prefix_cap, options.seps, options.depth)
         self.types: dict[tuple[int, str, str], list[int]] = {}
         self._expiry: dict[str, list[int]] = {}
         self.plot = None
@@ -219,10 +272,12 @@ class Reports:
             if total > b.most_memory:
                 m = m or self.measure(rec, shard, km)
                 b.most_memory, b.by_memory = total, m
-        if "prefix" in names or self.plot is not None:
-            cut = prefixes(rec.key, self._seps, self._depth)
-            if "prefix" in names and cut:
-                self.prefixes.add_all(rec.db, cut, total, rec.elements or 0)
+        if "prefix" in names:
+            try:
+                self.prefixes.add_key(rec.db, rec.key, total, rec.elements or 0)
+            except OverflowError:  # (the C table's sums would pass int64: on in Python)
+                self.prefixes = in_python(self.prefixes)
+                self.prefixes.add_key(rec.db, rec.key, total, rec.elements or 0)
         if "types" in names:
             row = self.types.get((rec.db, t, km.encoding))
             if row is None:
@@ -233,7 +288,7 @@ class Reports:
         if "expiry" in names:
             self._expiry_add(rec.expire_ms, total)
         if self.plot is not None:
-            self.plot.add(m, cut)
+            self.plot.add(m, prefixes(rec.key, self._seps, self._depth))
         return m
 
     @staticmethod
