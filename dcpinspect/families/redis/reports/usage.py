@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ....messages.text import key_text
-from .memory import DEFAULTS, Config, KeyMemory, for_version, key_memory, listpack_sets
+from .memory import DEFAULTS, Config, KeyMemory, for_version, key_figures, key_memory, listpack_sets
 from ..rdb.records import AuxRecord, KeyRecord
 
 NAMES = ("memory", "bigkeys", "prefix", "types", "expiry")
@@ -217,7 +217,10 @@ class Reports:
         self.types: dict[tuple[int, str, str], list[int]] = {}
         self._expiry: dict[str, list[int]] = {}
         self.plot = None
-        self._names = frozenset(options.names)
+        names = frozenset(options.names)
+        self._top_n = options.top if "memory" in names else 0
+        self._do_bigkeys, self._do_prefix = "bigkeys" in names, "prefix" in names
+        self._do_types, self._do_expiry = "types" in names, "expiry" in names
         self._seps, self._depth = options.seps, options.depth
 
     def measure(self, rec: KeyRecord, shard: int | None = None, km: KeyMemory | None = None) -> Measured:
@@ -243,58 +246,53 @@ class Reports:
         """One key's figures into the reports asked; its :class:`Measured` is made only for
         what keeps it (a top key, a type's biggest, the plot), or when ``keep`` asks for it
         (returned, else None)."""
-        km = key_memory(rec, self.options.config)
-        total = km.usage + km.expires
-        t = rec.vtype.type
-        m = self.measure(rec, shard, km) if keep or self.plot is not None else None
+        fig = key_figures(rec, self.options.config)
+        total = fig[0] + fig[1]
+        m = self.measure(rec, shard, KeyMemory(*fig)) if keep or self.plot is not None else None
         self.keys += 1
         self.memory += total
         self.key_bytes += len(rec.key)
-        names = self._names
-        if "memory" in names:
+        if self._top_n:
             self._seq += 1
             top = self._top
-            if len(top) < self.options.top:
-                heapq.heappush(top, (total, -self._seq, m or self.measure(rec, shard, km)))
+            if len(top) < self._top_n:
+                heapq.heappush(top, (total, -self._seq, m or self.measure(rec, shard, KeyMemory(*fig))))
             elif total > top[0][0]:  # (a later key of the same memory ranks below)
-                heapq.heapreplace(top, (total, -self._seq, m or self.measure(rec, shard, km)))
-        if "bigkeys" in names:
+                heapq.heapreplace(top, (total, -self._seq, m or self.measure(rec, shard, KeyMemory(*fig))))
+        if self._do_bigkeys:
+            t = rec.vtype.type
             b = self.big.get(t)
             if b is None:
                 b = self.big[t] = _Big()
-            count = self._count(t, km.largest, rec.elements or 0)
+            elements = rec.elements or 0
+            count = fig[3] if t == "string" else elements  # (as redis-cli --bigkeys: a string's length)
             b.keys += 1
             b.elements += count
             b.memory += total
             if count > b.most_elements:
-                m = m or self.measure(rec, shard, km)
+                m = m or self.measure(rec, shard, KeyMemory(*fig))
                 b.most_elements, b.by_elements = count, m
             if total > b.most_memory:
-                m = m or self.measure(rec, shard, km)
+                m = m or self.measure(rec, shard, KeyMemory(*fig))
                 b.most_memory, b.by_memory = total, m
-        if "prefix" in names:
+        if self._do_prefix:
             try:
                 self.prefixes.add_key(rec.db, rec.key, total, rec.elements or 0)
             except OverflowError:  # (the C table's sums would pass int64: on in Python)
                 self.prefixes = in_python(self.prefixes)
                 self.prefixes.add_key(rec.db, rec.key, total, rec.elements or 0)
-        if "types" in names:
-            row = self.types.get((rec.db, t, km.encoding))
+        if self._do_types:
+            row = self.types.get((rec.db, rec.vtype.type, fig[2]))
             if row is None:
-                self.types[(rec.db, t, km.encoding)] = [1, total]
+                self.types[(rec.db, rec.vtype.type, fig[2])] = [1, total]
             else:
                 row[0] += 1
                 row[1] += total
-        if "expiry" in names:
+        if self._do_expiry:
             self._expiry_add(rec.expire_ms, total)
         if self.plot is not None:
             self.plot.add(m, prefixes(rec.key, self._seps, self._depth))
         return m
-
-    @staticmethod
-    def _count(t: str, largest: int | None, elements: int) -> int:
-        """What redis-cli --bigkeys measures a key by: a string's length, else its elements."""
-        return largest if t == "string" else elements
 
     def _expiry_add(self, expire_ms: int | None, total: int) -> None:
         at = self.options.at_ms if self.options.at_ms is not None else self.ctime_ms
