@@ -604,7 +604,7 @@ def _whole(x):
 
 
 def _longest(items) -> int:
-    return max((len(x) for x in items), default=0)
+    return max(map(len, items), default=0)
 
 
 def value_usage(rec, cfg: Config) -> tuple[int, str, int | None]:
@@ -614,7 +614,8 @@ def value_usage(rec, cfg: Config) -> tuple[int, str, int | None]:
     if value is None:  # measured by the C lane (LaneMeasure), or not kept, or damaged
         return _shape_usage(rec, sz)
     if isinstance(value, list):  # an element too long to hold, or damaged, counts as empty
-        value = [_whole(x) for x in value]
+        if None in value or (value and type(value[0]) is tuple):  # (else each is whole already)
+            value = [_whole(x) for x in value]
     if t == "string" and layout == "string":
         length = len(value)
         usage, enc = string_usage(value, length, sz)
