@@ -16,12 +16,12 @@ gives."""
 from __future__ import annotations
 
 import heapq
-import os
 from dataclasses import dataclass
 from typing import Iterator
 
 from ....messages.text import key_text
 from .memory import DEFAULTS, Config, KeyMemory, for_version, key_figures, key_memory, listpack_sets
+from ..rdb.native import optional
 from ..rdb.records import AuxRecord, KeyRecord
 
 NAMES = ("memory", "bigkeys", "prefix", "types", "expiry")
@@ -160,18 +160,9 @@ class PrefixTable:
         return heapq.nlargest(n, items, key=lambda kv: kv[1][0]) if n else sorted(items, key=lambda kv: -kv[1][0])
 
 
-def _c_table():
-    if os.environ.get("DCPINSPECT_PURE"):
-        return None
-    try:
-        from ._prefixes import PrefixTable as CTable
-    except ImportError:
-        return None
-    return CTable
-
-
+_native = optional(f"{__package__}._prefixes")
 #: ``_prefixes.c``'s table when it is built (and ``DCPINSPECT_PURE`` is not set), else None
-CPrefixTable = _c_table()
+CPrefixTable = _native.PrefixTable if _native is not None else None
 
 
 def prefix_table(cap: int = PREFIX_CAP, seps: tuple[bytes, ...] = (b":",), depth: int = 2):
