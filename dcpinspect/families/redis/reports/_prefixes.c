@@ -36,7 +36,7 @@ typedef struct {
     long long pruned;
     Row *rows;               /* in their order */
     Py_ssize_t n, room;
-    Py_ssize_t *slots;       /* index + 1 into rows; 0: empty */
+    uint64_t *slots;         /* the row's hash's top 32 bits, then its index + 1; 0: empty */
     size_t mask;
     int64_t memory_in, elements_in, keys_in;  /* what all rows' sums are bounded by */
 } Table;
@@ -58,12 +58,15 @@ static inline uint64_t finish(uint64_t h, int64_t db) {
     return h;
 }
 
+/* A slot: the hash's top half (compared before the row is looked at), the row's index + 1. */
+static inline uint64_t slot_of(uint64_t h, Py_ssize_t i) { return (h & 0xffffffff00000000ULL) | (uint64_t)(i + 1); }
+
 static int index_rows(Table *t) {
     size_t size = 8;
     while (size < (size_t)t->n * 2 + 2 || size < (size_t)t->room * 2)
         size <<= 1;
     if (t->slots == NULL || size != t->mask + 1) {
-        Py_ssize_t *slots = PyMem_Calloc(size, sizeof(Py_ssize_t));
+        uint64_t *slots = PyMem_Calloc(size, sizeof(uint64_t));
         if (slots == NULL) {
             PyErr_NoMemory();
             return -1;
@@ -72,13 +75,13 @@ static int index_rows(Table *t) {
         t->slots = slots;
         t->mask = size - 1;
     } else {
-        memset(t->slots, 0, size * sizeof(Py_ssize_t));
+        memset(t->slots, 0, size * sizeof(uint64_t));
     }
     for (Py_ssize_t i = 0; i < t->n; i++) {
         size_t j = t->rows[i].hash & t->mask;
         while (t->slots[j])
             j = (j + 1) & t->mask;
-        t->slots[j] = i + 1;
+        t->slots[j] = slot_of(t->rows[i].hash, i);
     }
     return 0;
 }
@@ -86,13 +89,16 @@ static int index_rows(Table *t) {
 /* The slot of (db, p[:n]) of this hash: its row's index + 1 there, or 0 (free). */
 static inline size_t find(Table *t, int64_t db, const char *p, Py_ssize_t n, uint64_t h) {
     size_t j = h & t->mask;
+    uint64_t tag = h & 0xffffffff00000000ULL;
     for (;;) {
-        Py_ssize_t i = t->slots[j];
-        if (i == 0)
+        uint64_t s = t->slots[j];
+        if (s == 0)
             return j;
-        Row *r = &t->rows[i - 1];
-        if (r->hash == h && r->len == n && r->db == db && memcmp(r->bytes, p, (size_t)n) == 0)
-            return j;
+        if ((s & 0xffffffff00000000ULL) == tag) {
+            Row *r = &t->rows[(s & 0xffffffffULL) - 1];
+            if (r->hash == h && r->len == n && r->db == db && memcmp(r->bytes, p, (size_t)n) == 0)
+                return j;
+        }
         j = (j + 1) & t->mask;
     }
 }
@@ -109,8 +115,49 @@ static int heavier_first(const void *a, const void *b) {
     return x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* The rows, heaviest first (equal memory: in their order); Order[n] or NULL. */
-static Order *ordered(Table *t) {
+static inline void swap(Order *a, Order *b) {
+    Order x = *a;
+    *a = *b;
+    *b = x;
+}
+
+/* o[0:n] rearranged so that its `k` first are the heaviest (in no order): a quickselect
+ * on the median of three, which sorts what is left after 2 log2(n) rounds (so that no
+ * order of figures makes it quadratic). */
+static void select_heaviest(Order *o, Py_ssize_t n, Py_ssize_t k) {
+    Py_ssize_t lo = 0, hi = n - 1, rounds = 0;
+    for (Py_ssize_t m = n; m > 1; m >>= 1)
+        rounds += 2;
+    while (hi > lo) {
+        if (rounds-- <= 0) {
+            qsort(o + lo, (size_t)(hi - lo + 1), sizeof(Order), heavier_first);
+            return;
+        }
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (heavier_first(&o[mid], &o[lo]) < 0)
+            swap(&o[mid], &o[lo]);
+        if (heavier_first(&o[hi], &o[lo]) < 0)
+            swap(&o[hi], &o[lo]);
+        if (heavier_first(&o[hi], &o[mid]) < 0)
+            swap(&o[hi], &o[mid]);
+        swap(&o[mid], &o[hi]); /* the median, as the pivot, at hi */
+        Py_ssize_t store = lo;
+        for (Py_ssize_t i = lo; i < hi; i++)
+            if (heavier_first(&o[i], &o[hi]) < 0)
+                swap(&o[i], &o[store++]);
+        swap(&o[store], &o[hi]);
+        if (store == k || store == k - 1)
+            return; /* o[0:store+1] are the store+1 heaviest, o[0:store] the store heaviest */
+        if (store < k)
+            lo = store + 1;
+        else
+            hi = store - 1;
+    }
+}
+
+/* The `k` heaviest rows (all when k >= n), heaviest first (equal memory: in their order);
+ * Order[k] (of n allocated) or NULL. */
+static Order *ordered(Table *t, Py_ssize_t k) {
     Order *o = PyMem_Malloc((size_t)(t->n ? t->n : 1) * sizeof(Order));
     if (o == NULL) {
         PyErr_NoMemory();
@@ -120,7 +167,11 @@ static Order *ordered(Table *t) {
         o[i].memory = t->rows[i].memory;
         o[i].at = i;
     }
-    qsort(o, (size_t)t->n, sizeof(Order), heavier_first);
+    if (k < t->n)
+        select_heaviest(o, t->n, k);
+    else
+        k = t->n;
+    qsort(o, (size_t)k, sizeof(Order), heavier_first);
     return o;
 }
 
@@ -128,7 +179,7 @@ static int prune(Table *t) {
     Py_ssize_t keep = t->cap / 2;
     if (keep > t->n)
         keep = t->n;
-    Order *o = ordered(t);
+    Order *o = ordered(t, keep);
     if (o == NULL)
         return -1;
     Row *rows = PyMem_Malloc((size_t)(t->room ? t->room : 1) * sizeof(Row));
@@ -185,17 +236,16 @@ static int insert(Table *t, int64_t db, const char *p, Py_ssize_t n, uint64_t h,
     r->len = n;
     r->bytes = bytes;
     t->n++;
-    t->slots[find(t, db, p, n, h)] = t->n;
+    t->slots[find(t, db, p, n, h)] = slot_of(h, t->n - 1);
     return 0;
 }
 
 static int add_one(Table *t, int64_t db, const char *p, Py_ssize_t n, uint64_t h, int64_t memory,
                    int64_t elements) {
-    size_t j = find(t, db, p, n, h);
-    Py_ssize_t i = t->slots[j];
-    if (i == 0)
+    uint64_t s = t->slots[find(t, db, p, n, h)];
+    if (s == 0)
         return insert(t, db, p, n, h, memory, elements);
-    Row *r = &t->rows[i - 1];
+    Row *r = &t->rows[(s & 0xffffffffULL) - 1];
     r->memory += memory;
     r->keys += 1;
     r->elements += elements;
@@ -345,7 +395,7 @@ static PyObject *table_heaviest(Table *t, PyObject *const *args, Py_ssize_t narg
         if (want < 0)
             n = 0;
     }
-    Order *o = ordered(t);
+    Order *o = ordered(t, n);
     if (o == NULL)
         return NULL;
     PyObject *out = PyList_New(n);
@@ -379,8 +429,8 @@ static PyObject *table_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *seps;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "nO!n", names, &cap, &PyTuple_Type, &seps, &depth))
         return NULL;
-    if (cap < 0 || depth < 0 || PyTuple_GET_SIZE(seps) == 0) {
-        PyErr_SetString(PyExc_ValueError, "PrefixTable: a cap and depth of 0 or more, and a separator");
+    if (cap < 0 || cap >= 0x7fffffff || depth < 0 || PyTuple_GET_SIZE(seps) == 0) {
+        PyErr_SetString(PyExc_ValueError, "PrefixTable: a cap under 2**31, a depth of 0 or more, and a separator");
         return NULL;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seps); i++) {
