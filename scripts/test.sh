@@ -40,7 +40,7 @@ if [ -z "${VIRTUAL_ENV:-}" ] && [ -e "$stdlib/EXTERNALLY-MANAGED" ]; then
 fi
 
 "$py" -m pip install -q -e ".[test,plot,spark,query]"
-"$py" -c "import dcpinspect.families.mcbp._lane, dcpinspect.families.redis.rdb._rdb, dcpinspect.sources._pcap, dcpinspect.outputs._jsonline" \
+"$py" -c "import dcpinspect.families.mcbp._lane, dcpinspect.families.redis.rdb._rdb, dcpinspect.families.redis.reports._prefixes, dcpinspect.sources._pcap, dcpinspect.outputs._jsonline" \
   || { echo "a C part (setup.py) did not build: its tests would be skipped" >&2; exit 1; }
 # Two worker processes (each test file in one of them, its real servers and Spark session its
 # own); -n 0 after the command runs it in one process.
