@@ -1,6 +1,7 @@
 """The optional C parts, each beside the Python that drives it: MCBP's fast lane for jsonl
 (dcpinspect/families/mcbp/_lane.c), RDB's CRC-64, LZF and packed layouts
-(dcpinspect/families/redis/rdb/_rdb.c), the pcap reader's inner loop (dcpinspect/sources/_pcap.c)
+(dcpinspect/families/redis/rdb/_rdb.c), the prefix report's table
+(dcpinspect/families/redis/reports/_prefixes.c), the pcap reader's inner loop (dcpinspect/sources/_pcap.c)
 and the JSON Lines writer's line check (dcpinspect/outputs/_jsonline.c). Without a compiler
 the package installs and runs the same, on the Python path alone."""
 
@@ -18,6 +19,7 @@ setup(ext_modules=[
              depends=["dcpinspect/families/mcbp/_lane_rules.h"]),
     optional("dcpinspect.families.redis.rdb._rdb", "dcpinspect/families/redis/rdb/_rdb.c",
              depends=["dcpinspect/families/redis/rdb/_rdb_lines.h"]),
+    optional("dcpinspect.families.redis.reports._prefixes", "dcpinspect/families/redis/reports/_prefixes.c"),
     optional("dcpinspect.sources._pcap", "dcpinspect/sources/_pcap.c"),
     optional("dcpinspect.outputs._jsonline", "dcpinspect/outputs/_jsonline.c"),
 ])

@@ -41,7 +41,7 @@ if [ -z "${VIRTUAL_ENV:-}" ] && [ -e "$stdlib/EXTERNALLY-MANAGED" ]; then
 fi
 
 "$py" -m pip install -q -e ".[test,plot,spark,query]"
-"$py" -c "import dcpinspect.families.mcbp._lane, dcpinspect.families.redis.rdb._rdb, dcpinspect.sources._pcap, dcpinspect.outputs._jsonline" \
+"$py" -c "import dcpinspect.families.mcbp._lane, dcpinspect.families.redis.rdb._rdb, dcpinspect.families.redis.reports._prefixes, dcpinspect.sources._pcap, dcpinspect.outputs._jsonline" \
   || { echo "a C part (setup.py) did not build: its tests would be skipped" >&2; exit 1; }
 # Redis 7.2 and later (listpack sets, hashes whose fields expire, RDB 11 and 12) and Valkey
 # are judged by newer servers than Debian 12 has: Debian 13's, unpacked beside the system

@@ -5,17 +5,19 @@ accept and return None for anything else, so that the Python reading says what i
 
 from __future__ import annotations
 
+import importlib
 import os
 
 
-def _load():
+def optional(name: str):
+    """The C module ``name`` (a dotted path) when it is built and ``DCPINSPECT_PURE`` is
+    not set, else None (the family's other C parts load the same way)."""
     if os.environ.get("DCPINSPECT_PURE"):
         return None
     try:
-        from . import _rdb
+        return importlib.import_module(name)
     except ImportError:
         return None
-    return _rdb
 
 
-C = _load()
+C = optional(f"{__package__}._rdb")

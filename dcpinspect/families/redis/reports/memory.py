@@ -578,15 +578,21 @@ def key_overhead(key: bytes, sz: Sizes) -> int:
     return DICT_ENTRY + sz.sds(len(key))
 
 
+def key_figures(rec, cfg: Config = DEFAULTS) -> tuple[int, int, str, int | None]:
+    """The :class:`KeyMemory` figures of a key record (usage, expires, encoding, largest),
+    as a tuple: the reports make the object only for the keys they keep."""
+    got = rec.extra.get("memory") if rec.value is None else None
+    if got is not None:
+        return got[0], EXPIRES_ENTRY if rec.expire_ms is not None else 0, got[1], got[2]
+    usage, encoding, largest = value_usage(rec, cfg)
+    return (key_overhead(rec.key, cfg.sizes) + usage, EXPIRES_ENTRY if rec.expire_ms is not None else 0,
+            encoding, largest)
+
+
 def key_memory(rec, cfg: Config = DEFAULTS) -> KeyMemory:
     """The memory of a key record read with its value kept, or measured by the C lane
     (:class:`LaneMeasure`: its sum by this model's rules, in ``extra["memory"]``)."""
-    got = rec.extra.get("memory") if rec.value is None else None
-    if got is not None:
-        return KeyMemory(got[0], EXPIRES_ENTRY if rec.expire_ms is not None else 0, got[1], got[2])
-    usage, encoding, largest = value_usage(rec, cfg)
-    return KeyMemory(key_overhead(rec.key, cfg.sizes) + usage, EXPIRES_ENTRY if rec.expire_ms is not None else 0,
-                     encoding, largest)
+    return KeyMemory(*key_figures(rec, cfg))
 
 
 def _whole(x):
@@ -598,7 +604,7 @@ def _whole(x):
 
 
 def _longest(items) -> int:
-    return max((len(x) for x in items), default=0)
+    return max(map(len, items), default=0)
 
 
 def value_usage(rec, cfg: Config) -> tuple[int, str, int | None]:
@@ -608,7 +614,8 @@ def value_usage(rec, cfg: Config) -> tuple[int, str, int | None]:
     if value is None:  # measured by the C lane (LaneMeasure), or not kept, or damaged
         return _shape_usage(rec, sz)
     if isinstance(value, list):  # an element too long to hold, or damaged, counts as empty
-        value = [_whole(x) for x in value]
+        if None in value or (value and type(value[0]) is tuple):  # (else each is whole already)
+            value = [_whole(x) for x in value]
     if t == "string" and layout == "string":
         length = len(value)
         usage, enc = string_usage(value, length, sz)

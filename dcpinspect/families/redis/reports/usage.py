@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ....messages.text import key_text
-from .memory import DEFAULTS, Config, KeyMemory, for_version, key_memory, listpack_sets
+from .memory import DEFAULTS, Config, KeyMemory, for_version, key_figures, key_memory, listpack_sets
+from ..rdb.native import optional
 from ..rdb.records import AuxRecord, KeyRecord
 
 NAMES = ("memory", "bigkeys", "prefix", "types", "expiry")
@@ -105,15 +106,39 @@ def prefixes(key: bytes, seps: tuple[bytes, ...], depth: int) -> list[bytes]:
 class PrefixTable:
     """Memory, keys and elements by (db, prefix), at most ``cap`` prefixes: exact until it
     fills, then the lighter half is dropped (and counted), so that a heavy prefix seen
-    early stays; one seen only after a pruning counts from then on."""
+    early stays; one seen only after a pruning counts from then on. The kept half is the
+    ``cap // 2`` heaviest, heaviest first, rows of equal memory in their order; a new row
+    comes last. ``seps`` and ``depth`` cut a key (:meth:`add_key`) as :func:`prefixes` does.
+    ``_prefixes.c`` keeps the same rows in C (:func:`prefix_table`)."""
 
-    def __init__(self, cap: int = PREFIX_CAP) -> None:
+    def __init__(self, cap: int = PREFIX_CAP, seps: tuple[bytes, ...] = (b":",), depth: int = 2) -> None:
         self.cap = cap
+        self.seps, self.depth = seps, depth
         self.table: dict[tuple[int, bytes], list[int]] = {}
         self.pruned = 0
 
+    @classmethod
+    def of_rows(cls, rows, pruned: int, cap: int, seps: tuple[bytes, ...], depth: int) -> "PrefixTable":
+        """A table holding these rows (((db, prefix), [memory, keys, elements]), in order)."""
+        t = cls(cap, seps, depth)
+        t.table = dict(rows)
+        t.pruned = pruned
+        return t
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def rows(self) -> list[tuple[tuple[int, bytes], list[int]]]:
+        return list(self.table.items())
+
     def add(self, db: int, prefix: bytes, memory: int, elements: int) -> None:
         self.add_all(db, (prefix,), memory, elements)
+
+    def add_key(self, db: int, key: bytes, memory: int, elements: int) -> None:
+        """A key's memory and elements under each of its prefixes."""
+        cut = prefixes(key, self.seps, self.depth)
+        if cut:
+            self.add_all(db, cut, memory, elements)
 
     def add_all(self, db: int, prefixes, memory: int, elements: int) -> None:
         """A key's memory and elements under each of its ``prefixes``."""
@@ -138,6 +163,25 @@ class PrefixTable:
     def heaviest(self, n: int | None = None) -> list[tuple[tuple[int, bytes], list[int]]]:
         items = self.table.items()
         return heapq.nlargest(n, items, key=lambda kv: kv[1][0]) if n else sorted(items, key=lambda kv: -kv[1][0])
+
+
+_native = optional(f"{__package__}._prefixes")
+#: ``_prefixes.c``'s table when it is built (and ``DCPINSPECT_PURE`` is not set), else None
+CPrefixTable = _native.PrefixTable if _native is not None else None
+
+
+def prefix_table(cap: int = PREFIX_CAP, seps: tuple[bytes, ...] = (b":",), depth: int = 2):
+    """A prefix table: in C when it is built, else :class:`PrefixTable`; the same rows."""
+    if CPrefixTable is not None and depth >= 0:
+        return CPrefixTable(cap, seps, depth)
+    return PrefixTable(cap, seps, depth)
+
+
+def in_python(table) -> PrefixTable:
+    """``table`` as a :class:`PrefixTable` (the C table's sums would pass int64)."""
+    if isinstance(table, PrefixTable):
+        return table
+    return PrefixTable.of_rows(table.rows(), table.pruned, table.cap, table.seps, table.depth)
 
 
 @dataclass
@@ -165,11 +209,14 @@ class Reports:
         self._top: list[tuple[int, int, Measured]] = []
         self._seq = 0
         self.big: dict[str, _Big] = {}
-        self.prefixes = PrefixTable(options.prefix_cap)
+        self.prefixes = prefix_table(options.prefix_cap, options.seps, options.depth)
         self.types: dict[tuple[int, str, str], list[int]] = {}
         self._expiry: dict[str, list[int]] = {}
         self.plot = None
-        self._names = frozenset(options.names)
+        names = frozenset(options.names)
+        self._top_n = options.top if "memory" in names else 0
+        self._do_bigkeys, self._do_prefix = "bigkeys" in names, "prefix" in names
+        self._do_types, self._do_expiry = "types" in names, "expiry" in names
         self._seps, self._depth = options.seps, options.depth
         #: the Valkey version the file names (its ``valkey-ver``), None for a Redis file
         self.valkey: bytes | None = None
@@ -199,56 +246,53 @@ class Reports:
         """One key's figures into the reports asked; its :class:`Measured` is made only for
         what keeps it (a top key, a type's biggest, the plot), or when ``keep`` asks for it
         (returned, else None)."""
-        km = key_memory(rec, self.options.config)
-        total = km.usage + km.expires
-        t = rec.vtype.type
-        m = self.measure(rec, shard, km) if keep or self.plot is not None else None
+        fig = key_figures(rec, self.options.config)
+        total = fig[0] + fig[1]
+        m = self.measure(rec, shard, KeyMemory(*fig)) if keep or self.plot is not None else None
         self.keys += 1
         self.memory += total
         self.key_bytes += len(rec.key)
-        names = self._names
-        if "memory" in names:
+        if self._top_n:
             self._seq += 1
             top = self._top
-            if len(top) < self.options.top:
-                heapq.heappush(top, (total, -self._seq, m or self.measure(rec, shard, km)))
+            if len(top) < self._top_n:
+                heapq.heappush(top, (total, -self._seq, m or self.measure(rec, shard, KeyMemory(*fig))))
             elif total > top[0][0]:  # (a later key of the same memory ranks below)
-                heapq.heapreplace(top, (total, -self._seq, m or self.measure(rec, shard, km)))
-        if "bigkeys" in names:
+                heapq.heapreplace(top, (total, -self._seq, m or self.measure(rec, shard, KeyMemory(*fig))))
+        if self._do_bigkeys:
+            t = rec.vtype.type
             b = self.big.get(t)
             if b is None:
                 b = self.big[t] = _Big()
-            count = self._count(t, km.largest, rec.elements or 0)
+            elements = rec.elements or 0
+            count = fig[3] if t == "string" else elements  # (as redis-cli --bigkeys: a string's length)
             b.keys += 1
             b.elements += count
             b.memory += total
             if count > b.most_elements:
-                m = m or self.measure(rec, shard, km)
+                m = m or self.measure(rec, shard, KeyMemory(*fig))
                 b.most_elements, b.by_elements = count, m
             if total > b.most_memory:
-                m = m or self.measure(rec, shard, km)
+                m = m or self.measure(rec, shard, KeyMemory(*fig))
                 b.most_memory, b.by_memory = total, m
-        if "prefix" in names or self.plot is not None:
-            cut = prefixes(rec.key, self._seps, self._depth)
-            if "prefix" in names and cut:
-                self.prefixes.add_all(rec.db, cut, total, rec.elements or 0)
-        if "types" in names:
-            row = self.types.get((rec.db, t, km.encoding))
+        if self._do_prefix:
+            try:
+                self.prefixes.add_key(rec.db, rec.key, total, rec.elements or 0)
+            except OverflowError:  # (the C table's sums would pass int64: on in Python)
+                self.prefixes = in_python(self.prefixes)
+                self.prefixes.add_key(rec.db, rec.key, total, rec.elements or 0)
+        if self._do_types:
+            row = self.types.get((rec.db, rec.vtype.type, fig[2]))
             if row is None:
-                self.types[(rec.db, t, km.encoding)] = [1, total]
+                self.types[(rec.db, rec.vtype.type, fig[2])] = [1, total]
             else:
                 row[0] += 1
                 row[1] += total
-        if "expiry" in names:
+        if self._do_expiry:
             self._expiry_add(rec.expire_ms, total)
         if self.plot is not None:
-            self.plot.add(m, cut)
+            self.plot.add(m, prefixes(rec.key, self._seps, self._depth))
         return m
-
-    @staticmethod
-    def _count(t: str, largest: int | None, elements: int) -> int:
-        """What redis-cli --bigkeys measures a key by: a string's length, else its elements."""
-        return largest if t == "string" else elements
 
     def _expiry_add(self, expire_ms: int | None, total: int) -> None:
         at = self.options.at_ms if self.options.at_ms is not None else self.ctime_ms
