@@ -3,16 +3,17 @@ engine function (:mod:`dcpinspect.engines`) and what it returns into the exit st
 
 from __future__ import annotations
 
+import inspect
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import typer
 
-from .limits import DIAGRAM_SHOWN, VALUE_SHOWN, LimitError, check_environment
-
-EXIT_OK, EXIT_VIOLATIONS, EXIT_UNUSABLE, EXIT_TRUNCATED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+from .arguments import MAX_VALUE, RDB, FailOn, Option, fail, guarded, rdb, run as _run
+from .arguments import shown_of as _shown
+from .limits import DIAGRAM_SHOWN
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -60,36 +61,31 @@ def _collections(value: Collections) -> bool | None:
     return {"auto": None, "on": True, "off": False}[value.value]
 
 
-def fail(message: str, code: int = EXIT_UNUSABLE) -> None:
-    """One unwrapped line on stderr, then exit."""
-    from .outputs.escape import safe
+def _typer_param(o: Option):
+    """One row of a declared table as typer takes it: an Argument or an Option."""
+    if not o.flags:
+        return typer.Argument(o.default, help=o.help)
+    extra = {k: v for k, v in (("min", o.min), ("metavar", o.metavar), ("help", o.help)) if v is not None}
+    return typer.Option(list(o.default) if o.many else o.default, *o.flags, **extra)
 
-    sys.stderr.write(f"dcpinspect: {safe(message)}\n")
-    raise typer.Exit(code)
 
-
-def _run(call: Callable[[], bool]) -> None:
-    """Exit with what an engine function found: 1 when it found violations, 0 when not, 2
-    (its one line on stderr) when an input or option is unusable, 3 when the input ends
-    inside a frame."""
-    from .engines import Unusable
-
-    try:
-        failed = call()
-    except Unusable as exc:
-        fail(str(exc))
-    except Exception as exc:
-        from .engines.inputs import Truncated  # the capture engines': imported when one is raised
-
-        if isinstance(exc, Truncated):
-            fail(str(exc), EXIT_TRUNCATED)
-        raise
-    raise typer.Exit(EXIT_VIOLATIONS if failed else EXIT_OK)
+def _declared(table: tuple[Option, ...]):
+    """A command whose parameters are the rows of ``table`` (:mod:`.arguments`): the
+    signature typer reads is made from them, and the command takes them by name."""
+    def apply(func):
+        params = []
+        for o in table:
+            hint = list[o.kind] if o.many else o.kind if o.kind is bool or o.default is not None else Optional[o.kind]
+            params.append(inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=_typer_param(o),
+                                            annotation=hint))
+        func.__signature__ = inspect.Signature(params, return_annotation=None)
+        func.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        return func
+    return apply
 
 
 #: ``--max-value``, the same on every command with a table view
-MAX_VALUE_OPTION = typer.Option(None, "--max-value", min=1, metavar="BYTES",
-                                help=f"Bytes of each value the table shows (default {VALUE_SHOWN.default}).")
+MAX_VALUE_OPTION = _typer_param(MAX_VALUE)
 
 
 #: which connections of a capture are decoded: the same three options on every command that
@@ -111,16 +107,6 @@ def _capture(port: list[int], decode_as: list[str], no_heuristic: bool):
         return capture_options(port, decode_as, no_heuristic)
     except OptionError as exc:
         fail(str(exc))
-
-
-def _shown(full: bool, max_value: int | None, max_diagram: int | None = None):
-    """What the table and diagram show of each frame: ``--full``, ``--max-value``, ``--max-diagram``."""
-    from .outputs.shown import Shown
-
-    if full:
-        return Shown.everything()
-    caps = Shown()
-    return Shown(max_value or caps.value, max_diagram or caps.diagram, caps.rows)
 
 
 @app.command("hex")
@@ -208,11 +194,6 @@ def live_command(
                               _collections(collections), strict, _shown(full, max_value), write))
 
 
-class FailOn(str, Enum):
-    warning = "warning"
-    error = "error"
-
-
 @app.command("validate")
 def validate_command(
     files: list[Path] = typer.Argument(..., help="Captures (pcap, pcapng, gzip) or hex dumps."),
@@ -259,79 +240,11 @@ def stats_command(
                              _collections(collections)))
 
 
-class SnapshotFormat(str, Enum):
-    table = "table"
-    jsonl = "jsonl"
-    summary = "summary"
-    resp = "resp"
-    csv = "csv"
-
-
 @app.command("rdb")
-def rdb_command(
-    files: list[Path] = typer.Argument(..., help="RDB files (Redis, Valkey, Dragonfly; gzip allowed)."),
-    fmt: SnapshotFormat = typer.Option(SnapshotFormat.table, "--format", "-f",
-                                       help="table, jsonl, summary, or resp (the data as commands for "
-                                            "redis-cli --pipe); csv with --report."),
-    key: Optional[str] = typer.Option(None, "--key", help="Show this key's fields and bytes."),
-    offset: Optional[int] = typer.Option(None, "--offset", min=0, help="Show the key whose bytes cover this offset."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 on findings of this severity or worse."),
-    full: bool = typer.Option(False, "--full", help="Show keys, values and bytes whole (the table caps them)."),
-    max_value: Optional[int] = MAX_VALUE_OPTION,
-    max_diagram: Optional[int] = typer.Option(None, "--max-diagram", min=1, metavar="BYTES",
-                                              help=f"Bytes of a key's record the diagram draws (default {DIAGRAM_SHOWN.default})."),
-    match: Optional[str] = typer.Option(None, "--match", metavar="GLOB",
-                                        help="Keys matching this pattern, as SCAN MATCH takes it (* ? [a-z] [^a] \\x)."),
-    regex: Optional[str] = typer.Option(None, "--regex", metavar="RE",
-                                        help="Keys in which this regular expression (Python's) is found."),
-    key_type: list[str] = typer.Option([], "--type", metavar="TYPE",
-                                       help="Keys of this type (string, list, set, zset, hash, stream, module, ...)."),
-    db: list[int] = typer.Option([], "--db", min=0, help="Keys of this db."),
-    min_size: Optional[int] = typer.Option(None, "--min-size", min=0, metavar="BYTES",
-                                           help="Keys whose serialised value has at least this many bytes."),
-    max_size: Optional[int] = typer.Option(None, "--max-size", min=0, metavar="BYTES",
-                                           help="Keys whose serialised value has at most this many bytes."),
-    min_elements: Optional[int] = typer.Option(None, "--min-elements", min=0, metavar="N",
-                                               help="Keys of at least this many elements."),
-    max_elements: Optional[int] = typer.Option(None, "--max-elements", min=0, metavar="N",
-                                               help="Keys of at most this many elements."),
-    expiring: bool = typer.Option(False, "--expiring", help="Keys with an expiry still ahead (at --at)."),
-    persistent: bool = typer.Option(False, "--persistent", help="Keys without an expiry."),
-    expired: bool = typer.Option(False, "--expired", help="Keys whose expiry is past (at --at)."),
-    values: bool = typer.Option(False, "--values", help="jsonl: each key's value and digest (DEBUG DIGEST-VALUE), "
-                                                        "and functions' code."),
-    digest: bool = typer.Option(False, "--digest", help="The snapshot's digest, as DEBUG DIGEST gives it, on the "
-                                                        "summary (reads every value)."),
-    at: Optional[str] = typer.Option(None, "--at", metavar="TIME",
-                                     help="When expiries are judged: Unix seconds or ISO 8601 (default: the "
-                                          "snapshot's ctime, else now)."),
-    report: list[str] = typer.Option([], "--report", "-r", metavar="NAME",
-                                     help="Memory reports: memory, bigkeys, prefix, types, expiry (several allowed)."),
-    top: int = typer.Option(20, "--top", "-n", min=1, help="Rows of the memory and prefix reports."),
-    sep: list[str] = typer.Option([], "--sep", metavar="TEXT", help="Prefix separator (several allowed; default :)."),
-    depth: int = typer.Option(2, "--depth", min=1, help="Prefix levels of the prefix report and the plot."),
-    config: Optional[Path] = typer.Option(None, "--config", metavar="FILE",
-                                          help="The server's redis.conf (its encoding thresholds; default the server's defaults)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", metavar="FILE.svg", help="Draw memory by prefix as a flame graph."),
-    allocator: Optional[str] = typer.Option(None, "--allocator", metavar="NAME",
-                                            help="The server's jemalloc: bundled (Redis's own build: source, official "
-                                                 "images) or system (Debian's, Ubuntu's packages); default: system for "
-                                                 "a Redis 7.0 file, bundled from 7.2."),
-) -> None:
+@_declared(RDB)
+def rdb_command(**options) -> None:
     """Decode RDB snapshot files (Redis, Valkey, Dragonfly): keys with type, encoding, size and expiry; checksum and damage as findings; memory reports."""
-    from .engines.snapshots import snapshot_files
-
-    select = {"match": match, "regex": regex, "type": tuple(key_type), "db": tuple(db), "min_size": min_size,
-              "max_size": max_size, "min_elements": min_elements, "max_elements": max_elements,
-              "expiring": expiring, "persistent": persistent, "expired": expired, "at": at}
-    reports = None
-    if report or plot is not None:
-        reports = {"names": tuple(report) or (("memory",) if plot is None else ()), "top": top, "seps": tuple(sep),
-                   "depth": depth, "at": at, "config": config, "plot": plot, "allocator": allocator}
-    elif fmt is SnapshotFormat.csv:
-        fail("--format csv is the memory reports' (--report NAME)")
-    _run(lambda: snapshot_files(files, fmt.value, key, offset, _shown(full, max_value, max_diagram), fail_on.value,
-                                select, values, digest, reports))
+    rdb(options)
 
 
 @app.command("diff")
@@ -388,22 +301,5 @@ def rules_command(fmt: ListFormat = typer.Option(ListFormat.table, "--format", "
 
 
 def main() -> None:
-    try:
-        check_environment()
-    except LimitError as exc:
-        sys.stderr.write(f"dcpinspect: {exc}\n")
-        sys.exit(EXIT_UNUSABLE)
-    try:
-        app()
-    except KeyboardInterrupt:
-        sys.stderr.write("dcpinspect: interrupted\n")
-        sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(EXIT_OK)
-    except SystemExit as exc:
-        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
-            # the reader went away (``| head``): typer swallows EPIPE as exit 1, which here
-            # would mean "violations found"; stopping early is not a failure
-            sys.exit(EXIT_OK)
-        raise
+    """The typer app, every command through it (the console script is ``__main__.main``)."""
+    guarded(app)

@@ -6,6 +6,9 @@ from __future__ import annotations
 import datetime
 import enum
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,12 @@ from dcpinspect.outputs import jsonl
 
 def reference(record) -> str:
     return json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)
+
+
+@pytest.fixture(autouse=True)
+def _fast_encoder():
+    """orjson as a long run has it (it is imported once a run has written some lines)."""
+    jsonl.load_orjson()
 
 
 class Colour(enum.IntEnum):
@@ -115,3 +124,19 @@ def test_finding_rows_with_nulls_take_the_fast_encoder(monkeypatch):
     assert jsonl.dumps(row) == want
     with pytest.raises(AssertionError):
         jsonl.dumps({**row, "ts": float("nan")})
+
+
+def test_a_short_run_writes_without_orjson_and_a_long_one_with_it():
+    """A run's first lines are the standard library's (orjson is not imported for a small
+    file's few), then orjson writes: the same bytes either way."""
+    pytest.importorskip("orjson")
+    code = ("import json, sys\nfrom dcpinspect.outputs import jsonl\nrec = {'k': 'v', 'n': [1, 2.5, None]}\n"
+            "lines = [jsonl.dumps_line(dict(rec, i=i)) for i in range(jsonl.STDLIB_LINES)]\n"
+            "before = 'orjson' in sys.modules\n"
+            "lines += [jsonl.dumps_line(dict(rec, i=i)) for i in range(jsonl.STDLIB_LINES, 2 * jsonl.STDLIB_LINES)]\n"
+            "want = [(json.dumps(dict(rec, i=i), separators=(',', ':')) + '\\n').encode() for i in range(len(lines))]\n"
+            "print(before, 'orjson' in sys.modules, lines == want)")
+    root = Path(__file__).resolve().parents[1]
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert got.stdout.split() == ["False", "True", "True"], got.stderr

@@ -19,7 +19,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dcpinspect"
 ORDER = ("limits", "findings", "sources", "transport", "messages", "framing", "sessions", "rules",
-         "outputs", "families", "engines", "cli", "__main__")
+         "outputs", "families", "engines", "arguments", "cli", "__main__")
 #: the order of a family's own parts (subpackages); its other modules come after them all
 FAMILY_ORDER = ("messages", "sessions", "rules")
 

@@ -14,9 +14,8 @@ import sys
 import zlib
 
 from ..families import Family, families
-from ..sources.capture import GZIP_MAGIC
-from ..sources.inputs import (CAPTURE, TEXT, Input, InputError, is_stdin, kind_of_head, open_input, read_text,
-                              stdin_binary)
+from ..sources.inputs import (CAPTURE, GZIP_MAGIC, TEXT, Input, InputError, is_stdin, kind_of_head, open_input,
+                              read_text, stdin_binary)
 
 __all__ = ["Unusable", "Truncated", "snapshot_family", "CAPTURE", "TEXT", "Input", "opened", "text_of", "kind_of",
            "pure"]

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.segment import Segment
 
 from .escape import scrub
+from .plain import FILE_WIDTH
 
 
 class OutputConsole(Console):
@@ -43,8 +44,8 @@ class OutputConsole(Console):
 
 def make_console(stream=None, stderr: bool = False) -> OutputConsole:
     """A console on ``stream`` (standard output, or standard error): terminal width on a
-    terminal, 160 columns otherwise; rich markup, emoji codes and highlighting off, so
+    terminal, FILE_WIDTH columns otherwise; rich markup, emoji codes and highlighting off, so
     text from a capture is printed as it is."""
     stream = stream or (sys.stderr if stderr else sys.stdout)
-    width = None if stream.isatty() else 160
+    width = None if stream.isatty() else FILE_WIDTH
     return OutputConsole(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False, markup=False)

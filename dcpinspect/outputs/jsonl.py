@@ -21,15 +21,30 @@ _ENCODE = json.encoder.c_make_encoder(
 # told from None by a walk of the record only where a line has null),
 # and whatever orjson refuses (integers over 64 bits, non-string keys, and, by the
 # pass-through options, subclasses, dataclasses and dates, which ``default=str`` prints).
-try:
-    import orjson
-except ImportError:  # an optional speed-up
-    orjson = None
-else:
-    _ORJSON_OPTS = (orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
-                    | orjson.OPT_PASSTHROUGH_DATETIME)
-    _EXPONENT = re.compile(rb"e-?[0-9]+[,}\]]").search  # a float token in orjson's exponent form
-    _ANY_EXPONENT = re.compile(rb"[0-9]e-?[0-9]").search  # the same, wherever it ends (indented text)
+# It is imported (by :func:`load_orjson`) once a run has written STDLIB_LINES lines: the
+# import (uuid, platform, datetime and zoneinfo come with it) costs about what the line
+# above spends on that many, which a small file's run never writes.
+orjson: Any = None
+#: lines written by the standard library's encoder before orjson is imported
+STDLIB_LINES = 500
+_lines, _tried = 0, False
+
+
+def load_orjson() -> bool:
+    """Import orjson, an optional speed-up, unless it was tried: whether it is there."""
+    global orjson, _ORJSON_OPTS, _EXPONENT, _ANY_EXPONENT, _lines, _tried
+    if not _tried:
+        _lines, _tried = STDLIB_LINES, True
+        try:
+            import orjson as module
+        except ImportError:
+            return False
+        _ORJSON_OPTS = (module.OPT_PASSTHROUGH_SUBCLASS | module.OPT_PASSTHROUGH_DATACLASS
+                        | module.OPT_PASSTHROUGH_DATETIME)
+        _EXPONENT = re.compile(rb"e-?[0-9]+[,}\]]").search  # a float token in orjson's exponent form
+        _ANY_EXPONENT = re.compile(rb"[0-9]e-?[0-9]").search  # the same, wherever it ends (indented text)
+        orjson = module
+    return orjson is not None
 
 
 def _stdlib(record: dict[str, Any]) -> str:
@@ -48,7 +63,10 @@ def dumps_line(record: dict[str, Any], floats: bool = True) -> bytes:
     ``floats`` False: the caller knows that ``record`` holds no float, so that orjson's
     ``null`` and digits are the same as ``json.dumps``'s and only its raw non-ASCII text
     differs."""
-    if orjson is not None:
+    global _lines
+    if orjson is None and _lines < STDLIB_LINES:
+        _lines += 1
+    elif orjson is not None or load_orjson():
         try:
             out = orjson.dumps(record, option=_ORJSON_OPTS | orjson.OPT_APPEND_NEWLINE)
         except TypeError:
@@ -84,7 +102,7 @@ def indented_json(obj: Any) -> str | None:
     library's indented encoder is pure Python); None where orjson would write other bytes
     (see above), but for NaN and the infinities, which it writes as null (valid JSON, where
     ``json.dumps`` writes ``NaN``)."""
-    if orjson is None:
+    if not load_orjson():
         return None
     try:
         out = orjson.dumps(obj, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)

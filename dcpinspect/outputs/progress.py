@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Callable, Iterable, Iterator
 
-from ..sources.capture import GZIP_MAGIC
+from ..sources.inputs import GZIP_MAGIC
 
 #: files this big get a progress bar; gzip files sooner, since they may inflate a thousandfold
 PROGRESS_BYTES, PROGRESS_GZIP_BYTES = 32 * 1024 * 1024, 1024 * 1024

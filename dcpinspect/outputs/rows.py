@@ -11,12 +11,10 @@ only a row that must wrap is rendered by rich, alone, at the same widths.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from rich.cells import cell_len
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console
 
 #: up to this many rows rich lays the whole table out itself
 RICH_ROWS = 200
@@ -26,6 +24,11 @@ def print_rows(console: Console, headers: Sequence[str], rows: Iterable[Sequence
     """Print ``rows`` of text cells under ``headers`` (no box, no styles in the cells), with
     ``title`` on a line of its own above them if given."""
     rows = list(rows)
+    plain = getattr(console, "plain_rows", None)  # a console on a file or pipe (plain.py): rich not needed
+    if plain is not None and plain(headers, rows, title):
+        return
+    from rich.table import Table
+
     if len(rows) <= RICH_ROWS or console.is_terminal or console.record:
         table = Table(*headers, box=None, title=title or None, title_justify="left")
         for r in rows:
@@ -35,6 +38,8 @@ def print_rows(console: Console, headers: Sequence[str], rows: Iterable[Sequence
     sizes = [[_width(c) for c in r] for r in rows]
     widths = _widths(console, headers, rows, sizes)
     if title:  # as rich writes a table's title: on its own line, as wide as the table
+        from rich.text import Text
+
         with console.capture() as cap:
             console.print(Text(title.ljust(sum(widths) + 2 * len(widths)), style="table.title"))
         console.file.write(cap.get())
@@ -90,13 +95,19 @@ def _write(console: Console, headers: Sequence[str], widths: list[int], rows: li
 
 def _width(text: str) -> int:
     """Terminal columns of ``text`` (as rich counts them)."""
-    return len(text) if text.isascii() else cell_len(text)
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
 
 
 def _widths(console: Console, headers: Sequence[str], rows: list[Sequence[str]],
             sizes: list[list[int]], keep_whole: bool = False) -> list[int]:
     """The column widths rich gives the whole table, found from the rows that decide them
     (``sizes``: each cell's width); ``keep_whole``: only the last column wraps."""
+    from rich.table import Table
+
     keep: set[int] = set()
     for col in range(len(headers)):
         keep.add(max(range(len(rows)), key=lambda i: sizes[i][col]))
@@ -117,6 +128,8 @@ def _plain_header(console: Console) -> bool:
 
 
 def _rich_row(console: Console, headers, widths, cells, header: bool, out: list) -> None:
+    from rich.table import Table
+
     table = Table(*headers, box=None, show_header=header)
     for column, w in zip(table.columns, widths):
         column.width = w

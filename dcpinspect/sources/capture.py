@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
 from ..limits import RECORD, Limit, LimitError
+from .inputs import GZIP_MAGIC
 from .uris import open_binary
 
 __all__ = ["Record", "CaptureProblem", "CaptureError", "read_records", "record_cap", "MAX_RECORD",
@@ -259,7 +260,6 @@ _PCAP_MAGICS = {
     b"\xa1\xb2\xcd\x34": (">", 1e-6, 24),
 }
 _PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
-GZIP_MAGIC = b"\x1f\x8b"
 
 
 def looks_like_capture(head: bytes) -> bool:

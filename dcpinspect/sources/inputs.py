@@ -15,7 +15,9 @@ import sys
 from typing import BinaryIO
 
 from ..limits import TEXT_INPUT, LimitError
-from .capture import GZIP_MAGIC, looks_like_capture
+
+#: the first two bytes of a gzip file
+GZIP_MAGIC = b"\x1f\x8b"
 
 CAPTURE, TEXT = "capture", "text"
 #: bytes a text input's start is looked at to tell text from binary garbage
@@ -166,6 +168,8 @@ def kind_of_head(inp: Peeked) -> str:
     """:data:`CAPTURE` or :data:`TEXT`, by the input's first bytes (peeked, read again
     later). Bytes that are neither (a NUL in the first :data:`TEXT_SNIFF` bytes: binary
     garbage, ``/dev/zero``) are refused at once, before any text is read."""
+    from .capture import looks_like_capture  # (the capture readers: for the commands that read captures)
+
     try:
         if looks_like_capture(inp.peek(4)):
             return CAPTURE

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from .. import Family, SnapshotFiles, Statistics
 from .replication.filters import FILTERS
-from .replication.sniff import Sniffer
 from .reports.tables import TABLES
 
 #: Redis's default port, and the one a second instance on a host (often a replica) takes
@@ -38,6 +37,12 @@ PORTS = frozenset({6379, 6380})
 
 # The decoder's modules are imported when a connection or a file first needs them: a
 # process that meets no Redis (each worker of a capture of MCBP traffic) pays nothing for them.
+
+
+def _sniffer(midstream: bool):
+    from .replication.sniff import Sniffer
+
+    return Sniffer(midstream)
 
 
 def _framer(synced: bool, runs: bool):
@@ -114,7 +119,7 @@ def _rules() -> dict:
     return RULES
 
 
-FAMILY = Family("redis", PORTS, frozenset(), Sniffer, _framer, _session, aliases=("resp", "rdb", "valkey", "dragonfly"),
+FAMILY = Family("redis", PORTS, frozenset(), _sniffer, _framer, _session, aliases=("resp", "rdb", "valkey", "dragonfly"),
                 rules=_rules, correlator=_correlator, filters=FILTERS, statistics=Statistics(_stats_view),
                 snapshots=SnapshotFiles(_is_snapshot, _snapshots, _snapshot_sets, _snapshot_rows, _snapshot_data,
                                         _data_keys, _data_records),

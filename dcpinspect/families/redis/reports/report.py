@@ -7,11 +7,9 @@ from __future__ import annotations
 import base64
 import heapq
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
 
 from ....findings import Finding
 from ....messages.text import key_text
-from ..rules import RDB_RULES
 from ..rdb.data import value_json, value_length
 from ..rdb.records import AuxRecord, Ending, KeyRecord, OpRecord, StreamId
 
@@ -24,6 +22,8 @@ BIGGEST = 10
 def expiry_text(ms: int | None) -> str:
     if ms is None:
         return ""
+    from datetime import datetime, timezone  # (for keys with an expiry)
+
     try:
         return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     except (OverflowError, ValueError, OSError):
@@ -245,6 +245,8 @@ def unended(what: str, size: int) -> Finding:
     """The finding on a payload whose end (``what``) never came: the connection ended
     ``size`` bytes into it (the finding's offset, inside the payload as the decoder's are),
     and whatever followed the snapshot in them was taken for its bytes."""
+    from ..rules import RDB_RULES
+
     return RDB_RULES["rdb-truncated"].finding(
         f"the connection ends {size:,} bytes into the payload before its {what} came: the payload is cut "
         "short (bytes after the snapshot's EOF are the master's, taken as payload)", size)

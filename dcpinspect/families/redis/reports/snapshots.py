@@ -35,10 +35,10 @@ RECORD_READ = 1 << 20
 
 
 def make_console():
-    """The outputs' console (rich: imported for what prints tables, not for jsonl)."""
-    from ....outputs.console import make_console
+    """The outputs' console on standard output (rich imported only for what it alone prints)."""
+    from ....outputs.plain import stdout_console
 
-    return make_console()
+    return stdout_console()
 
 
 def print_rows(*args, **kw) -> None:
