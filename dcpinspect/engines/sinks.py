@@ -12,6 +12,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from ..outputs.undecoded import record as undecoded_record
+from .finding_lines import FindingLines
 from ..sessions.captured import Captured, Lines, Note, flow_label
 from ..findings import LEVELS, Finding
 from ..outputs.jsonl import dumps_line
@@ -256,13 +257,15 @@ class FindingRow:
 Written = tuple[str, int, int, int]
 
 
-def written(rows: list[FindingRow]) -> Written:
+def written(rows: list[FindingRow], line: Callable[[FindingRow], str] = lambda row: row.line) -> Written:
+    """``rows`` as :data:`Written` (``line``: a row's line, :attr:`FindingRow.line` or a
+    :class:`~.finding_lines.FindingLines`' that writes the same)."""
     if len(rows) == 1:
         row = rows[0]
         severity = row.severity
-        return row.line, 1, int(severity == "error"), LEVELS[severity]
+        return line(row), 1, int(severity == "error"), LEVELS[severity]
     severities = [row.severity for row in rows]
-    return ("".join(row.line for row in rows), len(rows), severities.count("error"),
+    return ("".join(map(line, rows)), len(rows), severities.count("error"),
             max(LEVELS[s] for s in severities))
 
 
@@ -280,6 +283,8 @@ class FindingsSink:
     #: rows as their JSON lines (:data:`Written`), made where the finding is found (in the
     #: worker process, that sends the lines and not the rows)
     lines: bool = False
+    #: what writes the rows' lines (made with the sink, in the process that writes them)
+    writer: FindingLines = field(default_factory=lambda: FindingLines(FindingRow))
 
     def take(self, key: int, item: Captured | Note) -> list[FindingRow | str] | Written | None:
         if isinstance(item, Captured):
@@ -297,7 +302,7 @@ class FindingsSink:
             return None
         rows = [self._row(f, item) for f in found if self.show_info or f.severity != "info"]
         if self.lines and rows:
-            return written(rows)
+            return written(rows, self.writer.line)
         return rows or None
 
     def _row(self, f: Finding, where: Captured | Note) -> FindingRow:
