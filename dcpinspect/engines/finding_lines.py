@@ -27,7 +27,7 @@ _TEXTS_KEPT = 4096
 
 
 class _Slot:
-    """A member of the template that each row fills in: its index in :meth:`FindingLines.line`'s values."""
+    """A member of the template that each row fills in: its index in :meth:`FindingLines.of`'s values."""
 
     __slots__ = ("index",)
 
@@ -39,16 +39,8 @@ class _NotPlain(Exception):
     """A member that json.dumps writes other than as its plain text."""
 
 
-def _number(v) -> str:
-    if v is None:
-        return "null"
-    if type(v) is int:
-        return _INT(v)
+def _not_plain() -> str:
     raise _NotPlain
-
-
-def _literal(text: str) -> str:
-    return text.replace("%", "%%")
 
 
 class FindingLines:
@@ -59,39 +51,51 @@ class FindingLines:
 
     def __init__(self, row_type: Callable) -> None:
         self.row_type = row_type
-        #: by what rows share (see _shape): the template and the picker of its slots' values
-        self._templates: dict[tuple, tuple[str, Callable]] = {}
+        #: by what rows share (``shape`` in :meth:`of`): the template cut at its slots, and
+        #: the picker of the slots' values
+        self._templates: dict[tuple, tuple[list[str], Callable]] = {}
         self._texts: dict[str, str] = {}  # flow labels, directions, opcode names as JSON
         self._ts: object = _Slot  # the last time written (a record's frames share it), and its text
         self._ts_text = ""
 
     def line(self, row) -> str:
-        f = row.finding
-        shape = (row.source, f.rule, f.cls, f.severity, f.ref, f.offset is None, f.vbucket is None,
+        """``row``'s line (its record's, as ``dumps_line`` writes it)."""
+        return self.of(row.finding, row.source, row.frame, row.ts, row.flow, row.direction, row.opcode_name,
+                       row.vbucket, row.stream_id)
+
+    def of(self, f: Finding, source: str, frame: int | None, ts: float | None, flow: str | None,
+           direction: str | None, opcode_name: str | None, vbucket: int | None, stream_id: int | None,
+           framed: bool = True) -> str:
+        """The line of the row ``row_type(f, source, stamp, frame, ts, flow, direction, opcode_name,
+        vbucket, stream_id, framed)``, made without it."""
+        shape = (source, f.rule, f.cls, f.severity, f.ref, f.offset is None, f.vbucket is None,
                  f.stream_id is None, f.frame is None)
         made = self._templates.get(shape)
         if made is None:
-            made = self._templates[shape] = self._template(row)
-        template, pick = made
+            made = self._templates[shape] = self._template(f, source)
+        parts, pick = made
         try:
-            message = f.message
-            if type(message) is not str:
-                raise _NotPlain
-            ts = row.ts
+            message, offset, related = f.message, f.offset, f.frame
             if ts is not self._ts:
-                if type(ts) is float and ts - ts == 0.0:
-                    text = _FLOAT(ts)
-                elif ts is None or type(ts) is int:
-                    text = _number(ts)
-                else:
-                    raise _NotPlain
-                self._ts, self._ts_text = ts, text
-            values = (_TEXT(message), _number(f.offset), _number(f.frame), _number(row.frame), self._ts_text,
-                      self._text(row.flow), self._text(row.direction), self._text(row.opcode_name),
-                      _number(row.vbucket), _number(row.stream_id))
-        except _NotPlain:
+                self._ts_text = (_FLOAT(ts) if type(ts) is float and ts - ts == 0.0 else "null" if ts is None
+                                 else _INT(ts) if type(ts) is int else _not_plain())
+                self._ts = ts
+            texts = self._texts
+            values = (_TEXT(message) if type(message) is str else _not_plain(),
+                      "null" if offset is None else _INT(offset) if type(offset) is int else _not_plain(),
+                      "null" if related is None else _INT(related) if type(related) is int else _not_plain(),
+                      "null" if frame is None else _INT(frame) if type(frame) is int else _not_plain(),
+                      self._ts_text,
+                      texts.get(flow) or self._text(flow), texts.get(direction) or self._text(direction),
+                      texts.get(opcode_name) or self._text(opcode_name),
+                      "null" if vbucket is None else _INT(vbucket) if type(vbucket) is int else _not_plain(),
+                      "null" if stream_id is None else _INT(stream_id) if type(stream_id) is int else _not_plain())
+        except (_NotPlain, TypeError):  # (TypeError: a member that is no dict key)
+            row = self.row_type(f, source, None, frame, ts, flow, direction, opcode_name, vbucket, stream_id, framed)
             return dumps_line(row.record).decode("ascii")
-        return template % pick(values)
+        line = parts[:]
+        line[1::2] = pick(values)
+        return "".join(line)
 
     def _text(self, s) -> str:
         if s is None:
@@ -105,25 +109,25 @@ class FindingLines:
             got = self._texts[s] = _TEXT(s)
         return got
 
-    def _template(self, row) -> tuple[str, Callable]:
-        """The template of rows shaped as ``row``: its record made with a slot for each
-        member a row fills in, written as json.dumps writes a record (``{"key":value,...}``,
-        ASCII, no spaces), each slot as ``%s``; and the picker of the slots' values, in
-        the order they come."""
-        f = row.finding
+    def _template(self, f: Finding, source: str) -> tuple[list[str], Callable]:
+        """The template of rows of ``source`` shaped as ``f``: a row's record made with a
+        slot for each member a row fills in, as json.dumps writes a record
+        (``{"key":value,...}``, ASCII, no spaces), cut at the slots; and the picker of the
+        slots' values (in :meth:`of`'s order) in the order they come."""
         slot = [_Slot(i) for i in range(10)]
         marked = (lambda v, s: None if v is None else s)
         finding = Finding(f.rule, f.cls, f.severity, slot[0], marked(f.offset, slot[1]), f.ref,
                           marked(f.vbucket, slot[8]), marked(f.stream_id, slot[9]), marked(f.frame, slot[2]))
-        shaped = self.row_type(finding, row.source, row.stamp, slot[3], slot[4], slot[5], slot[6], slot[7],
-                               slot[8], slot[9], row.framed)
-        parts, order = [], []
-        for key, value in shaped.record.items():
+        shaped = self.row_type(finding, source, None, *slot[3:], True)
+        parts, text, order = [], "{", []
+        for i, (key, value) in enumerate(shaped.record.items()):
+            text += ("," if i else "") + _TEXT(key) + ":"
             if type(value) is _Slot:
+                parts += [text, ""]
                 order.append(value.index)
-                text = "%s"
+                text = ""
             else:
-                text = _literal(dumps_line(value)[:-1].decode("ascii"))
-            parts.append(f"{_literal(_TEXT(key))}:{text}")
+                text += dumps_line(value)[:-1].decode("ascii")
+        parts.append(text + "}\n")
         pick = itemgetter(*order) if len(order) > 1 else (lambda values: (values[order[0]],))
-        return "{" + ",".join(parts) + "}\n", pick
+        return parts, pick

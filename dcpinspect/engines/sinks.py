@@ -257,16 +257,13 @@ class FindingRow:
 Written = tuple[str, int, int, int]
 
 
-def written(rows: list[FindingRow], line: Callable[[FindingRow], str] = lambda row: row.line) -> Written:
-    """``rows`` as :data:`Written` (``line``: a row's line, :attr:`FindingRow.line` or a
-    :class:`~.finding_lines.FindingLines`' that writes the same)."""
-    if len(rows) == 1:
-        row = rows[0]
-        severity = row.severity
-        return line(row), 1, int(severity == "error"), LEVELS[severity]
-    severities = [row.severity for row in rows]
-    return ("".join(map(line, rows)), len(rows), severities.count("error"),
-            max(LEVELS[s] for s in severities))
+def written(found: list[Finding], line: Callable[[Finding], str]) -> Written:
+    """The findings of a frame as :data:`Written`, each finding's line by ``line``."""
+    if len(found) == 1:
+        severity = found[0].severity
+        return line(found[0]), 1, int(severity == "error"), LEVELS[severity]
+    severities = [f.severity for f in found]
+    return "".join(map(line, found)), len(found), severities.count("error"), max(LEVELS[s] for s in severities)
 
 
 @dataclass
@@ -300,20 +297,24 @@ class FindingsSink:
             return [item]
         else:
             return None
-        rows = [self._row(f, item) for f in found if self.show_info or f.severity != "info"]
-        if self.lines and rows:
-            return written(rows, self.writer.line)
-        return rows or None
+        if not self.show_info:
+            found = [f for f in found if f.severity != "info"]
+            if not found:
+                return None
+        if self.lines:  # the lines of the rows, made without them
+            of, source, members = self.writer.of, self.source, self._members
+            return written(found, lambda f: of(f, source, *members(f, item)))
+        return [FindingRow(f, self.source, self.stamp, *self._members(f, item)) for f in found]
 
-    def _row(self, f: Finding, where: Captured | Note) -> FindingRow:
+    def _members(self, f: Finding, where: Captured | Note) -> tuple:
+        """The members of ``f``'s row after its finding, source and stamp (FindingRow's order)."""
         flow = self.labels[where.flow] if where.flow else None
         if isinstance(where, Captured):
             msg = where.msg
-            return FindingRow(f, self.source, self.stamp, where.number, where.ts, flow, where.direction or None,
-                              msg.name, f.vbucket if f.vbucket is not None else msg.vbucket,
-                              f.stream_id if f.stream_id is not None else msg.stream_id, True)
-        return FindingRow(f, self.source, self.stamp, f.frame, where.ts, flow, None, None, f.vbucket, f.stream_id,
-                          False)
+            return (where.number, where.ts, flow, where.direction or None, msg.name,
+                    f.vbucket if f.vbucket is not None else msg.vbucket,
+                    f.stream_id if f.stream_id is not None else msg.stream_id, True)
+        return f.frame, where.ts, flow, None, None, f.vbucket, f.stream_id, False
 
     def done(self) -> bool:
         return False
