@@ -123,3 +123,18 @@ def test_validate_prints_the_same_lines_over_workers_and_without_the_c_parts(tmp
     assert all('"rule":"seqno-regression"' in line for line in one.stdout.splitlines())
     assert _validate(path, "-f", "jsonl", "-j2").stdout == one.stdout
     assert _validate(path, "-f", "jsonl", "-j1", DCPINSPECT_PURE="1").stdout == one.stdout
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_each_line_is_written_at_once(monkeypatch):
+    out = _Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    stream = FindingsStream(True)
+    stream.add_written("a\n", 1, 1, 2)
+    assert out.getvalue() == "a\n"
+    stream.add_written("b\nc\n", 2, 0, 1)
+    assert out.getvalue() == "a\nb\nc\n"

@@ -257,15 +257,6 @@ class FindingRow:
 Written = tuple[str, int, int, int]
 
 
-def written(found: list[Finding], line: Callable[[Finding], str]) -> Written:
-    """The findings of a frame as :data:`Written`, each finding's line by ``line``."""
-    if len(found) == 1:
-        severity = found[0].severity
-        return line(found[0]), 1, int(severity == "error"), LEVELS[severity]
-    severities = [f.severity for f in found]
-    return "".join(map(line, found)), len(found), severities.count("error"), max(LEVELS[s] for s in severities)
-
-
 @dataclass
 class FindingsSink:
     """``validate``: payload a list of :class:`FindingRow` (and, for damage to the capture
@@ -303,7 +294,13 @@ class FindingsSink:
                 return None
         if self.lines:  # the lines of the rows, made without them
             of, source, members = self.writer.of, self.source, self._members
-            return written(found, lambda f: of(f, source, *members(f, item)))
+            if len(found) == 1:
+                f = found[0]
+                severity = f.severity
+                return of(f, source, *members(f, item)), 1, int(severity == "error"), LEVELS[severity]
+            severities = [f.severity for f in found]
+            return ("".join(of(f, source, *members(f, item)) for f in found), len(found), severities.count("error"),
+                    max(LEVELS[s] for s in severities))
         return [FindingRow(f, self.source, self.stamp, *self._members(f, item)) for f in found]
 
     def _members(self, f: Finding, where: Captured | Note) -> tuple:

@@ -1,8 +1,8 @@
 """``validate``'s findings printed as they are found, in capture order, holding no more than
 a window of rows whatever their number.
 
-JSON Lines writes every occurrence, one line each, a window of lines at a time (at most a
-second after the first of them was found). The table prints a window of
+JSON Lines writes every occurrence, one line each: at once on a terminal, else a window of
+lines at a time (or a second after the first of them was found). The table prints a window of
 rows at a time (:class:`~.rows.RowWindows`: the first window decides the column widths)
 and folds repeats: a finding whose ``fold_key`` (the row's: its rule and where it is) was
 seen before is counted, not printed again; after the last window one row for each rule and stream that repeated gives its
@@ -32,6 +32,13 @@ MESSAGE_LEAST = 24
 REPEAT_COUNTS = ("count", "first frame", "last frame")
 
 
+def _terminal(out) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):  # no file, or a closed one
+        return False
+
+
 class FindingsStream:
     """Takes findings rows (``validate``'s ``FindingRow``: ``record``, ``cells`` under
     ``headers``, ``severity``, ``fold_key``, ``frame_cell``, ``repeat_cells`` under
@@ -55,11 +62,12 @@ class FindingsStream:
         self._repeats: dict[Any, list] = {}
         self._folded = 0  # occurrences counted, not printed
         self._max_keys = FOLDED.value()
-        #: JSON Lines: the lines not yet written, and how many they are (written a window at
-        #: a time, as the table's rows are printed: one write each would be a system call
-        #: each on an unbuffered output)
+        #: JSON Lines: the lines not yet written, and how many they are: a window at a time
+        #: when the output is no terminal (one write each would be a system call each on an
+        #: unbuffered output), each at once on a terminal, as its line buffering would
         self._lines: list[str] = []
         self._held = 0
+        self._window_lines = WINDOW_ROWS if jsonl and not _terminal(sys.stdout) else 1
 
     def add(self, row) -> None:
         severity = row.severity
@@ -101,7 +109,7 @@ class FindingsStream:
             self._since = time.monotonic()
         self._lines.append(lines)
         self._held += count
-        if self._held >= WINDOW_ROWS or time.monotonic() - self._since > WINDOW_SECONDS:
+        if self._held >= self._window_lines or time.monotonic() - self._since > WINDOW_SECONDS:
             self.flush()
 
     def flush(self) -> None:
