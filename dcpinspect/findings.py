@@ -19,8 +19,11 @@ class Problem(NamedTuple):
     offset: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Finding:
+    """Not frozen, as ``sessions.captured.Captured``: a capture can have one a frame, and a
+    frozen dataclass is made at three times the cost. Never changed once made (``replace``)."""
+
     rule: str
     cls: str  # EINVAL, ERANGE, KEY_ENOENT, or another named class
     severity: str  # info, warning, error

@@ -12,6 +12,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from ..outputs.undecoded import record as undecoded_record
+from .finding_lines import FindingLines
 from ..sessions.captured import Captured, Lines, Note, flow_label
 from ..findings import LEVELS, Finding
 from ..outputs.jsonl import dumps_line
@@ -256,16 +257,6 @@ class FindingRow:
 Written = tuple[str, int, int, int]
 
 
-def written(rows: list[FindingRow]) -> Written:
-    if len(rows) == 1:
-        row = rows[0]
-        severity = row.severity
-        return row.line, 1, int(severity == "error"), LEVELS[severity]
-    severities = [row.severity for row in rows]
-    return ("".join(row.line for row in rows), len(rows), severities.count("error"),
-            max(LEVELS[s] for s in severities))
-
-
 @dataclass
 class FindingsSink:
     """``validate``: payload a list of :class:`FindingRow` (and, for damage to the capture
@@ -280,6 +271,8 @@ class FindingsSink:
     #: rows as their JSON lines (:data:`Written`), made where the finding is found (in the
     #: worker process, that sends the lines and not the rows)
     lines: bool = False
+    #: what writes the rows' lines (made with the sink, in the process that writes them)
+    writer: FindingLines = field(default_factory=lambda: FindingLines(FindingRow))
 
     def take(self, key: int, item: Captured | Note) -> list[FindingRow | str] | Written | None:
         if isinstance(item, Captured):
@@ -295,20 +288,30 @@ class FindingsSink:
             return [item]
         else:
             return None
-        rows = [self._row(f, item) for f in found if self.show_info or f.severity != "info"]
-        if self.lines and rows:
-            return written(rows)
-        return rows or None
+        if not self.show_info:
+            found = [f for f in found if f.severity != "info"]
+            if not found:
+                return None
+        if self.lines:  # the lines of the rows, made without them
+            of, source, members = self.writer.of, self.source, self._members
+            if len(found) == 1:
+                f = found[0]
+                severity = f.severity
+                return of(f, source, *members(f, item)), 1, int(severity == "error"), LEVELS[severity]
+            severities = [f.severity for f in found]
+            return ("".join(of(f, source, *members(f, item)) for f in found), len(found), severities.count("error"),
+                    max(LEVELS[s] for s in severities))
+        return [FindingRow(f, self.source, self.stamp, *self._members(f, item)) for f in found]
 
-    def _row(self, f: Finding, where: Captured | Note) -> FindingRow:
+    def _members(self, f: Finding, where: Captured | Note) -> tuple:
+        """The members of ``f``'s row after its finding, source and stamp (FindingRow's order)."""
         flow = self.labels[where.flow] if where.flow else None
         if isinstance(where, Captured):
             msg = where.msg
-            return FindingRow(f, self.source, self.stamp, where.number, where.ts, flow, where.direction or None,
-                              msg.name, f.vbucket if f.vbucket is not None else msg.vbucket,
-                              f.stream_id if f.stream_id is not None else msg.stream_id, True)
-        return FindingRow(f, self.source, self.stamp, f.frame, where.ts, flow, None, None, f.vbucket, f.stream_id,
-                          False)
+            return (where.number, where.ts, flow, where.direction or None, msg.name,
+                    f.vbucket if f.vbucket is not None else msg.vbucket,
+                    f.stream_id if f.stream_id is not None else msg.stream_id, True)
+        return f.frame, where.ts, flow, None, None, f.vbucket, f.stream_id, False
 
     def done(self) -> bool:
         return False

@@ -55,6 +55,8 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: Captur
                         continue
                     for row in batch:
                         if isinstance(row, str):
+                            if jsonl:  # the lines found before it, first
+                                out.flush()
                             clear(progress)
                             err.print(safe(f"note: {path}: {row}"), markup=False)
                         elif isinstance(row, Note):

@@ -1,7 +1,8 @@
 """``validate``'s findings printed as they are found, in capture order, holding no more than
 a window of rows whatever their number.
 
-JSON Lines writes every occurrence, one line each, at once. The table prints a window of
+JSON Lines writes every occurrence, one line each: at once on a terminal, else a window of
+lines at a time (or a second after the first of them was found). The table prints a window of
 rows at a time (:class:`~.rows.RowWindows`: the first window decides the column widths)
 and folds repeats: a finding whose ``fold_key`` (the row's: its rule and where it is) was
 seen before is counted, not printed again; after the last window one row for each rule and stream that repeated gives its
@@ -31,6 +32,13 @@ MESSAGE_LEAST = 24
 REPEAT_COUNTS = ("count", "first frame", "last frame")
 
 
+def _terminal(out) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):  # no file, or a closed one
+        return False
+
+
 class FindingsStream:
     """Takes findings rows (``validate``'s ``FindingRow``: ``record``, ``cells`` under
     ``headers``, ``severity``, ``fold_key``, ``frame_cell``, ``repeat_cells`` under
@@ -54,8 +62,12 @@ class FindingsStream:
         self._repeats: dict[Any, list] = {}
         self._folded = 0  # occurrences counted, not printed
         self._max_keys = FOLDED.value()
-        if jsonl:
-            self._write = sys.stdout.write
+        #: JSON Lines: the lines not yet written, and how many they are: a window at a time
+        #: when the output is no terminal (one write each would be a system call each on an
+        #: unbuffered output), each at once on a terminal, as its line buffering would
+        self._lines: list[str] = []
+        self._held = 0
+        self._window_lines = WINDOW_ROWS if jsonl and not _terminal(sys.stdout) else 1
 
     def add(self, row) -> None:
         severity = row.severity
@@ -66,7 +78,7 @@ class FindingsStream:
         if level > self.worst:
             self.worst = level
         if self.jsonl:
-            self._write(row.line)
+            self._hold(row.line, 1)
             return
         key = row.fold_key
         seen = self._repeats.get(key)
@@ -90,11 +102,22 @@ class FindingsStream:
         self.errors += errors
         if worst > self.worst:
             self.worst = worst
-        self._write(lines)
+        self._hold(lines, total)
+
+    def _hold(self, lines: str, count: int) -> None:
+        if not self._lines:
+            self._since = time.monotonic()
+        self._lines.append(lines)
+        self._held += count
+        if self._held >= self._window_lines or time.monotonic() - self._since > WINDOW_SECONDS:
+            self.flush()
 
     def flush(self) -> None:
-        """Print the rows held (the table's window)."""
+        """Print the rows held (the table's window, the lines not yet written)."""
         if self.jsonl:
+            if self._lines:
+                lines, self._lines, self._held = self._lines, [], 0
+                sys.stdout.write("".join(lines))
             sys.stdout.flush()
             return
         if not self._window:

@@ -19,8 +19,9 @@ class Rule:
     scope: str = "frame"  # "frame", "stream", "tap" or "rdb"
     server: str = ""  # what the real server does with such input, where one was asked
 
-    def finding(self, message: str, offset: int | None = None, severity: str | None = None, **context) -> Finding:
-        return Finding(self.id, self.cls, severity or self.severity, message, offset, self.ref, **context)
+    def finding(self, message: str, offset: int | None = None, severity: str | None = None, vbucket: int | None = None,
+                stream_id: int | None = None, frame: int | None = None) -> Finding:
+        return Finding(self.id, self.cls, severity or self.severity, message, offset, self.ref, vbucket, stream_id, frame)
 
 
 

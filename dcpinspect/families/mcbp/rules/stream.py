@@ -381,6 +381,12 @@ class _Emitter:
             f = replace(f, cls=cls)
         self.out.append(f)
 
+    def declared(self, check, c: Judging, vbucket: int | None, stream_id: int | None) -> None:
+        """The finding of a declared check that holds, about that vbucket and stream."""
+        self.out.append(STREAM_RULES[check.rule].finding(check.say(c), self.msg.offset,
+                                                         check.severity(c) if check.severity else None,
+                                                         vbucket, stream_id))
+
 
 _OF_MESSAGE: dict = {}  # a finding's context: the message's vbucket and stream id
 
@@ -390,10 +396,14 @@ def _judge(c: Judging, judge, emit: "_Emitter", ctx: dict = {}) -> bool:
     checks.judges), reporting in ``ctx`` (the stream's context, or _OF_MESSAGE): whether
     any found something."""
     hit = judge(c)
-    if hit and ctx is _OF_MESSAGE:
-        ctx = {"vbucket": c.msg.vbucket, "stream_id": c.msg.stream_id}
+    if not hit:
+        return False
+    if ctx is _OF_MESSAGE:
+        vbucket, stream_id = c.msg.vbucket, c.msg.stream_id
+    else:
+        vbucket, stream_id = ctx.get("vbucket"), ctx.get("stream_id")
     for check in hit:
-        emit(check.rule, check.say(c), severity=check.severity(c) if check.severity else None, **ctx)
+        emit.declared(check, c, vbucket, stream_id)
         if check.begins is not None:
             check.begins(c)
-    return bool(hit)
+    return True

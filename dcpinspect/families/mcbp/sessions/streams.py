@@ -96,6 +96,7 @@ class Stream:
     unmarked: bool = False  # an item came before any snapshot marker
     overran: bool = False  # a marker or item came after the snapshot holding its end seqno
     _context: dict | None = field(default=None, repr=False, compare=False)
+    _label: tuple | None = field(default=None, repr=False, compare=False)  # (vbucket, stream id, opaque, label)
 
     @property
     def start_seqno(self) -> int:
@@ -114,8 +115,14 @@ class Stream:
         return ctx
 
     def label(self) -> str:
-        sid = f" sid {self.stream_id}" if self.stream_id is not None else ""
-        return f"vb {self.vbucket}{sid} (opaque 0x{self.opaque:08x})"
+        """``vb 5 sid 1 (opaque 0x00000015)``, as findings about the stream name it (made once
+        while they stay the same: a stream can have a finding an item)."""
+        made = self._label
+        if made is None or made[0] != self.vbucket or made[1] != self.stream_id or made[2] != self.opaque:
+            sid = f" sid {self.stream_id}" if self.stream_id is not None else ""
+            made = self._label = (self.vbucket, self.stream_id, self.opaque,
+                                  f"vb {self.vbucket}{sid} (opaque 0x{self.opaque:08x})")
+        return made[3]
 
 
 _ABSENT = object()
