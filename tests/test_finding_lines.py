@@ -138,3 +138,25 @@ def test_on_a_terminal_each_line_is_written_at_once(monkeypatch):
     assert out.getvalue() == "a\n"
     stream.add_written("b\nc\n", 2, 0, 1)
     assert out.getvalue() == "a\nb\nc\n"
+
+
+def test_a_finding_from_a_pipe_is_written_before_the_pipe_ends():
+    """Findings read from a pipe (``tcpdump -w - | dcpinspect validate -f jsonl -``) are
+    written as they are found, not held for a window that may never fill: the first line
+    is out while the writer still holds the pipe open."""
+    import select
+
+    data = (Path(__file__).parent / "data" / "pcap" / "dcp-repeats.pcap").read_bytes()
+    proc = subprocess.Popen([sys.executable, "-m", "dcpinspect", "validate", "-f", "jsonl", "-"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        proc.stdin.write(data)
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready, "no finding written while the pipe was open"
+        assert b'"rule":"seqno-regression"' in proc.stdout.readline()
+    finally:
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        proc.wait(timeout=60)
+    assert proc.returncode == 1 and rest.count(b"\n") >= 1
