@@ -28,7 +28,8 @@ from ..outputs.console import make_console
 from ..outputs.escape import safe
 from ..outputs.jsonl import dumps_line
 from ..outputs.rows import print_rows
-from ..sources.inputs import InputError, looks_like_capture
+from ..sources.capture import looks_like_capture
+from ..sources.inputs import InputError
 from .inputs import Unusable
 from .sent import chosen, sent_data
 from .snapshots import _family_of, _gathered, _head_of
