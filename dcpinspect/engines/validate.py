@@ -31,14 +31,6 @@ HEADERS = ("frame", "time", "flow", "vb", "sid", "severity", "class", "rule", "m
 REPEAT_HEADERS = ("rule", "flow", "vb", "sid", "severity")
 
 
-def _regular(path: Path) -> bool:
-    """Whether ``path`` is a regular file (not ``-``, a FIFO or a process substitution)."""
-    try:
-        return str(path) != "-" and path.is_file()
-    except OSError:
-        return False
-
-
 def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: CaptureOptions, collections: bool | None,
                    show_info: bool, jobs: int) -> bool:
     """Print the findings of every file as they are found, in capture order (damage to a
@@ -47,10 +39,11 @@ def validate_files(files: list[Path], jsonl: bool, fail_on: str, capture: Captur
     frames = 0
     undecoded: list[Note] = []  # connections no family decoded: told after the findings
     err = make_console(stderr=True)
-    out = FindingsStream(jsonl, None if jsonl else make_console(), HEADERS, REPEAT_HEADERS,
-                         prompt=any(not _regular(path) for path in files))
+    out = FindingsStream(jsonl, None if jsonl else make_console(), HEADERS, REPEAT_HEADERS)
     for path in files:
         with opened(path) as inp:
+            if not inp.regular:  # a pipe: a finding may be the last for a long while
+                out.as_found()
             progress = None
             try:
                 captured = kind_of(inp) == CAPTURE

@@ -47,8 +47,7 @@ class FindingsStream:
     (-1: none)."""
 
     def __init__(self, jsonl: bool, console=None, headers: tuple[str, ...] = (),
-                 repeat_headers: tuple[str, ...] = (), before_print: Callable[[], None] | None = None,
-                 prompt: bool = False) -> None:
+                 repeat_headers: tuple[str, ...] = (), before_print: Callable[[], None] | None = None) -> None:
         self.jsonl = jsonl
         self.headers, self.repeat_headers = headers, (*repeat_headers, *REPEAT_COUNTS)
         self.console = console
@@ -66,11 +65,14 @@ class FindingsStream:
         #: JSON Lines: the lines not yet written, and how many they are: a window at a time
         #: when the output is no terminal (one write each would be a system call each on an
         #: unbuffered output), each at once on a terminal, as its line buffering would, and
-        #: when ``prompt`` says the input comes as it happens (a pipe: a finding may be the
-        #: last for a long while)
+        #: after :meth:`as_found`
         self._lines: list[str] = []
         self._held = 0
-        self._window_lines = WINDOW_ROWS if jsonl and not prompt and not _terminal(sys.stdout) else 1
+        self._window_lines = WINDOW_ROWS if jsonl and not _terminal(sys.stdout) else 1
+
+    def as_found(self) -> None:
+        """Write each JSON line as it is found from now on: the input comes as it happens."""
+        self._window_lines = 1
 
     def add(self, row) -> None:
         severity = row.severity
