@@ -99,12 +99,17 @@ class Client:
         self.sock.close()
 
 
+def version_line(binary: str | None = None) -> str:
+    """What ``binary --version`` prints (by default, the redis-server on the PATH's)."""
+    return subprocess.run([binary or require("redis-server")["redis-server"], "--version"], capture_output=True,
+                          text=True, timeout=10).stdout.strip()
+
+
 def server_version(binary: str | None = None) -> tuple[int, ...]:
     """The Redis version whose commands and formats ``binary`` (by default, the redis-server on
     the PATH) has: its own, or for Valkey 8 the ``redis_version`` it reports in INFO (7.2.4,
     the Redis it was forked from; hash field expiry came to Valkey only in 9.0)."""
-    out = subprocess.run([binary or require("redis-server")["redis-server"], "--version"], capture_output=True,
-                         text=True, timeout=10).stdout
+    out = version_line(binary)
     if out.startswith("Valkey") and re.search(r"v=8\.", out):
         return (7, 2, 4)
     found = re.search(r"v=(\d+)\.(\d+)\.(\d+)", out)
@@ -220,11 +225,10 @@ class Snapshot:
                  seconds: float, binary: str | None = None) -> None:
         self.path, self.version, self.facts, self.plain_nodes = path, version, facts, plain_nodes
         self.library, self.seconds, self.binary = library, seconds, binary
-        out = subprocess.run([binary or require("redis-server")["redis-server"], "--version"], capture_output=True,
-                             text=True, timeout=10).stdout
-        #: the server's own version (Valkey's, for a Valkey), as its ``redis-ver`` or ``valkey-ver`` says
-        self.release = re.search(r"v=(\d+\.\d+\.\d+)", out)[1]
-        self.binary_version = out.strip()
+        #: what the server's ``--version`` says, and its own version in it (Valkey's, for a
+        #: Valkey), as its ``redis-ver`` or ``valkey-ver`` aux field says
+        self.binary_version = version_line(binary)
+        self.release = re.search(r"v=(\d+\.\d+\.\d+)", self.binary_version)[1]
 
 
 @pytest.fixture(scope="module")
