@@ -522,9 +522,9 @@ def test_the_lane_reads_the_keys_it_knows(monkeypatch):
     seen = []
 
     def scan(*args):
-        q, found, inflated = C.scan(*args)
+        q, found, inflated, need = C.scan(*args)
         seen.extend(r.key for r in found)
-        return q, found, inflated
+        return q, found, inflated, need
 
     monkeypatch.setattr(rdb, "C", type("Lane", (), {"scan": staticmethod(scan)}))
     keys = [r.key for r in decode(EVERY, False) if getattr(r, "kind", "") == "key"]

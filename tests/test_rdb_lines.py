@@ -191,7 +191,23 @@ def test_lines_of_every_layout_and_text():
     made = same(raw)
     keys = sum(1 for line in python_lines(raw, 1 << 20)[0])
     assert made >= keys - 2  # all but the name that is not UTF-8 (and none it should not)
-    same(raw, 97)
+    # a key cut across two reads of the input is still the lane's: it waits for the rest
+    assert same(raw, 97) == made
+    assert same(raw, 1) == made
+
+
+@needs_c
+def test_a_key_past_the_lanes_reach_goes_to_the_readers(monkeypatch):
+    """The lane waits for at most LANE_REACH bytes of one record; past them, the readers
+    take the key as its bytes come, and the line is the same."""
+    from dcpinspect.families.redis.rdb import decoder
+
+    big = g.length(100) + b"".join(g.string(b"element %03d " % i + bytes(range(65, 100))) for i in range(100))
+    raw = g.rdb(g.key(0, "small", g.string(b"v")) + g.key(1, "big", big) + g.key(0, "after", g.string(b"w")))
+    assert same(raw, 512) == 3
+    monkeypatch.setattr(decoder, "LANE_REACH", 2048)
+    monkeypatch.setattr(decoder, "LANE_STEP", 512)
+    assert same(raw, 512) == 2  # "big" is the readers'
 
 
 @needs_c
@@ -249,3 +265,25 @@ def test_lines_of_damaged_files_are_key_json():
         for _ in range(rnd.randint(1, 4)):
             damaged[rnd.randrange(len(damaged))] = rnd.randrange(256)
         same(g.rdb(bytes(damaged), version=11))
+
+
+@needs_c
+@pytest.mark.parametrize("trailing_ok", [False, True])
+def test_a_key_cut_across_reads_is_given_once_its_last_byte_comes(trailing_ok):
+    """The lane waits for the bytes the record needs, not for more: a key whose last byte
+    has come is handed on by that feed, before any byte after it."""
+    value = g.length(40) + b"".join(g.string(b"e%02d" % i) for i in range(40))
+    head = g.rdb(b"")[:9]
+    first, second = g.key(1, "a", value), g.key(0, "b", g.string(b"x" * 300))
+    raw = head + first + second
+    parser = RdbParser(keep=False, trailing_ok=trailing_ok)
+    got = []
+    for i in range(0, len(raw), 7):
+        keys = [rec.key for rec in parser.feed(raw[i:i + 7]) if type(rec) is KeyRecord]
+        got += keys
+        if i + 7 >= len(head + first) and b"a" not in keys:
+            assert b"a" in got
+    assert got == [b"a", b"b"]
+    lines = RdbParser(keep=True, lines=SnapshotDigest(), trailing_ok=trailing_ok)
+    made = [rec for i in range(0, len(raw), 7) for rec in lines.feed(raw[i:i + 7]) if type(rec) is KeyRecord]
+    assert [rec.key for rec in made] == [b"a", b"b"] and all(rec.line is not None for rec in made)

@@ -1032,29 +1032,38 @@ typedef struct {
     uint64_t lzf_left; /* the bytes LZF strings may still inflate to (the input's budget): past it, decline */
     int lines;         /* whole lines are written (_rdb_lines.h): an LZF string is inflated once, into scratch */
     size_t lzf_at;     /* where the LZF string whose bytes scratch holds starts (SIZE_MAX: none) */
+    size_t need;       /* the buffer's end came inside a reading, which needs this many bytes of the buffer
+                        * at least (0: none did): the record may be whole once more bytes come */
 } Lane;
 
-static int lane_len(const Lane *L, size_t *q, uint64_t *out) {
+/* 0, having said that the buffer ends inside what is being read, which needs `need` bytes */
+static int lane_short(Lane *L, uint64_t need) {
+    if (L->need < need)
+        L->need = need > SIZE_MAX ? SIZE_MAX : (size_t)need;
+    return 0;
+}
+
+static int lane_len(Lane *L, size_t *q, uint64_t *out) {
     size_t i = *q;
     if (i >= L->n)
-        return 0;
+        return lane_short(L, i + 1);
     unsigned c = L->b[i];
     if (c >> 6 == 0) {
         *out = c;
         *q = i + 1;
     } else if (c >> 6 == 1) {
         if (i + 2 > L->n)
-            return 0;
+            return lane_short(L, i + 2);
         *out = (uint64_t)(c & 0x3F) << 8 | L->b[i + 1];
         *q = i + 2;
     } else if (c == 0x80) {
         if (i + 5 > L->n)
-            return 0;
+            return lane_short(L, i + 5);
         *out = be32(L->b + i + 1);
         *q = i + 5;
     } else if (c == 0x81) {
         if (i + 9 > L->n)
-            return 0;
+            return lane_short(L, i + 9);
         *out = (uint64_t)be32(L->b + i + 1) << 32 | be32(L->b + i + 5);
         *q = i + 9;
     } else {
@@ -1066,8 +1075,10 @@ static int lane_len(const Lane *L, size_t *q, uint64_t *out) {
 /* A count of things at least `per` bytes each (lane_len's reading): 0 also when the bytes
  * left in the buffer cannot hold that many, so that no count is taken on trust (the
  * readers, which go on as bytes come, are left to say what is wrong). */
-static int lane_count(const Lane *L, size_t *q, uint64_t *out, uint64_t per) {
-    return lane_len(L, q, out) && *out <= (uint64_t)(L->n - *q) / per;
+static int lane_count(Lane *L, size_t *q, uint64_t *out, uint64_t per) {
+    if (!lane_len(L, q, out))
+        return 0;
+    return *out <= (uint64_t)(L->n - *q) / per ? 1 : lane_short(L, *out > (UINT64_MAX - *q) / per ? UINT64_MAX : *q + *out * per);
 }
 
 /* kinds of string */
@@ -1079,14 +1090,14 @@ enum { S_RAW, S_INT, S_LZF };
 static int lane_string(Lane *L, size_t *q, int want, const uint8_t **data, size_t *len, int *kind, char num[24]) {
     size_t i = *q;
     if (i >= L->n)
-        return 0;
+        return lane_short(L, i + 1);
     unsigned c = L->b[i];
     if (c >> 6 == 3) {
         unsigned enc = c & 0x3F;
         if (enc <= 2) {
             size_t w = enc == 0 ? 1 : enc == 1 ? 2 : 4;
             if (i + 1 + w > L->n)
-                return 0;
+                return lane_short(L, i + 1 + w);
             const uint8_t *v = L->b + i + 1;
             long long x = enc == 0 ? (long long)(int8_t)v[0]
                         : enc == 1 ? (long long)(int16_t)((unsigned)v[0] | (unsigned)v[1] << 8)
@@ -1104,8 +1115,10 @@ static int lane_string(Lane *L, size_t *q, int want, const uint8_t **data, size_
         uint64_t clen, ulen;
         if (!lane_len(L, &r, &clen) || !lane_len(L, &r, &ulen))
             return 0;
-        if (clen > L->cap || ulen > L->cap || clen > L->n - r || ulen > L->lzf_left)
+        if (clen > L->cap || ulen > L->cap || ulen > L->lzf_left)
             return 0;
+        if (clen > L->n - r)
+            return lane_short(L, r + clen);
         L->lzf_left -= ulen;
         if (want && L->lzf_at == i) {
             /* inflated into scratch already (the lines read a value the lane has read) */
@@ -1134,8 +1147,10 @@ static int lane_string(Lane *L, size_t *q, int want, const uint8_t **data, size_
     }
     size_t r = i;
     uint64_t size;
-    if (!lane_len(L, &r, &size) || size > L->cap || size > L->n - r)
+    if (!lane_len(L, &r, &size) || size > L->cap)
         return 0;
+    if (size > L->n - r)
+        return lane_short(L, r + size);
     *data = L->b + r;
     *len = (size_t)size;
     *kind = S_RAW;
@@ -1471,7 +1486,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
             }
             if (code == L_ZSET2) {
                 if (L->n - *q < 8)
-                    return 0;
+                    return lane_short(L, *q + 8);
                 *q += 8;
             }
         }
@@ -1599,7 +1614,7 @@ static int lane_stream_node(const LpItem *it, size_t len, uint64_t *live_out) {
 
 static int lane_ms(Lane *L, size_t *q, size_t n) {
     if (L->n - *q < n)
-        return 0;
+        return lane_short(L, *q + n);
     *q += n;
     return 1;
 }
@@ -1770,8 +1785,10 @@ static int m_usage(const Measure *M, const Rule *rule, double elem, const Measur
 }
 
 /* scan(buf, p, table, cap, seen, room, ctime_ms, maker, base, db, vtypes, salt[, want]) -> (index,
- * records): the index of the first record not read here, and the KeyRecord of each key
- * before it (seen: the snapshot's Seen, which holds each key's hash XOR its db's salt, or
+ * records, inflated, need): the index of the first record not read here, the KeyRecord of
+ * each key before it, the bytes their LZF strings inflated to, and, when the buffer ends
+ * inside that first record, the bytes of the buffer it needs at least (so that it may be
+ * read here once more bytes come; else 0) (seen: the snapshot's Seen, which holds each key's hash XOR its db's salt, or
  * None when keys are no longer remembered; ctime_ms:
  * None when the snapshot has none; base: the input offset of buf[0]; vtypes: the value
  * type of each type byte the table names; want: None, or want(key, type byte, expiry ms
@@ -1875,7 +1892,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         return NULL;
     }
     const uint8_t *codes = table.buf;
-    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0, {NULL, 0, 0, 1}, lzf_left, J != NULL, SIZE_MAX};
+    Lane L = {view.buf, (size_t)view.len, cap, NULL, 0, {NULL, 0, 0, 1}, lzf_left, J != NULL, SIZE_MAX, 0};
     uint64_t committed = lzf_left; /* what is left after the keys made so far (a declined one's LZF uncharged) */
     LpSink sink = {NULL, 0, 0};
     size_t at = (size_t)p;
@@ -1885,19 +1902,26 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         int64_t expire = 0;
         uint64_t idle = 0;
         unsigned freq = 0, op;
+        L.need = 0; /* (of the record at `at` only: the one scan stops before) */
         for (;;) {
-            if (q >= L.n)
+            if (q >= L.n) {
+                L.need = q + 1;
                 goto done;
+            }
             op = L.b[q];
             if (op == 252) { /* EXPIRETIME_MS */
-                if (L.n - q < 9)
+                if (L.n - q < 9) {
+                    L.need = q + 9;
                     goto done;
+                }
                 expire = le64s(L.b + q + 1);
                 has_expire = 1;
                 q += 9;
             } else if (op == 253) { /* EXPIRETIME, in seconds */
-                if (L.n - q < 5)
+                if (L.n - q < 5) {
+                    L.need = q + 5;
                     goto done;
+                }
                 expire = (int64_t)(int32_t)le32(L.b + q + 1) * 1000;
                 has_expire = 1;
                 q += 5;
@@ -1907,8 +1931,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                     goto done;
                 has_idle = 1;
             } else if (op == 249) { /* FREQ */
-                if (L.n - q < 2)
+                if (L.n - q < 2) {
+                    L.need = q + 2;
                     goto done;
+                }
                 freq = L.b[q + 1];
                 has_freq = 1;
                 q += 2;
@@ -2124,7 +2150,8 @@ done:
     PyMem_Free(ids.lcp);
     PyBuffer_Release(&view);
     PyBuffer_Release(&table);
-    return Py_BuildValue("(nNK)", (Py_ssize_t)at, records, (unsigned long long)(lzf_left - committed));
+    return Py_BuildValue("(nNKn)", (Py_ssize_t)at, records, (unsigned long long)(lzf_left - committed),
+                         (Py_ssize_t)(at < L.n ? L.need : 0));
 error:
     if (J) {
         PyMem_Free(J->v.b);
@@ -2276,6 +2303,7 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void sha1_block_ni(uint32_t h
     const __m128i swap = _mm_set_epi64x(0x0001020304050607LL, 0x08090a0b0c0d0e0fLL);
     __m128i abcd = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)h), 0x1B);
     __m128i e0 = _mm_set_epi32((int)h[4], 0, 0, 0), abcd0 = abcd, prev = abcd, e, w[4];
+#pragma GCC unroll 20
     for (int i = 0; i < 20; i++) {
         __m128i wi;
         if (i < 4)
@@ -2297,6 +2325,52 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void sha1_block_ni(uint32_t h
     abcd = _mm_shuffle_epi32(_mm_add_epi32(abcd, abcd0), 0x1B);
     _mm_storeu_si128((__m128i *)h, abcd);
     h[4] = (uint32_t)_mm_extract_epi32(e0, 3);
+}
+
+/* Two blocks of two messages at once: the same rounds, interleaved, so that each one's
+ * instructions fill the other's wait for its results (a round's result is the next one's
+ * input: alone, the unit idles between them). */
+#define SHA1_ROUNDS2(f) (x = _mm_sha1rnds4_epu32(x, ex, f), y = _mm_sha1rnds4_epu32(y, ey, f))
+__attribute__((target("sha,sse4.1,ssse3"))) static void sha1_block_ni2(uint32_t hx[5], const uint8_t *px,
+                                                                       uint32_t hy[5], const uint8_t *py) {
+    const __m128i swap = _mm_set_epi64x(0x0001020304050607LL, 0x08090a0b0c0d0e0fLL);
+    __m128i x = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)hx), 0x1B);
+    __m128i y = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)hy), 0x1B);
+    __m128i ex0 = _mm_set_epi32((int)hx[4], 0, 0, 0), ey0 = _mm_set_epi32((int)hy[4], 0, 0, 0);
+    __m128i x0 = x, y0 = y, prevx = x, prevy = y, ex, ey, wx[4], wy[4];
+#pragma GCC unroll 20
+    for (int i = 0; i < 20; i++) {
+        __m128i wix, wiy;
+        if (i < 4) {
+            wix = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(px + 16 * i)), swap);
+            wiy = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(py + 16 * i)), swap);
+        } else {
+            wix = _mm_sha1msg2_epu32(_mm_xor_si128(_mm_sha1msg1_epu32(wx[i & 3], wx[(i + 1) & 3]), wx[(i + 2) & 3]),
+                                     wx[(i + 3) & 3]);
+            wiy = _mm_sha1msg2_epu32(_mm_xor_si128(_mm_sha1msg1_epu32(wy[i & 3], wy[(i + 1) & 3]), wy[(i + 2) & 3]),
+                                     wy[(i + 3) & 3]);
+        }
+        wx[i & 3] = wix;
+        wy[i & 3] = wiy;
+        ex = i == 0 ? _mm_add_epi32(ex0, wix) : _mm_sha1nexte_epu32(prevx, wix);
+        ey = i == 0 ? _mm_add_epi32(ey0, wiy) : _mm_sha1nexte_epu32(prevy, wiy);
+        prevx = x;
+        prevy = y;
+        switch (i / 5) {
+        case 0: SHA1_ROUNDS2(0); break;
+        case 1: SHA1_ROUNDS2(1); break;
+        case 2: SHA1_ROUNDS2(2); break;
+        default: SHA1_ROUNDS2(3); break;
+        }
+    }
+    ex0 = _mm_sha1nexte_epu32(prevx, ex0);
+    ey0 = _mm_sha1nexte_epu32(prevy, ey0);
+    x = _mm_shuffle_epi32(_mm_add_epi32(x, x0), 0x1B);
+    y = _mm_shuffle_epi32(_mm_add_epi32(y, y0), 0x1B);
+    _mm_storeu_si128((__m128i *)hx, x);
+    _mm_storeu_si128((__m128i *)hy, y);
+    hx[4] = (uint32_t)_mm_extract_epi32(ex0, 3);
+    hy[4] = (uint32_t)_mm_extract_epi32(ey0, 3);
 }
 
 static int sha1_ni_checked, sha1_has_ni;
@@ -2324,29 +2398,74 @@ static void (*sha1_pick(int portable))(uint32_t[5], const uint8_t *) {
 
 static int sha1_portable_only;
 
-static void sha1(const uint8_t *p, size_t n, uint8_t out[20]) {
+/* the block function: picked once (again when sha1_portable is asked) */
+static void (*sha1_block_fn(void))(uint32_t[5], const uint8_t *) {
     static void (*block)(uint32_t[5], const uint8_t *);
     static int picked = -1;
     if (picked != sha1_portable_only) {
         block = sha1_pick(sha1_portable_only);
         picked = sha1_portable_only;
     }
-    uint32_t h[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
+    return block;
+}
+
+static const uint32_t SHA1_IV[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
+
+static void sha1_out(const uint32_t h[5], uint8_t out[20]) {
+    for (int i = 0; i < 5; i++)
+        out[4 * i] = (uint8_t)(h[i] >> 24), out[4 * i + 1] = (uint8_t)(h[i] >> 16),
+        out[4 * i + 2] = (uint8_t)(h[i] >> 8), out[4 * i + 3] = (uint8_t)h[i];
+}
+
+/* the last block of a message of 20 bytes: the bytes, the 1 bit, the zeros, 160 in bits */
+static void sha1_block20(uint8_t block[64], const uint8_t m[20]) {
+    memcpy(block, m, 20);
+    block[20] = 0x80;
+    memset(block + 21, 0, 42);
+    block[63] = 160;
+}
+
+static void sha1(const uint8_t *p, size_t n, uint8_t out[20]) {
+    void (*block)(uint32_t[5], const uint8_t *) = sha1_block_fn();
+    uint32_t h[5];
+    memcpy(h, SHA1_IV, sizeof h);
     uint64_t bits = (uint64_t)n * 8;
     for (; n >= 64; p += 64, n -= 64)
         block(h, p);
-    uint8_t last[128] = {0};
+    uint8_t last[128];
+    size_t end = n < 56 ? 64 : 128;
     memcpy(last, p, n);
     last[n] = 0x80;
-    size_t end = n < 56 ? 64 : 128;
+    memset(last + n + 1, 0, end - 8 - n - 1);
     for (int i = 0; i < 8; i++)
         last[end - 1 - i] = (uint8_t)(bits >> (8 * i));
     block(h, last);
     if (end == 128)
         block(h, last + 64);
-    for (int i = 0; i < 5; i++)
-        out[4 * i] = (uint8_t)(h[i] >> 24), out[4 * i + 1] = (uint8_t)(h[i] >> 16),
-        out[4 * i + 2] = (uint8_t)(h[i] >> 8), out[4 * i + 3] = (uint8_t)h[i];
+    sha1_out(h, out);
+}
+
+/* x = SHA-1(x), y = SHA-1(y), each 20 bytes: the two at once where SHA-NI is used */
+static void sha1_20x2(uint8_t x[20], uint8_t y[20]) {
+    void (*block)(uint32_t[5], const uint8_t *) = sha1_block_fn();
+    uint8_t bx[64], by[64];
+    uint32_t hx[5], hy[5];
+    sha1_block20(bx, x);
+    sha1_block20(by, y);
+    memcpy(hx, SHA1_IV, sizeof hx);
+    memcpy(hy, SHA1_IV, sizeof hy);
+#ifdef CRC_CLMUL
+    if (block == sha1_block_ni) {
+        sha1_block_ni2(hx, bx, hy, by);
+        sha1_out(hx, x);
+        sha1_out(hy, y);
+        return;
+    }
+#endif
+    block(hx, bx);
+    block(hy, by);
+    sha1_out(hx, x);
+    sha1_out(hy, y);
 }
 
 /* The SHA-1 of an element as digest.py takes it: bytes as they are, a float through
@@ -2378,9 +2497,21 @@ static int sha1_of(PyObject *x, PyObject *score, uint8_t out[20]) {
 }
 
 static void mix20(uint8_t d[20], const uint8_t h[20]) {
+    uint8_t b[64];
+    uint32_t st[5];
     for (int i = 0; i < 20; i++)
         d[i] ^= h[i];
-    sha1(d, 20, d);
+    sha1_block20(b, d);
+    memcpy(st, SHA1_IV, sizeof st);
+    sha1_block_fn()(st, b);
+    sha1_out(st, d);
+}
+
+/* mix20 of two digests at once */
+static void mix20x2(uint8_t x[20], const uint8_t hx[20], uint8_t y[20], const uint8_t hy[20]) {
+    for (int i = 0; i < 20; i++)
+        x[i] ^= hx[i], y[i] ^= hy[i];
+    sha1_20x2(x, y);
 }
 
 static PyObject *sha1_portable(PyObject *self, PyObject *arg) {

@@ -8,6 +8,7 @@
 
 static void sha1(const uint8_t *p, size_t n, uint8_t out[20]);
 static void mix20(uint8_t d[20], const uint8_t h[20]);
+static void mix20x2(uint8_t x[20], const uint8_t hx[20], uint8_t y[20], const uint8_t hy[20]);
 
 /* -- a growing byte buffer -- */
 
@@ -886,17 +887,32 @@ static int lines_value(Lines *J, Lane *L, int code, size_t q) {
     return 0;
 }
 
-static const uint8_t *sha1_const(const char *s, size_t n, uint8_t out[20]) {
-    sha1((const uint8_t *)s, n, out);
-    return out;
+/* the SHA-1s every key's digest takes: of each type's number (4 bytes, big-endian), and
+ * of the text an expiry mixes in; made once */
+static uint8_t TYPE_SHA1[8][20], EXPIRE_SHA1[20];
+
+static void digest_constants(void) {
+    static int made;
+    if (made)
+        return;
+    for (int t = 0; t < 8; t++) {
+        uint8_t tb[4] = {0, 0, 0, (uint8_t)t};
+        sha1(tb, 4, TYPE_SHA1[t]);
+    }
+    sha1((const uint8_t *)"!!expire!!", 10, EXPIRE_SHA1);
+    made = 1;
 }
 
-/* from_(d) of digest.digests: the type mixed in, then the ordered elements, then the tail */
-static void lines_from(const Lines *J, uint8_t d[20], const uint8_t type_h[20], const uint8_t tail[20]) {
-    mix20(d, type_h);
+/* from_(d) of digest.digests, of the value's digest d and of the key's kd (which has the
+ * key's name mixed in first) at once: the type mixed in, then the ordered elements, then
+ * the tail */
+static void lines_from(const Lines *J, uint8_t d[20], uint8_t kd[20], const uint8_t type_h[20],
+                       const uint8_t tail[20]) {
+    mix20x2(d, type_h, kd, type_h);
     for (size_t i = 0; i < J->nh; i++)
-        mix20(d, J->hs + 20 * i);
+        mix20x2(d, J->hs + 20 * i, kd, J->hs + 20 * i);
     xor20(d, tail);
+    xor20(kd, tail);
 }
 
 /* The key's whole line (bytes), or NULL: declined when no error is set. Its part of the
@@ -920,16 +936,14 @@ static PyObject *key_line(Lines *J, Lane *L, int code, size_t vstart, PyObject *
         return NULL;
     size_t value_end = v->n;
     /* the digests */
-    uint8_t type_h[20], tail[20], d[20] = {0}, kd[20] = {0}, h[20], part[20];
-    uint8_t tb[4] = {0, 0, 0, (uint8_t)type};
-    sha1(tb, 4, type_h);
+    uint8_t tail[20], d[20] = {0}, kd[20] = {0}, h[20], part[20];
+    digest_constants();
     memcpy(tail, J->acc, 20);
     if (has_expire)
-        xor20(tail, sha1_const("!!expire!!", 10, h));
-    lines_from(J, d, type_h, tail);
+        xor20(tail, EXPIRE_SHA1);
     sha1((const uint8_t *)PyBytes_AS_STRING(key), (size_t)PyBytes_GET_SIZE(key), h);
     mix20(kd, h);
-    lines_from(J, kd, type_h, tail);
+    lines_from(J, d, kd, TYPE_SHA1[type & 7], tail);
     sha1(kd, 20, part);
     /* the line, after the value in the same buffer */
     OUT_LIT(v, "{\"kind\":\"key\",\"protocol\":\"rdb\",\"db\":");

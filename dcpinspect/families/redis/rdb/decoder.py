@@ -51,6 +51,11 @@ class OverBudget(ValueError):
 
 #: records a compressed blob's content makes before they are handed on (see ``records``)
 FLUSH = 4096
+#: the most bytes of one record the C lane waits for, when the input's bytes so far end
+#: inside it, before it leaves the record to the readers (which take it as it comes), and
+#: the least it asks for more each time
+LANE_REACH = 32 << 20
+LANE_STEP = 1 << 20
 
 
 class RdbParser:
@@ -412,7 +417,7 @@ class RdbParser:
                         return  # a compressed blob's content ends between records
                     raise
             if self._lane_on and pending_start is None:
-                p = self._lane(p)
+                p = yield from self._lane_whole(p)
                 if p >= len(buf):
                     continue
             op = buf[p]
@@ -455,19 +460,44 @@ class RdbParser:
                 pending = {}
             pending_start = None
 
-    def _lane(self, p: int) -> int:
+    def _lane_whole(self, p: int):
+        """:meth:`_lane` from ``p``, and again as more bytes come while the buffer ends
+        inside the record it stopped before (a key read across two reads of the input):
+        as soon as the bytes it said it needs are there, then, past :data:`LANE_STEP` bytes
+        of the record, when they double (each try reads the record from its start), up to
+        :data:`LANE_REACH`; a stream that goes on after the snapshot (``trailing_ok``) waits
+        for at most ``LANE_STEP``, so that no key is held back for bytes that may be long in
+        coming. The index of the first record left to the readers."""
+        reach = LANE_STEP if self.trailing_ok else LANE_REACH
+        while True:
+            p, need = self._lane(p)
+            span = len(self.buf) - p
+            if not need or self._closed or span >= reach:
+                return p
+            if p:
+                self._drop(p)
+                need -= p
+                p = 0
+            if span >= LANE_STEP:
+                need = max(need, 2 * span)
+            while len(self.buf) < need and not self._closed:
+                self._need = need
+                yield
+
+    def _lane(self, p: int) -> tuple[int, int]:
         """The keys from ``p`` that the C lane reads straight from the buffer (dcpinspect/families/redis/rdb/_rdb.c,
         ``scan``), as the readers and ``_judge`` would make and judge them; the index of the
-        first record it leaves to them."""
+        first record it leaves to them, and the bytes of the buffer that record needs at least
+        when the buffer ends inside it (else 0)."""
         state = self._state
         if self._lane_for != (state.vendor, state.version):
             self._lane_for = (state.vendor, state.version)
             self._lane_table = lane_table(state.vendor, state.version)
         if self._lane_table is None or _MAKER is None:
-            return p
+            return p, 0
         codes, vtypes = self._lane_table
         if state.ctime_ms is not None and not -1 << 63 <= state.ctime_ms < 1 << 63:
-            return p  # a ctime no expiry can be compared with in C
+            return p, 0  # a ctime no expiry can be compared with in C
         db, remembered = state.db, state._seen_count
         seen = state._seen if remembered < self._keys_cap else None
         select = self.select
@@ -486,7 +516,7 @@ class RdbParser:
                 return (not keep_test or keep(key)) and (select is None or
                                                          select.wanted(db, key, vtypes[op].type, expire, ctime))
             want = wanted
-        q, found, inflated = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1,
+        q, found, inflated, need = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1,
                                     state.ctime_ms, _MAKER, self.base, db, vtypes, db_salt(db), want, measured,
                                     max(0, self._allowed() - state.inflated), lines)
         state.inflated += inflated  # the LZF strings of the keys it made, within the budget
@@ -500,7 +530,7 @@ class RdbParser:
         else:
             admits, ctime = select.admits, state.ctime_ms
             self._out += [rec for rec in found if admits(rec, ctime)]
-        return q
+        return q, need
 
     def _key(self, p: int, op: int, start: int, pending: dict):
         state = self._state
