@@ -105,31 +105,37 @@ static size_t utf8_char(const uint8_t *s, size_t n, size_t i, uint32_t *cp) {
     return 0;
 }
 
+/* the index of the first byte from i that json.dumps(ensure_ascii=True) does not write as
+ * it is (below 0x20, '"', '\\', 0x7F and up), or n */
+static size_t json_plain_run(const uint8_t *s, size_t n, size_t i) {
+#ifdef __SSE2__
+    const __m128i space = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'),
+                  del = _mm_set1_epi8(0x7F);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+        /* (a signed compare: the bytes of 0x80 and up are below 0x20 too) */
+        __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, space), _mm_cmpeq_epi8(v, quote)),
+                                       _mm_or_si128(_mm_cmpeq_epi8(v, slash), _mm_cmpeq_epi8(v, del)));
+        unsigned mask = (unsigned)_mm_movemask_epi8(special);
+        if (mask)
+            return i + (size_t)__builtin_ctz(mask);
+    }
+#endif
+    for (; i < n; i++) {
+        uint8_t c = s[i];
+        if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\')
+            return i;
+    }
+    return n;
+}
+
 /* s as json.dumps(ensure_ascii=True) writes it when it is valid UTF-8 (1); 0 and nothing
  * written when it is not */
 static int out_utf8(Out *o, const uint8_t *s, size_t n) {
     size_t start = o->n, run = 0, i = 0;
     OUT_LIT(o, "\"");
-    while (i < n) {
-        while (i + 8 <= n) { /* 8 bytes at a time while none is to be escaped */
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-            uint64_t low = (w - ones * 0x20) & ~w;                    /* a byte < 0x20 */
-            uint64_t high = (w + ones * 0x01) & highs;                /* a byte >= 0x7F (with w's high bits) */
-            uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
-            uint64_t quote = (q - ones) & ~q, slash = (bs - ones) & ~bs;
-            if (((low | quote | slash) & highs) | high | (w & highs))
-                break;
-            i += 8;
-        }
-        if (i >= n)
-            break;
+    while ((i = json_plain_run(s, n, i)) < n) {
         uint8_t c = s[i];
-        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
-            i++;
-            continue;
-        }
         out_raw(o, s + run, i - run);
         if (c < 0x80) {
             const char *e = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
