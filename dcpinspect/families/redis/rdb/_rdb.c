@@ -2140,6 +2140,8 @@ done:
         xor20(part, J->part);
         PyMem_Free(J->v.b);
         PyMem_Free(J->hs);
+        Py_XDECREF(J->vtype);
+        Py_XDECREF(J->tname);
         PyMem_Free(J->sink.items);
     }
     PyMem_Free(L.scratch);
@@ -2156,6 +2158,8 @@ error:
     if (J) {
         PyMem_Free(J->v.b);
         PyMem_Free(J->hs);
+        Py_XDECREF(J->vtype);
+        Py_XDECREF(J->tname);
         PyMem_Free(J->sink.items);
     }
     PyMem_Free(L.scratch);

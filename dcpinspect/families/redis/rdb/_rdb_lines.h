@@ -306,6 +306,7 @@ typedef struct {
     size_t nh, roomh;
     uint8_t acc[20];   /* what an unordered value XORs in */
     LpSink sink;
+    PyObject *vtype, *tname; /* the value type of the key before, and its type's name (held) */
 } Lines;
 
 static int lines_hash(Lines *J, const uint8_t h[20]) {
@@ -958,18 +959,23 @@ static PyObject *key_line(Lines *J, Lane *L, int code, size_t vstart, PyObject *
     if (!out_utf8(v, (const uint8_t *)PyBytes_AS_STRING(key), (size_t)PyBytes_GET_SIZE(key)))
         return NULL; /* key_text's escapes and key_base64: the readers' */
     Py_ssize_t tn, en;
-    PyObject *tname = PyObject_GetAttrString(vtype, "type");
-    const char *ts = tname && PyUnicode_Check(tname) ? PyUnicode_AsUTF8AndSize(tname, &tn) : NULL;
+    if (J->vtype != vtype) { /* (keys of one type come in runs: its name is looked up once a run) */
+        Py_CLEAR(J->vtype);
+        Py_CLEAR(J->tname);
+        J->tname = PyObject_GetAttrString(vtype, "type");
+        if (J->tname == NULL)
+            return NULL;
+        J->vtype = Py_NewRef(vtype);
+    }
+    const char *ts = PyUnicode_Check(J->tname) ? PyUnicode_AsUTF8AndSize(J->tname, &tn) : NULL;
     const char *es = PyUnicode_Check(encoding) ? PyUnicode_AsUTF8AndSize(encoding, &en) : NULL;
     if (ts == NULL || es == NULL) {
-        Py_XDECREF(tname);
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "scan: a type and an encoding are str");
         return NULL;
     }
     OUT_LIT(v, ",\"type\":");
     out_utf8(v, (const uint8_t *)ts, (size_t)tn);
-    Py_DECREF(tname);
     OUT_LIT(v, ",\"encoding\":");
     out_utf8(v, (const uint8_t *)es, (size_t)en);
     OUT_LIT(v, ",\"elements\":");

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import gzip
+from contextlib import contextmanager
 import zlib
 import sys
 from dataclasses import dataclass
@@ -161,8 +162,22 @@ def records(path, keep=False, select=None, recent: "_Recent | None" = None, meas
     yield from parser.close()
 
 
-#: the collector's first generation while the memory reports read (Python's default: 700)
+#: the collector's first generation while a file's records are read (Python's default: 700)
 REPORTS_GC_THRESHOLD = 50_000
+
+
+@contextmanager
+def few_collections():
+    """While a file's records are read: the records, and the tables and rows they fill,
+    are small objects that hold no cycles, so the collector's passes over them, every 700
+    of them, are work for nothing; it runs every :data:`REPORTS_GC_THRESHOLD` instead
+    (cycles are still collected)."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(REPORTS_GC_THRESHOLD, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
 
 
 def show_reports(path, fmt: str, asked: dict, select=None) -> int:
@@ -199,11 +214,7 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     else:
         stream = records(path, keep=True, select=select, measure=measure, on_header=reports.header)  # (shard: None)
     shard = None
-    # the reports' tables grow by small containers that hold no cycles: the collector's
-    # passes over them, every 700 of them, are work for nothing (cycles are still collected)
-    threshold = gc.get_threshold()
-    gc.set_threshold(REPORTS_GC_THRESHOLD, *threshold[1:])
-    try:
+    with few_collections():
         for rec in stream:
             if type(rec) is tuple:
                 shard, rec = rec
@@ -220,8 +231,6 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
                     reports.aux(rec)
             for f in report.findings_of(rec):
                 worst = max(worst, LEVELS[f.severity])
-    finally:
-        gc.set_threshold(*threshold)
     if fmt == "jsonl":
         for obj in reports.json_objects():
             sys.stdout.buffer.write(dumps_line(obj))
@@ -370,7 +379,8 @@ def _one(path: Path, fmt: str, key: str | None, offset: int | None, shown: Shown
         return _detail(path, key, offset, shown, summary, how, fmt)
     progress = _progress(path, fmt)
     try:
-        return _all(path, fmt, shown, summary, how, progress)
+        with few_collections():
+            return _all(path, fmt, shown, summary, how, progress)
     finally:
         if progress is not None:
             progress.close()
