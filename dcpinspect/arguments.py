@@ -87,6 +87,9 @@ RDB = (
            help="jsonl: each key's value and digest (DEBUG DIGEST-VALUE), and functions' code."),
     Option("digest", ("--digest",), bool, False,
            help="The snapshot's digest, as DEBUG DIGEST gives it, on the summary (reads every value)."),
+    Option("jobs", ("--jobs", "-j"), int, 0, min=0,
+           help="Processes that share jsonl --values of a large file: 0 as the machine allows (two from 64 MB "
+                "on two cores or more), 1 one."),
     Option("at", ("--at",), str, metavar="TIME",
            help="When expiries are judged: Unix seconds or ISO 8601 (default: the snapshot's ctime, else now)."),
     Option("report", ("--report", "-r"), str, (), many=True, metavar="NAME",
@@ -121,7 +124,7 @@ def rdb(o: dict) -> None:
         fail("--format csv is the memory reports' (--report NAME)")
     shown = shown_of(o["full"], o["max_value"], o["max_diagram"])
     run(lambda: snapshot_files(o["files"], o["fmt"].value, o["key"], o["offset"], shown, o["fail_on"].value,
-                               select, o["values"], o["digest"], reports))
+                               select, o["values"], o["digest"], reports, o["jobs"]))
 
 
 #: the commands :func:`parsed` reads, by name: their table and what runs them (``__main__.py``)

@@ -21,7 +21,7 @@ HEAD = 16
 
 def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: int | None = None,
                    shown: Shown | None = None, fail_on: str = "error", select: dict | None = None,
-                   values: bool = False, digest: bool = False, reports: dict | None = None) -> bool:
+                   values: bool = False, digest: bool = False, reports: dict | None = None, jobs: int = 0) -> bool:
     """Print each file (or set of files read as one snapshot) as its family prints its
     snapshots (``fmt``: "table", "jsonl" or "summary"; or the keys named by ``key`` /
     covering ``offset``), of its keys those ``select`` (the key selection's options by
@@ -36,7 +36,7 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
     worst = -1
     for item in _gathered(files):
         extra = {k: v for k, v in (("select", select), ("values", values), ("digest", digest),
-                                   ("reports", reports)) if v}
+                                   ("reports", reports), ("jobs", jobs)) if v}
         try:
             if reports and not isinstance(item, tuple) and _sent(item):
                 worst = max(worst, _sent_reports(item, fmt, extra))

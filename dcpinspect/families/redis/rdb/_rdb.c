@@ -1813,16 +1813,25 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     long long dbn = 0;
     if (lines != Py_None) {
         PyObject *part;
-        if (!PyTuple_Check(lines) || PyTuple_GET_SIZE(lines) != 2 ||
+        unsigned long long stripe = 0, mine = 0, ways = 1;
+        if (!PyTuple_Check(lines) || (PyTuple_GET_SIZE(lines) != 2 && PyTuple_GET_SIZE(lines) != 5) ||
             !PyByteArray_Check(part = PyTuple_GET_ITEM(lines, 1)) || PyByteArray_GET_SIZE(part) != 20 ||
-            ((dbn = PyLong_AsLongLong(db)) == -1 && PyErr_Occurred())) {
+            ((dbn = PyLong_AsLongLong(db)) == -1 && PyErr_Occurred()) ||
+            (PyTuple_GET_SIZE(lines) == 5 &&
+             (((stripe = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lines, 2))) == (unsigned long long)-1 ||
+               (mine = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lines, 3))) == (unsigned long long)-1 ||
+               (ways = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lines, 4))) == (unsigned long long)-1) ||
+              stripe == 0 || ways == 0 || mine >= ways))) {
             PyBuffer_Release(&view);
             PyBuffer_Release(&table);
             if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "scan: lines is (g17, bytearray(20))");
+                PyErr_SetString(PyExc_ValueError, "scan: lines is (g17, bytearray(20)[, stripe, mine, ways])");
             return NULL;
         }
         memset(&Jst, 0, sizeof Jst);
+        Jst.stripe = stripe;
+        Jst.mine = mine;
+        Jst.ways = ways;
         Jst.g17 = PyObject_IsTrue(PyTuple_GET_ITEM(lines, 0)) > 0;
         J = &Jst;
     }
@@ -1898,6 +1907,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     size_t at = (size_t)p;
     while (at < L.n) {
         size_t q = at;
+        /* whether this key's line is written here (LZF strings are then inflated once, for both readings) */
+        int own = J != NULL && lines_own(J, (uint64_t)(base + (Py_ssize_t)at));
+        L.lines = own;
         int has_expire = 0, has_idle = 0, has_freq = 0;
         int64_t expire = 0;
         uint64_t idle = 0;
@@ -2028,7 +2040,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             break;
         }
         PyObject *line = NULL, *encoding = NULL;
-        if (J) { /* the key's whole JSON line, or the readers' key */
+        if (own) { /* the key's whole JSON line, or the readers' key */
             encoding = kind >= 0 ? Py_NewRef(s_kinds[kind]) : PyObject_GetAttrString(PyList_GET_ITEM(vtypes, op), "encoding");
             line = encoding == NULL ? NULL
                  : key_line(J, &L, code, vstart, key, dbn, PyList_GET_ITEM(vtypes, op), encoding, elements,
@@ -2131,7 +2143,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             goto error;
         at = q;
         committed = L.lzf_left;
-        if (J)
+        if (own)
             xor20(J->part, J->pending);
     }
 done:

@@ -72,12 +72,15 @@ class RdbParser:
     :class:`~.digest.SnapshotDigest`, with which (values kept of every key, no selection)
     the C lane writes each key it reads as its whole JSON Lines line, value and digest in
     it (:attr:`~.records.KeyRecord.line`, the value not kept) and adds the key's part to
-    that digest, the readers keep the others' values."""
+    that digest, the readers keep the others' values; ``stripe``: (stripe, mine, ways), with
+    ``lines``: the lane writes the lines of only the keys whose offset // stripe is ``mine``
+    modulo ``ways`` (and adds only their parts to the digest), the others come as they do
+    without ``lines`` (one of ``ways`` processes reading the same file, each writing its share)."""
 
     def __init__(self, keep: bool | Callable[[bytes], bool] = False, cap: int | None = None,
                  trailing_ok: bool = False, nested: "RdbParser | None" = None, select=None,
                  depth: int = 0, measure=None, on_header: Callable[[str, int], None] | None = None,
-                 lines=None) -> None:
+                 lines=None, stripe: tuple[int, int, int] | None = None) -> None:
         self.buf = bytearray()
         self.base = 0  # the input offset of buf[0]
         self.cap = RDB_STRING.value() if cap is None else cap
@@ -94,6 +97,9 @@ class RdbParser:
         self.measure = measure
         self.on_header = on_header
         self.lines = lines if keep is True and select is None and measure is None else None
+        #: with lines: (stripe, mine, ways): the lane writes the lines of the keys whose
+        #: offset // stripe is mine modulo ways only (the others come without their line)
+        self.stripe = stripe
         self.trailing_ok = trailing_ok
         self._out: list = []
         self._need = 1
@@ -506,7 +512,7 @@ class RdbParser:
             from .data import g17
             from .digest import scores_of
 
-            lines = (scores_of(state.redis_ver) is g17, bytearray(20))
+            lines = (scores_of(state.redis_ver) is g17, bytearray(20), *(self.stripe or ()))
         elif self.measure is not None:  # the lane measures the keys it can, the readers keep the others
             measured = self.measure(vtypes, state.version)
         elif self._keep is not False:  # values are kept: the lane reads only the keys passed over

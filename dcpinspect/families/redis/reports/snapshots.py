@@ -55,7 +55,7 @@ def is_snapshot(head: bytes) -> bool:
 
 def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None,
          shown: Shown | None = None, select: dict | None = None, values: bool = False,
-         digest: bool = False, reports: dict | None = None) -> int:
+         digest: bool = False, reports: dict | None = None, jobs: int = 0) -> int:
     """Decode one file and print it as ``fmt`` ("table", "jsonl", "summary", or "resp": its
     data as Redis commands, see :mod:`.export`), or the
     keys named by ``key`` / covering ``offset``; returns the worst severity found (its
@@ -67,8 +67,9 @@ def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None
     InputError); ``values``: jsonl key objects carry their values and digests (and
     functions their code); ``digest``: the keys' and the snapshot's digests are computed
     (``values`` implies it); ``reports``: the memory reports asked for instead (see
-    :func:`show_reports`)."""
-    how = Reading(selection_of(select), values, digest or values)
+    :func:`show_reports`); ``jobs``: the processes that may share the lines of a large
+    file's values (:mod:`.stripes`: 0 as the machine and the file say, 1 one)."""
+    how = Reading(selection_of(select), values, digest or values, jobs)
     if reports:
         return show_reports(path, fmt, reports, how.select)
     if isinstance(path, tuple):
@@ -97,6 +98,9 @@ class Reading:
     select: Any = None
     values: bool = False
     digest: bool = False
+    #: processes that may share a file's jsonl --values lines (0: as the machine and the
+    #: file say, see :mod:`.stripes`)
+    jobs: int = 0
 
     def digester(self):
         """A :class:`~.digest.Digester` when digests are asked for, else None."""
@@ -123,7 +127,7 @@ def selection_of(select: dict | None):
 
 
 def records(path, keep=False, select=None, recent: "_Recent | None" = None, measure=None, progress=None,
-            on_header=None, lines=None):
+            on_header=None, lines=None, stripe=None):
     """The records of one file, as they complete (the :class:`Ending` last); only the keys
     ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given. ``path``: a
     path, or an input opened already (``sources.inputs.Contents``: read on from its start,
@@ -132,13 +136,14 @@ def records(path, keep=False, select=None, recent: "_Recent | None" = None, meas
     the memory model come without their values; ``progress`` (if any) hears of the bytes
     read after each chunk; ``on_header`` (if any) hears of the file's vendor and version;
     ``lines`` (a :class:`~.digest.SnapshotDigest`): the keys the C lane reads come as their
-    whole JSON line (``RdbParser``'s ``lines``)."""
+    whole JSON line (``RdbParser``'s ``lines``), of the keys of ``stripe`` only when given
+    (``RdbParser``'s ``stripe``)."""
     opened = hasattr(path, "read")
     try:
         fh = path if opened else gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
     except OSError as exc:
         raise _problem(path, exc) from None
-    parser = RdbParser(keep=keep, select=select, measure=measure, on_header=on_header, lines=lines)
+    parser = RdbParser(keep=keep, select=select, measure=measure, on_header=on_header, lines=lines, stripe=stripe)
     at = 0
     # how far into the file itself: a gzip file's compressed bytes, not those they inflate to
     where = fh.fileobj.tell if isinstance(fh, gzip.GzipFile) else None
@@ -396,20 +401,33 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
     elif fmt == "jsonl":
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
         lines = digester.snapshot if how.values and digester is not None else None
-        for rec in records(path, keep, select, progress=progress, lines=lines):
-            if type(rec) is KeyRecord and rec.line is not None:  # written whole by the C lane
+        helper = _helper(path, how) if lines is not None and select is None else None
+        try:
+            for rec in records(path, keep, select, progress=progress, lines=lines,
+                               stripe=None if helper is None else helper.stripe):
+                if type(rec) is KeyRecord and rec.line is not None:  # written whole by the C lane
+                    summary.add(rec)
+                    write(rec.line) if write else sys.stdout.write(rec.line.decode("ascii"))
+                    continue
+                if helper is not None and type(rec) is KeyRecord and not helper.mine(rec):  # the helper's
+                    summary.add(rec)
+                    line = helper.line(rec)
+                    write(line) if write else sys.stdout.write(line.decode("ascii"))
+                    continue
+                if type(rec) is not KeyRecord:
+                    _unusable(path, rec)
+                    if digester is not None:
+                        digester.see(rec)
                 summary.add(rec)
-                write(rec.line) if write else sys.stdout.write(rec.line.decode("ascii"))
-                continue
-            if type(rec) is not KeyRecord:
-                _unusable(path, rec)
-                if digester is not None:
-                    digester.see(rec)
-            summary.add(rec)
-            obj = _json(rec, str(path), digester, how.values)
-            if obj is not None:
-                line = dumps_line(obj, type(rec) is not KeyRecord)  # a key's object holds no float
-                write(line) if write else sys.stdout.write(line.decode("ascii"))
+                obj = _json(rec, str(path), digester, how.values)
+                if obj is not None:
+                    line = dumps_line(obj, type(rec) is not KeyRecord)  # a key's object holds no float
+                    write(line) if write else sys.stdout.write(line.decode("ascii"))
+            if helper is not None:
+                helper.finish(digester.snapshot)
+        finally:
+            if helper is not None:
+                helper.close()
         line = dumps_line(summary.to_json())
         write(line) if write else sys.stdout.write(line.decode("ascii"))
         sys.stdout.flush()
@@ -453,6 +471,19 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
         _print_findings(console, loose)
         console.print(safe(_closing_line(summary)))
     return max((LEVELS[s] for s, n in summary.severities.items() if n), default=-1)
+
+
+def _helper(path, how: Reading):
+    """A :class:`~.stripes.Helper` writing half the lines of ``path``, when the file is to be
+    shared between two processes (:func:`~.stripes.shared_path`), else None."""
+    from . import stripes
+
+    name = stripes.shared_path(path, how.jobs)
+    if name is None:
+        return None
+    sys.stdout.flush()  # (nothing written before the fork is written twice)
+    sys.stderr.flush()
+    return stripes.Helper(name)
 
 
 def export(recs, summary: report.Summary, check) -> None:

@@ -1,0 +1,156 @@
+"""``rdb --format jsonl --values`` shared between two processes (``reports/stripes.py``):
+the output must be byte for byte that of one process (every key's line in the file's
+order, the summary and the snapshot's digest), on files of many stripes holding every
+kind of key, keys the C lane leaves to the readers, keys across stripes and dbs; and a
+helper that stops or disagrees must stop the run with an error, never a wrong output."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+import rdbgen as g
+from dcpinspect.families.redis.rdb.crc64 import crc64
+from dcpinspect.families.redis.rdb.native import C
+from dcpinspect.families.redis.reports import snapshots, stripes
+from dcpinspect.sources.inputs import InputError
+
+needs_c = pytest.mark.skipif(C is None, reason="the _rdb extension is not built")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _many_keys(n: int, seed: int) -> bytes:
+    """A file of ``n`` keys of every common layout, some with expiries, a name that is not
+    UTF-8 now and then (the readers' line), big values that cross stripes, two dbs."""
+    rnd = random.Random(seed)
+    body = [g.aux("redis-ver", "7.0.15") + g.aux("ctime", "1700000000") + b"\xfe\x00"]
+    for i in range(n):
+        if i == n // 2:
+            body.append(b"\xfe\x05")
+        name = b"\xff key %d" % i if i % 97 == 0 else b"user:%d:%s" % (i, rnd.choice([b"a", b"b", b"c"]))
+        expire = 1800000000000 + i if i % 7 == 0 else None
+        kind = i % 9
+        if kind == 0:
+            value = g.key(0, name, g.string(rnd.randbytes(rnd.choice([3, 40, 3000]))), expire)
+        elif kind == 1:
+            value = g.key(0, name, g.int_string(rnd.randrange(-2**31, 2**31)), expire)
+        elif kind == 2:
+            items = [b"e%d" % rnd.randrange(10**6) for _ in range(rnd.randrange(1, 60))]
+            value = g.key(1, name, g.length(len(items)) + b"".join(g.string(x) for x in items), expire)
+        elif kind == 3:
+            members = list({b"m%d" % rnd.randrange(10**6) for _ in range(rnd.randrange(1, 40))})
+            value = g.key(2, name, g.length(len(members)) + b"".join(g.string(m) for m in members), expire)
+        elif kind == 4:
+            fields = list({b"f%d" % rnd.randrange(10**6) for _ in range(rnd.randrange(1, 30))})
+            value = g.key(4, name, g.length(len(fields)) + b"".join(g.string(f) + g.string(rnd.randbytes(8))
+                                                                     for f in fields), expire)
+        elif kind == 5:
+            members = list({b"z%d" % rnd.randrange(10**6) for _ in range(rnd.randrange(1, 30))})
+            value = g.key(5, name, g.length(len(members)) + b"".join(
+                g.string(m) + struct.pack("<d", rnd.uniform(-1e6, 1e6)) for m in members), expire)
+        elif kind == 6:
+            pairs = [x for k in range(rnd.randrange(1, 10)) for x in (b"f%d" % k, rnd.randrange(10**9))]
+            value = g.key(16, name, g.string(g.listpack(pairs)), expire)
+        elif kind == 7:
+            value = g.key(11, name, g.string(g.intset(sorted({rnd.randrange(-30000, 30000) for _ in range(20)}))),
+                          expire)
+        else:
+            big = [b"x%06d" % k * 4 for k in range(rnd.choice([5, 800]))]
+            value = g.key(18, name, g.length(1) + g.length(2) + g.string(g.listpack(big)), expire)
+        body.append(value)
+    raw = g.rdb(b"".join(body), version=10, checksum=False)
+    return raw[:-8] + struct.pack("<Q", crc64(raw[:-8]))
+
+
+def _jsonl(path, jobs: int, monkeypatch) -> bytes:
+    out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", out)
+    snapshots.show(path, "jsonl", values=True, jobs=jobs)
+    out.flush()
+    monkeypatch.undo()
+    return out.buffer.getvalue()
+
+
+@pytest.fixture
+def small_stripes(monkeypatch):
+    monkeypatch.setattr(stripes, "STRIPE", 8192)
+    monkeypatch.setattr(stripes.Helper, "stripe", (8192, 0, stripes.WAYS))
+    monkeypatch.setattr(stripes, "LEAST", 0)
+
+
+@needs_c
+@pytest.mark.parametrize("seed", [1, 2])
+def test_two_processes_write_what_one_writes(tmp_path, monkeypatch, small_stripes, seed):
+    path = tmp_path / "many.rdb"
+    path.write_bytes(_many_keys(1500, seed))
+    assert os.path.getsize(path) > 40 * 8192  # many stripes
+    with monkeypatch.context() as m:
+        one = _jsonl(path, 1, m)
+    with monkeypatch.context() as m:
+        two = _jsonl(path, 2, m)
+    assert two == one
+    assert one.count(b'"kind":"key"') == 1500
+    assert b'"digest":"' + b"0" * 40 not in one.splitlines()[-1]
+
+
+@needs_c
+def test_two_processes_on_the_repositorys_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(stripes, "STRIPE", 1024)
+    monkeypatch.setattr(stripes.Helper, "stripe", (1024, 0, stripes.WAYS))
+    monkeypatch.setattr(stripes, "LEAST", 0)
+    files = sorted(p for d in ("tests", "samples") for p in (ROOT / d).rglob("*.rdb")
+                   if "dragonfly" not in p.name and p.stat().st_size > 4096)
+    assert files
+    for path in files:
+        with monkeypatch.context() as m:
+            one = _jsonl(path, 1, m)
+        with monkeypatch.context() as m:
+            two = _jsonl(path, 2, m)
+        assert two == one, path
+
+
+@needs_c
+def test_a_helper_that_stops_stops_the_run(tmp_path, monkeypatch, small_stripes):
+    path = tmp_path / "many.rdb"
+    path.write_bytes(_many_keys(400, 3))
+    monkeypatch.setattr(stripes, "_serve", lambda name, w: 3)
+    with pytest.raises(InputError, match="second process .* stopped before its last line"):
+        _jsonl(path, 2, monkeypatch)
+
+
+@needs_c
+def test_a_helper_that_disagrees_stops_the_run(tmp_path, monkeypatch, small_stripes):
+    path = tmp_path / "many.rdb"
+    path.write_bytes(_many_keys(400, 4))
+
+    def wrong(name, w):  # lines for a stripe no key of this process starts in
+        os.write(w, stripes.HEAD.pack(999, 0, 1, 3) + b"{}\n")
+        return 0
+
+    monkeypatch.setattr(stripes, "_serve", wrong)
+    with pytest.raises(InputError, match="does not agree"):
+        _jsonl(path, 2, monkeypatch)
+
+
+def test_which_files_are_shared(tmp_path, monkeypatch):
+    path = tmp_path / "a.rdb"
+    path.write_bytes(_many_keys(50, 5))
+    gz = tmp_path / "a.rdb.gz"
+    import gzip
+
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert stripes.shared_path(path, 1) is None
+    assert stripes.shared_path(gz, 2) is None  # (not read again from an offset)
+    assert stripes.shared_path(path, 2) == str(path)
+    assert stripes.shared_path(path, 0) is None  # small
+    monkeypatch.setattr(stripes, "LEAST", 0)
+    monkeypatch.setattr(stripes, "processors", lambda: 2)
+    assert stripes.shared_path(path, 0) == str(path)
+    monkeypatch.setattr(stripes, "processors", lambda: 1)
+    assert stripes.shared_path(path, 0) is None
