@@ -80,7 +80,6 @@ def _jsonl(path, jobs: int, monkeypatch) -> bytes:
 @pytest.fixture
 def small_stripes(monkeypatch):
     monkeypatch.setattr(stripes, "STRIPE", 8192)
-    monkeypatch.setattr(stripes.Helper, "stripe", (8192, 0, stripes.WAYS))
     monkeypatch.setattr(stripes, "LEAST", 0)
 
 
@@ -102,7 +101,6 @@ def test_two_processes_write_what_one_writes(tmp_path, monkeypatch, small_stripe
 @needs_c
 def test_two_processes_on_the_repositorys_files(tmp_path, monkeypatch):
     monkeypatch.setattr(stripes, "STRIPE", 1024)
-    monkeypatch.setattr(stripes.Helper, "stripe", (1024, 0, stripes.WAYS))
     monkeypatch.setattr(stripes, "LEAST", 0)
     files = sorted(p for d in ("tests", "samples") for p in (ROOT / d).rglob("*.rdb")
                    if "dragonfly" not in p.name and p.stat().st_size > 4096)

@@ -1821,11 +1821,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
              (((stripe = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lines, 2))) == (unsigned long long)-1 ||
                (mine = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lines, 3))) == (unsigned long long)-1 ||
                (ways = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(lines, 4))) == (unsigned long long)-1) ||
-              stripe == 0 || ways == 0 || mine >= ways))) {
+              stripe == 0 || ways == 0 || ways > 64))) {
             PyBuffer_Release(&view);
             PyBuffer_Release(&table);
             if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "scan: lines is (g17, bytearray(20)[, stripe, mine, ways])");
+                PyErr_SetString(PyExc_ValueError, "scan: lines is (g17, bytearray(20)[, stripe, mine (a bit each), ways (at most 64)])");
             return NULL;
         }
         memset(&Jst, 0, sizeof Jst);

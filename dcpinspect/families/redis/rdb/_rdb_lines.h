@@ -307,13 +307,13 @@ typedef struct {
     uint8_t acc[20];   /* what an unordered value XORs in */
     LpSink sink;
     PyObject *vtype, *tname; /* the value type of the key before, and its type's name (held) */
-    uint64_t stripe;   /* 0, or the lines are of the keys whose offset // stripe is `mine` modulo `ways` */
-    uint64_t mine, ways;
+    uint64_t stripe;   /* 0, or the lines are of the keys whose offset // stripe, modulo `ways`, is */
+    uint64_t mine, ways; /* one of the bits of `mine` */
 } Lines;
 
 /* whether the key at input offset `at` is one whose line is written here */
 static int lines_own(const Lines *J, uint64_t at) {
-    return J->stripe == 0 || at / J->stripe % J->ways == J->mine;
+    return J->stripe == 0 || (J->mine >> (at / J->stripe % J->ways) & 1);
 }
 
 static int lines_hash(Lines *J, const uint8_t h[20]) {

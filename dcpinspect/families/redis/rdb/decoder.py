@@ -73,9 +73,10 @@ class RdbParser:
     the C lane writes each key it reads as its whole JSON Lines line, value and digest in
     it (:attr:`~.records.KeyRecord.line`, the value not kept) and adds the key's part to
     that digest, the readers keep the others' values; ``stripe``: (stripe, mine, ways), with
-    ``lines``: the lane writes the lines of only the keys whose offset // stripe is ``mine``
-    modulo ``ways`` (and adds only their parts to the digest), the others come as they do
-    without ``lines`` (one of ``ways`` processes reading the same file, each writing its share)."""
+    ``lines``: the lane writes the lines of only the keys whose offset // stripe modulo
+    ``ways`` is one of the bits of ``mine`` (and adds only their parts to the digest), the
+    others come as they do without ``lines`` (processes reading the same file, each writing
+    its share)."""
 
     def __init__(self, keep: bool | Callable[[bytes], bool] = False, cap: int | None = None,
                  trailing_ok: bool = False, nested: "RdbParser | None" = None, select=None,
@@ -97,8 +98,8 @@ class RdbParser:
         self.measure = measure
         self.on_header = on_header
         self.lines = lines if keep is True and select is None and measure is None else None
-        #: with lines: (stripe, mine, ways): the lane writes the lines of the keys whose
-        #: offset // stripe is mine modulo ways only (the others come without their line)
+        #: with lines: (stripe, mine, ways): the lane writes the lines of only the keys whose
+        #: offset // stripe modulo ways is one of mine's bits (the others come without it)
         self.stripe = stripe
         self.trailing_ok = trailing_ok
         self._out: list = []

@@ -2,11 +2,12 @@
 
 Writing a key's value as JSON and its digest as the server computes it costs some three
 times what reading the key costs, and a file's keys can only be found by reading it from
-the start. So both processes read the whole file, and each writes the lines of half of
+the start. So both processes read the whole file, and each writes the lines of part of
 it: the file is cut into stripes of :data:`STRIPE` bytes by the offset at which each key's
-record starts; this process writes the lines of the even stripes' keys, and a helper forked
-from it those of the odd ones (``RdbParser``'s ``stripe``), the other keys read without
-their values' lines.
+record starts; of every :data:`WAYS` stripes, this process writes the lines of the first
+one's keys, and a helper forked from it those of the others (``RdbParser``'s ``stripe``),
+the other keys read without their values' lines. (This process also writes out every line
+and takes the helper's from the pipe: so the helper makes more of them.)
 
 The helper sends the lines of each of its stripes as one frame through a pipe: the
 stripe's number, the offset of its first key, how many lines, and the lines. This process
@@ -37,8 +38,11 @@ from ....sources.inputs import InputError, gzipped
 STRIPE = 1 << 20
 #: the least file shared between two processes (below, the fork costs more than it saves)
 LEAST = 64 << 20
-#: how many processes share a file
-WAYS = 2
+#: the stripes come in turns of WAYS: of each, this process writes the first stripe's lines,
+#: the helper the others' (it is spared the writing of every line and the taking of its
+#: own from the pipe, which this process does)
+WAYS = 3
+MINE, HELPERS = 0b001, 0b110
 #: frames the helper may be ahead of this process (each some 2 MB)
 AHEAD = 8
 #: a frame's head: its stripe (-1: the digest's part, last), its first key's offset, its
@@ -77,12 +81,14 @@ def shared_path(path, jobs: int) -> str | None:
 
 
 class Helper:
-    """The forked helper that writes the odd stripes' lines of the file ``name``, and what
+    """The forked helper that writes the helper's stripes' lines of the file ``name``, and what
     this process needs to take them in turn (:meth:`line`) and end (:meth:`finish`, and
     :meth:`close` whatever happens)."""
 
-    #: RdbParser's stripe for this process's keys
-    stripe = (STRIPE, 0, WAYS)
+    @property
+    def stripe(self) -> tuple[int, int, int]:
+        """RdbParser's stripe for this process's keys."""
+        return STRIPE, MINE, WAYS
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -110,7 +116,7 @@ class Helper:
     @staticmethod
     def mine(rec) -> bool:
         """Whether the key's line is this process's to write."""
-        return rec.offset // STRIPE % WAYS == 0
+        return MINE >> (rec.offset // STRIPE % WAYS) & 1 == 1
 
     def line(self, rec) -> bytes:
         """The line of ``rec``, a key of the helper's stripes, as the helper wrote it."""
@@ -203,7 +209,7 @@ class Helper:
 
 
 def _serve(name: str, w: int) -> int:
-    """(the helper) The lines of the odd stripes' keys of ``name``, a frame a stripe,
+    """(the helper) The lines of the keys of its stripes of ``name``, a frame a stripe,
     then the digest's part, into the pipe ``w``; the process's exit status."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # (interrupted with the run: no traceback)
@@ -222,12 +228,12 @@ def _serve(name: str, w: int) -> int:
             out.write(HEAD.pack(k, first, n, len(body)))
             out.write(body)
 
-        for rec in records(name, True, None, lines=digester.snapshot, stripe=(STRIPE, 1, WAYS)):
+        for rec in records(name, True, None, lines=digester.snapshot, stripe=(STRIPE, HELPERS, WAYS)):
             if type(rec) is not KeyRecord:
                 digester.see(rec)
                 continue
             k = rec.offset // STRIPE
-            if k % WAYS != 1:
+            if not HELPERS >> (k % WAYS) & 1:
                 continue
             if k != at:
                 if lines:
