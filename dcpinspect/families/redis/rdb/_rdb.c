@@ -1725,6 +1725,7 @@ static int lane_stream(Lane *L, size_t *q, int version, LpSink *sink, uint64_t *
 }
 
 #include "_rdb_lines.h"
+#include "_rdb_resp.h"
 
 /* the names scan() gives the records' extra values, and a string value's kinds */
 static PyObject *s_value_length, *s_nodes, *s_kinds[3], *s_stream, *s_length, *s_groups;
@@ -1805,9 +1806,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     long long salt;
     unsigned long long lzf_left = UINT64_MAX;
     PyObject *lines = Py_None;
-    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L|OOKO", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
+    int resp = 0;
+    if (!PyArg_ParseTuple(args, "y*ny*KOnOO!nOO!L|OOKOp", &view, &p, &table, &cap, &seen_arg, &room, &ctime_arg,
                           &MakerType, &maker, &base, &db, &PyList_Type, &vtypes, &salt, &want, &measure, &lzf_left,
-                          &lines))
+                          &lines, &resp))
         return NULL;
     Lines Jst, *J = NULL;
     long long dbn = 0;
@@ -1829,6 +1831,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             return NULL;
         }
         memset(&Jst, 0, sizeof Jst);
+        Jst.resp = resp;
         Jst.stripe = stripe;
         Jst.mine = mine;
         Jst.ways = ways;
@@ -2043,6 +2046,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (own) { /* the key's whole JSON line, or the readers' key */
             encoding = kind >= 0 ? Py_NewRef(s_kinds[kind]) : PyObject_GetAttrString(PyList_GET_ITEM(vtypes, op), "encoding");
             line = encoding == NULL ? NULL
+                 : J->resp ? key_resp(J, &L, code, vstart, key, has_expire, expire)
                  : key_line(J, &L, code, vstart, key, dbn, PyList_GET_ITEM(vtypes, op), encoding, elements,
                             kind >= 0 ? extra : (int64_t)elements, q - vstart, has_expire, expire,
                             base + (Py_ssize_t)at, q - at);
@@ -2143,14 +2147,24 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             goto error;
         at = q;
         committed = L.lzf_left;
-        if (own)
+        if (own) {
             xor20(J->part, J->pending);
+            J->commands += J->pending_commands;
+        }
     }
 done:
     if (J) {
         uint8_t *part = (uint8_t *)PyByteArray_AS_STRING(PyTuple_GET_ITEM(lines, 1));
-        xor20(part, J->part);
+        if (J->resp) { /* (the tally of commands written, in the place of the digest's part) */
+            uint64_t before;
+            memcpy(&before, part, 8);
+            before += J->commands;
+            memcpy(part, &before, 8);
+        } else {
+            xor20(part, J->part);
+        }
         PyMem_Free(J->v.b);
+        PyMem_Free(J->args.b);
         PyMem_Free(J->hs);
         Py_XDECREF(J->vtype);
         Py_XDECREF(J->tname);
@@ -2169,6 +2183,7 @@ done:
 error:
     if (J) {
         PyMem_Free(J->v.b);
+        PyMem_Free(J->args.b);
         PyMem_Free(J->hs);
         Py_XDECREF(J->vtype);
         Py_XDECREF(J->tname);

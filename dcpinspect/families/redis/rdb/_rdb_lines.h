@@ -309,6 +309,9 @@ typedef struct {
     PyObject *vtype, *tname; /* the value type of the key before, and its type's name (held) */
     uint64_t stripe;   /* 0, or the lines are of the keys whose offset // stripe, modulo `ways`, is */
     uint64_t mine, ways; /* one of the bits of `mine` */
+    int resp;          /* each key as Redis commands instead (_rdb_resp.h) */
+    Out args;          /* (resp) the arguments of the command being made */
+    uint64_t commands, pending_commands; /* (resp) the commands of the keys made, of the key just written */
 } Lines;
 
 /* whether the key at input offset `at` is one whose line is written here */

@@ -76,12 +76,15 @@ class RdbParser:
     ``lines``: the lane writes the lines of only the keys whose offset // stripe modulo
     ``ways`` is one of the bits of ``mine`` (and adds only their parts to the digest), the
     others come as they do without ``lines`` (processes reading the same file, each writing
-    its share)."""
+    its share); ``resp``: an :class:`~..reports.export.Exporter`, with which (values kept of
+    every key, no selection) the C lane writes each key it reads, but streams, as the
+    Exporter's commands (:attr:`~.records.KeyRecord.line`, the value not kept) and adds how
+    many to its ``commands``."""
 
     def __init__(self, keep: bool | Callable[[bytes], bool] = False, cap: int | None = None,
                  trailing_ok: bool = False, nested: "RdbParser | None" = None, select=None,
                  depth: int = 0, measure=None, on_header: Callable[[str, int], None] | None = None,
-                 lines=None, stripe: tuple[int, int, int] | None = None) -> None:
+                 lines=None, stripe: tuple[int, int, int] | None = None, resp=None) -> None:
         self.buf = bytearray()
         self.base = 0  # the input offset of buf[0]
         self.cap = RDB_STRING.value() if cap is None else cap
@@ -98,6 +101,9 @@ class RdbParser:
         self.measure = measure
         self.on_header = on_header
         self.lines = lines if keep is True and select is None and measure is None else None
+        #: with values kept of every key: the lane writes the keys it reads as Redis commands
+        #: (their line) and adds how many to this Exporter's ``commands``
+        self.resp = resp if keep is True and select is None and measure is None and lines is None else None
         #: with lines: (stripe, mine, ways): the lane writes the lines of only the keys whose
         #: offset // stripe modulo ways is one of mine's bits (the others come without it)
         self.stripe = stripe
@@ -119,7 +125,8 @@ class RdbParser:
         #: only (those it leaves to the readers): its table of layouts and
         #: the value types it names, for the (vendor, version) they were made for
         self._lane_on = C is not None and (self._keep is False or select is not None or self._keep_test
-                                           or measure is not None or self.lines is not None)
+                                           or measure is not None or self.lines is not None
+                                           or self.resp is not None)
         self._lane_for: tuple | None = None
         self._lane_table: tuple | None = None
         self.nested = nested
@@ -509,7 +516,9 @@ class RdbParser:
         seen = state._seen if remembered < self._keys_cap else None
         select = self.select
         want = measured = lines = None
-        if self.lines is not None:  # the lane writes whole lines of the keys it reads, the readers keep the others
+        if self.resp is not None:  # the lane writes the commands of the keys it reads, the readers keep the others
+            lines = (False, bytearray(20))
+        elif self.lines is not None:  # the lane writes whole lines of the keys it reads, the readers keep the others
             from .data import g17
             from .digest import scores_of
 
@@ -525,13 +534,16 @@ class RdbParser:
             want = wanted
         q, found, inflated, need = C.scan(self.buf, p, codes, self.cap, seen, self._keys_cap - remembered - 1,
                                     state.ctime_ms, _MAKER, self.base, db, vtypes, db_salt(db), want, measured,
-                                    max(0, self._allowed() - state.inflated), lines)
+                                    max(0, self._allowed() - state.inflated), lines, self.resp is not None)
         state.inflated += inflated  # the LZF strings of the keys it made, within the budget
         state.keys += len(found)
         if seen is not None:
             state._seen_count += len(found)
         if lines is not None and found:
-            self.lines.add(db, int.from_bytes(lines[1], "big"))
+            if self.resp is not None:
+                self.resp.commands += int.from_bytes(lines[1][:8], "little")
+            else:
+                self.lines.add(db, int.from_bytes(lines[1], "big"))
         if select is None:
             self._out += found
         else:

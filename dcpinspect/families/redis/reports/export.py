@@ -18,6 +18,10 @@ id among the others, claimed, then deleted (``XDEL``), and ``XSETID`` once more 
 the stream's largest deleted id; the stream's entries and digest are untouched. A consumer's seen time (and Redis 7.2's active time) cannot be given: every
 command that makes or names a consumer sets it to the time of loading.
 
+The C record lane writes the commands of the keys it reads itself, but streams'
+(``_rdb_resp.h``: the same commands, batches and texts), which :meth:`Exporter.key` takes
+as they are.
+
 A key that cannot be written back is not exported, and said so by ``skip(rec, reason)``
 (counted in ``skipped``): a module's value (only its module can write it), a value the
 decoder did not keep whole, a type no command makes (Dragonfly's filters).
@@ -97,6 +101,13 @@ class Exporter:
             self._send(b"FUNCTION", b"LOAD", code)
 
     def key(self, rec: KeyRecord) -> None:
+        if rec.line is not None:  # its commands, written by the C lane (RdbParser's resp), counted already
+            if rec.db != self.db:
+                self._send(b"SELECT", b"%d" % rec.db)
+                self.db = rec.db
+            self.keys += 1
+            self.write(rec.line)
+            return
         t, v, k = rec.vtype.type, rec.value, rec.key
         layout = rec.vtype.layout
         if t == "module":

@@ -127,7 +127,7 @@ def selection_of(select: dict | None):
 
 
 def records(path, keep=False, select=None, recent: "_Recent | None" = None, measure=None, progress=None,
-            on_header=None, lines=None, stripe=None):
+            on_header=None, lines=None, stripe=None, resp=None):
     """The records of one file, as they complete (the :class:`Ending` last); only the keys
     ``select`` (a :class:`~.selection.KeySelection`) admits, when one is given. ``path``: a
     path, or an input opened already (``sources.inputs.Contents``: read on from its start,
@@ -137,13 +137,15 @@ def records(path, keep=False, select=None, recent: "_Recent | None" = None, meas
     read after each chunk; ``on_header`` (if any) hears of the file's vendor and version;
     ``lines`` (a :class:`~.digest.SnapshotDigest`): the keys the C lane reads come as their
     whole JSON line (``RdbParser``'s ``lines``), of the keys of ``stripe`` only when given
-    (``RdbParser``'s ``stripe``)."""
+    (``RdbParser``'s ``stripe``); ``resp``: an Exporter, for which the keys the C lane reads
+    come as their commands (``RdbParser``'s ``resp``)."""
     opened = hasattr(path, "read")
     try:
         fh = path if opened else gzip.open(path, "rb") if gzipped(path) else open(path, "rb")
     except OSError as exc:
         raise _problem(path, exc) from None
-    parser = RdbParser(keep=keep, select=select, measure=measure, on_header=on_header, lines=lines, stripe=stripe)
+    parser = RdbParser(keep=keep, select=select, measure=measure, on_header=on_header, lines=lines, stripe=stripe,
+                       resp=resp)
     at = 0
     # how far into the file itself: a gzip file's compressed bytes, not those they inflate to
     where = fh.fileobj.tell if isinstance(fh, gzip.GzipFile) else None
@@ -397,7 +399,7 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
     if digester is not None:
         summary.digest = digester.snapshot
     if fmt == "resp":
-        export(records(path, True, select), summary, lambda rec: _unusable(path, rec))
+        export(lambda exporter: records(path, True, select, resp=exporter), summary, lambda rec: _unusable(path, rec))
     elif fmt == "jsonl":
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
         lines = digester.snapshot if how.values and digester is not None else None
@@ -488,7 +490,8 @@ def _helper(path, how: Reading):
 
 def export(recs, summary: report.Summary, check) -> None:
     """The records (values kept) as RESP commands on stdout (:mod:`.export`); ``check`` is
-    given each record that is no key first; the findings and what was exported, on stderr."""
+    given each record that is no key first; the findings and what was exported, on stderr.
+    ``recs``: the records, or what makes them of the Exporter (``records``'s ``resp``)."""
     from .export import Exporter
 
     if sys.stdout.isatty():
@@ -501,7 +504,7 @@ def export(recs, summary: report.Summary, check) -> None:
 
     exporter = Exporter(out.write if out is not None else (lambda b: sys.stdout.write(b.decode("latin-1"))), skip)
     loose: list[Finding] = []
-    for rec in recs:
+    for rec in recs(exporter) if callable(recs) else recs:
         kind = type(rec)
         if kind is KeyRecord:
             exporter.key(rec)
