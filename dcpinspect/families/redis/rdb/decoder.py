@@ -104,8 +104,8 @@ class RdbParser:
         #: with values kept of every key: the lane writes the keys it reads as Redis commands
         #: (their line) and adds how many to this Exporter's ``commands``
         self.resp = resp if keep is True and select is None and measure is None and lines is None else None
-        #: with lines: (stripe, mine, ways): the lane writes the lines of only the keys whose
-        #: offset // stripe modulo ways is one of mine's bits (the others come without it)
+        #: with lines or resp: (stripe, mine, ways): the lane writes only the keys whose
+        #: offset // stripe modulo ways is one of mine's bits (the others come unwritten)
         self.stripe = stripe
         self.trailing_ok = trailing_ok
         self._out: list = []
@@ -517,7 +517,7 @@ class RdbParser:
         select = self.select
         want = measured = lines = None
         if self.resp is not None:  # the lane writes the commands of the keys it reads, the readers keep the others
-            lines = (False, bytearray(20))
+            lines = (False, bytearray(20), *(self.stripe or ()))
         elif self.lines is not None:  # the lane writes whole lines of the keys it reads, the readers keep the others
             from .data import g17
             from .digest import scores_of

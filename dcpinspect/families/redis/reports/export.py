@@ -100,13 +100,17 @@ class Exporter:
         if rec.name == "FUNCTION2" and isinstance(code, bytes):
             self._send(b"FUNCTION", b"LOAD", code)
 
+    def put(self, db: int, data: bytes) -> None:
+        """A key of ``db`` whose commands ``data`` are made already (and counted)."""
+        if db != self.db:
+            self._send(b"SELECT", b"%d" % db)
+            self.db = db
+        self.keys += 1
+        self.write(data)
+
     def key(self, rec: KeyRecord) -> None:
         if rec.line is not None:  # its commands, written by the C lane (RdbParser's resp), counted already
-            if rec.db != self.db:
-                self._send(b"SELECT", b"%d" % rec.db)
-                self.db = rec.db
-            self.keys += 1
-            self.write(rec.line)
+            self.put(rec.db, rec.line)
             return
         t, v, k = rec.vtype.type, rec.value, rec.key
         layout = rec.vtype.layout

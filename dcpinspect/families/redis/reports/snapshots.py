@@ -399,11 +399,18 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
     if digester is not None:
         summary.digest = digester.snapshot
     if fmt == "resp":
-        export(lambda exporter: records(path, True, select, resp=exporter), summary, lambda rec: _unusable(path, rec))
+        helper = _helper(path, how, fmt) if select is None else None
+        try:
+            export(lambda exporter: records(path, True, select, resp=exporter,
+                                            stripe=None if helper is None else helper.stripe),
+                   summary, lambda rec: _unusable(path, rec), helper)
+        finally:
+            if helper is not None:
+                helper.close()
     elif fmt == "jsonl":
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
         lines = digester.snapshot if how.values and digester is not None else None
-        helper = _helper(path, how) if lines is not None and select is None else None
+        helper = _helper(path, how, fmt) if lines is not None and select is None else None
         try:
             for rec in records(path, keep, select, progress=progress, lines=lines,
                                stripe=None if helper is None else helper.stripe):
@@ -413,7 +420,7 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
                     continue
                 if helper is not None and type(rec) is KeyRecord and not helper.mine(rec):  # the helper's
                     summary.add(rec)
-                    line = helper.line(rec)
+                    line = helper.take(rec)
                     write(line) if write else sys.stdout.write(line.decode("ascii"))
                     continue
                 if type(rec) is not KeyRecord:
@@ -426,7 +433,9 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
                     line = dumps_line(obj, type(rec) is not KeyRecord)  # a key's object holds no float
                     write(line) if write else sys.stdout.write(line.decode("ascii"))
             if helper is not None:
-                helper.finish(digester.snapshot)
+                from .stripes import add_digest
+
+                add_digest(digester.snapshot, helper.finish())
         finally:
             if helper is not None:
                 helper.close()
@@ -475,9 +484,9 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
     return max((LEVELS[s] for s, n in summary.severities.items() if n), default=-1)
 
 
-def _helper(path, how: Reading):
-    """A :class:`~.stripes.Helper` writing half the lines of ``path``, when the file is to be
-    shared between two processes (:func:`~.stripes.shared_path`), else None."""
+def _helper(path, how: Reading, fmt: str):
+    """A :class:`~.stripes.Helper` writing part of the keys of ``path`` as ``fmt``, when the
+    file is to be shared between two processes (:func:`~.stripes.shared_path`), else None."""
     from . import stripes
 
     name = stripes.shared_path(path, how.jobs)
@@ -485,13 +494,14 @@ def _helper(path, how: Reading):
         return None
     sys.stdout.flush()  # (nothing written before the fork is written twice)
     sys.stderr.flush()
-    return stripes.Helper(name)
+    return stripes.Helper(name, fmt)
 
 
-def export(recs, summary: report.Summary, check) -> None:
+def export(recs, summary: report.Summary, check, helper=None) -> None:
     """The records (values kept) as RESP commands on stdout (:mod:`.export`); ``check`` is
     given each record that is no key first; the findings and what was exported, on stderr.
-    ``recs``: the records, or what makes them of the Exporter (``records``'s ``resp``)."""
+    ``recs``: the records, or what makes them of the Exporter (``records``'s ``resp``);
+    ``helper``: a :class:`~.stripes.Helper` that writes the keys of its stripes."""
     from .export import Exporter
 
     if sys.stdout.isatty():
@@ -507,7 +517,14 @@ def export(recs, summary: report.Summary, check) -> None:
     for rec in recs(exporter) if callable(recs) else recs:
         kind = type(rec)
         if kind is KeyRecord:
-            exporter.key(rec)
+            if helper is not None and rec.line is None and not helper.mine(rec):  # the helper's
+                data = helper.take(rec)
+                if data:
+                    exporter.put(rec.db, data)
+                else:  # (it said why)
+                    exporter.skipped += 1
+            else:
+                exporter.key(rec)
         else:
             check(rec)
             if kind is OpRecord:
@@ -517,6 +534,8 @@ def export(recs, summary: report.Summary, check) -> None:
         summary.add(rec)
         if kind is KeyRecord and rec.findings:
             loose.extend(rec.findings)
+    if helper is not None:
+        exporter.commands += helper.finish()["commands"]
     sys.stdout.flush()
     for f in loose:
         sys.stderr.write(safe(f"{f.severity}: {f.rule} at offset {f.offset}: {f.message}") + "\n")

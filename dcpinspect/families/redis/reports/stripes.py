@@ -1,21 +1,23 @@
-"""Two processes for one RDB file's ``rdb --format jsonl --values``.
+"""Two processes for one RDB file's ``rdb --format jsonl --values`` and ``--format resp``.
 
-Writing a key's value as JSON and its digest as the server computes it costs some three
-times what reading the key costs, and a file's keys can only be found by reading it from
-the start. So both processes read the whole file, and each writes the lines of part of
-it: the file is cut into stripes of :data:`STRIPE` bytes by the offset at which each key's
-record starts; of every :data:`WAYS` stripes, this process writes the lines of the first
-one's keys, and a helper forked from it those of the others (``RdbParser``'s ``stripe``),
-the other keys read without their values' lines. (This process also writes out every line
-and takes the helper's from the pipe: so the helper makes more of them.)
+Writing a key's value as JSON with its digest as the server computes it, or as Redis
+commands, costs several times what reading the key costs, and a file's keys can only be
+found by reading it from the start. So both processes read the whole file, and each writes
+the keys of part of it: the file is cut into stripes of :data:`STRIPE` bytes by the offset
+at which each key's record starts; of every :data:`WAYS` stripes, this process writes the
+keys of the first one, and a helper forked from it those of the others (``RdbParser``'s
+``stripe``: the other keys are read without being written). This process also writes out
+every key and takes the helper's from the pipe: so the helper writes more of them.
 
-The helper sends the lines of each of its stripes as one frame through a pipe: the
-stripe's number, the offset of its first key, how many lines, and the lines. This process
-writes them out where their keys come in the file, so that the output is byte for byte
-that of one process; a frame that does not match the keys it read (another stripe, another
-first offset, another number of lines) or a helper that stops stop the run with an
-error, never with a wrong or a missing line. Last, the helper sends its keys' part of the
-snapshot's digest (``DEBUG DIGEST``), which this process adds to its own.
+The helper sends the keys of each of its stripes as one frame through a pipe: the stripe's
+number, the offset of its first key, how many keys, their bytes, and where each one's
+ends. This process writes each where its key comes in the file, together with everything
+that is not a key (aux fields, functions, findings, ``SELECT``), so that the output is
+byte for byte that of one process; a frame that does not match the keys it read (another
+stripe, another first offset, another number of keys) or a helper that stops stop the run
+with an error, never with a wrong or a missing key. Last, the helper sends what it counted
+(its keys' part of the snapshot's digest; the commands it wrote), which this process adds
+to its own.
 
 Only a regular file, not gzip, of at least :data:`LEAST` bytes, on a machine with two
 processors or more, is shared so (``--jobs 1`` keeps it to one process, ``--jobs 2`` shares
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 import queue
 import signal
 import struct
@@ -45,8 +48,8 @@ WAYS = 3
 MINE, HELPERS = 0b001, 0b110
 #: frames the helper may be ahead of this process (each some 2 MB)
 AHEAD = 8
-#: a frame's head: its stripe (-1: the digest's part, last), its first key's offset, its
-#: lines, the bytes that follow
+#: a frame's head: its stripe (-1: what the helper counted, last), its first key's offset,
+#: its keys, the bytes that follow (the keys', then where each ends, 8 bytes each)
 HEAD = struct.Struct("<qQQQ")
 
 
@@ -81,16 +84,16 @@ def shared_path(path, jobs: int) -> str | None:
 
 
 class Helper:
-    """The forked helper that writes the helper's stripes' lines of the file ``name``, and what
-    this process needs to take them in turn (:meth:`line`) and end (:meth:`finish`, and
-    :meth:`close` whatever happens)."""
+    """The forked helper that writes the keys of its stripes of the file ``name`` as ``fmt``
+    ("jsonl" with values, or "resp"), and what this process needs to take them in turn
+    (:meth:`take`) and end (:meth:`finish`, and :meth:`close` whatever happens)."""
 
     @property
     def stripe(self) -> tuple[int, int, int]:
         """RdbParser's stripe for this process's keys."""
         return STRIPE, MINE, WAYS
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, fmt: str) -> None:
         self.name = name
         r, w = os.pipe()
         try:
@@ -102,14 +105,15 @@ class Helper:
         self.pid = os.fork()
         if self.pid == 0:  # the helper: never back into the caller's code
             os.close(r)
-            os._exit(_serve(name, w))
+            os._exit(_serve(name, w, fmt))
         os.close(w)
         self._r = os.fdopen(r, "rb")
         self._frames: queue.Queue = queue.Queue(AHEAD)
         self._pump = threading.Thread(target=self._take_frames, daemon=True)
         self._pump.start()
-        self._at = -1  # the stripe whose lines are being given
-        self._lines: list[bytes] = []
+        self._at = -1  # the stripe whose keys are being given
+        self._body = b""
+        self._ends: memoryview | tuple = ()
         self._given = 0
         self._done = False
 
@@ -118,41 +122,40 @@ class Helper:
         """Whether the key's line is this process's to write."""
         return MINE >> (rec.offset // STRIPE % WAYS) & 1 == 1
 
-    def line(self, rec) -> bytes:
-        """The line of ``rec``, a key of the helper's stripes, as the helper wrote it."""
+    def take(self, rec) -> bytes:
+        """What the helper wrote of ``rec``, a key of its stripes (empty: it wrote nothing
+        of it, and said why)."""
         k = rec.offset // STRIPE
         if k != self._at:
             self._all_given()
-            frame = self._next()
-            if frame[0] != k or frame[1] != rec.offset:
-                self._mismatch(f"its lines of stripe {frame[0]} (from offset {frame[1]:,}) came where this "
+            at, first, n, body = self._next()
+            if at != k or first != rec.offset:
+                self._mismatch(f"its keys of stripe {at} (from offset {first:,}) came where this "
                                f"process read the key at offset {rec.offset:,} (stripe {k})")
-            self._at, self._given = k, 0
-            self._lines = frame[3].split(b"\n")
-            if len(self._lines) != frame[2] + 1 or self._lines[-1]:
-                self._mismatch(f"its frame of stripe {k} holds {len(self._lines) - 1:,} lines, not {frame[2]:,}")
-        if self._given >= len(self._lines) - 1:
-            self._mismatch(f"stripe {k} has more keys here than the {len(self._lines) - 1:,} lines it wrote")
-        line = self._lines[self._given]
-        self._given += 1
-        return line + b"\n"
+            size = len(body) - 8 * n
+            ends = memoryview(body)[size:].cast("Q") if n else ()
+            if size < 0 or (n and (ends[-1] != size or any(ends[i] > ends[i + 1] for i in range(n - 1)))):
+                self._mismatch(f"its frame of stripe {k} does not hold {n:,} keys")
+            self._at, self._given, self._body, self._ends = k, 0, body, ends
+        i = self._given
+        if i >= len(self._ends):
+            self._mismatch(f"stripe {k} has more keys here than the {len(self._ends):,} it wrote")
+        self._given = i + 1
+        return self._body[self._ends[i - 1] if i else 0:self._ends[i]]
 
-    def finish(self, snapshot) -> None:
-        """The helper's part of the snapshot's digest added to ``snapshot`` (a
-        :class:`~..rdb.digest.SnapshotDigest`), once every line it wrote was given."""
+    def finish(self) -> dict:
+        """What the helper counted (see :func:`_serve`), once every key it wrote was given."""
         self._all_given()
         frame = self._next()
         if frame[0] != -1:
-            self._mismatch(f"it wrote the lines of stripe {frame[0]} (from offset {frame[1]:,}), for keys "
+            self._mismatch(f"it wrote the keys of stripe {frame[0]} (from offset {frame[1]:,}), which "
                            "this process did not read")
-        part = json.loads(frame[3])
-        for db, value in part["per_db"].items():
-            snapshot.per_db[int(db)] = snapshot.per_db.get(int(db), 0) ^ int(value, 16)
-        snapshot.unknown += part["unknown"]
+        counted = json.loads(frame[3])
         _, status = os.waitpid(self.pid, 0)
         self._done = True
         if status != 0:
             raise InputError(f"{self.name}: the second process reading it ended with status {status}")
+        return counted
 
     def close(self) -> None:
         """The helper stopped (if it is still running) and its pipe closed."""
@@ -171,9 +174,8 @@ class Helper:
     # ------------------------------------------------------------------ inside
 
     def _all_given(self) -> None:
-        if self._at >= 0 and self._given != len(self._lines) - 1:
-            self._mismatch(f"stripe {self._at} has {self._given:,} keys here, and it wrote "
-                           f"{len(self._lines) - 1:,} lines")
+        if self._at >= 0 and self._given != len(self._ends):
+            self._mismatch(f"stripe {self._at} has {self._given:,} keys here, and it wrote {len(self._ends):,}")
 
     def _next(self) -> tuple:
         frame = self._frames.get()
@@ -208,44 +210,43 @@ class Helper:
         self._frames.put(None)
 
 
-def _serve(name: str, w: int) -> int:
-    """(the helper) The lines of the keys of its stripes of ``name``, a frame a stripe,
-    then the digest's part, into the pipe ``w``; the process's exit status."""
+def _serve(name: str, w: int, fmt: str) -> int:
+    """(the helper) The keys of its stripes of ``name`` as ``fmt``, a frame a stripe, then
+    what it counted (jsonl: its keys' part of the snapshot's digest, ``per_db`` and
+    ``unknown``; resp: the ``commands`` it wrote), into the pipe ``w``; the process's exit
+    status."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # (interrupted with the run: no traceback)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        from ....outputs.jsonl import dumps_line
-        from ..rdb.digest import Digester
         from ..rdb.records import KeyRecord
-        from . import report
         from .snapshots import records
 
         out = os.fdopen(w, "wb", buffering=1 << 20)
-        digester = Digester()
-        at, first, lines = -1, 0, []
+        at, first, keys, ends, size = -1, 0, [], array("Q"), 0
 
         def send(k: int, first: int, n: int, body: bytes) -> None:
             out.write(HEAD.pack(k, first, n, len(body)))
             out.write(body)
 
-        for rec in records(name, True, None, lines=digester.snapshot, stripe=(STRIPE, HELPERS, WAYS)):
+        write_key, see, stream, counted = _writer(name, fmt)
+        for rec in stream:
             if type(rec) is not KeyRecord:
-                digester.see(rec)
+                see(rec)
                 continue
             k = rec.offset // STRIPE
             if not HELPERS >> (k % WAYS) & 1:
                 continue
             if k != at:
-                if lines:
-                    send(at, first, len(lines), b"".join(lines))
-                at, first, lines = k, rec.offset, []
-            lines.append(rec.line if rec.line is not None else
-                         dumps_line(report.key_json(rec, digester, True), False))
-        if lines:
-            send(at, first, len(lines), b"".join(lines))
-        snapshot = digester.snapshot
-        send(-1, 0, 0, json.dumps({"per_db": {str(db): f"{v:x}" for db, v in snapshot.per_db.items()},
-                                   "unknown": snapshot.unknown}).encode())
+                if keys:
+                    send(at, first, len(keys), b"".join(keys) + ends.tobytes())
+                at, first, keys, ends, size = k, rec.offset, [], array("Q"), 0
+            data = write_key(rec)
+            keys.append(data)
+            size += len(data)
+            ends.append(size)
+        if keys:
+            send(at, first, len(keys), b"".join(keys) + ends.tobytes())
+        send(-1, 0, 0, json.dumps(counted()).encode())
         out.close()
         return 0
     except BrokenPipeError:
@@ -256,3 +257,61 @@ def _serve(name: str, w: int) -> int:
         except OSError:
             pass
         return 2
+
+
+def _writer(name: str, fmt: str):
+    """(the helper) What writes one key of ``name`` as ``fmt`` (bytes), what takes the
+    records that are no keys, the records, and what gives what was counted at the end."""
+    from .snapshots import records
+
+    if fmt == "resp":
+        import sys
+
+        from ....messages.text import key_text
+        from ....outputs.escape import safe
+        from .export import Exporter
+
+        parts: list[bytes] = []
+
+        def skip(rec, why: str) -> None:
+            sys.stderr.write(safe(f"not exported: db {rec.db} key {key_text(rec.key)!r} at offset {rec.offset}: "
+                                  f"{why}") + "\n")
+            sys.stderr.flush()
+
+        exporter = Exporter(parts.append, skip)
+
+        def write_key(rec) -> bytes:
+            exporter.db = rec.db  # (SELECT is the other process's)
+            exporter.key(rec)
+            data = b"".join(parts)
+            parts.clear()
+            return data
+
+        def see(rec) -> None:
+            pass
+
+        stream = records(name, True, None, stripe=(STRIPE, HELPERS, WAYS), resp=exporter)
+        return write_key, see, stream, lambda: {"commands": exporter.commands}
+    from ....outputs.jsonl import dumps_line
+    from ..rdb.digest import Digester
+    from . import report
+
+    digester = Digester()
+
+    def write_line(rec) -> bytes:
+        return rec.line if rec.line is not None else dumps_line(report.key_json(rec, digester, True), False)
+
+    def counted() -> dict:
+        snapshot = digester.snapshot
+        return {"per_db": {str(db): f"{v:x}" for db, v in snapshot.per_db.items()}, "unknown": snapshot.unknown}
+
+    stream = records(name, True, None, lines=digester.snapshot, stripe=(STRIPE, HELPERS, WAYS))
+    return write_line, digester.see, stream, counted
+
+
+def add_digest(snapshot, counted: dict) -> None:
+    """The helper's keys' part of the snapshot's digest (what :meth:`Helper.finish` gives of
+    a jsonl run) added to ``snapshot`` (a :class:`~..rdb.digest.SnapshotDigest`)."""
+    for db, value in counted["per_db"].items():
+        snapshot.per_db[int(db)] = snapshot.per_db.get(int(db), 0) ^ int(value, 16)
+    snapshot.unknown += counted["unknown"]
