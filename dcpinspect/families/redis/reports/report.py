@@ -143,6 +143,31 @@ class Summary:
             if item > biggest[0]:
                 heapq.heapreplace(biggest, item)
 
+    def keys_part(self) -> dict:
+        """What the keys added made of the figures, as plain data (for :meth:`merge`)."""
+        return {"keys": self.keys, "groups": [[*k, *v] for k, v in self.groups.items()],
+                "expiring": self.expiring, "expired": self.expired, "biggest": self.biggest,
+                "findings": dict(self.findings), "severities": dict(self.severities)}
+
+    def merge(self, part: dict) -> None:
+        """The figures another Summary's keys made (:meth:`keys_part`) added to these, as if
+        its keys had been added here (the biggest keys too: ranked by size, then offset)."""
+        self.keys += part["keys"]
+        for db, t, enc, n, size in part["groups"]:
+            group = self.groups.setdefault((db, t, enc), [0, 0])
+            group[0] += n
+            group[1] += size
+        self.expiring += part["expiring"]
+        self.expired += part["expired"]
+        for item in part["biggest"]:
+            item = tuple(item)
+            if len(self.biggest) < BIGGEST:
+                heapq.heappush(self.biggest, item)
+            elif item > self.biggest[0]:
+                heapq.heapreplace(self.biggest, item)
+        self.findings.update(part["findings"])
+        self.severities.update(part["severities"])
+
     @property
     def per_db(self) -> dict[int, Counter]:
         """Keys per type, per db."""

@@ -419,8 +419,7 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
                     write(rec.line) if write else sys.stdout.write(rec.line.decode("ascii"))
                     continue
                 if helper is not None and type(rec) is KeyRecord and not helper.mine(rec):  # the helper's
-                    summary.add(rec)
-                    line = helper.take(rec)
+                    line = helper.take(rec)  # (and its figures: the helper's summary, at the end)
                     write(line) if write else sys.stdout.write(line.decode("ascii"))
                     continue
                 if type(rec) is not KeyRecord:
@@ -435,7 +434,9 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
             if helper is not None:
                 from .stripes import add_digest
 
-                add_digest(digester.snapshot, helper.finish())
+                counted = helper.finish()
+                add_digest(digester.snapshot, counted)
+                summary.merge(counted["summary"])
         finally:
             if helper is not None:
                 helper.close()
@@ -523,8 +524,10 @@ def export(recs, summary: report.Summary, check, helper=None) -> None:
                     exporter.put(rec.db, data)
                 else:  # (it said why)
                     exporter.skipped += 1
-            else:
-                exporter.key(rec)
+                if rec.findings:  # (said here, in the file's order; counted in the helper's summary)
+                    loose.extend(rec.findings)
+                continue
+            exporter.key(rec)
         else:
             check(rec)
             if kind is OpRecord:
@@ -535,7 +538,9 @@ def export(recs, summary: report.Summary, check, helper=None) -> None:
         if kind is KeyRecord and rec.findings:
             loose.extend(rec.findings)
     if helper is not None:
-        exporter.commands += helper.finish()["commands"]
+        counted = helper.finish()
+        exporter.commands += counted["commands"]
+        summary.merge(counted["summary"])
     sys.stdout.flush()
     for f in loose:
         sys.stderr.write(safe(f"{f.severity}: {f.rule} at offset {f.offset}: {f.message}") + "\n")

@@ -114,7 +114,7 @@ class Helper:
         self._at = -1  # the stripe whose keys are being given
         self._body = b""
         self._ends: memoryview | tuple = ()
-        self._given = 0
+        self._given = self._n = 0
         self._done = False
 
     @staticmethod
@@ -126,6 +126,10 @@ class Helper:
         """What the helper wrote of ``rec``, a key of its stripes (empty: it wrote nothing
         of it, and said why)."""
         k = rec.offset // STRIPE
+        i = self._given
+        if k == self._at and i < self._n:  # (the common case, first)
+            self._given = i + 1
+            return self._body[self._ends[i - 1] if i else 0:self._ends[i]]
         if k != self._at:
             self._all_given()
             at, first, n, body = self._next()
@@ -136,9 +140,9 @@ class Helper:
             ends = memoryview(body)[size:].cast("Q") if n else ()
             if size < 0 or (n and (ends[-1] != size or any(ends[i] > ends[i + 1] for i in range(n - 1)))):
                 self._mismatch(f"its frame of stripe {k} does not hold {n:,} keys")
-            self._at, self._given, self._body, self._ends = k, 0, body, ends
+            self._at, self._given, self._body, self._ends, self._n = k, 0, body, ends, n
         i = self._given
-        if i >= len(self._ends):
+        if i >= self._n:
             self._mismatch(f"stripe {k} has more keys here than the {len(self._ends):,} it wrote")
         self._given = i + 1
         return self._body[self._ends[i - 1] if i else 0:self._ends[i]]
@@ -212,14 +216,15 @@ class Helper:
 
 def _serve(name: str, w: int, fmt: str) -> int:
     """(the helper) The keys of its stripes of ``name`` as ``fmt``, a frame a stripe, then
-    what it counted (jsonl: its keys' part of the snapshot's digest, ``per_db`` and
-    ``unknown``; resp: the ``commands`` it wrote), into the pipe ``w``; the process's exit
-    status."""
+    what it counted: its keys' ``summary`` (:meth:`~.report.Summary.keys_part`: the other
+    process adds none of them to its own), and (jsonl) their part of the snapshot's digest,
+    ``per_db`` and ``unknown``, or (resp) the ``commands`` it wrote; into the pipe ``w``;
+    the process's exit status."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # (interrupted with the run: no traceback)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         from ..rdb.records import KeyRecord
-        from .snapshots import records
+        from .report import Summary
 
         out = os.fdopen(w, "wb", buffering=1 << 20)
         at, first, keys, ends, size = -1, 0, [], array("Q"), 0
@@ -229,6 +234,7 @@ def _serve(name: str, w: int, fmt: str) -> int:
             out.write(body)
 
         write_key, see, stream, counted = _writer(name, fmt)
+        summary = Summary(name)
         for rec in stream:
             if type(rec) is not KeyRecord:
                 see(rec)
@@ -236,6 +242,7 @@ def _serve(name: str, w: int, fmt: str) -> int:
             k = rec.offset // STRIPE
             if not HELPERS >> (k % WAYS) & 1:
                 continue
+            summary.add(rec)
             if k != at:
                 if keys:
                     send(at, first, len(keys), b"".join(keys) + ends.tobytes())
@@ -246,7 +253,7 @@ def _serve(name: str, w: int, fmt: str) -> int:
             ends.append(size)
         if keys:
             send(at, first, len(keys), b"".join(keys) + ends.tobytes())
-        send(-1, 0, 0, json.dumps(counted()).encode())
+        send(-1, 0, 0, json.dumps({**counted(), "summary": summary.keys_part()}).encode())
         out.close()
         return 0
     except BrokenPipeError:
