@@ -295,17 +295,23 @@ class Reports:
         return m
 
     def _expiry_add(self, expire_ms: int | None, total: int) -> None:
-        at = self.options.at_ms if self.options.at_ms is not None else self.ctime_ms
         if expire_ms is None:
             name = "none"
-        elif at is None:
-            name = "unknown"
         else:
-            left = expire_ms - at
-            name = next(n for n, below in EXPIRY_BUCKETS if below is None or left < below)
-        row = self._expiry.setdefault(name, [0, 0])
-        row[0] += 1
-        row[1] += total
+            at = self.options.at_ms if self.options.at_ms is not None else self.ctime_ms
+            if at is None:
+                name = "unknown"
+            else:
+                left = expire_ms - at
+                for name, below in EXPIRY_BUCKETS:
+                    if below is None or left < below:
+                        break
+        row = self._expiry.get(name)
+        if row is None:
+            self._expiry[name] = [1, total]
+        else:
+            row[0] += 1
+            row[1] += total
 
     # ------------------------------------------------------------------ what is shown
 
