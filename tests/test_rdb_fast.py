@@ -33,7 +33,7 @@ from dcpinspect.families.redis.rdb import primitives
 from dcpinspect.families.redis.rdb import decoder as rdb
 from dcpinspect.families.redis.rdb.primitives import Corrupt
 from dcpinspect.families.redis.rdb.decoder import RdbParser
-from dcpinspect.families.redis.rdb.records import Ending
+from dcpinspect.families.redis.rdb.records import Ending, KeyRecord
 from dcpinspect.findings import Finding
 from corpus import corpus
 
@@ -610,3 +610,34 @@ def test_values_not_kept_give_the_same_records_with_the_c_helpers_or_without(nam
     for module in (layouts, lzf, primitives, rdb):
         monkeypatch.setattr(module, "C", None)
     assert [_full(decode(data, False)) for data in files] == with_c
+
+
+@pytest.mark.parametrize("n", [30, 1000, 40000])
+@pytest.mark.parametrize("kind", ["set", "hash", "intset-like"])
+def test_a_repeated_member_among_many_is_found_whatever_their_number(n, kind):
+    """The lane tells a repeat among a collection's members by a table of their hashes (a
+    sort past 32,768): wherever the repeat is, the readers are given the key and say it;
+    without one, no finding."""
+    from dcpinspect.families.redis.rdb.decoder import RdbParser
+
+    def members(repeat_at):
+        names = [b"%d" % (i * 7 - 5000) if kind == "intset-like" else b"member:%d" % i for i in range(n)]
+        if repeat_at is not None:
+            names[repeat_at] = names[0]
+        return names
+
+    def value(names):
+        if kind == "hash":
+            return rdbgen.length(len(names)) + b"".join(rdbgen.string(m) + rdbgen.string(b"v") for m in names)
+        return rdbgen.length(len(names)) + b"".join(rdbgen.string(m) for m in names)
+
+    type_ = 4 if kind == "hash" else 2
+    for repeat_at in (None, 1, n // 2, n - 1):
+        raw = rdbgen.rdb(rdbgen.key(type_, "k", value(members(repeat_at))) + rdbgen.key(0, "after", rdbgen.string(b"x")),
+                         version=10, checksum=False)
+        recs = [r for r in RdbParser().feed(raw) if type(r) is KeyRecord]
+        rules = [f.rule for f in recs[0].findings]
+        assert [r.key for r in recs] == [b"k", b"after"]
+        # (-kept: a hash small enough that the server, loading it as a listpack, keeps both)
+        assert rules in (([],) if repeat_at is None else (["rdb-duplicate-member"], ["rdb-duplicate-member-kept"])), \
+            (repeat_at, rules)

@@ -15,6 +15,22 @@
 #include <string.h>
 #include <math.h>
 
+/* x in decimal into num (as printf's %lld writes it), its length */
+static int i64_text(char num[24], long long x) {
+    char t[24], *w = t + 24;
+    unsigned long long u = x < 0 ? 0 - (unsigned long long)x : (unsigned long long)x;
+    do {
+        *--w = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (x < 0)
+        *--w = '-';
+    int n = (int)(t + 24 - w);
+    memcpy(num, w, (size_t)n);
+    num[n] = 0;
+    return n;
+}
+
 static uint32_t le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -342,7 +358,7 @@ static PyObject *skip_strings(PyObject *self, PyObject *args) {
                               : c == 0xC1 ? (long long)(int16_t)(b[q] | b[q + 1] << 8)
                                           : (long long)(int32_t)le32(b + q);
                 char num[24];
-                int m = snprintf(num, sizeof num, "%lld", x);
+                int m = i64_text(num, x);
                 v = PyBytes_FromStringAndSize(num, m);
             } else
                 v = PyBytes_FromStringAndSize((const char *)b + q, (Py_ssize_t)size);
@@ -462,7 +478,7 @@ static int members_put(Members *d, const uint8_t *s, size_t len) {
 
 static int members_put_int(Members *d, int64_t v) {
     char num[24];
-    int k = snprintf(num, sizeof num, "%lld", (long long)v);
+    int k = i64_text(num, (long long)v);
     return members_put(d, (const uint8_t *)num, (size_t)k);
 }
 
@@ -471,7 +487,14 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* whether two of the members put since the last call hash alike (and none kept after) */
+/* the most members the table of members_repeat takes (512 KiB of it); more are sorted in
+ * place, so that a huge collection costs no memory past its hashes */
+#define MEMBERS_TABLED (1 << 15)
+
+/* whether two of the members put since the last call hash alike (and none kept after):
+ * up to MEMBERS_TABLED, each goes into an open-addressed table twice their number or more
+ * (a hash of 0, which marks a free slot, said apart; a table that cannot be had counts as a
+ * repeat, which declines the key to the readers); more are sorted */
 static int members_repeat(Members *d) {
     size_t n = d->n;
     d->n = 0;
@@ -479,11 +502,35 @@ static int members_repeat(Members *d) {
         return 0;
     if (n <= 24)
         return members_repeat_few(d->h, n);
-    qsort(d->h, n, sizeof(uint64_t), cmp_u64);
-    for (size_t i = 1; i < n; i++)
-        if (d->h[i] == d->h[i - 1])
-            return 1;
-    return 0;
+    if (n > MEMBERS_TABLED) {
+        qsort(d->h, n, sizeof(uint64_t), cmp_u64);
+        for (size_t i = 1; i < n; i++)
+            if (d->h[i] == d->h[i - 1])
+                return 1;
+        return 0;
+    }
+    size_t slots = 64;
+    while (slots < 2 * n)
+        slots *= 2;
+    uint64_t *t = PyMem_Calloc(slots, sizeof(uint64_t));
+    if (t == NULL)
+        return 1;
+    int zero = 0, repeat = 0;
+    for (size_t i = 0; i < n && !repeat; i++) {
+        uint64_t h = d->h[i];
+        if (h == 0) {
+            repeat = zero;
+            zero = 1;
+            continue;
+        }
+        size_t j = (size_t)(h ^ h >> 29) & (slots - 1);
+        while (t[j] != 0 && t[j] != h)
+            j = (j + 1) & (slots - 1);
+        repeat = t[j] == h;
+        t[j] = h;
+    }
+    PyMem_Free(t);
+    return repeat;
 }
 
 /* the entries of a listpack as C values, for the stream lane */
@@ -1102,7 +1149,7 @@ static int lane_string(Lane *L, size_t *q, int want, const uint8_t **data, size_
             long long x = enc == 0 ? (long long)(int8_t)v[0]
                         : enc == 1 ? (long long)(int16_t)((unsigned)v[0] | (unsigned)v[1] << 8)
                                    : (long long)(int32_t)le32(v);
-            int k = snprintf(num, 24, "%lld", x);
+            int k = i64_text(num, x);
             *len = (size_t)k;
             *data = (const uint8_t *)num;
             *kind = S_INT;
@@ -1361,8 +1408,11 @@ static int ids_usage(const Measure *M, Ids *x, uint64_t *sum) {
 
 /* the length of an integer as decimal text (what the readers make of it) */
 static size_t int_len(int64_t x) {
-    char buf[24];
-    return (size_t)snprintf(buf, sizeof buf, "%lld", (long long)x);
+    uint64_t u = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
+    size_t n = x < 0 ? 2 : 1;
+    for (; u >= 10; u /= 10)
+        n++;
+    return n;
 }
 
 /* the longest element of a listpack checked already (every `step`-th entry from the first:

@@ -229,7 +229,7 @@ static int double_redis(double d, char *t, size_t room) {
         return snprintf(t, room, signbit(d) ? "-0" : "0");
     const double half = (double)(9223372036854775807LL / 2);
     if (d >= -half && d <= half && (double)(long long)d == d)
-        return snprintf(t, room, "%lld", (long long)d);
+        return room >= 24 ? i64_text(t, (long long)d) : snprintf(t, room, "%lld", (long long)d);
     int neg = d < 0;
     char *r = PyOS_double_to_string(neg ? -d : d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
     if (r == NULL)
