@@ -184,3 +184,18 @@ def test_which_files_are_shared(tmp_path, monkeypatch):
     assert stripes.shared_path(path, 0) == str(path)
     monkeypatch.setattr(stripes, "processors", lambda: 1)
     assert stripes.shared_path(path, 0) is None
+
+
+@needs_c
+@pytest.mark.parametrize("fmt", [["-f", "jsonl", "--values"], ["-f", "resp"]])
+def test_the_command_line_takes_jobs(fmt, tmp_path):
+    """``rdb --jobs 2`` forks the helper from the command line too (a small file: all its
+    keys in the first stripe, the helper's part empty) and writes what ``--jobs 1`` writes."""
+    import subprocess
+
+    path = ROOT / "tests" / "corpora" / "rdb-librdb" / "100_lists.rdb"
+    runs = [subprocess.run([sys.executable, "-m", "dcpinspect", "rdb", str(path), *fmt, "--jobs", jobs],
+                           capture_output=True, timeout=120) for jobs in ("1", "2")]
+    assert [r.returncode for r in runs] == [0, 0], runs[1].stderr
+    assert runs[0].stdout == runs[1].stdout and runs[0].stdout
+    assert runs[0].stderr == runs[1].stderr
