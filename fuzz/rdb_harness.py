@@ -14,7 +14,11 @@ follows the header. For any input the decoder must:
   (``measure``), and the same memory estimate of each key as from its kept value;
 - give records that the jsonl and table outputs turn into text, values and digests too;
 - give, with a key selection, the keys it admits (values kept, the lane passing over the
-  others), the same records as without it.
+  others), the same records as without it;
+- give, when the lane writes the lines of one stripe's keys only (``stripe``: one of two
+  processes), those keys' lines as above and none of the others';
+- give, when the lane writes keys as Redis commands (``resp``, ``rdb --format resp``), the
+  commands and the count the Exporter makes of the values kept.
 
 Run as a campaign with ``python3 fuzz/rdb.py`` (fuzz/campaign.py's options); the test
 suite runs it in tests/test_fuzz_rdb.py.
@@ -28,10 +32,10 @@ CAP = 4096
 
 
 def _run(data: bytes, chunk: int | None, keep: bool = True, select=None, measure=None,
-         lines=None) -> tuple[list, int]:
+         lines=None, stripe=None, resp=None) -> tuple[list, int]:
     from dcpinspect.families.redis.rdb.decoder import RdbParser
 
-    parser = RdbParser(keep=keep, cap=CAP, select=select, measure=measure, lines=lines)
+    parser = RdbParser(keep=keep, cap=CAP, select=select, measure=measure, lines=lines, stripe=stripe, resp=resp)
     out, held = [], 0
     if chunk is None:
         out += parser.feed(data)
@@ -118,6 +122,29 @@ def check_rdb(data: bytes) -> None:
             dumps(function_json(rec))
     dumps(summary.to_json())
     assert lined_digest.hexdigest() == digester.snapshot.hexdigest()
+    # one stripe's lines (rdb --jobs): those keys' lines as above, none of the others'
+    striped, _ = _run(stream, chunk if data[0] & 1 else None, lines=SnapshotDigest(), stripe=(64, 0b01, 2))
+    assert _signature(striped, values=False) == _signature(whole, values=False)
+    for rec in striped:
+        if isinstance(rec, KeyRecord) and rec.line is not None:
+            assert rec.offset // 64 % 2 == 0 and rec.line == lines.get(rec.offset, rec.line), rec.key
+    # the lane's commands (rdb --format resp): the Exporter's of the values kept
+    from dcpinspect.families.redis.reports.export import Exporter
+
+    def exported(recs, exporter, out):
+        for rec in recs:
+            if isinstance(rec, KeyRecord):
+                exporter.key(rec)
+            elif isinstance(rec, OpRecord):
+                exporter.op(rec)
+        return b"".join(out), exporter.commands, exporter.keys, exporter.skipped
+
+    want_out, got_out = [], []
+    want = exported(whole, Exporter(want_out.append), want_out)
+    lane_exporter = Exporter(got_out.append)
+    commanded, _ = _run(stream, chunk if data[0] & 2 else None, resp=lane_exporter)
+    assert _signature(commanded, values=False) == _signature(whole, values=False)
+    assert exported(commanded, lane_exporter, got_out) == want
     # a selection: the keys it admits, and no others, whatever the bytes
     select = KeySelection.from_options({"match": "*a*", "min_elements": 1})
     chosen, _ = _run(stream, chunk, keep=True, select=select)

@@ -1465,17 +1465,23 @@ static int64_t intset_get(const uint8_t *d, uint32_t width, size_t i) {
          : width == 4 ? (int64_t)(int32_t)le32(v) : le64s(v);
 }
 
+/* the intset blob at *q: 1 with its bytes (*d, *len), its integers' width and number,
+ * when its header holds (a width of 2, 4 or 8 and the bytes of that many), else 0 */
+static int lane_intset_blob(Lane *L, size_t *q, const uint8_t **d, size_t *len, uint32_t *width, uint32_t *n) {
+    int kind;
+    char num[24];
+    if (!lane_string(L, q, 1, d, len, &kind, num) || kind == S_INT || *len < 8)
+        return 0;
+    *width = le32(*d);
+    *n = le32(*d + 4);
+    return (*width == 2 || *width == 4 || *width == 8) && 8 + (uint64_t)*width * *n == *len;
+}
+
 /* an intset's integers counted: layouts.intset's checks */
 static int lane_intset(Lane *L, size_t *q, Py_ssize_t *count, size_t *blen, uint64_t *largest) {
     const uint8_t *d;
-    size_t len;
-    int kind;
-    char num[24];
-    if (!lane_string(L, q, 1, &d, &len, &kind, num) || kind == S_INT || len < 8)
-        return 0;
-    *blen = len;
-    uint32_t width = le32(d), n = le32(d + 4);
-    if ((width != 2 && width != 4 && width != 8) || 8 + (uint64_t)width * n != len)
+    uint32_t width, n;
+    if (!lane_intset_blob(L, q, &d, blen, &width, &n))
         return 0;
     int64_t prev = 0;
     for (uint32_t i = 0; i < n; i++) {

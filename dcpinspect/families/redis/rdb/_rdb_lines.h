@@ -778,7 +778,22 @@ static int lines_stream(Lines *J, Lane *L, size_t q, int version) {
 
 /* The value of layout `code` at q (read by the lane already): its JSON into J->v, its
  * elements' SHA-1s into J->hs (ordered) or J->acc (unordered). 0: declined. */
-static int lines_value(Lines *J, Lane *L, int code, size_t q) {
+/* The value at vstart, which the lane has just read and vouched for, read again by `read`
+ * (its line's value, or its commands) into J->v: 1 when whole. The LZF strings it inflates
+ * were charged to the input's budget when the lane read the key, so not again. */
+typedef int (*Reread)(Lines *J, Lane *L, void *ctx, int code, size_t q);
+
+static int lines_reread(Lines *J, Lane *L, Reread read, void *ctx, int code, size_t vstart) {
+    J->v.n = 0;
+    J->v.bad = 0;
+    uint64_t lzf_left = L->lzf_left;
+    L->lzf_left = UINT64_MAX;
+    int ok = read(J, L, ctx, code, vstart);
+    L->lzf_left = lzf_left;
+    return ok && !J->v.bad;
+}
+
+static int lines_value(Lines *J, Lane *L, void *unused, int code, size_t q) {
     const uint8_t *d;
     size_t len;
     int kind;
@@ -841,10 +856,8 @@ static int lines_value(Lines *J, Lane *L, int code, size_t q) {
         OUT_LIT(&J->v, "]");
         return 1;
     case L_INTSET: {
-        if (!lane_string(L, &q, 1, &d, &len, &kind, num) || kind == S_INT || len < 8)
-            return 0;
-        uint32_t width = le32(d), m = le32(d + 4);
-        if ((width != 2 && width != 4 && width != 8) || 8 + (uint64_t)width * m != len)
+        uint32_t width, m;
+        if (!lane_intset_blob(L, &q, &d, &len, &width, &m))
             return 0;
         OUT_LIT(&J->v, "[");
         for (uint32_t k = 0; k < m; k++) {
@@ -941,15 +954,9 @@ static PyObject *key_line(Lines *J, Lane *L, int code, size_t vstart, PyObject *
     if (type < 0)
         return NULL;
     Out *v = &J->v;
-    v->n = 0;
-    v->bad = 0;
     J->nh = 0;
     memset(J->acc, 0, 20);
-    uint64_t lzf_left = L->lzf_left; /* charged when the lane read the key: not again */
-    L->lzf_left = UINT64_MAX;
-    int ok = lines_value(J, L, code, vstart);
-    L->lzf_left = lzf_left;
-    if (!ok || v->bad)
+    if (!lines_reread(J, L, lines_value, NULL, code, vstart))
         return NULL;
     size_t value_end = v->n;
     /* the digests */

@@ -114,7 +114,8 @@ static int batch_sink(Batch *B, const LpSink *sink, int type) {
 }
 
 /* the value at q of layout `code` as commands into B; 0 to decline */
-static int resp_value(Lines *J, Lane *L, Batch *B, int code, size_t q) {
+static int resp_value(Lines *J, Lane *L, void *batch, int code, size_t q) {
+    Batch *B = batch;
     const uint8_t *d, *d2;
     size_t len, len2;
     int kind;
@@ -163,10 +164,8 @@ static int resp_value(Lines *J, Lane *L, Batch *B, int code, size_t q) {
         }
         return 1;
     case L_INTSET: {
-        if (!lane_string(L, &q, 1, &d, &len, &kind, num) || kind == S_INT || len < 8)
-            return 0;
-        uint32_t width = le32(d), m = le32(d + 4);
-        if ((width != 2 && width != 4 && width != 8) || 8 + (uint64_t)width * m != len)
+        uint32_t width, m;
+        if (!lane_intset_blob(L, &q, &d, &len, &width, &m))
             return 0;
         for (uint32_t k = 0; k < m; k++) {
             char t[24], *w = dec_i64(t, intset_get(d, width, k));
@@ -216,17 +215,11 @@ static PyObject *key_resp(Lines *J, Lane *L, int code, size_t vstart, PyObject *
     if (type < 0 || type > 4)
         return NULL; /* (a stream: the Exporter's) */
     Out *v = &J->v;
-    v->n = 0;
-    v->bad = 0;
     J->args.n = 0;
     J->args.bad = 0;
     Batch B = {v, &J->args, CMDS[type], type ? strlen(CMDS[type]) : 0, (const uint8_t *)PyBytes_AS_STRING(key),
                (size_t)PyBytes_GET_SIZE(key), 0, 0, 0, 0};
-    uint64_t lzf_left = L->lzf_left; /* charged when the lane read the key: not again */
-    L->lzf_left = UINT64_MAX;
-    int ok = resp_value(J, L, &B, code, vstart);
-    L->lzf_left = lzf_left;
-    if (!ok || v->bad || J->args.bad)
+    if (!lines_reread(J, L, resp_value, &B, code, vstart) || J->args.bad)
         return NULL;
     batch_flush(&B);
     if (has_expire) {

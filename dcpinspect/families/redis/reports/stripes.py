@@ -53,6 +53,12 @@ AHEAD = 8
 HEAD = struct.Struct("<qQQQ")
 
 
+def owns(mask: int, offset: int) -> bool:
+    """Whether the process of ``mask`` (:data:`MINE` or :data:`HELPERS`) writes the key whose
+    record starts at ``offset`` (what ``RdbParser``'s ``stripe`` says the C lane of it)."""
+    return mask >> (offset // STRIPE % WAYS) & 1 == 1
+
+
 def processors() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -120,7 +126,7 @@ class Helper:
     @staticmethod
     def mine(rec) -> bool:
         """Whether the key's line is this process's to write."""
-        return MINE >> (rec.offset // STRIPE % WAYS) & 1 == 1
+        return owns(MINE, rec.offset)
 
     def take(self, rec) -> bytes:
         """What the helper wrote of ``rec``, a key of its stripes (empty: it wrote nothing
@@ -239,9 +245,9 @@ def _serve(name: str, w: int, fmt: str) -> int:
             if type(rec) is not KeyRecord:
                 see(rec)
                 continue
-            k = rec.offset // STRIPE
-            if not HELPERS >> (k % WAYS) & 1:
+            if not owns(HELPERS, rec.offset):
                 continue
+            k = rec.offset // STRIPE
             summary.add(rec)
             if k != at:
                 if keys:
