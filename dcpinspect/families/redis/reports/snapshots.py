@@ -67,8 +67,9 @@ def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None
     InputError); ``values``: jsonl key objects carry their values and digests (and
     functions their code); ``digest``: the keys' and the snapshot's digests are computed
     (``values`` implies it); ``reports``: the memory reports asked for instead (see
-    :func:`show_reports`); ``jobs``: the processes that may share the lines of a large
-    file's values (:mod:`.stripes`: 0 as the machine and the file say, 1 one)."""
+    :func:`show_reports`); ``jobs``: the processes that may share the writing of a large
+    file's keys, as jsonl with values or as resp (:mod:`.stripes`: 0 as the machine and the
+    file say, 1 one)."""
     how = Reading(selection_of(select), values, digest or values, jobs)
     if reports:
         return show_reports(path, fmt, reports, how.select)
@@ -98,8 +99,8 @@ class Reading:
     select: Any = None
     values: bool = False
     digest: bool = False
-    #: processes that may share a file's jsonl --values lines (0: as the machine and the
-    #: file say, see :mod:`.stripes`)
+    #: processes that may share the writing of a file's keys (jsonl --values, resp; 0: as
+    #: the machine and the file say, see :mod:`.stripes`)
     jobs: int = 0
 
     def digester(self):
