@@ -56,6 +56,15 @@ def _b(v) -> bytes:
     return v if isinstance(v, bytes) else str(v).encode()
 
 
+def _read_whole(v) -> bool:
+    """Whether a value holds every element whole: the readers give an element they could
+    not hold (past the string cap, or damaged) as None, a pair's part too."""
+    if isinstance(v, (bytes, bytearray)):
+        return True
+    return all(e is not None and (type(e) is not tuple or (e[0] is not None and (len(e) < 2 or e[1] is not None)))
+               for e in v)
+
+
 def _id(sid) -> bytes:
     return b"%d-%d" % sid
 
@@ -117,7 +126,7 @@ class Exporter:
         if t == "module":
             self._skipped(rec, f"a value of module {rec.extra.get('module', '?')!r}, which only that module can write back")
             return
-        if (v is None and t != "stream") or (t == "hash" and any(e[0] is None for e in v)):
+        if (v is None and t != "stream") or (t != "stream" and not _read_whole(v)):
             self._skipped(rec, "its value was not read whole")
             return
         if t not in ("string", "ReJSON-RL", "list", "set", "zset", "hash") and not (
