@@ -2533,26 +2533,25 @@ static void sha1(const uint8_t *p, size_t n, uint8_t out[20]) {
 }
 
 /* x = SHA-1(x), y = SHA-1(y), each 20 bytes: the two at once where SHA-NI is used */
+static void sha1_20(uint8_t x[20]);
+
 static void sha1_20x2(uint8_t x[20], uint8_t y[20]) {
-    void (*block)(uint32_t[5], const uint8_t *) = sha1_block_fn();
-    uint8_t bx[64], by[64];
-    uint32_t hx[5], hy[5];
-    sha1_block20(bx, x);
-    sha1_block20(by, y);
-    memcpy(hx, SHA1_IV, sizeof hx);
-    memcpy(hy, SHA1_IV, sizeof hy);
 #ifdef CRC_CLMUL
-    if (block == sha1_block_ni) {
+    if (sha1_block_fn() == sha1_block_ni) {
+        uint8_t bx[64], by[64];
+        uint32_t hx[5], hy[5];
+        sha1_block20(bx, x);
+        sha1_block20(by, y);
+        memcpy(hx, SHA1_IV, sizeof hx);
+        memcpy(hy, SHA1_IV, sizeof hy);
         sha1_block_ni2(hx, bx, hy, by);
         sha1_out(hx, x);
         sha1_out(hy, y);
         return;
     }
 #endif
-    block(hx, bx);
-    block(hy, by);
-    sha1_out(hx, x);
-    sha1_out(hy, y);
+    sha1_20(x);
+    sha1_20(y);
 }
 
 /* The SHA-1 of an element as digest.py takes it: bytes as they are, a float through
@@ -2583,15 +2582,20 @@ static int sha1_of(PyObject *x, PyObject *score, uint8_t out[20]) {
     return 0;
 }
 
-static void mix20(uint8_t d[20], const uint8_t h[20]) {
+/* x = SHA-1(x), of 20 bytes: one block */
+static void sha1_20(uint8_t x[20]) {
     uint8_t b[64];
     uint32_t st[5];
-    for (int i = 0; i < 20; i++)
-        d[i] ^= h[i];
-    sha1_block20(b, d);
+    sha1_block20(b, x);
     memcpy(st, SHA1_IV, sizeof st);
     sha1_block_fn()(st, b);
-    sha1_out(st, d);
+    sha1_out(st, x);
+}
+
+static void mix20(uint8_t d[20], const uint8_t h[20]) {
+    for (int i = 0; i < 20; i++)
+        d[i] ^= h[i];
+    sha1_20(d);
 }
 
 /* mix20 of two digests at once */
