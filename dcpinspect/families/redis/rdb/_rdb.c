@@ -2234,8 +2234,8 @@ done:
     PyMem_Free(ids.lcp);
     PyBuffer_Release(&view);
     PyBuffer_Release(&table);
-    return Py_BuildValue("(nNKn)", (Py_ssize_t)at, records, (unsigned long long)(lzf_left - committed),
-                         (Py_ssize_t)(at < L.n ? L.need : 0));
+    return Py_BuildValue("(nNKK)", (Py_ssize_t)at, records, (unsigned long long)(lzf_left - committed),
+                         (unsigned long long)(at < L.n ? L.need : 0));
 error:
     if (J) {
         PyMem_Free(J->v.b);

@@ -481,12 +481,14 @@ class RdbParser:
         of the record, when they double (each try reads the record from its start), up to
         :data:`LANE_REACH`; a stream that goes on after the snapshot (``trailing_ok``) waits
         for at most ``LANE_STEP``, so that no key is held back for bytes that may be long in
-        coming. The index of the first record left to the readers."""
-        reach = LANE_STEP if self.trailing_ok else LANE_REACH
+        coming. It never holds more of the record than the string cap: what the record claims
+        past that (a length or a count that lies) is the readers' to say. The index of the
+        first record left to the readers."""
+        reach = min(LANE_STEP if self.trailing_ok else LANE_REACH, self.cap)
         while True:
             p, need = self._lane(p)
             span = len(self.buf) - p
-            if not need or self._closed or span >= reach:
+            if need <= len(self.buf) or self._closed or span >= reach:  # (need 0: it did not stop for bytes)
                 return p
             if p:
                 self._drop(p)
@@ -494,6 +496,7 @@ class RdbParser:
                 p = 0
             if span >= LANE_STEP:
                 need = max(need, 2 * span)
+            need = min(need, reach)
             while len(self.buf) < need and not self._closed:
                 self._need = need
                 yield
