@@ -898,13 +898,6 @@ def check_render(data: bytes) -> None:
         bounded_output(len(con.file.getvalue()) + len(text), len(data), "stats")
 
 
-def check_rdb(data: bytes) -> None:
-    """The RDB decoder's check, fuzz/rdb_harness.py's (its own campaign: fuzz/rdb.py)."""
-    from rdb_harness import check_rdb as check
-
-    check(data)
-
-
 # --------------------------------------------------------------------------- registry
 
 CHECKS: dict[str, Callable[[bytes], None]] = {
@@ -914,7 +907,6 @@ CHECKS: dict[str, Callable[[bytes], None]] = {
     "pcapng": check_pcapng,
     "conversation": check_conversation,
     "render": check_render,
-    "rdb": check_rdb,
 }
 
 
