@@ -11,31 +11,50 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
-from typing import Any, Callable, Sequence
 
 from .limits import DIAGRAM_SHOWN, VALUE_SHOWN, LimitError, check_environment
+from .slots import Slots
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_UNUSABLE, EXIT_TRUNCATED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(Slots):
     """One parameter of a command: the engine call's ``name`` for it, its ``flags`` (none:
-    the positional argument), its ``kind`` (bool: a flag; int, str, Path, or an Enum of
-    its choices), its ``default``, whether it may be given several times (``many``), the
+    the positional argument), its ``kind`` (bool: a flag; int, str, :data:`PATH`, or an Enum
+    of its choices), its ``default``, whether it may be given several times (``many``), the
     least int it takes (``min``), and what ``--help`` says of it."""
 
-    name: str
-    flags: tuple[str, ...]
-    kind: Any = bool
-    default: Any = None
-    many: bool = False
-    min: int | None = None
-    metavar: str | None = None
-    help: str | None = None
+    __slots__ = ("name", "flags", "kind", "default", "many", "min", "metavar", "help")
+
+    def __init__(self, name: str, flags: tuple[str, ...], kind: Any = bool, default: Any = None, many: bool = False,
+                 min: int | None = None, metavar: str | None = None, help: str | None = None) -> None:
+        self.name = name
+        self.flags = flags
+        self.kind = kind
+        self.default = default
+        self.many = many
+        self.min = min
+        self.metavar = metavar
+        self.help = help
+
+    __hash__ = Slots.hashed
+
+
+#: the kind of an option that names a file: its path as a str, spelt as :func:`path_text` spells it
+PATH = "path"
+
+
+def path_text(value: str) -> str:
+    """A path as ``str(pathlib.Path(value))`` spells it (what the typer app hands), without
+    importing pathlib: no empty or ``.`` parts, no slash at the end, ``.`` for nothing."""
+    root = "//" if value.startswith("//") and not value.startswith("///") else "/" if value.startswith("/") else ""
+    parts = [p for p in value.split("/") if p and p != "."]
+    return root + "/".join(parts) if root or parts else "."
 
 
 class FailOn(str, Enum):
@@ -57,7 +76,7 @@ MAX_VALUE = Option("max_value", ("--max-value",), int, min=1, metavar="BYTES",
 
 #: ``rdb``'s parameters, in the order of its ``--help``
 RDB = (
-    Option("files", (), Path, ..., many=True, help="RDB files (Redis, Valkey, Dragonfly; gzip allowed)."),
+    Option("files", (), PATH, ..., many=True, help="RDB files (Redis, Valkey, Dragonfly; gzip allowed)."),
     Option("fmt", ("--format", "-f"), SnapshotFormat, SnapshotFormat.table,
            help="table, jsonl, summary, or resp (the data as commands for redis-cli --pipe); csv with --report."),
     Option("key", ("--key",), str, help="Show this key's fields and bytes."),
@@ -97,9 +116,9 @@ RDB = (
     Option("top", ("--top", "-n"), int, 20, min=1, help="Rows of the memory and prefix reports."),
     Option("sep", ("--sep",), str, (), many=True, metavar="TEXT", help="Prefix separator (several allowed; default :)."),
     Option("depth", ("--depth",), int, 2, min=1, help="Prefix levels of the prefix report and the plot."),
-    Option("config", ("--config",), Path, metavar="FILE",
+    Option("config", ("--config",), PATH, metavar="FILE",
            help="The server's redis.conf (its encoding thresholds; default the server's defaults)."),
-    Option("plot", ("--plot",), Path, metavar="FILE.svg", help="Draw memory by prefix as a flame graph."),
+    Option("plot", ("--plot",), PATH, metavar="FILE.svg", help="Draw memory by prefix as a flame graph."),
     Option("allocator", ("--allocator",), str, metavar="NAME",
            help="The server's jemalloc: bundled (Redis's own build: source, official images) or system (Debian's, "
                 "Ubuntu's packages); default: system for a Redis 7.0 file, bundled from 7.2."),
@@ -170,7 +189,7 @@ def parsed(table: Sequence[Option], args: Sequence[str]) -> dict | None:
             options[o.name] = value
     if len(positional) != 1 or not plain:
         return None
-    options[positional[0].name] = [positional[0].kind(a) for a in plain]
+    options[positional[0].name] = [_converted(positional[0], a) for a in plain]
     return options
 
 
@@ -180,6 +199,8 @@ def _converted(o: Option, value: str):
         if not (value.isascii() and value.isdigit()) or (o.min is not None and int(value) < o.min):
             return None
         return int(value)
+    if o.kind == PATH:
+        return path_text(value)
     if isinstance(o.kind, type) and issubclass(o.kind, Enum):
         return next((c for c in o.kind if c.value == value), None)
     return o.kind(value)

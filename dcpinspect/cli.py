@@ -4,6 +4,7 @@ engine function (:mod:`dcpinspect.engines`) and what it returns into the exit st
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from .arguments import MAX_VALUE, RDB, FailOn, Option, fail, guarded, rdb, run as _run
+from .arguments import MAX_VALUE, PATH, RDB, FailOn, Option, fail, guarded, rdb, run as _run
 from .arguments import shown_of as _shown
 from .limits import DIAGRAM_SHOWN
 
@@ -71,16 +72,28 @@ def _typer_param(o: Option):
 
 def _declared(table: tuple[Option, ...]):
     """A command whose parameters are the rows of ``table`` (:mod:`.arguments`): the
-    signature typer reads is made from them, and the command takes them by name."""
+    signature typer reads is made from them, and the command takes them by name (a
+    :data:`~.arguments.PATH`, which typer reads as a Path, as a str)."""
+    paths = [o.name for o in table if o.kind == PATH]
+
     def apply(func):
+        def command(**options):
+            for name in paths:
+                got = options[name]
+                options[name] = [os.fspath(p) for p in got] if isinstance(got, list) else \
+                    None if got is None else os.fspath(got)
+            return func(**options)
+
         params = []
         for o in table:
-            hint = list[o.kind] if o.many else o.kind if o.kind is bool or o.default is not None else Optional[o.kind]
+            kind = Path if o.kind == PATH else o.kind
+            hint = list[kind] if o.many else kind if kind is bool or o.default is not None else Optional[kind]
             params.append(inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=_typer_param(o),
                                             annotation=hint))
-        func.__signature__ = inspect.Signature(params, return_annotation=None)
-        func.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
-        return func
+        command.__name__, command.__doc__ = func.__name__, func.__doc__
+        command.__signature__ = inspect.Signature(params, return_annotation=None)
+        command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        return command
     return apply
 
 

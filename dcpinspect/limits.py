@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+
+from .slots import Slots
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -19,16 +20,21 @@ class LimitError(ValueError):
     """An environment variable that does not give a usable value: the message says which."""
 
 
-@dataclass(frozen=True)
-class Limit:
-    name: str
-    default: int
-    unit: str  # "bytes" (a K/M/G suffix allowed), or what is counted
-    what: str  # what it bounds, as docs/limits-and-hostile-input.md says it
-    env: str = ""  # the variable that changes it, if one does
-    option: str = ""  # the command-line option that changes it, if one does
-    least: int = 1
-    most: int | None = None
+class Limit(Slots):
+    __slots__ = ("name", "default", "unit", "what", "env", "option", "least", "most")
+
+    def __init__(self, name: str, default: int, unit: str, what: str, env: str = "", option: str = "", least: int = 1,
+                 most: int | None = None) -> None:
+        self.name = name
+        self.default = default
+        self.unit = unit  # "bytes" (a K/M/G suffix allowed), or what is counted
+        self.what = what  # what it bounds, as docs/limits-and-hostile-input.md says it
+        self.env = env  # the variable that changes it, if one does
+        self.option = option  # the command-line option that changes it, if one does
+        self.least = least
+        self.most = most
+
+    __hash__ = Slots.hashed
 
     def value(self) -> int:
         """The cap in force: the variable's value when it is set, else the default."""

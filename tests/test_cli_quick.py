@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 import rdbgen
 from dcpinspect import cli
-from dcpinspect.arguments import QUICK, parsed
+from dcpinspect.arguments import PATH, QUICK, parsed
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpora" / "rdb-librdb"
@@ -50,7 +50,7 @@ def test_the_quick_table_is_what_the_typer_app_declares(name):
         elif o.kind is int:
             assert _is_int(p) and getattr(p.type, "min", None) == o.min, p.name
         else:
-            assert p.type.name == {str: "str", Path: "path"}[o.kind], p.name
+            assert p.type.name == {str: "str", PATH: "path"}[o.kind], p.name
         if not o.many and o.default is not ...:
             assert p.default == o.default, p.name
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dcpinspect"
-ORDER = ("limits", "findings", "sources", "transport", "messages", "framing", "sessions", "rules",
+ORDER = ("slots", "limits", "findings", "sources", "transport", "messages", "framing", "sessions", "rules",
          "outputs", "families", "engines", "arguments", "cli", "__main__")
 #: the order of a family's own parts (subpackages); its other modules come after them all
 FAMILY_ORDER = ("messages", "sessions", "rules")
@@ -66,9 +66,11 @@ def test_no_module_imports_from_a_layer_above_its_own():
 
 
 def _family(module: str) -> str | None:
-    """The family a module belongs to (``dcpinspect.families.<name>...``), if any."""
+    """The family a module belongs to (``dcpinspect.families.<name>...``, a package), if any:
+    a module of the families package itself (``families/interfaces.py``) is no family's."""
     parts = module.removesuffix(".__init__").split(".")
-    return parts[2] if len(parts) > 2 and parts[1] == "families" else None
+    family = parts[2] if len(parts) > 2 and parts[1] == "families" else None
+    return family if family is not None and (PACKAGE / "families" / family).is_dir() else None
 
 
 def _family_part(module: str) -> int:

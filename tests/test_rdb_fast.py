@@ -575,13 +575,12 @@ def test_the_lanes_records_are_whole_keyrecords():
     given do not cover is refused, and then the lane stays off."""
     if rdb._MAKER is None:
         pytest.skip("dcpinspect.families.redis.rdb._rdb is not built")
-    from dataclasses import fields
-
     from dcpinspect.families.redis.rdb.records import KeyRecord
+    from dcpinspect.slots import names
 
     recs = [r for r in decode(EVERY, False) if isinstance(r, KeyRecord)]
     for r in recs:
-        assert r == KeyRecord(**{f.name: getattr(r, f.name) for f in fields(KeyRecord)})
+        assert r == KeyRecord(**{name: getattr(r, name) for name in names(KeyRecord)})
         assert type(r.extra) is dict and type(r.findings) is list and r.value is None
     assert len({id(r.extra) for r in recs} | {id(r.findings) for r in recs}) == 2 * len(recs)
     with pytest.raises(TypeError):

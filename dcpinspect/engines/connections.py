@@ -12,7 +12,8 @@ from dataclasses import replace
 
 from typing import Iterable, Iterator, Mapping
 
-from ..families import FIELDS, Family, Options, Session, Sniffer, family_named, stream_families
+from ..families import FIELDS, Family, Options, family_named, stream_families
+from ..families.interfaces import Session, Sniffer
 from ..framing.framer import Framer, RawFrame, RawRun
 from ..sessions.captured import Captured, Note, flow_label
 from ..sessions.captured import captured as _captured

@@ -15,14 +15,14 @@ from ..families import DataStart
 from .inputs import Unusable
 
 
-def chosen(path: Path) -> tuple[Path, int | None]:
+def chosen(path: str | Path) -> tuple[Path, int | None]:
     """``capture.pcap#N``: the file and the data set chosen in it (1-based), when no file
-    is named so; else the path as it is, none chosen."""
+    is named so; else the path, none chosen."""
     name = str(path)
     head, sep, n = name.rpartition("#")
     if sep and n.isdigit() and int(n) >= 1 and not Path(name).exists():
         return Path(head), int(n)
-    return path, None
+    return Path(path), None
 
 
 def sent_data(path: Path, which: int | None, readers: list, notes: list) -> Iterator:

@@ -4,16 +4,18 @@ prints it."""
 
 from __future__ import annotations
 
+import os
 import zlib
-from pathlib import Path
 
 from ..families import Family, SentData, families
 from ..findings import LEVELS
 from ..outputs.shown import Shown
-from ..framing.framer import Skipped
 from ..sources.inputs import Contents, Input, InputError, open_input
 from . import Unusable
-from .sent import chosen, sent_data
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: bytes a family is shown to tell its snapshot files
 HEAD = 16
@@ -61,9 +63,11 @@ def snapshot_files(files: list[Path], fmt: str, key: str | None = None, offset: 
 def _sent(path) -> bool:
     """Whether ``path`` names a capture file (or ``capture#N``): the data sets sent whole in
     it are what is read."""
-    if not isinstance(path, (str, Path)) or str(path) == "-":
+    if not isinstance(path, (str, os.PathLike)) or os.fspath(path) == "-":
         return False
-    path, which = chosen(Path(path))
+    from .sent import chosen  # (the capture engines': not imported by a snapshot file's run)
+
+    path, which = chosen(path)
     if which is not None:
         return True
     from ..sources.capture import looks_like_capture  # only for a file named so
@@ -80,8 +84,9 @@ def _sent_reports(path, fmt: str, extra: dict) -> int:
     import sys
 
     from ..outputs.escape import safe
+    from .sent import chosen, sent_data
 
-    path, which = chosen(Path(path))
+    path, which = chosen(path)
     readers = [f for f in families() if f.snapshots is not None and f.snapshots.record_data is not None]
     if not readers:
         raise Unusable(f"{path}: no protocol family reports on data sent in captures")
@@ -124,6 +129,7 @@ def _frames_instead(contents: Contents, head: bytes) -> bool:
         return False
     if b"\0" in text:
         return False
+    from ..framing.framer import Skipped
     from .hexinput import decode_hex_text
 
     return any(not isinstance(i, Skipped) for i in decode_hex_text(text.decode("utf-8", "replace"), None).items)

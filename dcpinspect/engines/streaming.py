@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from ..families import FIELDS, Family, Options, Session, default_family
+from ..families import FIELDS, Family, Options, default_family
+from ..families.interfaces import Session
 from ..framing.framer import Framer, RawFrame, Skipped
 
 

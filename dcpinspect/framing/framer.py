@@ -11,32 +11,47 @@ reassembled PDU) however late the framer could confirm it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..slots import Slots
 
 
-@dataclass(slots=True, unsafe_hash=True)
-class RawFrame:
-    """One whole frame cut from a stream. Not frozen, as
-    :class:`~dcpinspect.sources.capture.Record`: one is made a frame."""
+class RawFrame(Slots):
+    """One whole frame cut from a stream: ``offset``, the stream offset of its first byte,
+    its ``data``, and whether the capture cut it short (``truncated``)."""
 
-    offset: int  # stream offset of the first byte
-    data: bytes
-    truncated: bool = False
+    __slots__ = ("offset", "data", "truncated")
 
+    def __init__(self, offset: int, data: bytes, truncated: bool = False) -> None:
+        self.offset = offset
+        self.data = data
+        self.truncated = truncated
 
-@dataclass(frozen=True, slots=True)
-class RawRun:
-    """Whole frames back to back, for a family's fast path (a framer made with ``runs=True``)."""
-
-    offset: int  # stream offset of the first byte
-    data: bytes
+    __hash__ = Slots.hashed
 
 
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    offset: int
-    size: int
-    reason: str
+class RawRun(Slots):
+    """Whole frames back to back, for a family's fast path (a framer made with ``runs=True``):
+    ``offset``, the stream offset of the first byte, and ``data``."""
+
+    __slots__ = ("offset", "data")
+
+    def __init__(self, offset: int, data: bytes) -> None:
+        self.offset = offset
+        self.data = data
+
+    __hash__ = Slots.hashed
+
+
+class Skipped(Slots):
+    """Bytes a framer passed over: ``size`` of them from stream offset ``offset``, and why."""
+
+    __slots__ = ("offset", "size", "reason")
+
+    def __init__(self, offset: int, size: int, reason: str) -> None:
+        self.offset = offset
+        self.size = size
+        self.reason = reason
+
+    __hash__ = Slots.hashed
 
 
 #: marks a framer keeps at most; past it the oldest go (a framer holding this many

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Sequence, TextIO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence, TextIO
 
 #: columns of the outputs' console when it writes to a file or pipe, not a terminal
 FILE_WIDTH = 160

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, Iterable, Iterator
 
 from ..sources.inputs import GZIP_MAGIC
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, Iterator
 
 #: files this big get a progress bar; gzip files sooner, since they may inflate a thousandfold
 PROGRESS_BYTES, PROGRESS_GZIP_BYTES = 32 * 1024 * 1024, 1024 * 1024

@@ -11,9 +11,10 @@ only a row that must wrap is rendered by rich, alone, at the same widths.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Iterable, Sequence
+
     from rich.console import Console
 
 #: up to this many rows rich lays the whole table out itself

@@ -10,14 +10,14 @@ a value is cut before it is escaped, wrapped or handed to rich. JSON Lines is no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
-
-
 from ..limits import DIAGRAM_SHOWN, ROWS_SHOWN, VALUE_SHOWN
+from ..slots import Slots
 from .escape import safe
 
-if TYPE_CHECKING:  # frames' fields: imported by what shows them, not by every command
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing, and frames' fields: imported by what shows them, not by every command)
+    from typing import Iterable, Iterator, Sequence
+
     from ..messages.layout import Field, Located
 
 #: Bytes of a value (text or hex) the table shows (``--max-value``; ``--full``: all).
@@ -32,13 +32,19 @@ SHOW_ALL = "--full"
 INFLATED = "value_inflated_length"  # the row a decoder adds when it inflated the value
 
 
-@dataclass(frozen=True, slots=True)
-class Shown:
-    """The caps of the terminal views; None: no cap."""
+class Shown(Slots):
+    """The caps of the terminal views: bytes of a ``value``, of a frame's ``diagram``, and
+    ``rows`` under one field; None: no cap."""
 
-    value: int | None = MAX_VALUE_SHOWN
-    diagram: int | None = MAX_DIAGRAM_SHOWN
-    rows: int | None = MAX_ROWS_SHOWN
+    __slots__ = ("value", "diagram", "rows")
+
+    def __init__(self, value: int | None = MAX_VALUE_SHOWN, diagram: int | None = MAX_DIAGRAM_SHOWN,
+                 rows: int | None = MAX_ROWS_SHOWN) -> None:
+        self.value = value
+        self.diagram = diagram
+        self.rows = rows
+
+    __hash__ = Slots.hashed
 
     @classmethod
     def everything(cls) -> "Shown":
@@ -50,16 +56,20 @@ DEFAULT = Shown()
 
 # -------------------------------------------------------------------------- rows of a frame
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(Slots):
     """One line of a field table (before wrapping): escaped, cut, with its wire range."""
 
-    depth: int
-    label: str
-    offset: int
-    size: int
-    value: str
-    note: str = ""
+    __slots__ = ("depth", "label", "offset", "size", "value", "note")
+
+    def __init__(self, depth: int, label: str, offset: int, size: int, value: str, note: str = "") -> None:
+        self.depth = depth
+        self.label = label
+        self.offset = offset
+        self.size = size
+        self.value = value
+        self.note = note
+
+    __hash__ = Slots.hashed
 
 
 def rows(msg: Located, fields: Sequence[Field], shown: Shown = DEFAULT) -> Iterator[Row]:

@@ -4,20 +4,24 @@ its own rules as tables of these (``rules_table``); ``families.rule_book()`` gat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..findings import Finding
+from ..slots import Slots
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
-    id: str
-    cls: str
-    severity: str
-    ref: str
-    summary: str
-    scope: str = "frame"  # "frame", "stream", "tap" or "rdb"
-    server: str = ""  # what the real server does with such input, where one was asked
+class Rule(Slots):
+    __slots__ = ("id", "cls", "severity", "ref", "summary", "scope", "server")
+
+    def __init__(self, id: str, cls: str, severity: str, ref: str, summary: str, scope: str = "frame",
+                 server: str = "") -> None:
+        self.id = id
+        self.cls = cls
+        self.severity = severity
+        self.ref = ref
+        self.summary = summary
+        self.scope = scope  # "frame", "stream", "tap" or "rdb"
+        self.server = server  # what the real server does with such input, where one was asked
+
+    __hash__ = Slots.hashed
 
     def finding(self, message: str, offset: int | None = None, severity: str | None = None, vbucket: int | None = None,
                 stream_id: int | None = None, frame: int | None = None) -> Finding:

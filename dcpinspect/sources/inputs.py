@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import BinaryIO
 
 from ..limits import TEXT_INPUT, LimitError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 #: the first two bytes of a gzip file
 GZIP_MAGIC = b"\x1f\x8b"

@@ -21,12 +21,12 @@ docs/dcp/, and TAP's docs/TAP.md). The whole family is this package, in its laye
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from .. import HEADERS, VALUES, Family, Options, Statistics
 from .filters import FILTERS
 from .tables import TABLES
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .framer import FrameSplitter
     from .messages.frame import DecodeContext

@@ -4,9 +4,10 @@ one: requests, and the responses whose header field is a vbucket)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable
+
     from .messages.frame import Message
 
 #: the criteria MCBP frames are matched by

@@ -28,6 +28,8 @@ Its rules are ``rules``, one table per scope.
 
 from __future__ import annotations
 
+import os
+
 from .. import Family, SnapshotFiles, Statistics
 from .replication.filters import FILTERS
 from .reports.tables import TABLES
@@ -76,7 +78,8 @@ def _snapshots(*args, **kw) -> int:
 
 
 def _snapshot_sets(items: list) -> list:
-    if not any(".dfs" in getattr(item, "name", "") for item in items):
+    if not any(".dfs" in (os.path.basename(item) if isinstance(item, (str, os.PathLike)) else getattr(item, "name", ""))
+               for item in items):
         return items
     from .dragonfly.dfs import gather
 

@@ -10,7 +10,6 @@ point applies) is ``ConnectionValidator``'s; the few rules over what no fast pat
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from ....findings import Finding
 from ..messages.dcp import OSO_END, OSO_START, SNAPSHOT_DISK, SNAPSHOT_HISTORY, SNAPSHOT_MAY_DUPLICATE, SNAPSHOT_VERSION_22
@@ -378,7 +377,7 @@ class _Emitter:
     def __call__(self, rule: str, message: str, cls: str | None = None, severity: str | None = None, **ctx) -> None:
         f = STREAM_RULES[rule].finding(message, self.msg.offset, severity, **ctx)
         if cls:
-            f = replace(f, cls=cls)
+            f = f.replace(cls=cls)
         self.out.append(f)
 
     def declared(self, check, c: Judging, vbucket: int | None, stream_id: int | None) -> None:

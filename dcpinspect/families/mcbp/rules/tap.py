@@ -14,7 +14,6 @@ frames (and the NOOPs and answers on a TAP connection) and asks it to finish.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Callable, Iterable, Iterator
 
 from ....findings import Finding
@@ -336,5 +335,5 @@ def once_per_connection(findings: list[Finding], rule_id: str, said: bool) -> tu
         return findings, said
     if said:
         return [f for f in findings if f.rule != rule_id], True
-    return [replace(f, message=f.message + " (said once per connection)") if f.rule == rule_id else f
+    return [f.replace(message=f.message + " (said once per connection)") if f.rule == rule_id else f
             for f in findings], True

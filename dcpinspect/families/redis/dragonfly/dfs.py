@@ -27,7 +27,7 @@ import os
 import re
 import sys
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ....findings import LEVELS, Finding
@@ -113,27 +113,28 @@ def gather(items: list) -> list:
     (every member found beside them, the summary first): a set is read whole when its
     summary is given, or two or more of its files; a shard file given alone stays itself.
     Each set comes once, where its first file was given; anything else passes as it is."""
+    paths = [Path(item) if isinstance(item, (str, os.PathLike)) else None for item in items]
     given: dict[tuple[str, str], list[Path]] = {}
-    for item in items:
-        if isinstance(item, Path) and (part := part_of(item)) is not None:
-            given.setdefault(_set_key(item, part[0]), []).append(item)
+    for path in paths:
+        if path is not None and (part := part_of(path)) is not None:
+            given.setdefault(_set_key(path, part[0]), []).append(path)
     out: list = []
     done: set[tuple[str, str]] = set()
-    for item in items:
-        part = part_of(item) if isinstance(item, Path) else None
+    for item, path in zip(items, paths):
+        part = part_of(path) if path is not None else None
         if part is None:
             out.append(item)
             continue
-        key = _set_key(item, part[0])
+        key = _set_key(path, part[0])
         if key in done:
             continue
-        paths = given[key]
-        whole = any(part_of(p)[1] is None for p in paths) or len({part_of(p)[1] for p in paths}) > 1
+        same = given[key]
+        whole = any(part_of(p)[1] is None for p in same) or len({part_of(p)[1] for p in same}) > 1
         if not whole:
             out.append(item)
             continue
         done.add(key)
-        out.append(tuple(m.path for m in members_beside(paths)))
+        out.append(tuple(m.path for m in members_beside(same)))
     return out
 
 
@@ -409,9 +410,9 @@ class SetFigures:
         if not endings:
             return
         worst = min(endings, key=lambda e: (CHECKSUM_RANK.index(e.checksum), e.eof_offset is not None))
-        self.total.ending = replace(worst, bytes_read=sum(e.bytes_read for e in endings),
-                                    trailing=sum(e.trailing for e in endings),
-                                    stopped=any(e.stopped for e in endings), findings=[])
+        self.total.ending = worst.replace(bytes_read=sum(e.bytes_read for e in endings),
+                                          trailing=sum(e.trailing for e in endings),
+                                          stopped=any(e.stopped for e in endings), findings=[])
 
     def worst(self) -> int:
         return max((LEVELS[s] for s, n in self.total.severities.items() if n), default=-1)

@@ -31,10 +31,13 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any
 
 from .native import C
 from .records import KeyRecord, OpRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL = "rdb"
 

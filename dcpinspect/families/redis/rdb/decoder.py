@@ -19,9 +19,7 @@ leaves no way to go on (an unknown type has no length).
 
 from __future__ import annotations
 
-import dataclasses
 from functools import lru_cache
-from typing import Callable, Iterator
 
 from ....limits import RDB_INFLATE_RATIO, RDB_INFLATED, RDB_KEYS, RDB_NESTING, RDB_STRING
 from ....messages.text import key_text
@@ -35,6 +33,12 @@ from .primitives import (
 )
 from .records import AuxRecord, Ending, KeyRecord, OpRecord
 from .values import READERS, HashTemplates, module_body
+from ....slots import names
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Iterator
+
 
 class _Eof(Exception):
     """The input ended while more was needed."""
@@ -698,16 +702,12 @@ def _maker():
     None, and the lane stays off, when the record's fields no longer allow it."""
     if C is None:
         return None
-    rest = []
-    for f in dataclasses.fields(KeyRecord):
-        if f.name in _LANE_FIELDS:
-            continue
-        if f.default_factory is not dataclasses.MISSING:
-            rest.append((f.name, f.default_factory, True))
-        elif f.default is not dataclasses.MISSING:
-            rest.append((f.name, f.default, False))
-        else:
-            return None
+    rest, made = [], KeyRecord(0, b"", 0, None, 0)  # (what __init__ gives the fields the lane does not set)
+    for name in names(KeyRecord):
+        if name not in _LANE_FIELDS:
+            value = getattr(made, name)
+            mutable = type(value) in (dict, list)  # (each record has one of its own)
+            rest.append((name, type(value) if mutable else value, mutable))
     try:
         return C.Maker(KeyRecord, _LANE_FIELDS, rest)
     except TypeError:

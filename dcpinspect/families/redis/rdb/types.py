@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections import namedtuple
 
 REDIS, VALKEY, DRAGONFLY = "redis", "valkey", "dragonfly"
 #: the newest Redis RDB version this decoder knows (Redis 8.10)
@@ -12,17 +12,12 @@ NEWEST_REDIS = 15
 VALKEY_VERSION = 80
 
 
-class ValueType(NamedTuple):
-    """What a type byte means: the Redis type (as ``TYPE`` says it), how it is stored (as
-    ``OBJECT ENCODING`` says it, where the RDB tells), the layout that reads it, and the
-    first version that has it."""
+class ValueType(namedtuple("ValueType", "name rdb_name type encoding layout since")):
+    """What a type byte means: its ``name`` and ``rdb_name``, the Redis ``type`` (as ``TYPE``
+    says it), how it is stored (``encoding``, as ``OBJECT ENCODING`` says it, where the RDB
+    tells), the ``layout`` that reads it, and the first version that has it (``since``)."""
 
-    name: str
-    rdb_name: str
-    type: str
-    encoding: str
-    layout: str
-    since: int
+    __slots__ = ()
 
 
 def _t(num, rdb_name, type_, encoding, layout, since):

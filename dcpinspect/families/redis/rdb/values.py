@@ -11,7 +11,6 @@ goes on after the string; damage to the structure itself raises
 
 from __future__ import annotations
 
-from typing import Callable
 
 from . import layouts
 from .native import C
@@ -20,6 +19,10 @@ from .primitives import (
     read_string, read_string_double, skip_string, skip_strings, stream_id_of, string_encoding, take_strings,
 )
 from .records import KeyRecord, StreamId
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 #: Dragonfly's member expiry counts seconds from 2023-02-01 00:00:00 UTC (§8.3)
 DF_EXPIRY_BASE = 1675209600

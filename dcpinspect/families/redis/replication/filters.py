@@ -8,7 +8,10 @@ Dragonfly journal record by ``journal`` and its command (``journal SET``) or op
 
 from __future__ import annotations
 
-from typing import Any, Callable
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
 
 #: the criteria Redis records are matched by
 CRITERIA = frozenset({"command"})

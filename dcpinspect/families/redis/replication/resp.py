@@ -35,7 +35,6 @@ none of it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ....framing.framer import Framer, RawFrame, Skipped
@@ -68,7 +67,6 @@ RESYNC_SELECTS, RESYNC_STRINGS = 16, 64
 WAIT, NEXT, DONE = 0, 1, 2
 
 
-@dataclass(slots=True, unsafe_hash=True)
 class RespFrame(RawFrame):
     """A frame of a Redis connection, as the framer cut it.
 
@@ -79,11 +77,20 @@ class RespFrame(RawFrame):
     on the first after lost bytes), ``payload-end`` (the diskless payload's end mark) or
     ``error`` (bytes that are no RESP: ``reason`` says why)."""
 
-    kind: str = "value"
-    value: Any = None
-    reason: str = ""
-    last: bool = False
-    resumed: bool = False
+    __slots__ = ("kind", "value", "reason", "last", "resumed")
+
+    def __init__(self, offset: int, data: bytes, truncated: bool = False, kind: str = "value", value: Any = None,
+                 reason: str = "", last: bool = False, resumed: bool = False) -> None:
+        self.offset = offset
+        self.data = data
+        self.truncated = truncated
+        self.kind = kind
+        self.value = value
+        self.reason = reason
+        self.last = last
+        self.resumed = resumed
+
+    __hash__ = RawFrame.hashed
 
 
 class _Open:

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import gc
 import gzip
-from contextlib import contextmanager
-import zlib
+import os
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+import zlib
+from contextlib import contextmanager
 
 from ....findings import LEVELS, Finding
 from ... import SentData
@@ -26,6 +24,12 @@ from . import report
 from ..rdb.decoder import RdbParser
 from ..rdb.records import AuxRecord, Ending, KeyRecord, OpRecord
 from ..rdb.types import header
+from ....slots import Slots
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 #: bytes read from the file at a time
 CHUNK = 1 << 20
@@ -77,9 +81,11 @@ def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None
         from ..dragonfly import dfs
 
         return dfs.show_set(path, fmt, key, offset, shown, how)
-    name = path if isinstance(path, (str, Path)) else getattr(path, "path", None)  # None: a stream
+    name = os.fspath(path) if isinstance(path, (str, os.PathLike)) else getattr(path, "path", None)  # None: a stream
     note = None
-    if name and ".dfs" in Path(name).name:  # (a set's member is named so: nothing else reads dfs)
+    if name and ".dfs" in os.path.basename(name):  # (a set's member is named so: nothing else reads dfs)
+        from pathlib import Path
+
         from ..dragonfly import dfs
 
         note = dfs.set_note(Path(name))
@@ -91,17 +97,21 @@ def show(path: Path, fmt: str, key: str | None = None, offset: int | None = None
     return _one(path, fmt, key, offset, shown or Shown(), how)
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(Slots):
     """How a snapshot is read: which keys (a :class:`~.selection.KeySelection`, or None
-    for all), whether jsonl carries values, whether digests are computed."""
+    for all), whether jsonl carries values, whether digests are computed, and the
+    processes that may share the writing of a file's keys (``jobs``: jsonl --values, resp;
+    0: as the machine and the file say, see :mod:`.stripes`)."""
 
-    select: Any = None
-    values: bool = False
-    digest: bool = False
-    #: processes that may share the writing of a file's keys (jsonl --values, resp; 0: as
-    #: the machine and the file say, see :mod:`.stripes`)
-    jobs: int = 0
+    __slots__ = ("select", "values", "digest", "jobs")
+
+    def __init__(self, select: Any = None, values: bool = False, digest: bool = False, jobs: int = 0) -> None:
+        self.select = select
+        self.values = values
+        self.digest = digest
+        self.jobs = jobs
+
+    __hash__ = Slots.hashed
 
     def digester(self):
         """A :class:`~.digest.Digester` when digests are asked for, else None."""
@@ -267,7 +277,8 @@ def show_reports(path, fmt: str, asked: dict, select=None) -> int:
     sys.stdout.flush()
     if plot is not None:
         try:
-            Path(asked["plot"]).write_text(plot.svg(), encoding="utf-8")
+            with open(asked["plot"], "w", encoding="utf-8") as out:
+                out.write(plot.svg())
         except OSError as exc:
             raise InputError(f"--plot {asked['plot']}: {exc.strerror or exc}") from None
     return worst

@@ -4,9 +4,12 @@ files) and its snapshot files as JSON Lines objects, from a file already open.""
 
 from __future__ import annotations
 
-from typing import BinaryIO, Iterator
 
 from ... import Table
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO, Iterator
 
 #: commands and replies of Redis connections (RESP frames, Dragonfly journal records): a
 #: reply's role, the frame of the command it answers and its latency
