@@ -1,6 +1,6 @@
 """Inputs the fuzz harnesses once failed on, replayed through the same harness: every file
 under fuzz/regressions/<entry>/ goes through ``harness.CHECKS[entry]`` (``rdb``: the RDB
-decoder's, fuzz/rdb_harness.py)."""
+decoder's, fuzz/rdb_harness.py; ``resp``: the Redis framer's, fuzz/resp_harness.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ sys.path.insert(0, str(FUZZ))
 
 import harness  # noqa: E402
 import rdb_harness  # noqa: E402
+import resp_harness  # noqa: E402
 
-CHECKS = {**harness.CHECKS, "rdb": rdb_harness.check_rdb}
+CHECKS = {**harness.CHECKS, "rdb": rdb_harness.check_rdb, "resp": resp_harness.check_resp}
 
 REGRESSIONS = sorted(p for p in (FUZZ / "regressions").glob("*/*") if p.is_file() and p.name != "README.md")
 

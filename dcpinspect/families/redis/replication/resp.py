@@ -108,7 +108,7 @@ class RespFramer(Framer):
 
     __slots__ = ("buf", "base", "pos", "stack", "bulk", "doomed", "elements", "state", "expect", "left", "paid",
                  "mark", "searched", "resumed", "skip_from", "skip_size", "frame_cap", "elements_cap", "_doomed_bytes",
-                 "then", "need", "passing", "edge", "chain", "direction", "session")
+                 "then", "need", "passing", "edge", "first", "chain", "direction", "session")
 
     def __init__(self, synced: bool = True, runs: bool = False) -> None:
         Framer.__init__(self)
@@ -136,6 +136,7 @@ class RespFramer(Framer):
         self.passing: list | None = None  # a journal record passed over: [entry, strings left, bytes left]
         self.chain: tuple[int, int | None] = (0, None)  # the SELECTs read of the next journal record: (end, db)
         self.edge = not synced  # while lost: the buffer's first byte may start a frame (see resync.py)
+        self.first = not synced  # ... and it is the first after the start or lost bytes
         self.direction = ""  # c2s or s2c, when the engine says (see follows)
         self.session = None  # how to reach the connection's session (its pairing)
 
@@ -270,7 +271,7 @@ class RespFramer(Framer):
         self.state = LOST
         self.expect = False
         self.skip_from, self.skip_size = at, 0
-        self.edge = True
+        self.edge = self.first = True
 
     def _skipped(self, out: list, reason: str) -> None:
         if self.skip_size:
@@ -311,9 +312,10 @@ class RespFramer(Framer):
         buf = self.buf
         direction = self.direction
         at, drop = resync.start(buf, self.edge, final, direction == "c2s",
-                                self._pairs if direction == "s2c" and self.session is not None else None)
+                                self._pairs if direction == "s2c" and self.session is not None else None, self.first)
         if drop:
             self.edge = buf[drop - 1] == 10
+            self.first = False
             self.skip_size += drop
             del buf[:drop]
             self.base += drop
