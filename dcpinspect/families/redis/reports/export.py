@@ -29,10 +29,12 @@ decoder did not keep whole, a type no command makes (Dragonfly's filters).
 
 from __future__ import annotations
 
-from typing import Callable
-
 from ..rdb.data import redis_double
 from ..rdb.records import KeyRecord, OpRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
 
 #: a group's entries_read when the server does not know it (SCG_INVALID_ENTRIES_READ)
 UNKNOWN_READ = (1 << 64) - 1

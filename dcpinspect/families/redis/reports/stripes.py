@@ -33,7 +33,6 @@ import queue
 import signal
 import struct
 import threading
-from pathlib import Path
 
 from ....sources.inputs import InputError, gzipped
 
@@ -72,8 +71,8 @@ def shared_path(path, jobs: int) -> str | None:
     file's size say, 1 never, 2 or more whenever it can), else None."""
     if jobs == 1:
         return None
-    if isinstance(path, (str, Path)):
-        name = str(path)
+    if isinstance(path, (str, os.PathLike)):
+        name = os.fspath(path)
         if gzipped(name):
             return None
     else:
