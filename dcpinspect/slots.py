@@ -49,7 +49,7 @@ class Slots:
         """A copy with the fields of ``changes`` changed (TypeError for a name that is none)."""
         new = object.__new__(type(self))
         for name in names(type(self)):
-            object.__setattr__(new, name, changes.pop(name) if name in changes else getattr(self, name))
+            setattr(new, name, changes.pop(name) if name in changes else getattr(self, name))
         if changes:
             raise TypeError(f"{type(self).__qualname__} has no field {', '.join(sorted(changes))}")
         return new

@@ -1069,6 +1069,9 @@ enum {
     L_STREAM4, L_SET_STRINGS
 };
 
+/* whether a packed layout is a ziplist (else a listpack) */
+static int layout_ziplist(int code) { return code == L_ZIPLIST || code == L_ZIPLIST_ZSET || code == L_ZIPLIST_HASH; }
+
 typedef struct {
     const uint8_t *b;
     size_t n;
@@ -1570,7 +1573,7 @@ static int lane_value(Lane *L, int code, size_t *q, uint64_t *elements, int64_t 
     case L_ZIPLIST_HASH:
     case L_LISTPACK_ZSET:
     case L_LISTPACK_HASH:
-        if (!lane_packed(L, q, code == L_ZIPLIST_ZSET || code == L_ZIPLIST_HASH,
+        if (!lane_packed(L, q, layout_ziplist(code),
                          code == L_ZIPLIST_ZSET || code == L_LISTPACK_ZSET, &count, &blen, 2, &data) || count % 2)
             return 0;
         *elements = (uint64_t)count / 2;

@@ -875,7 +875,7 @@ static int lines_value(Lines *J, Lane *L, void *unused, int code, size_t q) {
     case L_ZIPLIST_HASH:
     case L_LISTPACK_ZSET:
     case L_LISTPACK_HASH: {
-        int zl = code == L_ZIPLIST || code == L_ZIPLIST_ZSET || code == L_ZIPLIST_HASH;
+        int zl = layout_ziplist(code);
         if (!lines_packed(J, L, &q, zl))
             return 0;
         OUT_LIT(&J->v, "[");

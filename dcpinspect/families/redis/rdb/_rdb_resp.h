@@ -180,7 +180,7 @@ static int resp_value(Lines *J, Lane *L, void *batch, int code, size_t q) {
     case L_ZIPLIST_HASH:
     case L_LISTPACK_ZSET:
     case L_LISTPACK_HASH: {
-        int zl = code == L_ZIPLIST || code == L_ZIPLIST_ZSET || code == L_ZIPLIST_HASH;
+        int zl = layout_ziplist(code);
         return lines_packed(J, L, &q, zl) && batch_sink(B, &J->sink, type);
     }
     case L_QUICKLIST:

@@ -311,8 +311,8 @@ class RespFramer(Framer):
         ``final``: no more bytes will come)."""
         buf = self.buf
         direction = self.direction
-        at, drop = resync.start(buf, self.edge, final, direction == "c2s",
-                                self._pairs if direction == "s2c" and self.session is not None else None, self.first)
+        at, drop = resync.start(buf, self.edge, self.first, final, direction == "c2s",
+                                self._pairs if direction == "s2c" and self.session is not None else None)
         if drop:
             self.edge = buf[drop - 1] == 10
             self.first = False

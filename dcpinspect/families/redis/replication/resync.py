@@ -166,20 +166,19 @@ def replies(buf: bytearray, at: int, stop: int, most: int) -> list[tuple[int, by
     return out
 
 
-def start(buf: bytearray, edge: bool, final: bool = False, lines: bool = False,
-          pairs=None, first: bool | None = None) -> tuple[int | None, int]:
+def start(buf: bytearray, edge: bool, first: bool, final: bool = False, lines: bool = False,
+          pairs=None) -> tuple[int | None, int]:
     """The earliest candidate taken in ``buf`` (``edge``: its first byte is one), or None;
     and how many bytes at the front can go (no candidate is left in them, or one waits
     for more bytes at that place). ``first``: the buffer's first byte is the first after
-    the capture's start or lost bytes, whose candidate needs only its own value whole
-    (None: as ``edge``; a byte that is a candidate for following a newline is none, once
-    the bytes before it went). ``final``: no more bytes will come (a candidate that reads
-    whole up to the end is taken). ``lines``: inline commands are candidates too (a
+    the capture's start or lost bytes, whose candidate needs only its own value whole (a
+    byte that is a candidate for following a newline is none, once the bytes before it
+    went). ``final``: no more bytes will come (a candidate that reads whole up to the end
+    is taken). ``lines``: inline commands are candidates too (a
     client's direction); ``pairs(at)``: whether the replies from ``at`` pair with the
     commands waiting (False: they do not; None: it cannot tell) for a server's."""
     n = len(buf)
     at = 0 if edge else _next(buf, 0, 0)
-    first = edge if first is None else first
     while at < n:
         if buf[at] in TYPES or lines:
             verdict = _judge(buf, at, final, 0 if first and at == 0 else RUN, lines)
