@@ -1,8 +1,10 @@
-"""``rdb --format jsonl --values`` shared between two processes (``reports/stripes.py``):
-the output must be byte for byte that of one process (every key's line in the file's
-order, the summary and the snapshot's digest), on files of many stripes holding every
-kind of key, keys the C lane leaves to the readers, keys across stripes and dbs; and a
-helper that stops or disagrees must stop the run with an error, never a wrong output."""
+"""``rdb --format jsonl --values`` and ``--format resp`` shared between two processes
+(``reports/stripes.py``), which write to the same output in turns: the output must be
+byte for byte that of one process (every key's line in the file's order, the summary and
+the snapshot's digest; each SELECT where one process writes it), on files of many stripes
+holding every kind of key, keys the C lane leaves to the readers, keys across stripes and
+dbs that change from turn to turn; a helper that stops or disagrees must stop the run with
+an error, never a wrong output; an output closed early ends the run as it would alone."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _pytest.monkeypatch import MonkeyPatch
 
 import rdbgen as g
 from dcpinspect.families.redis.rdb.crc64 import crc64
@@ -25,13 +28,16 @@ needs_c = pytest.mark.skipif(C is None, reason="the _rdb extension is not built"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _many_keys(n: int, seed: int) -> bytes:
+def _many_keys(n: int, seed: int, dbs_every: int = 0) -> bytes:
     """A file of ``n`` keys of every common layout, some with expiries, a name that is not
-    UTF-8 now and then (the readers' line), big values that cross stripes, two dbs."""
+    UTF-8 now and then (the readers' line), big values that cross stripes, two dbs (or,
+    with ``dbs_every``, a db of three that changes each ``dbs_every`` keys)."""
     rnd = random.Random(seed)
     body = [g.aux("redis-ver", "7.0.15") + g.aux("ctime", "1700000000") + b"\xfe\x00"]
     for i in range(n):
-        if i == n // 2:
+        if dbs_every and i and i % dbs_every == 0:
+            body.append(b"\xfe" + bytes([i // dbs_every % 3]))
+        elif not dbs_every and i == n // 2:
             body.append(b"\xfe\x05")
         name = b"\xff key %d" % i if i % 97 == 0 else b"user:%d:%s" % (i, rnd.choice([b"a", b"b", b"c"]))
         expire = 1800000000000 + i if i % 7 == 0 else None
@@ -68,24 +74,41 @@ def _many_keys(n: int, seed: int) -> bytes:
     return raw[:-8] + struct.pack("<Q", crc64(raw[:-8]))
 
 
-def _jsonl(path, jobs: int, monkeypatch) -> bytes:
-    out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
-    monkeypatch.setattr(sys, "stdout", out)
-    snapshots.show(path, "jsonl", values=True, jobs=jobs)
+def _output(path: Path) -> io.TextIOWrapper:
+    """A standard output on a file of its own (both processes write to its descriptor)."""
+    return io.TextIOWrapper(open(path.with_name(path.name + ".out"), "w+b"), encoding="ascii")
+
+
+def _written(out: io.TextIOWrapper) -> bytes:
     out.flush()
-    monkeypatch.undo()
-    return out.buffer.getvalue()
+    out.buffer.seek(0)
+    data = out.buffer.read()
+    out.close()
+    return data
+
+
+def _jsonl(path, jobs: int, monkeypatch) -> bytes:
+    out = _output(path)
+    monkeypatch.setattr(sys, "stdout", out)
+    try:
+        snapshots.show(path, "jsonl", values=True, jobs=jobs)
+    finally:
+        monkeypatch.undo()
+        data = _written(out)
+    return data
 
 
 def _resp(path, jobs: int, monkeypatch) -> tuple[bytes, str]:
-    out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    out = _output(path)
     err = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "stderr", err)
-    snapshots.show(path, "resp", jobs=jobs)
-    out.flush()
-    monkeypatch.undo()
-    return out.buffer.getvalue(), err.getvalue()
+    try:
+        snapshots.show(path, "resp", jobs=jobs)
+    finally:
+        monkeypatch.undo()
+        data = _written(out)
+    return data, err.getvalue()
 
 
 @pytest.fixture
@@ -124,6 +147,24 @@ def test_two_processes_export_what_one_exports(tmp_path, monkeypatch, small_stri
 
 
 @needs_c
+@pytest.mark.parametrize("every", [7, 60, 400])
+def test_the_db_of_each_turn_is_selected_as_one_process_selects_it(tmp_path, monkeypatch, small_stripes, every):
+    """dbs that change within turns, at their starts and not at all for several turns: each
+    SELECT is where one process writes it, the turn's first key's settled as it is written."""
+    path = tmp_path / "dbs.rdb"
+    path.write_bytes(_many_keys(1500, 8, dbs_every=every))
+    with monkeypatch.context() as m:
+        one, said = _resp(path, 1, m)
+    with monkeypatch.context() as m:
+        two, said_two = _resp(path, 2, m)
+    assert two == one
+    assert said_two == said
+    assert one.count(b"*2\r\n$6\r\nSELECT\r\n") == (1500 - 1) // every + 1  # (db 0, then each change)
+    with monkeypatch.context() as m:
+        assert _jsonl(path, 2, m) == _jsonl(path, 1, monkeypatch)
+
+
+@needs_c
 def test_two_processes_on_the_repositorys_files(tmp_path, monkeypatch):
     monkeypatch.setattr(stripes, "STRIPE", 1024)
     monkeypatch.setattr(stripes, "LEAST", 0)
@@ -149,8 +190,8 @@ def test_two_processes_on_the_repositorys_files(tmp_path, monkeypatch):
 def test_a_helper_that_stops_stops_the_run(tmp_path, monkeypatch, small_stripes):
     path = tmp_path / "many.rdb"
     path.write_bytes(_many_keys(400, 3))
-    monkeypatch.setattr(stripes, "_serve", lambda name, w, fmt: 3)
-    with pytest.raises(InputError, match="second process .* stopped before its last line"):
+    monkeypatch.setattr(stripes, "_serve", lambda name, fd, rx, tx, fmt, label: 5)
+    with pytest.raises(InputError, match=r"second process .* stopped before its last turn \(status 1280\)"):
         _jsonl(path, 2, monkeypatch)
 
 
@@ -159,8 +200,8 @@ def test_a_helper_that_disagrees_stops_the_run(tmp_path, monkeypatch, small_stri
     path = tmp_path / "many.rdb"
     path.write_bytes(_many_keys(400, 4))
 
-    def wrong(name, w, fmt):  # a key of a stripe no key of this process starts in
-        os.write(w, stripes.HEAD.pack(999, 0, 1, 11) + b"{}\n" + struct.pack("<Q", 3))
+    def wrong(name, fd, rx, tx, fmt, label):  # a turn that is not the one after this process's first
+        os.write(tx, stripes.HEAD.pack(999, -1, 0))
         return 0
 
     monkeypatch.setattr(stripes, "_serve", wrong)
@@ -199,3 +240,67 @@ def test_the_command_line_takes_jobs(fmt, tmp_path):
     assert [r.returncode for r in runs] == [0, 0], runs[1].stderr
     assert runs[0].stdout == runs[1].stdout and runs[0].stdout
     assert runs[0].stderr == runs[1].stderr
+
+
+@needs_c
+@pytest.mark.parametrize("fmt", [["-f", "jsonl", "--values"], ["-f", "resp"]])
+@pytest.mark.parametrize("taken", [100, 300_000])
+def test_an_output_closed_early_ends_the_run_as_one_process_does(fmt, taken, tmp_path):
+    """The reader of the output goes away early or late: the run ends quietly with status
+    0, as one process ends it."""
+    import subprocess
+
+    path = tmp_path / "many.rdb"
+    path.write_bytes(_many_keys(1500, 9))
+    code = ("import sys; from dcpinspect.families.redis.reports import stripes; stripes.STRIPE = 8192; "
+            "from dcpinspect.__main__ import main; sys.argv[0] = 'dcpinspect'; main()")
+    reader = "import sys; sys.stdin.buffer.read(%d)" % taken
+    for jobs in ("1", "2"):
+        run = subprocess.Popen([sys.executable, "-c", code, "rdb", str(path), *fmt, "--jobs", jobs],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        took = subprocess.run([sys.executable, "-c", reader], stdin=run.stdout, timeout=120)
+        run.stdout.close()
+        err = run.stderr.read()
+        assert run.wait(timeout=120) == 0 and took.returncode == 0, err
+        assert b"second process" not in err and b"Traceback" not in err, err
+
+
+@needs_c
+@pytest.mark.parametrize("fmt", ["jsonl", "resp"])
+def test_a_helper_whose_output_is_closed_says_so(fmt, tmp_path, small_stripes):
+    """The helper writing its first turn to an output closed ends with CLOSED (not killed
+    by SIGPIPE, no message); the first process takes that, or SIGPIPE, as its own output
+    closed (BrokenPipeError, which ends a run quietly), any other end as an error."""
+    import signal
+
+    path = tmp_path / "many.rdb"
+    path.write_bytes(_many_keys(400, 10))
+    out_r, out_w = os.pipe()
+    os.close(out_r)
+    to_r, to_w = os.pipe()
+    from_r, from_w = os.pipe()
+    os.write(to_w, stripes.HEAD.pack(0, -1, 0))  # (the first process's turn 0 written)
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(err_w, 2)
+        os._exit(stripes._serve(str(path), out_w, to_r, from_w, fmt, str(path)))
+    os.close(err_w)
+    _, status = os.waitpid(pid, 0)
+    said = os.read(err_r, 4096)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == stripes.CLOSED, status
+    assert said == b""
+    for fd in (out_w, to_r, to_w, from_r, from_w, err_r):
+        os.close(fd)
+
+    for end, raised in ((lambda: os._exit(stripes.CLOSED), BrokenPipeError),
+                        (lambda: os.kill(os.getpid(), signal.SIGPIPE), BrokenPipeError),
+                        (lambda: os._exit(7), InputError)):
+        def serve(name, fd, rx, tx, fmt, label, end=end):
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            end()
+
+        with MonkeyPatch.context() as m:
+            m.setattr(stripes, "_serve", serve)
+            with pytest.raises(raised):
+                _jsonl(path, 2, m)

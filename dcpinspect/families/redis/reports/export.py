@@ -75,11 +75,15 @@ class Exporter:
     """Writes each key record (values kept) as commands through ``write``; ``keys``,
     ``commands`` and ``skipped`` count what it did."""
 
-    def __init__(self, write: Callable[[bytes], object],
+    def __init__(self, write: Callable[[bytes], object] | None,
                  skip: Callable[[KeyRecord, str], object] | None = None) -> None:
         self.write = write
         self.skip = skip
-        self.db: int | None = None
+        #: the db the output is in (None: none yet; anything else that is no int, such as
+        #: :data:`.stripes.TURN`: not known until the output is written, see ``turn_start``)
+        self.db: object = None
+        #: what is told of the first key's db where the db is not known (it settles the SELECT)
+        self.turn_start: Callable[[int], object] | None = None
         self.keys = self.commands = self.skipped = 0
 
     def _skipped(self, rec: KeyRecord, reason: str) -> None:
@@ -111,11 +115,17 @@ class Exporter:
         if rec.name == "FUNCTION2" and isinstance(code, bytes):
             self._send(b"FUNCTION", b"LOAD", code)
 
+    def _select(self, db: int) -> None:
+        if self.db is None or type(self.db) is int or self.turn_start is None:
+            self._send(b"SELECT", b"%d" % db)
+        else:
+            self.turn_start(db)
+        self.db = db
+
     def put(self, db: int, data: bytes) -> None:
         """A key of ``db`` whose commands ``data`` are made already (and counted)."""
         if db != self.db:
-            self._send(b"SELECT", b"%d" % db)
-            self.db = db
+            self._select(db)
         self.keys += 1
         self.write(data)
 
@@ -136,8 +146,7 @@ class Exporter:
             self._skipped(rec, f"no command makes a {t} ({rec.vtype.rdb_name})")
             return
         if rec.db != self.db:
-            self._send(b"SELECT", b"%d" % rec.db)
-            self.db = rec.db
+            self._select(rec.db)
         self.keys += 1
         if t in ("string", "ReJSON-RL"):
             self._send(b"SET", k, v)

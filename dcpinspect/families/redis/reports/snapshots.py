@@ -420,29 +420,13 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
             if helper is not None:
                 helper.close()
     elif fmt == "jsonl":
-        write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
         lines = digester.snapshot if how.values and digester is not None else None
         helper = _helper(path, how, fmt) if lines is not None and select is None else None
         try:
-            for rec in records(path, keep, select, progress=progress, lines=lines,
-                               stripe=None if helper is None else helper.stripe):
-                if type(rec) is KeyRecord and rec.line is not None:  # written whole by the C lane
-                    summary.add(rec)
-                    write(rec.line) if write else sys.stdout.write(rec.line.decode("ascii"))
-                    continue
-                if helper is not None and type(rec) is KeyRecord and not helper.mine(rec):  # the helper's
-                    line = helper.take(rec)  # (and its figures: the helper's summary, at the end)
-                    write(line) if write else sys.stdout.write(line.decode("ascii"))
-                    continue
-                if type(rec) is not KeyRecord:
-                    _unusable(path, rec)
-                    if digester is not None:
-                        digester.see(rec)
-                summary.add(rec)
-                obj = _json(rec, str(path), digester, how.values)
-                if obj is not None:
-                    line = dumps_line(obj, type(rec) is not KeyRecord)  # a key's object holds no float
-                    write(line) if write else sys.stdout.write(line.decode("ascii"))
+            recs = records(path, keep, select, progress=progress, lines=lines,
+                           stripe=None if helper is None else helper.stripe)
+            turns = None if helper is None else helper.turns(sys.stdout.fileno())
+            write_jsonl(recs, str(path), summary, digester, turns, lambda rec: _unusable(path, rec), how.values)
             if helper is not None:
                 from .stripes import add_digest
 
@@ -453,7 +437,7 @@ def _all(path, fmt: str, shown: Shown, summary: report.Summary, how: Reading, pr
             if helper is not None:
                 helper.close()
         line = dumps_line(summary.to_json())
-        write(line) if write else sys.stdout.write(line.decode("ascii"))
+        sys.stdout.buffer.write(line) if hasattr(sys.stdout, "buffer") else sys.stdout.write(line.decode("ascii"))
         sys.stdout.flush()
     elif fmt == "summary":
         # with --digest, the keys the lane writes whole lines of have added their part already
@@ -505,55 +489,106 @@ def _helper(path, how: Reading, fmt: str):
     name = stripes.shared_path(path, how.jobs)
     if name is None:
         return None
+    try:
+        fd = sys.stdout.fileno()  # (both processes write to it)
+    except (AttributeError, OSError, ValueError):
+        return None
     sys.stdout.flush()  # (nothing written before the fork is written twice)
     sys.stderr.flush()
-    return stripes.Helper(name, fmt)
+    return stripes.Helper(name, fmt, fd, str(path))
 
 
-def export(recs, summary: report.Summary, check, helper=None) -> None:
+def write_jsonl(recs, file: str, summary: report.Summary, digester, turns=None, check=None,
+                values: bool = True) -> None:
+    """The records' JSON lines (with ``values``, the keys' values; with a ``digester``,
+    their digests), on stdout or in ``turns`` (a :class:`~.stripes.Turns`: the lines of this
+    process's turns); the keys written are added to ``summary``. ``check``: given each
+    record that is no key, which is counted too (the first process); None: the helper,
+    which counts only the keys it writes."""
+    if turns is not None:
+        emit = turns.write
+    elif hasattr(sys.stdout, "buffer"):
+        emit = sys.stdout.buffer.write
+    else:
+        def emit(line: bytes) -> None:
+            sys.stdout.write(line.decode("ascii"))
+    for rec in recs:
+        if type(rec) is KeyRecord:
+            if turns is not None and not turns.key(rec.offset):
+                continue  # (the other process's: its line and its figures)
+            summary.add(rec)
+            line = rec.line  # (written whole by the C lane, else None)
+            emit(line if line is not None else dumps_line(report.key_json(rec, digester, values), False))
+            continue  # (a key's object holds no float)
+        if check is not None:
+            check(rec)
+        if digester is not None:
+            digester.see(rec)
+        if check is not None:
+            summary.add(rec)
+        if turns is not None and not turns.ours:
+            continue
+        obj = _json(rec, file, digester, values)
+        if obj is not None:
+            emit(dumps_line(obj, True))
+
+
+def said_not_exported(rec: KeyRecord, why: str) -> None:
+    """On stderr: a key that is not exported, and why."""
+    sys.stderr.write(safe(f"not exported: db {rec.db} key {key_text(rec.key)!r} at offset {rec.offset}: {why}") + "\n")
+    sys.stderr.flush()
+
+
+def export(recs, summary: report.Summary, check, helper=None, turns=None, exporter=None) -> None:
     """The records (values kept) as RESP commands on stdout (:mod:`.export`); ``check`` is
     given each record that is no key first; the findings and what was exported, on stderr.
     ``recs``: the records, or what makes them of the Exporter (``records``'s ``resp``);
-    ``helper``: a :class:`~.stripes.Helper` that writes the keys of its stripes."""
+    ``helper``: a :class:`~.stripes.Helper` that writes the keys of its stripes in turns
+    with this process. The helper itself gives its ``turns`` and ``exporter``, and no
+    ``check``: it writes the commands of its turns, and counts its keys only."""
     from .export import Exporter
 
-    if sys.stdout.isatty():
-        raise InputError("--format resp writes the data as it is: send it to a file or a pipe "
-                         "(| redis-cli --pipe), not to a terminal")
-    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
-    def skip(rec: KeyRecord, why: str) -> None:
-        sys.stderr.write(safe(f"not exported: db {rec.db} key {key_text(rec.key)!r} at offset {rec.offset}: {why}")
-                         + "\n")
-
-    exporter = Exporter(out.write if out is not None else (lambda b: sys.stdout.write(b.decode("latin-1"))), skip)
+    if exporter is None:
+        if sys.stdout.isatty():
+            raise InputError("--format resp writes the data as it is: send it to a file or a pipe "
+                             "(| redis-cli --pipe), not to a terminal")
+        out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+        exporter = Exporter(out.write if out is not None else (lambda b: sys.stdout.write(b.decode("latin-1"))),
+                            said_not_exported)
+    if helper is not None:
+        turns = helper.turns(sys.stdout.fileno(), exporter)
     loose: list[Finding] = []
     for rec in recs(exporter) if callable(recs) else recs:
         kind = type(rec)
         if kind is KeyRecord:
-            if helper is not None and rec.line is None and not helper.mine(rec):  # the helper's
-                data = helper.take(rec)
-                if data:
-                    exporter.put(rec.db, data)
-                else:  # (it said why)
-                    exporter.skipped += 1
-                if rec.findings:  # (said here, in the file's order; counted in the helper's summary)
+            if turns is not None and not turns.key(rec.offset):  # the other process's
+                if check is not None and rec.findings:  # (said here, in the file's order; counted by the helper)
                     loose.extend(rec.findings)
                 continue
             exporter.key(rec)
+        elif check is None:  # (the helper: the first process checks and counts what is no key)
+            if kind is OpRecord and turns.ours:
+                exporter.op(rec)
+            continue
         else:
             check(rec)
-            if kind is OpRecord:
+            if kind is OpRecord and (turns is None or turns.ours):
                 exporter.op(rec)
             if kind is not Ending:
                 loose.extend(report.findings_of(rec))
         summary.add(rec)
-        if kind is KeyRecord and rec.findings:
+        if kind is KeyRecord and rec.findings and check is not None:
             loose.extend(rec.findings)
-    if helper is not None:
+    if helper is None:
+        if check is None:
+            return
+        sys.stdout.flush()
+    else:
         counted = helper.finish()
-        exporter.commands += counted["commands"]
+        exporter.keys += counted["keys"]
+        exporter.commands += counted["commands"] + turns.selects
+        exporter.skipped += counted["skipped"]
         summary.merge(counted["summary"])
-    sys.stdout.flush()
     for f in loose:
         sys.stderr.write(safe(f"{f.severity}: {f.rule} at offset {f.offset}: {f.message}") + "\n")
     skipped = f", {exporter.skipped} keys not exported (each named above)" if exporter.skipped else ""

@@ -5,30 +5,37 @@ commands, costs several times what reading the key costs, and a file's keys can 
 found by reading it from the start. So both processes read the whole file, and each writes
 the keys of part of it: the file is cut into stripes of :data:`STRIPE` bytes by the offset
 at which each key's record starts; of every :data:`WAYS` stripes, this process writes the
-keys of the first one, and a helper forked from it those of the others (``RdbParser``'s
-``stripe``: the other keys are read without being written). This process also writes out
-every key and takes the helper's from the pipe: so the helper writes more of them.
+keys of those in :data:`MINE`, a helper forked from it those in :data:`HELPERS`
+(``RdbParser``'s ``stripe``: the other keys are read without being written).
 
-The helper sends the keys of each of its stripes as one frame through a pipe: the stripe's
-number, the offset of its first key, how many keys, their bytes, and where each one's
-ends. This process writes each where its key comes in the file, together with everything
-that is not a key (aux fields, functions, findings, ``SELECT``), so that the output is
-byte for byte that of one process; a frame that does not match the keys it read (another
-stripe, another first offset, another number of keys) or a helper that stops stop the run
-with an error, never with a wrong or a missing key. Last, the helper sends what it counted
-(its keys' part of the snapshot's digest; the commands it wrote), which this process adds
-to its own.
+Both write to the same output, in turns (:class:`Turns`). A turn is a run of records whose
+keys are one process's; a record that is no key (an aux field, a function, a finding)
+belongs to the turn it comes in. The two processes' turns alternate; a thread of each
+writes its process's turns whole, each once the other process has written the turn before
+it and said so through a pipe, while the process reads on, up to :data:`AHEAD` turns
+ahead of its writing. So no output goes from one process to the other, and the output is
+byte for byte that of one process: each key's line in the file's order, with everything
+that is not a key where one process writes it. The message that hands a turn on carries
+the turn's number, which the other process checks against its own count (both must agree
+on where each turn starts), and, for RESP, the db the output is in after it: whether the
+first key of the next turn needs a ``SELECT`` is settled as that turn is written. A helper
+that stops, or a turn that does not match, stops the run with an error, never with a wrong
+or a missing key.
 
-Only a regular file, not gzip, of at least :data:`LEAST` bytes, on a machine with two
-processors or more, is shared so (``--jobs 1`` keeps it to one process, ``--jobs 2`` shares
-any file that can be read again).
+This process alone counts what is not a key (aux fields, findings, the end) and writes the
+last line (jsonl's summary) or the account on stderr (resp), once the helper has sent what
+it counted of its keys: their summary (:meth:`~.report.Summary.keys_part`), and (jsonl)
+their part of the snapshot's digest, or (resp) the keys, commands and skipped keys.
+
+Only a regular file, not gzip, of at least :data:`LEAST` bytes, written to an output with
+a file descriptor, on a machine with two processors or more, is shared so (``--jobs 1``
+keeps it to one process, ``--jobs 2`` shares any file that can be read again).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from array import array
 import queue
 import signal
 import struct
@@ -40,16 +47,20 @@ from ....sources.inputs import InputError, gzipped
 STRIPE = 1 << 20
 #: the least file shared between two processes (below, the fork costs more than it saves)
 LEAST = 64 << 20
-#: the stripes come in turns of WAYS: of each, this process writes the first stripe's lines,
-#: the helper the others' (it is spared the writing of every line and the taking of its
-#: own from the pipe, which this process does)
-WAYS = 3
-MINE, HELPERS = 0b001, 0b110
-#: frames the helper may be ahead of this process (each some 2 MB)
+#: the stripes come in turns of WAYS: this process writes the keys of the stripes whose bit
+#: is in MINE, the helper those in HELPERS (this process also reads and counts everything
+#: that is no key, and writes the last line: so the helper takes the larger share)
+WAYS = 2
+MINE, HELPERS = 0b01, 0b10
+#: turns a process may have ready before it writes them (each some 2 MB of output a stripe)
 AHEAD = 8
-#: a frame's head: its stripe (-1: what the helper counted, last), its first key's offset,
-#: its keys, the bytes that follow (the keys', then where each ends, 8 bytes each)
-HEAD = struct.Struct("<qQQQ")
+#: a message from one process to the other: the turn it wrote (-1: what the helper counted,
+#: last), the db the output is in after it (-1: none yet), the bytes that follow
+HEAD = struct.Struct("<qqQ")
+#: the output's db in a turn until its first key: settled as the turn is written
+TURN = object()
+#: the helper's exit status when the output was closed
+CLOSED = 3
 
 
 def owns(mask: int, offset: int) -> bool:
@@ -88,78 +99,185 @@ def shared_path(path, jobs: int) -> str | None:
     return name
 
 
+def _exactly(fd: int, n: int) -> bytes | None:
+    """``n`` bytes read from ``fd``, or None at its end."""
+    parts, left = [], n
+    while left:
+        got = os.read(fd, left)
+        if not got:
+            return None
+        parts.append(got)
+        left -= len(got)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class Turns:
+    """One process's side of the turns: whose each key is (:meth:`key`; :attr:`ours`: whether
+    the records now are this process's to write), the output of its turn (:meth:`write`,
+    or the ``exporter``'s), and the thread that writes its turns to ``fd`` as the other
+    process hands them on through ``rx`` and is handed them through ``tx`` (file
+    descriptors); ``mask``: :data:`MINE` or :data:`HELPERS`."""
+
+    def __init__(self, fd: int, rx: int, tx: int, mask: int, exporter=None, failed=None) -> None:
+        self.fd, self.rx, self.tx, self.mask = fd, rx, tx, mask
+        self.turn = 0
+        self.ours = mask & 1 == 1  # (turn 0, where the file starts, is the first process's)
+        self.out = bytearray()
+        self.exporter = exporter
+        #: SELECTs the writer put before a turn's first key (resp: counted as commands)
+        self.selects = 0
+        #: what an end of the pipe ``rx`` means (the other process stopped): an InputError
+        self._ended = failed or (lambda: InputError("the other process stopped"))
+        self._select_at: tuple[int, int] | None = None
+        self._queue: queue.Queue = queue.Queue(AHEAD)
+        self._failed: BaseException | None = None
+        if exporter is not None:
+            exporter.write = self.out.extend
+            exporter.turn_start = self._first_select
+        self._thread = threading.Thread(target=self._write_turns, daemon=True)
+        self._thread.start()
+
+    def key(self, offset: int) -> bool:
+        """Whether the key whose record starts at ``offset`` is this process's to write; a
+        new turn starts where that changes."""
+        mine = self.mask >> (offset // STRIPE % WAYS) & 1 == 1
+        if mine != self.ours:
+            if self.ours:
+                self._hand_on()
+            elif self.exporter is not None:  # (the db the output is in is known as the turn is written)
+                self.exporter.db = TURN
+            self.ours = mine
+            self.turn += 1
+        return mine
+
+    def write(self, data: bytes) -> None:
+        self.out += data
+
+    def finish(self) -> None:
+        """The last turn handed on, and every turn written."""
+        if self.ours:
+            self._hand_on()
+        self._queue.put(None)
+        self._thread.join()
+        if self._failed is not None:
+            raise self._failed
+
+    def handed(self, turn: int) -> tuple[int, bytes]:
+        """The other process's message that it wrote ``turn`` (-1: what it counted): the db
+        the output is in after it and the bytes that came with it."""
+        head = _exactly(self.rx, HEAD.size)
+        if head is None:
+            raise self._ended()
+        got, db, size = HEAD.unpack(head)
+        body = _exactly(self.rx, size) if size else b""
+        if body is None:
+            raise self._ended()
+        if got != turn:
+            what = "its last turn" if got < 0 else f"its turn {got:,}"
+            raise InputError(f"the second process reading it does not agree with this one: it wrote {what} where "
+                             f"this process waited for turn {turn:,}; read it with --jobs 1")
+        return db, body
+
+    def send(self, turn: int, db: int, body: bytes = b"") -> None:
+        try:
+            _write_all(self.tx, HEAD.pack(turn, db, len(body)) + body)
+        except BrokenPipeError:
+            pass  # (the other process ended: it needs no more turns, or it says why)
+
+    # ------------------------------------------------------------------ inside
+
+    def _first_select(self, db: int) -> None:
+        """(the Exporter, at the first key of a turn) whether ``SELECT db`` goes before it is
+        the writer's to say, by the db the output is in when the turn is written."""
+        self._select_at = (db, len(self.out))
+
+    def _hand_on(self) -> None:
+        if self._failed is not None:
+            raise self._failed
+        exporter = self.exporter
+        db = -1
+        if exporter is not None:
+            db = exporter.db if exporter.db is not TURN and exporter.db is not None else -2
+        self._queue.put((self.turn, self.out, self._select_at, db))
+        self.out = bytearray()
+        self._select_at = None
+        if exporter is not None:
+            exporter.write = self.out.extend
+
+    def _write_turns(self) -> None:
+        """(the writer's thread) Each turn, once the other process wrote the one before."""
+        db = -1
+        try:
+            while True:
+                item = self._queue.get()
+                if item is None:
+                    return
+                turn, data, first, after = item
+                if turn:
+                    db, _ = self.handed(turn - 1)
+                if first is not None and first[0] != db:
+                    from .export import command
+
+                    data[first[1]:first[1]] = command(b"SELECT", b"%d" % first[0])
+                    self.selects += 1
+                _write_all(self.fd, data)
+                db = db if after == -2 else after
+                self.send(turn, db)
+        except BaseException as exc:
+            self._failed = exc
+            while self._queue.get() is not None:  # (the reading side learns of it at its next turn)
+                pass
+
+
 class Helper:
     """The forked helper that writes the keys of its stripes of the file ``name`` as ``fmt``
-    ("jsonl" with values, or "resp"), and what this process needs to take them in turn
-    (:meth:`take`) and end (:meth:`finish`, and :meth:`close` whatever happens)."""
+    ("jsonl" with values, or "resp") to ``fd`` in turns with this process, and this
+    process's side of it (:meth:`turns`, :meth:`finish`, and :meth:`close` whatever
+    happens)."""
 
     @property
     def stripe(self) -> tuple[int, int, int]:
         """RdbParser's stripe for this process's keys."""
         return STRIPE, MINE, WAYS
 
-    def __init__(self, name: str, fmt: str) -> None:
+    def __init__(self, name: str, fmt: str, fd: int, label: str) -> None:
         self.name = name
-        r, w = os.pipe()
-        try:
-            import fcntl
-
-            fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-        except (ImportError, OSError):
-            pass  # (the pipe's default size: the helper waits more often)
+        to_helper = os.pipe()
+        from_helper = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:  # the helper: never back into the caller's code
-            os.close(r)
-            os._exit(_serve(name, w, fmt))
-        os.close(w)
-        self._r = os.fdopen(r, "rb")
-        self._frames: queue.Queue = queue.Queue(AHEAD)
-        self._pump = threading.Thread(target=self._take_frames, daemon=True)
-        self._pump.start()
-        self._at = -1  # the stripe whose keys are being given
-        self._body = b""
-        self._ends: memoryview | tuple = ()
-        self._given = self._n = 0
+            os.close(to_helper[1])
+            os.close(from_helper[0])
+            os._exit(_serve(name, fd, to_helper[0], from_helper[1], fmt, label))
+        os.close(to_helper[0])
+        os.close(from_helper[1])
+        self._rx, self._tx = from_helper[0], to_helper[1]
         self._done = False
+        self._turns: Turns | None = None
 
-    @staticmethod
-    def mine(rec) -> bool:
-        """Whether the key's line is this process's to write."""
-        return owns(MINE, rec.offset)
-
-    def take(self, rec) -> bytes:
-        """What the helper wrote of ``rec``, a key of its stripes (empty: it wrote nothing
-        of it, and said why)."""
-        k = rec.offset // STRIPE
-        i = self._given
-        if k == self._at and i < self._n:  # (the common case, first)
-            self._given = i + 1
-            return self._body[self._ends[i - 1] if i else 0:self._ends[i]]
-        if k != self._at:
-            self._all_given()
-            at, first, n, body = self._next()
-            if at != k or first != rec.offset:
-                self._mismatch(f"its keys of stripe {at} (from offset {first:,}) came where this "
-                               f"process read the key at offset {rec.offset:,} (stripe {k})")
-            size = len(body) - 8 * n
-            ends = memoryview(body)[size:].cast("Q") if n else ()
-            if size < 0 or (n and (ends[-1] != size or any(ends[i] > ends[i + 1] for i in range(n - 1)))):
-                self._mismatch(f"its frame of stripe {k} does not hold {n:,} keys")
-            self._at, self._given, self._body, self._ends, self._n = k, 0, body, ends, n
-        i = self._given
-        if i >= self._n:
-            self._mismatch(f"stripe {k} has more keys here than the {len(self._ends):,} it wrote")
-        self._given = i + 1
-        return self._body[self._ends[i - 1] if i else 0:self._ends[i]]
+    def turns(self, fd: int, exporter=None) -> Turns:
+        """This process's side of the turns."""
+        self._turns = Turns(fd, self._rx, self._tx, MINE, exporter, self._stopped)
+        return self._turns
 
     def finish(self) -> dict:
-        """What the helper counted (see :func:`_serve`), once every key it wrote was given."""
-        self._all_given()
-        frame = self._next()
-        if frame[0] != -1:
-            self._mismatch(f"it wrote the keys of stripe {frame[0]} (from offset {frame[1]:,}), which "
-                           "this process did not read")
-        counted = json.loads(frame[3])
+        """What the helper counted (see :func:`_serve`), once every turn was written."""
+        turns = self._turns
+        turns.finish()
+        last = turns.turn
+        if not turns.ours:  # the last turn was the helper's
+            turns.handed(last)
+        _, body = turns.handed(-1)
+        counted = json.loads(body)
+        if counted["turns"] != last:
+            raise InputError(f"{self.name}: the second process reading it does not agree with this one: it counted "
+                             f"{counted['turns']:,} turns and this process {last:,}; read it with --jobs 1")
         _, status = os.waitpid(self.pid, 0)
         self._done = True
         if status != 0:
@@ -167,7 +285,7 @@ class Helper:
         return counted
 
     def close(self) -> None:
-        """The helper stopped (if it is still running) and its pipe closed."""
+        """The helper stopped (if it is still running) and its pipes closed."""
         if not self._done:
             self._done = True
             try:
@@ -175,150 +293,70 @@ class Helper:
                 os.waitpid(self.pid, 0)
             except OSError:
                 pass
-        try:
-            self._r.close()
-        except OSError:
-            pass
+        for fd in (self._rx, self._tx):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
-    # ------------------------------------------------------------------ inside
-
-    def _all_given(self) -> None:
-        if self._at >= 0 and self._given != len(self._ends):
-            self._mismatch(f"stripe {self._at} has {self._given:,} keys here, and it wrote {len(self._ends):,}")
-
-    def _next(self) -> tuple:
-        frame = self._frames.get()
-        if frame is None:
-            _, status = os.waitpid(self.pid, 0)
-            self._done = True
-            raise InputError(f"{self.name}: the second process reading it stopped before its last line "
-                             f"(status {status})")
-        return frame
-
-    def _mismatch(self, what: str) -> None:
-        raise InputError(f"{self.name}: the second process reading it does not agree with this one: {what}; "
-                         "read it with --jobs 1")
-
-    def _take_frames(self) -> None:
-        """(the pump's thread) The helper's frames into the queue, as they come; None at
-        the end of the pipe."""
-        try:
-            while True:
-                head = self._r.read(HEAD.size)
-                if len(head) < HEAD.size:
-                    break
-                k, first, n, size = HEAD.unpack(head)
-                body = self._r.read(size)
-                if len(body) < size:
-                    break
-                self._frames.put((k, first, n, body))
-                if k < 0:
-                    return
-        except (OSError, ValueError):
-            pass
-        self._frames.put(None)
+    def _stopped(self) -> Exception:
+        _, status = os.waitpid(self.pid, 0)
+        self._done = True
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == CLOSED or (
+                os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPIPE):
+            return BrokenPipeError("the output was closed")
+        return InputError(f"{self.name}: the second process reading it stopped before its last turn (status {status})")
 
 
-def _serve(name: str, w: int, fmt: str) -> int:
-    """(the helper) The keys of its stripes of ``name`` as ``fmt``, a frame a stripe, then
-    what it counted: its keys' ``summary`` (:meth:`~.report.Summary.keys_part`: the other
-    process adds none of them to its own), and (jsonl) their part of the snapshot's digest,
-    ``per_db`` and ``unknown``, or (resp) the ``commands`` it wrote; into the pipe ``w``;
-    the process's exit status."""
+def _serve(name: str, fd: int, rx: int, tx: int, fmt: str, label: str) -> int:
+    """(the helper) The keys of its stripes of ``name`` as ``fmt`` to ``fd``, in turns with
+    the first process (through ``rx`` and ``tx``), then what it counted: its keys'
+    ``summary`` (:meth:`~.report.Summary.keys_part`: the other process adds none of them to
+    its own), the turns, and (jsonl) their part of the snapshot's digest, ``per_db`` and
+    ``unknown``, or (resp) the ``keys``, ``commands`` and ``skipped`` keys; the process's
+    exit status."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # (interrupted with the run: no traceback)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        from ..rdb.records import KeyRecord
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # (an output closed is a BrokenPipeError, as in this process)
+        from . import snapshots
         from .report import Summary
 
-        out = os.fdopen(w, "wb", buffering=1 << 20)
-        at, first, keys, ends, size = -1, 0, [], array("Q"), 0
+        summary = Summary(label)
+        if fmt == "resp":
+            from .export import Exporter
 
-        def send(k: int, first: int, n: int, body: bytes) -> None:
-            out.write(HEAD.pack(k, first, n, len(body)))
-            out.write(body)
+            exporter = Exporter(None, snapshots.said_not_exported)
+            turns = Turns(fd, rx, tx, HELPERS, exporter)
+            snapshots.export(lambda exp: snapshots.records(name, True, None, stripe=(STRIPE, HELPERS, WAYS),
+                                                           resp=exp),
+                             summary, None, turns=turns, exporter=exporter)
+            turns.finish()
+            counted = {"keys": exporter.keys, "commands": exporter.commands + turns.selects,
+                       "skipped": exporter.skipped}
+        else:
+            from ..rdb.digest import Digester
 
-        write_key, see, stream, counted = _writer(name, fmt)
-        summary = Summary(name)
-        for rec in stream:
-            if type(rec) is not KeyRecord:
-                see(rec)
-                continue
-            if not owns(HELPERS, rec.offset):
-                continue
-            k = rec.offset // STRIPE
-            summary.add(rec)
-            if k != at:
-                if keys:
-                    send(at, first, len(keys), b"".join(keys) + ends.tobytes())
-                at, first, keys, ends, size = k, rec.offset, [], array("Q"), 0
-            data = write_key(rec)
-            keys.append(data)
-            size += len(data)
-            ends.append(size)
-        if keys:
-            send(at, first, len(keys), b"".join(keys) + ends.tobytes())
-        send(-1, 0, 0, json.dumps({**counted(), "summary": summary.keys_part()}).encode())
-        out.close()
+            digester = Digester()
+            turns = Turns(fd, rx, tx, HELPERS)
+            snapshots.write_jsonl(snapshots.records(name, True, None, lines=digester.snapshot,
+                                                    stripe=(STRIPE, HELPERS, WAYS)),
+                                  label, summary, digester, turns)
+            turns.finish()
+            snapshot = digester.snapshot
+            counted = {"per_db": {str(db): f"{v:x}" for db, v in snapshot.per_db.items()},
+                       "unknown": snapshot.unknown}
+        turns.send(-1, -1, json.dumps({**counted, "summary": summary.keys_part(), "turns": turns.turn}).encode())
         return 0
     except BrokenPipeError:
-        return 0  # (this process stopped reading: it says why)
+        return CLOSED  # (the output was closed: the first process stops as it would alone)
+    except InputError:
+        return 0  # (the first process stopped, or it reads the same and says why)
     except BaseException as exc:  # (its own message, unbuffered: the caller's stderr may be mid-line)
         try:
             os.write(2, f"dcpinspect: {name}: the second process reading it stopped: {exc!r}\n".encode())
         except OSError:
             pass
         return 2
-
-
-def _writer(name: str, fmt: str):
-    """(the helper) What writes one key of ``name`` as ``fmt`` (bytes), what takes the
-    records that are no keys, the records, and what gives what was counted at the end."""
-    from .snapshots import records
-
-    if fmt == "resp":
-        import sys
-
-        from ....messages.text import key_text
-        from ....outputs.escape import safe
-        from .export import Exporter
-
-        parts: list[bytes] = []
-
-        def skip(rec, why: str) -> None:
-            sys.stderr.write(safe(f"not exported: db {rec.db} key {key_text(rec.key)!r} at offset {rec.offset}: "
-                                  f"{why}") + "\n")
-            sys.stderr.flush()
-
-        exporter = Exporter(parts.append, skip)
-
-        def write_key(rec) -> bytes:
-            exporter.db = rec.db  # (SELECT is the other process's)
-            exporter.key(rec)
-            data = b"".join(parts)
-            parts.clear()
-            return data
-
-        def see(rec) -> None:
-            pass
-
-        stream = records(name, True, None, stripe=(STRIPE, HELPERS, WAYS), resp=exporter)
-        return write_key, see, stream, lambda: {"commands": exporter.commands}
-    from ....outputs.jsonl import dumps_line
-    from ..rdb.digest import Digester
-    from . import report
-
-    digester = Digester()
-
-    def write_line(rec) -> bytes:
-        return rec.line if rec.line is not None else dumps_line(report.key_json(rec, digester, True), False)
-
-    def counted() -> dict:
-        snapshot = digester.snapshot
-        return {"per_db": {str(db): f"{v:x}" for db, v in snapshot.per_db.items()}, "unknown": snapshot.unknown}
-
-    stream = records(name, True, None, lines=digester.snapshot, stripe=(STRIPE, HELPERS, WAYS))
-    return write_line, digester.see, stream, counted
 
 
 def add_digest(snapshot, counted: dict) -> None:
