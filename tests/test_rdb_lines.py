@@ -237,6 +237,24 @@ def test_double_text_is_datas():
     values += [struct.unpack("<d", rnd.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(5000)]
     values += [rnd.random() * 10.0 ** rnd.randint(-30, 30) * rnd.choice((1, -1)) for _ in range(5000)]
     values += [float(rnd.randint(-1 << 64, 1 << 64)) for _ in range(500)]
+    # the range written by 128-bit integers (about 3.8e-6 to 2^53): scores as files hold
+    # them, halves and other short fractions, the neighbours of powers of ten and of two
+    # (where the digits carry over and where the lower neighbour is nearer), and the ends
+    values += [rnd.random() * 10.0 ** rnd.randint(-6, 16) for _ in range(20000)]
+    values += [rnd.random() * 1e4 for _ in range(5000)]
+    values += [rnd.randrange(10 ** 6) + rnd.choice((0.5, 0.25, 0.1, 0.125, 0.3, 0.7)) for _ in range(2000)]
+    for edge in [10.0 ** p for p in range(-7, 18)] + [2.0 ** p for p in range(-20, 55)]:
+        for way in (0.0, math.inf):
+            x = edge
+            for _ in range(12):
+                values.append(x)
+                x = math.nextafter(x, way)
+    values += [3.814697265625e-06, math.nextafter(3.814697265625e-06, 0), 2.0 ** 53 - 0.5, 9007199254740991.0]
+    # exact ties at the 17th digit (%.17g rounds them to the even digit): 2^(50-b) <= d < 2^(51-b)
+    # with b + 1 binary places, an odd number of the last
+    values += [float(2 ** (50 - b) + rnd.randrange(2 ** (50 - b))) + rnd.randrange(1, 2 ** (b + 2), 2) / 2 ** (b + 2)
+               for b in range(4) for _ in range(500)]
+    values += [-v for v in values[-3000:]]
     for v in values:
         assert C.double_text(v, False) == data.redis_double(v), repr(v)
         assert C.double_text(v, True) == data.g17(v), repr(v)

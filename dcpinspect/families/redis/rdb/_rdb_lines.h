@@ -205,18 +205,258 @@ static void out_text(Out *o, const uint8_t *s, size_t n) {
 
 /* -- doubles as the server writes them (data.redis_double, data.g17) -- */
 
-/* data.g17: %.17g as Python's % formats it; 0 when Python fails */
+/* -- a double's decimal digits exactly, by 128-bit integers where they fit --
+ *
+ * A double d = m * 2^-s (2^52 <= m < 2^53, 1 <= s <= 70: from about 3.8e-6 up to 2^53,
+ * the scores files hold) times 10^k (k <= 22, so that the products stay under 2^128) is
+ * exact as N = m * 10^k in units of 2^-s: its digits are N's, rounded as the bits below
+ * them say. What falls outside (integers from 2^53, tiny and huge numbers, subnormals)
+ * is Python's to write, as before. tests/test_rdb_lines.py checks both forms against
+ * Python's on random and edge values. */
+
+typedef unsigned __int128 u128;
+
+static const uint64_t POW10[20] = {1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+                                   100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
+                                   1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+                                   1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+                                   1000000000000000000ULL, 10000000000000000000ULL};
+
+static u128 pow10_128(int k) {
+    return k > 19 ? (u128)POW10[19] * POW10[k - 19] : (u128)POW10[k];
+}
+
+/* d (> 0) as m * 2^-s and the k for which m * 10^k / 2^s has 17 digits before the point
+ * (its floor in [10^16, 10^17)); 0 when d is outside the range above */
+static int exact_parts(double d, uint64_t *m, int *s, int *k) {
+    uint64_t b;
+    memcpy(&b, &d, 8);
+    int be = (int)(b >> 52 & 0x7ff);
+    if (be == 0 || be == 0x7ff)
+        return 0;
+    int e = be - 1075;
+    if (e >= 0 || e < -70)
+        return 0;
+    *m = (b & ((1ULL << 52) - 1)) | (1ULL << 52);
+    *s = -e;
+    int kk = 16 - (int)floor(log10(d));
+    for (int tries = 0; tries < 3; tries++) {
+        if (kk < 0 || kk > 22)
+            return 0;
+        uint64_t q = (uint64_t)(((u128)*m * pow10_128(kk)) >> *s);
+        if (q >= POW10[17])
+            kk--;
+        else if (q < POW10[16])
+            kk++;
+        else {
+            *k = kk;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* the digits of c (> 0) without its trailing zeros into t: how many; *zeros: those dropped */
+static int digits_of(uint64_t c, char t[24], int *zeros) {
+    int z = 0;
+    while (c % 10 == 0) {
+        c /= 10;
+        z++;
+    }
+    char tmp[24];
+    int n = 0;
+    while (c) {
+        tmp[n++] = (char)('0' + c % 10);
+        c /= 10;
+    }
+    for (int i = 0; i < n; i++)
+        t[i] = tmp[n - 1 - i];
+    *zeros = z;
+    return n;
+}
+
+/* an exponent as Python writes it: e, the sign, at least two digits */
+static int exp_text(char *t, int x) {
+    int k = 0;
+    t[k++] = 'e';
+    t[k++] = x < 0 ? '-' : '+';
+    if (x < 0)
+        x = -x;
+    if (x < 10)
+        t[k++] = '0';
+    char num[24];
+    int n = i64_text(num, x);
+    memcpy(t + k, num, (size_t)n);
+    return k + n;
+}
+
+/* '%.17g' % d for d > 0 in range into t (room >= 40): its length, or -1 outside the range */
+static int g17_exact(double d, char *t) {
+    uint64_t m;
+    int s, k;
+    if (!exact_parts(d, &m, &s, &k))
+        return -1;
+    u128 n = (u128)m * pow10_128(k);
+    uint64_t q = (uint64_t)(n >> s);
+    u128 rest = n & (((u128)1 << s) - 1), half = (u128)1 << (s - 1);
+    if (rest > half || (rest == half && (q & 1)))
+        q++;
+    int x = 16 - k; /* the exponent of the first digit */
+    if (q == POW10[17]) {
+        q = POW10[16];
+        x++;
+    }
+    char dg[24] = {0};
+    int zeros, nd = digits_of(q, dg, &zeros);
+    int w = 0;
+    if (x < -4 || x >= 17) {
+        t[w++] = dg[0];
+        if (nd > 1) {
+            t[w++] = '.';
+            memcpy(t + w, dg + 1, (size_t)(nd - 1));
+            w += nd - 1;
+        }
+        return w + exp_text(t + w, x);
+    }
+    if (x < 0) {
+        t[w++] = '0';
+        t[w++] = '.';
+        for (int i = 0; i < -x - 1; i++)
+            t[w++] = '0';
+        memcpy(t + w, dg, (size_t)nd);
+        return w + nd;
+    }
+    /* x + 1 digits before the point */
+    for (int i = 0; i <= x; i++)
+        t[w++] = i < nd ? dg[i] : '0';
+    if (nd > x + 1) {
+        t[w++] = '.';
+        memcpy(t + w, dg + x + 1, (size_t)(nd - x - 1));
+        w += nd - x - 1;
+    }
+    return w;
+}
+
+/* The shortest digits of d > 0 in range (and not a power of two, whose lower neighbour
+ * is nearer), as repr() finds them: the fewest that read back as d, of those the nearest
+ * to d; into dg (no zero at either end): how many, and *decpt: the point after that many
+ * of them; -1 outside the range */
+static int shortest_exact(double d, char dg[24], int *decpt) {
+    uint64_t m;
+    int s, k;
+    if (!exact_parts(d, &m, &s, &k) || m == 1ULL << 52)
+        return -1;
+    u128 p = pow10_128(k);
+    /* the numbers that read back as d, in units of 2^-(s+1): from (2m - 1) * p to (2m + 1) * p,
+     * the ends with them when m is even (a tie reads to the even one) */
+    u128 lo = (u128)(2 * m - 1) * p, hi = (u128)(2 * m + 1) * p;
+    int sh = s + 1, both = (m & 1) == 0;
+    u128 mask = ((u128)1 << sh) - 1;
+    uint64_t xmin = (uint64_t)(lo >> sh), xmax = (uint64_t)(hi >> sh);
+    if (!(both && (lo & mask) == 0))
+        xmin++;
+    if (!both && (hi & mask) == 0)
+        xmax--;
+    /* the fewest digits n (of 17) with a multiple of 10^(17-n) in [xmin, xmax]: found by halves */
+    int a = 1, b = 17;
+    while (a < b) {
+        int mid = (a + b) / 2;
+        uint64_t u = POW10[17 - mid];
+        if ((xmin + u - 1) / u <= xmax / u)
+            b = mid;
+        else
+            a = mid + 1;
+    }
+    uint64_t u = POW10[17 - a];
+    uint64_t cmin = (xmin + u - 1) / u, cmax = xmax / u;
+    if (cmin > cmax)
+        return -1;
+    u128 n = (u128)m * p;
+    uint64_t cf = (uint64_t)(n >> s) / u;
+    u128 rest = n - ((u128)(cf * u) << s), unit = (u128)u << s;
+    uint64_t c = cf;
+    if (2 * rest > unit || (2 * rest == unit && (cf & 1)))
+        c = cf + 1;
+    if (c < cmin)
+        c = cmin;
+    if (c > cmax)
+        c = cmax;
+    int zeros, nd = digits_of(c, dg, &zeros);
+    /* c * 10^(17 - a - k): the point after decpt of the digits */
+    *decpt = nd + zeros + 17 - a - k;
+    return nd;
+}
+
+/* data.g17: %.17g as Python's % formats it; -1 when Python fails */
 static int double_g17(double d, char *t, size_t room) {
     if (d != d)
         return snprintf(t, room, "nan");
     if (isinf(d))
         return snprintf(t, room, d > 0 ? "inf" : "-inf");
+    if (room >= 48 && d != 0) {
+        int neg = d < 0;
+        double a = neg ? -d : d;
+        if (a < 1e17 && a == floor(a)) { /* an integer: its digits */
+            t[0] = '-';
+            return neg + i64_text(t + neg, (long long)a);
+        }
+        t[0] = '-';
+        int k = g17_exact(a, t + neg);
+        if (k > 0)
+            return neg + k;
+    }
     char *s = PyOS_double_to_string(d, 'g', 17, 0, NULL);
     if (s == NULL)
         return -1;
     int k = snprintf(t, room, "%s", s);
     PyMem_Free(s);
     return k < (int)room ? k : -1;
+}
+
+/* data.redis_double's layout of the shortest digits dg (nd of them, no zero at either
+ * end, the point after decpt of them; not an integer below 2^62) into t (room >= 48) */
+static int redis_digits(int neg, const char *dg, int nd, int decpt, char *t) {
+    int w = 0;
+    if (neg)
+        t[w++] = '-';
+    int fixed = decpt > -4 && decpt <= 16; /* repr's own layout, kept while at most 6 decimals */
+    int decimals = decpt <= 0 ? nd - decpt : nd - decpt;
+    int K = decpt - nd, ex = decpt - 1 < 0 ? 1 - decpt : decpt - 1;
+    if ((fixed && decpt < nd && decimals <= 6) || (K < 0 && (K > -7 || ex < 4))) {
+        if (decpt <= 0) {
+            t[w++] = '0';
+            t[w++] = '.';
+            for (int i = 0; i < -decpt; i++)
+                t[w++] = '0';
+            memcpy(t + w, dg, (size_t)nd);
+            return w + nd;
+        }
+        memcpy(t + w, dg, (size_t)decpt);
+        w += decpt;
+        t[w++] = '.';
+        memcpy(t + w, dg + decpt, (size_t)(nd - decpt));
+        return w + nd - decpt;
+    }
+    if (K >= 0 && ex < nd + 7) {
+        memcpy(t + w, dg, (size_t)nd);
+        w += nd;
+        for (int i = 0; i < K; i++)
+            t[w++] = '0';
+        return w;
+    }
+    int keep = nd < 18 - neg ? nd : 18 - neg;
+    t[w++] = dg[0];
+    if (keep > 1) {
+        t[w++] = '.';
+        memcpy(t + w, dg + 1, (size_t)(keep - 1));
+        w += keep - 1;
+    }
+    t[w++] = 'e';
+    t[w++] = decpt - 1 < 0 ? '-' : '+';
+    char num[24];
+    int n = i64_text(num, ex);
+    memcpy(t + w, num, (size_t)n);
+    return w + n;
 }
 
 /* data.redis_double, step by step; -1 on a Python error */
@@ -231,6 +471,12 @@ static int double_redis(double d, char *t, size_t room) {
     if (d >= -half && d <= half && (double)(long long)d == d)
         return room >= 24 ? i64_text(t, (long long)d) : snprintf(t, room, "%lld", (long long)d);
     int neg = d < 0;
+    if (room >= 48) {
+        char dg[24] = {0};
+        int decpt, nd = shortest_exact(neg ? -d : d, dg, &decpt);
+        if (nd > 0)
+            return redis_digits(neg, dg, nd, decpt, t);
+    }
     char *r = PyOS_double_to_string(neg ? -d : d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
     if (r == NULL)
         return -1;
