@@ -2557,6 +2557,30 @@ static void sha1_20x2(uint8_t x[20], uint8_t y[20]) {
     sha1_20(y);
 }
 
+/* the SHA-1s of two messages: at once where both fit one block and SHA-NI is used */
+static void sha1_two(const uint8_t *a, size_t na, uint8_t ha[20], const uint8_t *b, size_t nb, uint8_t hb[20]) {
+#ifdef CRC_CLMUL
+    if (na < 56 && nb < 56 && sha1_block_fn() == sha1_block_ni) {
+        uint8_t bx[64] = {0}, by[64] = {0};
+        uint32_t hx[5], hy[5];
+        memcpy(bx, a, na);
+        memcpy(by, b, nb);
+        bx[na] = by[nb] = 0x80;
+        uint64_t lx = __builtin_bswap64((uint64_t)na * 8), ly = __builtin_bswap64((uint64_t)nb * 8);
+        memcpy(bx + 56, &lx, 8);
+        memcpy(by + 56, &ly, 8);
+        memcpy(hx, SHA1_IV, sizeof hx);
+        memcpy(hy, SHA1_IV, sizeof hy);
+        sha1_block_ni2(hx, bx, hy, by);
+        sha1_out(hx, ha);
+        sha1_out(hy, hb);
+        return;
+    }
+#endif
+    sha1(a, na, ha);
+    sha1(b, nb, hb);
+}
+
 /* The SHA-1 of an element as digest.py takes it: bytes as they are, a float through
  * ``score`` (when given; then every non-bytes element goes through it), anything else
  * as its str() in UTF-8. */

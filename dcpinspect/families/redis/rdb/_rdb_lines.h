@@ -9,6 +9,8 @@
 static void sha1(const uint8_t *p, size_t n, uint8_t out[20]);
 static void mix20(uint8_t d[20], const uint8_t h[20]);
 static void mix20x2(uint8_t x[20], const uint8_t hx[20], uint8_t y[20], const uint8_t hy[20]);
+static void sha1_20x2(uint8_t x[20], uint8_t y[20]);
+static void sha1_two(const uint8_t *a, size_t na, uint8_t ha[20], const uint8_t *b, size_t nb, uint8_t hb[20]);
 
 /* -- a growing byte buffer -- */
 
@@ -558,6 +560,13 @@ typedef struct {
     int resp;          /* each key as Redis commands instead (_rdb_resp.h) */
     Out args;          /* (resp) the arguments of the command being made */
     uint64_t commands, pending_commands; /* (resp) the commands of the keys made, of the key just written */
+    /* the SHA-1s a value takes, two at a time (see hash_el): an element's short text that
+     * waits for the next one's, and what it is for; a pair's two SHA-1s that wait for the
+     * next pair's */
+    int waiting, wait_op, chained;
+    uint8_t wait_t[56];
+    size_t wait_n, wait_slot;
+    uint8_t chain_a[20], chain_b[20];
 } Lines;
 
 /* whether the key at input offset `at` is one whose line is written here */
@@ -616,6 +625,140 @@ static int obj_type(int code) {
     return -1;
 }
 
+/* -- the SHA-1s of a value's elements, two at a time --
+ * SHA-NI's rounds of two messages interleave (sha1_block_ni2), nearly twice the blocks in
+ * the time of one: an element's SHA-1 whose text fits a block waits for the next one's
+ * (hash_el), and a pair's chain of three (a hash's field and value, a member and its score:
+ * pair_xor) for the next pair's (hash_pair). lines_flush does what still waits before the
+ * digests are taken; the XOR of an unordered value does not depend on the order, and an
+ * ordered value's SHA-1s go to the slots they were given. */
+
+enum { H_XOR, H_SLOT };
+
+static void hash_put(Lines *J, int op, size_t slot, const uint8_t h[20]) {
+    if (op == H_XOR)
+        xor20(J->acc, h);
+    else
+        memcpy(J->hs + 20 * slot, h, 20);
+}
+
+/* a slot for an ordered value's next SHA-1 (filled when it is made) */
+static int lines_slot(Lines *J, size_t *slot) {
+    if (J->nh == J->roomh) {
+        size_t room = J->roomh ? J->roomh * 2 : 256;
+        uint8_t *hs = PyMem_Realloc(J->hs, room * 20);
+        if (hs == NULL) {
+            J->v.bad = 1;
+            return 0;
+        }
+        J->hs = hs;
+        J->roomh = room;
+    }
+    *slot = J->nh++;
+    return 1;
+}
+
+/* the SHA-1 of an element's text (n bytes at p): XORed into the value's (H_XOR), or into
+ * the slot of an ordered value (H_SLOT) */
+static void hash_el(Lines *J, const uint8_t *p, size_t n, int op, size_t slot) {
+    uint8_t h[20], h2[20];
+    if (n >= sizeof J->wait_t) {
+        sha1(p, n, h);
+        hash_put(J, op, slot, h);
+        return;
+    }
+    if (!J->waiting) {
+        memcpy(J->wait_t, p, n);
+        J->wait_n = n;
+        J->wait_op = op;
+        J->wait_slot = slot;
+        J->waiting = 1;
+        return;
+    }
+    sha1_two(J->wait_t, J->wait_n, h, p, n, h2);
+    J->waiting = 0;
+    hash_put(J, J->wait_op, J->wait_slot, h);
+    hash_put(J, op, slot, h2);
+}
+
+/* a pair whose elements' SHA-1s are ha and hb: its own digest (from zero: mix of a, mix
+ * of b) XORed into the value's, with the next pair's */
+static void hash_chain(Lines *J, const uint8_t ha[20], const uint8_t hb[20]) {
+    if (!J->chained) {
+        memcpy(J->chain_a, ha, 20);
+        memcpy(J->chain_b, hb, 20);
+        J->chained = 1;
+        return;
+    }
+    uint8_t x[20], y[20];
+    memcpy(x, J->chain_a, 20);
+    memcpy(y, ha, 20);
+    sha1_20x2(x, y);
+    xor20(x, J->chain_b);
+    xor20(y, hb);
+    sha1_20x2(x, y);
+    sha1_20x2(x, y);
+    xor20(J->acc, x);
+    xor20(J->acc, y);
+    J->chained = 0;
+}
+
+static void hash_pair(Lines *J, const uint8_t *a, size_t na, const uint8_t *b, size_t nb) {
+    uint8_t ha[20], hb[20];
+    sha1_two(a, na, ha, b, nb, hb);
+    hash_chain(J, ha, hb);
+}
+
+static void pair_xor(Lines *J, const uint8_t ha[20], const uint8_t hb[20]);
+
+/* what waits, done */
+static void lines_flush(Lines *J) {
+    if (J->waiting) {
+        uint8_t h[20];
+        sha1(J->wait_t, J->wait_n, h);
+        hash_put(J, J->wait_op, J->wait_slot, h);
+        J->waiting = 0;
+    }
+    if (J->chained) {
+        pair_xor(J, J->chain_a, J->chain_b);
+        J->chained = 0;
+    }
+}
+
+/* an element's JSON into the value, and the text its SHA-1 is of: *p, *n (an integer's in t) */
+static void el_text(Lines *J, const LpItem *it, char t[24], const uint8_t **p, size_t *n) {
+    if (it->s == NULL) {
+        char *w = dec_i64(t, it->v);
+        size_t k = (size_t)(t + 24 - w);
+        OUT_LIT(&J->v, "\"");
+        out_raw(&J->v, w, k);
+        OUT_LIT(&J->v, "\"");
+        *p = (const uint8_t *)w;
+        *n = k;
+    } else {
+        out_text(&J->v, it->s, it->len);
+        *p = it->s;
+        *n = it->len;
+    }
+}
+
+/* a score's JSON (data.redis_double) into the value, and the text the digest takes of it
+ * (in t, 64 bytes): its length, or -1 on failure */
+static int score_text(Lines *J, double d, char t[64]) {
+    char r[64];
+    int k = double_redis(d, r, sizeof r);
+    if (k < 0)
+        return -1;
+    OUT_LIT(&J->v, "\"");
+    out_raw(&J->v, r, (size_t)k);
+    OUT_LIT(&J->v, "\"");
+    if (!J->g17) {
+        memcpy(t, r, (size_t)k);
+        return k;
+    }
+    return double_g17(d, t, 64);
+}
+
 /* an element: its JSON into the value, its SHA-1 into h */
 static void el_bytes(Lines *J, const uint8_t *s, size_t n, uint8_t h[20]) {
     out_text(&J->v, s, n);
@@ -636,27 +779,6 @@ static void el_item(Lines *J, const LpItem *it, uint8_t h[20]) {
         el_int(J, it->v, h);
     else
         el_bytes(J, it->s, it->len, h);
-}
-
-/* a score: its JSON (data.redis_double) into the value, and the SHA-1 of the text the
- * digest takes of it into h; 0 on failure */
-static int el_score(Lines *J, double d, uint8_t h[20]) {
-    char t[64], g[64];
-    int k = double_redis(d, t, sizeof t);
-    if (k < 0)
-        return 0;
-    OUT_LIT(&J->v, "\"");
-    out_raw(&J->v, t, (size_t)k);
-    OUT_LIT(&J->v, "\"");
-    if (J->g17) {
-        int m = double_g17(d, g, sizeof g);
-        if (m < 0)
-            return 0;
-        sha1((const uint8_t *)g, (size_t)m, h);
-    } else {
-        sha1((const uint8_t *)t, (size_t)k, h);
-    }
-    return 1;
 }
 
 /* a packed score as float() reads it (the lane has checked that a string one is plainly a number) */
@@ -707,8 +829,9 @@ static int lines_packed(Lines *J, Lane *L, size_t *q, int ziplist) {
 /* the packed entries in J->sink as a list, a set, member/score or field/value pairs */
 static int lines_entries(Lines *J, int type, int first) {
     const LpItem *it = J->sink.items;
-    size_t n = J->sink.n;
-    uint8_t h[20], h2[20];
+    size_t n = J->sink.n, na, nb, slot = 0;
+    const uint8_t *a, *b;
+    char ta[24], tb[64];
     if (type == 3 || type == 4) {
         if (n % 2)
             return 0;
@@ -716,28 +839,30 @@ static int lines_entries(Lines *J, int type, int first) {
             if (!(first && i == 0))
                 OUT_LIT(&J->v, ",");
             OUT_LIT(&J->v, "[");
-            el_item(J, &it[i], h);
+            el_text(J, &it[i], ta, &a, &na);
             OUT_LIT(&J->v, ",");
             if (type == 3) {
                 double d;
-                if (!item_score(&it[i + 1], &d) || !el_score(J, d, h2))
+                int k;
+                if (!item_score(&it[i + 1], &d) || (k = score_text(J, d, tb)) < 0)
                     return 0;
+                b = (const uint8_t *)tb;
+                nb = (size_t)k;
             } else {
-                el_item(J, &it[i + 1], h2);
+                el_text(J, &it[i + 1], tb, &b, &nb);
             }
             OUT_LIT(&J->v, "]");
-            pair_xor(J, h, h2);
+            hash_pair(J, a, na, b, nb);
         }
         return 1;
     }
     for (size_t i = 0; i < n; i++) {
         if (!(first && i == 0))
             OUT_LIT(&J->v, ",");
-        el_item(J, &it[i], h);
-        if (type == 2)
-            xor20(J->acc, h);
-        else if (!lines_hash(J, h))
+        el_text(J, &it[i], ta, &a, &na);
+        if (type != 2 && !lines_slot(J, &slot))
             return 0;
+        hash_el(J, a, na, type == 2 ? H_XOR : H_SLOT, slot);
     }
     return 1;
 }
@@ -1044,8 +1169,10 @@ static int lines_value(Lines *J, Lane *L, void *unused, int code, size_t q) {
     size_t len;
     int kind;
     char num[24];
-    uint8_t h[20], h2[20];
+    uint8_t h[20], h2[20], first_text[56];
+    char score[64];
     uint64_t n, i;
+    size_t slot = 0;
     int type = obj_type(code);
     switch (code) {
     case L_STREAM1:
@@ -1054,10 +1181,11 @@ static int lines_value(Lines *J, Lane *L, void *unused, int code, size_t q) {
     case L_STREAM4:
         return lines_stream(J, L, q, code - L_STREAM1 + 1);
     case L_STRING:
-        if (!lane_string(L, &q, 1, &d, &len, &kind, num))
+        if (!lane_string(L, &q, 1, &d, &len, &kind, num) || !lines_slot(J, &slot))
             return 0;
-        el_bytes(J, d, len, h);
-        return lines_hash(J, h);
+        out_text(&J->v, d, len);
+        hash_el(J, d, len, H_SLOT, slot);
+        return 1;
     case L_STRINGS:
     case L_SET_STRINGS:
     case L_HASH:
@@ -1072,32 +1200,50 @@ static int lines_value(Lines *J, Lane *L, void *unused, int code, size_t q) {
                 OUT_LIT(&J->v, "[");
             if (!lane_string(L, &q, 1, &d, &len, &kind, num))
                 return 0;
-            el_bytes(J, d, len, h);
-            if (type == 1) {
-                if (!lines_hash(J, h))
+            out_text(&J->v, d, len);
+            if (type <= 2) {
+                if (type == 1 && !lines_slot(J, &slot))
                     return 0;
+                hash_el(J, d, len, type == 2 ? H_XOR : H_SLOT, slot);
                 continue;
             }
-            if (type == 2) {
-                xor20(J->acc, h);
-                continue;
-            }
+            /* the field's or member's text may be in the lane's scratch or number (the
+             * value's reading reuses them): held here while short, else its SHA-1 now */
+            const uint8_t *a = first_text;
+            size_t na = len;
+            int held = len < sizeof first_text;
+            if (held)
+                memcpy(first_text, d, len);
+            else
+                sha1(d, len, h);
             OUT_LIT(&J->v, ",");
+            const uint8_t *b;
+            size_t nb;
             if (type == 4) {
                 if (!lane_string(L, &q, 1, &d, &len, &kind, num))
                     return 0;
-                el_bytes(J, d, len, h2);
+                out_text(&J->v, d, len);
+                b = d;
+                nb = len;
             } else {
                 double s;
+                int k;
                 if (L->n - q < 8)
                     return 0;
                 memcpy(&s, L->b + q, 8);
                 q += 8;
-                if (!el_score(J, s, h2))
+                if ((k = score_text(J, s, score)) < 0)
                     return 0;
+                b = (const uint8_t *)score;
+                nb = (size_t)k;
             }
             OUT_LIT(&J->v, "]");
-            pair_xor(J, h, h2);
+            if (held) {
+                hash_pair(J, a, na, b, nb);
+            } else {
+                sha1(b, nb, h2);
+                hash_chain(J, h, h2);
+            }
         }
         OUT_LIT(&J->v, "]");
         return 1;
@@ -1109,8 +1255,11 @@ static int lines_value(Lines *J, Lane *L, void *unused, int code, size_t q) {
         for (uint32_t k = 0; k < m; k++) {
             if (k)
                 OUT_LIT(&J->v, ",");
-            el_int(J, intset_get(d, width, k), h);
-            xor20(J->acc, h);
+            LpItem it = {.s = NULL, .v = intset_get(d, width, k)};
+            const uint8_t *a;
+            size_t na;
+            el_text(J, &it, num, &a, &na);
+            hash_el(J, a, na, H_XOR, 0);
         }
         OUT_LIT(&J->v, "]");
         return 1;
@@ -1202,8 +1351,10 @@ static PyObject *key_line(Lines *J, Lane *L, int code, size_t vstart, PyObject *
     Out *v = &J->v;
     J->nh = 0;
     memset(J->acc, 0, 20);
+    J->waiting = J->chained = 0;
     if (!lines_reread(J, L, lines_value, NULL, code, vstart))
         return NULL;
+    lines_flush(J);
     size_t value_end = v->n;
     /* the digests */
     uint8_t tail[20], d[20] = {0}, kd[20] = {0}, h[20], part[20];
