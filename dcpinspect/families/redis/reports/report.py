@@ -100,16 +100,18 @@ class Summary:
         self.ending: Ending | None = None
         #: the snapshot's digest when values are read (a :class:`.digest.SnapshotDigest`)
         self.digest = None
+        #: the size of the smallest of the biggest keys once there are BIGGEST of them
+        self._least = 0
 
     def add(self, rec) -> None:
         if type(rec) is KeyRecord:  # the common case, first
-            self._add_key(rec)
+            self.add_key(rec)
             return
         for f in findings_of(rec):
             self.findings[f.rule] += 1
             self.severities[f.severity] += 1
         if isinstance(rec, KeyRecord):
-            self._add_key(rec)
+            self.add_key(rec)
         elif isinstance(rec, AuxRecord):
             if len(self.aux) < 256:
                 self.aux[_text(rec.key) or ""] = _text(rec.value) or ""
@@ -118,10 +120,15 @@ class Summary:
         elif isinstance(rec, Ending):
             self.ending = rec
 
-    def _add_key(self, rec: KeyRecord) -> None:
-        for f in rec.findings:
-            self.findings[f.rule] += 1
-            self.severities[f.severity] += 1
+    def add_key(self, rec: KeyRecord) -> None:
+        """:meth:`add` of a key."""
+        findings = rec.findings
+        if findings:
+            for f in findings:
+                self.findings[f.rule] += 1
+                self.severities[f.severity] += 1
+            if any(f.rule == "rdb-expired-key" for f in findings):
+                self.expired += 1
         t = rec.vtype.type
         self.keys += 1
         size = rec.size
@@ -133,15 +140,18 @@ class Summary:
             group[1] += size
         if rec.expire_ms is not None:
             self.expiring += 1
-        if rec.findings and any(f.rule == "rdb-expired-key" for f in rec.findings):
-            self.expired += 1
+        if size < self._least:  # (smaller than the smallest of the biggest: no key text)
+            return
         biggest = self.biggest
         if len(biggest) < BIGGEST:
             heapq.heappush(biggest, (size, -rec.offset, key_text(rec.key[:256]), t, rec.db))
-        elif size >= biggest[0][0] and (size, -rec.offset) >= biggest[0][:2]:  # else it is smaller: no key text
+        elif (size, -rec.offset) >= biggest[0][:2]:
             item = (size, -rec.offset, key_text(rec.key[:256]), t, rec.db)
             if item > biggest[0]:
                 heapq.heapreplace(biggest, item)
+        if len(biggest) == BIGGEST:
+            self._least = biggest[0][0]
+
 
     def keys_part(self) -> dict:
         """What the keys added made of the figures, as plain data (for :meth:`merge`)."""

@@ -512,11 +512,20 @@ def write_jsonl(recs, file: str, summary: report.Summary, digester, turns=None, 
     else:
         def emit(line: bytes) -> None:
             sys.stdout.write(line.decode("ascii"))
+    add_key = summary.add_key
+    key = None if turns is None else turns.key
+    start = end = 0  # (the stripe of the key before: its keys are the same process's)
+    mine = True
     for rec in recs:
         if type(rec) is KeyRecord:
-            if turns is not None and not turns.key(rec.offset):
-                continue  # (the other process's: its line and its figures)
-            summary.add(rec)
+            if key is not None:
+                at = rec.offset
+                if not start <= at < end:
+                    mine = key(at)
+                    start, end = turns.stripe_of(at)
+                if not mine:
+                    continue  # (the other process's: its line and its figures)
+            add_key(rec)
             line = rec.line  # (written whole by the C lane, else None)
             emit(line if line is not None else dumps_line(report.key_json(rec, digester, values), False))
             continue  # (a key's object holds no float)

@@ -156,6 +156,12 @@ class Turns:
             self.turn += 1
         return mine
 
+    @staticmethod
+    def stripe_of(offset: int) -> tuple[int, int]:
+        """Where the stripe of ``offset`` starts and ends (its keys are one process's)."""
+        start = offset - offset % STRIPE
+        return start, start + STRIPE
+
     def write(self, data: bytes) -> None:
         self.out += data
 
