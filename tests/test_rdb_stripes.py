@@ -13,6 +13,7 @@ import os
 import random
 import struct
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -74,9 +75,9 @@ def _many_keys(n: int, seed: int, dbs_every: int = 0) -> bytes:
     return raw[:-8] + struct.pack("<Q", crc64(raw[:-8]))
 
 
-def _output(path: Path) -> io.TextIOWrapper:
-    """A standard output on a file of its own (both processes write to its descriptor)."""
-    return io.TextIOWrapper(open(path.with_name(path.name + ".out"), "w+b"), encoding="ascii")
+def _output() -> io.TextIOWrapper:
+    """A standard output on an unnamed temporary file (both processes write to its descriptor)."""
+    return io.TextIOWrapper(tempfile.TemporaryFile("w+b"), encoding="ascii")
 
 
 def _written(out: io.TextIOWrapper) -> bytes:
@@ -88,7 +89,7 @@ def _written(out: io.TextIOWrapper) -> bytes:
 
 
 def _jsonl(path, jobs: int, monkeypatch) -> bytes:
-    out = _output(path)
+    out = _output()
     monkeypatch.setattr(sys, "stdout", out)
     try:
         snapshots.show(path, "jsonl", values=True, jobs=jobs)
@@ -99,7 +100,7 @@ def _jsonl(path, jobs: int, monkeypatch) -> bytes:
 
 
 def _resp(path, jobs: int, monkeypatch) -> tuple[bytes, str]:
-    out = _output(path)
+    out = _output()
     err = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "stderr", err)
