@@ -2507,12 +2507,14 @@ static void sha1_out(const uint32_t h[5], uint8_t out[20]) {
         out[4 * i + 2] = (uint8_t)(h[i] >> 8), out[4 * i + 3] = (uint8_t)h[i];
 }
 
-/* the last block of a message of 20 bytes: the bytes, the 1 bit, the zeros, 160 in bits */
-static void sha1_block20(uint8_t block[64], const uint8_t m[20]) {
-    memcpy(block, m, 20);
-    block[20] = 0x80;
-    memset(block + 21, 0, 42);
-    block[63] = 160;
+/* the one block of a message of n < 56 bytes: the bytes, the 1 bit, the zeros, its length
+ * in bits (big-endian) */
+static void sha1_pad(uint8_t block[64], const uint8_t *m, size_t n) {
+    memcpy(block, m, n);
+    block[n] = 0x80;
+    memset(block + n + 1, 0, 55 - n);
+    uint64_t bits = __builtin_bswap64((uint64_t)n * 8);
+    memcpy(block + 56, &bits, 8);
 }
 
 static void sha1(const uint8_t *p, size_t n, uint8_t out[20]) {
@@ -2543,8 +2545,8 @@ static void sha1_20x2(uint8_t x[20], uint8_t y[20]) {
     if (sha1_block_fn() == sha1_block_ni) {
         uint8_t bx[64], by[64];
         uint32_t hx[5], hy[5];
-        sha1_block20(bx, x);
-        sha1_block20(by, y);
+        sha1_pad(bx, x, 20);
+        sha1_pad(by, y, 20);
         memcpy(hx, SHA1_IV, sizeof hx);
         memcpy(hy, SHA1_IV, sizeof hy);
         sha1_block_ni2(hx, bx, hy, by);
@@ -2561,14 +2563,10 @@ static void sha1_20x2(uint8_t x[20], uint8_t y[20]) {
 static void sha1_two(const uint8_t *a, size_t na, uint8_t ha[20], const uint8_t *b, size_t nb, uint8_t hb[20]) {
 #ifdef CRC_CLMUL
     if (na < 56 && nb < 56 && sha1_block_fn() == sha1_block_ni) {
-        uint8_t bx[64] = {0}, by[64] = {0};
+        uint8_t bx[64], by[64];
         uint32_t hx[5], hy[5];
-        memcpy(bx, a, na);
-        memcpy(by, b, nb);
-        bx[na] = by[nb] = 0x80;
-        uint64_t lx = __builtin_bswap64((uint64_t)na * 8), ly = __builtin_bswap64((uint64_t)nb * 8);
-        memcpy(bx + 56, &lx, 8);
-        memcpy(by + 56, &ly, 8);
+        sha1_pad(bx, a, na);
+        sha1_pad(by, b, nb);
         memcpy(hx, SHA1_IV, sizeof hx);
         memcpy(hy, SHA1_IV, sizeof hy);
         sha1_block_ni2(hx, bx, hy, by);
@@ -2613,7 +2611,7 @@ static int sha1_of(PyObject *x, PyObject *score, uint8_t out[20]) {
 static void sha1_20(uint8_t x[20]) {
     uint8_t b[64];
     uint32_t st[5];
-    sha1_block20(b, x);
+    sha1_pad(b, x, 20);
     memcpy(st, SHA1_IV, sizeof st);
     sha1_block_fn()(st, b);
     sha1_out(st, x);

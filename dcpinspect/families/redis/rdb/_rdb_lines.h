@@ -415,6 +415,31 @@ static int double_g17(double d, char *t, size_t room) {
     return k < (int)room ? k : -1;
 }
 
+/* repr's text r (digits, a point, an exponent) as redis_digits takes it: its digits without
+ * zeros at either end into dg, how many (-1: too many); *decpt: the point after that many */
+static int repr_digits(const char *r, char dg[24], int *decpt) {
+    int nd = 0, before = 0, lead = 0, in_frac = 0;
+    const char *c = r;
+    for (; *c && *c != 'e'; c++) {
+        if (*c == '.') {
+            in_frac = 1;
+            continue;
+        }
+        before += !in_frac;
+        if (nd == 0 && *c == '0') {
+            lead++;
+            continue;
+        }
+        if (nd == 24)
+            return -1;
+        dg[nd++] = *c;
+    }
+    while (nd > 0 && dg[nd - 1] == '0')
+        nd--;
+    *decpt = before - lead + (*c == 'e' ? (int)strtol(c + 1, NULL, 10) : 0);
+    return nd;
+}
+
 /* data.redis_double's layout of the shortest digits dg (nd of them, no zero at either
  * end, the point after decpt of them; not an integer below 2^62) into t (room >= 48) */
 static int redis_digits(int neg, const char *dg, int nd, int decpt, char *t) {
@@ -461,7 +486,7 @@ static int redis_digits(int neg, const char *dg, int nd, int decpt, char *t) {
     return w + n;
 }
 
-/* data.redis_double, step by step; -1 on a Python error */
+/* data.redis_double; -1 on a Python error (or room under 48) */
 static int double_redis(double d, char *t, size_t room) {
     if (d != d)
         return snprintf(t, room, "nan");
@@ -472,75 +497,21 @@ static int double_redis(double d, char *t, size_t room) {
     const double half = (double)(9223372036854775807LL / 2);
     if (d >= -half && d <= half && (double)(long long)d == d)
         return room >= 24 ? i64_text(t, (long long)d) : snprintf(t, room, "%lld", (long long)d);
-    int neg = d < 0;
-    if (room >= 48) {
-        char dg[24] = {0};
-        int decpt, nd = shortest_exact(neg ? -d : d, dg, &decpt);
-        if (nd > 0)
-            return redis_digits(neg, dg, nd, decpt, t);
-    }
-    char *r = PyOS_double_to_string(neg ? -d : d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
-    if (r == NULL)
+    if (room < 48)
         return -1;
-    int out = -1;
-    char *e = strchr(r, 'e');
-    char *dot = strchr(r, '.');
-    if (e == NULL && dot != NULL && strlen(r) - (size_t)(dot - r) <= 7) {
-        out = snprintf(t, room, "%s%s", neg ? "-" : "", r);
-        goto done;
+    int neg = d < 0;
+    char dg[24] = {0};
+    int decpt, nd = shortest_exact(neg ? -d : d, dg, &decpt);
+    if (nd < 0) { /* outside the exact range: repr's digits, from Python */
+        char *r = PyOS_double_to_string(neg ? -d : d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+        if (r == NULL)
+            return -1;
+        nd = repr_digits(r, dg, &decpt);
+        PyMem_Free(r);
+        if (nd <= 0)
+            return -1;
     }
-    /* _shortest: the digits without the zeros at either end, and their power of ten K */
-    long exp10 = e ? strtol(e + 1, NULL, 10) : 0;
-    size_t mlen = e ? (size_t)(e - r) : strlen(r);
-    char digits[64];
-    size_t nd = 0, frac = 0;
-    int in_frac = 0;
-    for (size_t i = 0; i < mlen && nd < sizeof digits; i++) {
-        if (r[i] == '.') {
-            in_frac = 1;
-            continue;
-        }
-        if (in_frac)
-            frac++;
-        if (nd == 0 && r[i] == '0')
-            continue; /* lstrip */
-        digits[nd++] = r[i];
-    }
-    size_t all = nd;
-    while (nd > 0 && digits[nd - 1] == '0')
-        nd--;
-    long K = exp10 - (long)frac + (long)(all - nd);
-    long n = (long)nd;
-    long ex = K + n - 1 < 0 ? -(K + n - 1) : K + n - 1;
-    const char *sign = neg ? "-" : "";
-    int k = 0;
-    if (K >= 0 && ex < n + 7) {
-        k = snprintf(t, room, "%s%.*s", sign, (int)n, digits);
-        for (long i = 0; i < K && k >= 0 && (size_t)k + 1 < room; i++)
-            t[k++] = '0';
-        t[k] = 0;
-    } else if (K < 0 && (K > -7 || ex < 4)) {
-        long offset = n + K;
-        if (offset <= 0) {
-            k = snprintf(t, room, "%s0.", sign);
-            for (long i = 0; i < -offset && (size_t)k + 1 < room; i++)
-                t[k++] = '0';
-            k += snprintf(t + k, room - (size_t)k, "%.*s", (int)n, digits);
-        } else {
-            k = snprintf(t, room, "%s%.*s.%.*s", sign, (int)offset, digits, (int)(n - offset), digits + offset);
-        }
-    } else {
-        long keep = n < 18 - neg ? n : 18 - neg;
-        if (keep > 1)
-            k = snprintf(t, room, "%s%c.%.*se%c%ld", sign, digits[0], (int)(keep - 1), digits + 1,
-                         K + n - 1 < 0 ? '-' : '+', ex);
-        else
-            k = snprintf(t, room, "%s%ce%c%ld", sign, digits[0], K + n - 1 < 0 ? '-' : '+', ex);
-    }
-    out = k > 0 && (size_t)k < room ? k : -1;
-done:
-    PyMem_Free(r);
-    return out;
+    return redis_digits(neg, dg, nd, decpt, t);
 }
 
 /* -- one key's line -- */
@@ -574,7 +545,9 @@ static int lines_own(const Lines *J, uint64_t at) {
     return J->stripe == 0 || (J->mine >> (at / J->stripe % J->ways) & 1);
 }
 
-static int lines_hash(Lines *J, const uint8_t h[20]) {
+
+/* a slot for an ordered value's next SHA-1 (filled when it is made) */
+static int lines_slot(Lines *J, size_t *slot) {
     if (J->nh == J->roomh) {
         size_t room = J->roomh ? J->roomh * 2 : 256;
         uint8_t *hs = PyMem_Realloc(J->hs, room * 20);
@@ -585,7 +558,16 @@ static int lines_hash(Lines *J, const uint8_t h[20]) {
         J->hs = hs;
         J->roomh = room;
     }
-    memcpy(J->hs + 20 * J->nh++, h, 20);
+    *slot = J->nh++;
+    return 1;
+}
+
+/* h, an ordered value's next SHA-1 */
+static int lines_hash(Lines *J, const uint8_t h[20]) {
+    size_t slot;
+    if (!lines_slot(J, &slot))
+        return 0;
+    memcpy(J->hs + 20 * slot, h, 20);
     return 1;
 }
 
@@ -640,22 +622,6 @@ static void hash_put(Lines *J, int op, size_t slot, const uint8_t h[20]) {
         xor20(J->acc, h);
     else
         memcpy(J->hs + 20 * slot, h, 20);
-}
-
-/* a slot for an ordered value's next SHA-1 (filled when it is made) */
-static int lines_slot(Lines *J, size_t *slot) {
-    if (J->nh == J->roomh) {
-        size_t room = J->roomh ? J->roomh * 2 : 256;
-        uint8_t *hs = PyMem_Realloc(J->hs, room * 20);
-        if (hs == NULL) {
-            J->v.bad = 1;
-            return 0;
-        }
-        J->hs = hs;
-        J->roomh = room;
-    }
-    *slot = J->nh++;
-    return 1;
 }
 
 /* the SHA-1 of an element's text (n bytes at p): XORed into the value's (H_XOR), or into
@@ -765,20 +731,12 @@ static void el_bytes(Lines *J, const uint8_t *s, size_t n, uint8_t h[20]) {
     sha1(s, n, h);
 }
 
-static void el_int(Lines *J, int64_t x, uint8_t h[20]) {
-    char t[24], *w = dec_i64(t, x);
-    size_t k = (size_t)(t + 24 - w);
-    OUT_LIT(&J->v, "\"");
-    out_raw(&J->v, w, k);
-    OUT_LIT(&J->v, "\"");
-    sha1((const uint8_t *)w, k, h);
-}
-
 static void el_item(Lines *J, const LpItem *it, uint8_t h[20]) {
-    if (it->s == NULL)
-        el_int(J, it->v, h);
-    else
-        el_bytes(J, it->s, it->len, h);
+    char t[24];
+    const uint8_t *p;
+    size_t n;
+    el_text(J, it, t, &p, &n);
+    sha1(p, n, h);
 }
 
 /* a packed score as float() reads it (the lane has checked that a string one is plainly a number) */

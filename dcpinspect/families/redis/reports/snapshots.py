@@ -531,10 +531,9 @@ def write_jsonl(recs, file: str, summary: report.Summary, digester, turns=None, 
             continue  # (a key's object holds no float)
         if check is not None:
             check(rec)
+            summary.add(rec)
         if digester is not None:
             digester.see(rec)
-        if check is not None:
-            summary.add(rec)
         if turns is not None and not turns.ours:
             continue
         obj = _json(rec, file, digester, values)
@@ -575,14 +574,13 @@ def export(recs, summary: report.Summary, check, helper=None, turns=None, export
                     loose.extend(rec.findings)
                 continue
             exporter.key(rec)
-        elif check is None:  # (the helper: the first process checks and counts what is no key)
-            if kind is OpRecord and turns.ours:
-                exporter.op(rec)
-            continue
         else:
-            check(rec)
+            if check is not None:
+                check(rec)
             if kind is OpRecord and (turns is None or turns.ours):
                 exporter.op(rec)
+            if check is None:  # (the helper: the first process checks and counts what is no key)
+                continue
             if kind is not Ending:
                 loose.extend(report.findings_of(rec))
         summary.add(rec)

@@ -146,7 +146,7 @@ class Turns:
     def key(self, offset: int) -> bool:
         """Whether the key whose record starts at ``offset`` is this process's to write; a
         new turn starts where that changes."""
-        mine = self.mask >> (offset // STRIPE % WAYS) & 1 == 1
+        mine = owns(self.mask, offset)
         if mine != self.ours:
             if self.ours:
                 self._hand_on()
